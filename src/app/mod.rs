@@ -1,0 +1,1 @@
+//! The interactive app: state, actions, keymap, and the event loop.

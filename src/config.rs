@@ -1,0 +1,90 @@
+//! The configuration file: every key has a default in code, and `config.example.toml` shows them all. Unknown
+//! keys and wrong types are errors that name the key.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::advice::Thresholds;
+
+/// The whole configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub general: General,
+    pub thresholds: Thresholds,
+}
+
+/// Sampling and history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct General {
+    /// Seconds between samples (0.1 to 60).
+    pub interval_s: f64,
+    /// Seconds of history kept in memory for graphs and rules.
+    pub history_s: u64,
+}
+
+impl Default for General {
+    fn default() -> Self {
+        Self { interval_s: 1.0, history_s: 900 }
+    }
+}
+
+/// Why the configuration could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+}
+
+impl Config {
+    /// Parses TOML text; `path` is only used in messages.
+    ///
+    /// # Errors
+    /// A syntax error, an unknown key or a wrong type, naming the key.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e) })
+    }
+
+    /// Reads the file at `path`.
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Self::parse(&text, path)
+    }
+
+    /// The platform's config path (`~/.config/gpusight/config.toml` on Linux).
+    #[must_use]
+    pub fn default_path() -> Option<PathBuf> {
+        directories::ProjectDirs::from("", "", "gpusight").map(|dirs| dirs.config_dir().join("config.toml"))
+    }
+
+    /// The explicit file if given, else the platform file if it exists, else the defaults.
+    ///
+    /// # Errors
+    /// The file named or found cannot be read or parsed.
+    pub fn load_or_default(explicit: Option<&Path>) -> Result<Self, ConfigError> {
+        match explicit {
+            Some(path) => Self::load(path),
+            None => match Self::default_path() {
+                Some(path) if path.exists() => Self::load(&path),
+                _ => Ok(Self::default()),
+            },
+        }
+    }
+}
+
+/// toml's errors span several lines with a caret picture; keep the message and the key on one line.
+fn one_line(error: &toml::de::Error) -> String {
+    let message = error.message().trim().to_owned();
+    match error.span() {
+        Some(span) => format!("{message} (at byte {})", span.start),
+        None => message,
+    }
+}

@@ -1,0 +1,597 @@
+//! What happened over time: fixed-capacity rings, struct-of-arrays, one time column for the machine and one per
+//! process. A missing reading is pushed as `None` (a gap), never as 0, so graphs show gaps and rules do not see
+//! fake idle periods.
+//!
+//! Memory is bounded: every ring has a fixed capacity, processes that have not been seen for a whole history
+//! span are dropped, and the event list is capped.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::sample::{GpuEvent, GpuTick, HostProcess, MachineInfo, Snapshot, Tick, UnixMs};
+
+/// A fixed-capacity ring: pushing past the capacity drops the oldest value. Index 0 is the oldest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ring<T> {
+    values: VecDeque<T>,
+    capacity: usize,
+}
+
+impl<T> Ring<T> {
+    /// An empty ring that holds at most `capacity` values (at least one).
+    #[must_use]
+    pub fn new(capacity: usize) -> Self {
+        let capacity = capacity.max(1);
+        Self { values: VecDeque::new(), capacity }
+    }
+
+    /// Appends a value, dropping the oldest when full.
+    pub fn push(&mut self, value: T) {
+        if self.values.len() == self.capacity {
+            self.values.pop_front();
+        }
+        self.values.push_back(value);
+    }
+
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// The newest value.
+    #[must_use]
+    pub fn last(&self) -> Option<&T> {
+        self.values.back()
+    }
+
+    /// The value at `index` (0 is the oldest).
+    #[must_use]
+    pub fn get(&self, index: usize) -> Option<&T> {
+        self.values.get(index)
+    }
+
+    /// Oldest to newest.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator + '_ {
+        self.values.iter()
+    }
+
+    /// The values from `start` (an index, 0 = oldest) to the newest.
+    pub fn iter_from(&self, start: usize) -> impl DoubleEndedIterator<Item = &T> + '_ {
+        self.values.range(start.min(self.values.len())..)
+    }
+}
+
+/// A ring of optional readings: `None` is a gap.
+pub type Series<T> = Ring<Option<T>>;
+
+/// The time column and the index range of a window ending at the newest sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// Index of the first sample in the window.
+    pub start: usize,
+    /// Number of samples in the window.
+    pub len: usize,
+    /// Time of the first and the newest sample in the window.
+    pub first_ms: UnixMs,
+    pub last_ms: UnixMs,
+}
+
+impl Window {
+    /// How much time the window's samples span.
+    #[must_use]
+    pub fn span_ms(&self) -> u64 {
+        self.last_ms.saturating_sub(self.first_ms)
+    }
+}
+
+/// The window of the last `span_ms` milliseconds in a time column, ending at its newest sample.
+#[must_use]
+pub fn window_of(times: &Ring<UnixMs>, span_ms: u64) -> Option<Window> {
+    let last_ms = *times.last()?;
+    let from_ms = last_ms.saturating_sub(span_ms);
+    // Times are non-decreasing, so a binary search finds the first sample inside the window.
+    let (mut lo, mut hi) = (0, times.len());
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if times.get(mid).is_some_and(|t| *t < from_ms) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    let first_ms = *times.get(lo)?;
+    Some(Window { start: lo, len: times.len() - lo, first_ms, last_ms })
+}
+
+/// Per-GPU series, aligned with [`History::times`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSeries {
+    pub index: u32,
+    pub lost: Ring<bool>,
+    pub util_pct: Series<u32>,
+    pub mem_util_pct: Series<u32>,
+    pub mem_used_bytes: Series<u64>,
+    pub power_mw: Series<u32>,
+    pub power_limit_mw: Series<u32>,
+    pub temp_c: Series<u32>,
+    pub sm_clock_mhz: Series<u32>,
+    pub mem_clock_mhz: Series<u32>,
+    pub throttle_bits: Series<u64>,
+    pub pcie_gen: Series<u32>,
+    pub pcie_width: Series<u32>,
+    pub pcie_rx_kbps: Series<u32>,
+    pub pcie_tx_kbps: Series<u32>,
+    pub sm_active_pct: Series<f32>,
+    pub sm_occupancy_pct: Series<f32>,
+    pub tensor_active_pct: Series<f32>,
+    pub dram_active_pct: Series<f32>,
+}
+
+impl GpuSeries {
+    fn new(index: u32, capacity: usize) -> Self {
+        Self {
+            index,
+            lost: Ring::new(capacity),
+            util_pct: Ring::new(capacity),
+            mem_util_pct: Ring::new(capacity),
+            mem_used_bytes: Ring::new(capacity),
+            power_mw: Ring::new(capacity),
+            power_limit_mw: Ring::new(capacity),
+            temp_c: Ring::new(capacity),
+            sm_clock_mhz: Ring::new(capacity),
+            mem_clock_mhz: Ring::new(capacity),
+            throttle_bits: Ring::new(capacity),
+            pcie_gen: Ring::new(capacity),
+            pcie_width: Ring::new(capacity),
+            pcie_rx_kbps: Ring::new(capacity),
+            pcie_tx_kbps: Ring::new(capacity),
+            sm_active_pct: Ring::new(capacity),
+            sm_occupancy_pct: Ring::new(capacity),
+            tensor_active_pct: Ring::new(capacity),
+            dram_active_pct: Ring::new(capacity),
+        }
+    }
+
+    fn push(&mut self, gpu: Option<&GpuTick>) {
+        let gpm = gpu.and_then(|g| g.gpm);
+        self.lost.push(gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost));
+        self.util_pct.push(gpu.and_then(|g| g.util_pct));
+        self.mem_util_pct.push(gpu.and_then(|g| g.mem_util_pct));
+        self.mem_used_bytes.push(gpu.and_then(|g| g.mem_used_bytes));
+        self.power_mw.push(gpu.and_then(|g| g.power_mw));
+        self.power_limit_mw.push(gpu.and_then(|g| g.power_limit_mw));
+        self.temp_c.push(gpu.and_then(|g| g.temp_c));
+        self.sm_clock_mhz.push(gpu.and_then(|g| g.sm_clock_mhz));
+        self.mem_clock_mhz.push(gpu.and_then(|g| g.mem_clock_mhz));
+        self.throttle_bits.push(gpu.and_then(|g| g.throttle_bits));
+        self.pcie_gen.push(gpu.and_then(|g| g.pcie_gen));
+        self.pcie_width.push(gpu.and_then(|g| g.pcie_width));
+        self.pcie_rx_kbps.push(gpu.and_then(|g| g.pcie_rx_kbps));
+        self.pcie_tx_kbps.push(gpu.and_then(|g| g.pcie_tx_kbps));
+        self.sm_active_pct.push(gpm.and_then(|m| m.sm_active_pct));
+        self.sm_occupancy_pct.push(gpm.and_then(|m| m.sm_occupancy_pct));
+        self.tensor_active_pct.push(gpm.and_then(|m| m.tensor_active_pct));
+        self.dram_active_pct.push(gpm.and_then(|m| m.dram_active_pct));
+    }
+}
+
+/// Host-wide series, aligned with [`History::times`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostSeries {
+    pub cpu_busy_pct: Series<f32>,
+    pub iowait_pct: Series<f32>,
+    pub steal_pct: Series<f32>,
+    pub mem_available_bytes: Series<u64>,
+    pub mem_total_bytes: Series<u64>,
+    pub swap_used_bytes: Series<u64>,
+    pub swap_in_pages_per_s: Series<f32>,
+    pub swap_out_pages_per_s: Series<f32>,
+    pub load_1: Series<f32>,
+    pub psi_cpu_some: Series<f32>,
+    pub psi_io_some: Series<f32>,
+    pub psi_io_full: Series<f32>,
+    pub psi_memory_some: Series<f32>,
+}
+
+impl HostSeries {
+    fn new(capacity: usize) -> Self {
+        Self {
+            cpu_busy_pct: Ring::new(capacity),
+            iowait_pct: Ring::new(capacity),
+            steal_pct: Ring::new(capacity),
+            mem_available_bytes: Ring::new(capacity),
+            mem_total_bytes: Ring::new(capacity),
+            swap_used_bytes: Ring::new(capacity),
+            swap_in_pages_per_s: Ring::new(capacity),
+            swap_out_pages_per_s: Ring::new(capacity),
+            load_1: Ring::new(capacity),
+            psi_cpu_some: Ring::new(capacity),
+            psi_io_some: Ring::new(capacity),
+            psi_io_full: Ring::new(capacity),
+            psi_memory_some: Ring::new(capacity),
+        }
+    }
+
+    fn push(&mut self, tick: &Tick) {
+        let host = &tick.host;
+        let cpu = host.cpu;
+        let psi = host.psi;
+        self.cpu_busy_pct.push(cpu.map(|c| c.busy_pct));
+        self.iowait_pct.push(cpu.map(|c| c.iowait_pct));
+        self.steal_pct.push(cpu.map(|c| c.steal_pct));
+        self.mem_available_bytes.push(host.mem_available_bytes);
+        self.mem_total_bytes.push(host.mem_total_bytes);
+        self.swap_used_bytes
+            .push(host.swap_total_bytes.zip(host.swap_free_bytes).map(|(total, free)| total.saturating_sub(free)));
+        self.swap_in_pages_per_s.push(host.swap_in_pages_per_s);
+        self.swap_out_pages_per_s.push(host.swap_out_pages_per_s);
+        self.load_1.push(host.load_1);
+        self.psi_cpu_some.push(psi.and_then(|p| p.cpu_some_avg10));
+        self.psi_io_some.push(psi.and_then(|p| p.io_some_avg10));
+        self.psi_io_full.push(psi.and_then(|p| p.io_full_avg10));
+        self.psi_memory_some.push(psi.and_then(|p| p.memory_some_avg10));
+    }
+}
+
+/// A process is identified by its PID and start time, so a reused PID starts a new history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessKey {
+    pub pid: u32,
+    pub start_ticks: Option<u64>,
+}
+
+/// The history of one process, with its own time column (it lives for part of the machine's history).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProcessSeries {
+    pub key: ProcessKey,
+    pub times: Ring<UnixMs>,
+    /// GPU memory summed over the GPUs it uses.
+    pub gpu_mem_bytes: Series<u64>,
+    /// SM utilization, the highest over its GPUs.
+    pub sm_util_pct: Series<u32>,
+    pub cpu_pct: Series<f32>,
+    pub rss_bytes: Series<u64>,
+    pub read_bytes_per_s: Series<u64>,
+    pub state: Series<char>,
+    pub threads_in_d: Series<u32>,
+    /// Busiest child's CPU use, percent of one core.
+    pub max_child_cpu_pct: Series<f32>,
+    /// Children (DataLoader workers) in D state at this sample.
+    pub children_in_d: Series<u32>,
+    pub n_children: Series<u32>,
+    /// Read rate of the process and its children together.
+    pub tree_read_bytes_per_s: Series<u64>,
+}
+
+impl ProcessSeries {
+    fn new(key: ProcessKey, capacity: usize) -> Self {
+        Self {
+            key,
+            times: Ring::new(capacity),
+            gpu_mem_bytes: Ring::new(capacity),
+            sm_util_pct: Ring::new(capacity),
+            cpu_pct: Ring::new(capacity),
+            rss_bytes: Ring::new(capacity),
+            read_bytes_per_s: Ring::new(capacity),
+            state: Ring::new(capacity),
+            threads_in_d: Ring::new(capacity),
+            max_child_cpu_pct: Ring::new(capacity),
+            children_in_d: Ring::new(capacity),
+            n_children: Ring::new(capacity),
+            tree_read_bytes_per_s: Ring::new(capacity),
+        }
+    }
+
+    /// The time of the newest sample of this process.
+    #[must_use]
+    pub fn last_seen_ms(&self) -> Option<UnixMs> {
+        self.times.last().copied()
+    }
+}
+
+/// Everything the pipeline remembers: the machine, the latest tick, the rings and recent events.
+#[derive(Debug, Clone)]
+pub struct History {
+    machine: Arc<MachineInfo>,
+    capacity: usize,
+    pub times: Ring<UnixMs>,
+    pub gpus: Vec<GpuSeries>,
+    pub host: HostSeries,
+    pub processes: HashMap<ProcessKey, ProcessSeries>,
+    /// Events, oldest first, at most [`History::MAX_EVENTS`].
+    pub events: VecDeque<GpuEvent>,
+    latest: Tick,
+    n_ticks: u64,
+}
+
+impl History {
+    /// The most events kept.
+    pub const MAX_EVENTS: usize = 256;
+
+    /// An empty history for `machine` that keeps `capacity` samples.
+    #[must_use]
+    pub fn new(machine: Arc<MachineInfo>, capacity: usize) -> Self {
+        let gpus = machine.gpus.iter().map(|g| GpuSeries::new(g.index, capacity)).collect();
+        Self {
+            machine,
+            capacity: capacity.max(1),
+            times: Ring::new(capacity),
+            gpus,
+            host: HostSeries::new(capacity),
+            processes: HashMap::new(),
+            events: VecDeque::new(),
+            latest: Tick::default(),
+            n_ticks: 0,
+        }
+    }
+
+    /// The machine this history is about.
+    #[must_use]
+    pub fn machine(&self) -> &Arc<MachineInfo> {
+        &self.machine
+    }
+
+    /// The newest tick (empty before the first push).
+    #[must_use]
+    pub fn latest(&self) -> &Tick {
+        &self.latest
+    }
+
+    /// How many ticks were pushed since the start (not bounded by the capacity).
+    #[must_use]
+    pub fn n_ticks(&self) -> u64 {
+        self.n_ticks
+    }
+
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Time of the newest sample.
+    #[must_use]
+    pub fn now_ms(&self) -> Option<UnixMs> {
+        self.times.last().copied()
+    }
+
+    /// The window of the last `span_ms` of the machine's time column.
+    #[must_use]
+    pub fn window(&self, span_ms: u64) -> Option<Window> {
+        window_of(&self.times, span_ms)
+    }
+
+    /// Series of the GPU with this NVML index.
+    #[must_use]
+    pub fn gpu(&self, index: u32) -> Option<&GpuSeries> {
+        self.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// The newest series of the process with this PID (the live one if the PID was reused).
+    #[must_use]
+    pub fn process(&self, pid: u32) -> Option<&ProcessSeries> {
+        self.processes.values().filter(|p| p.key.pid == pid).max_by_key(|p| p.last_seen_ms())
+    }
+
+    /// Takes in a snapshot. If the machine changed (another recording, GPUs added), history starts over.
+    pub fn push(&mut self, snapshot: &Snapshot) {
+        if !Arc::ptr_eq(&self.machine, &snapshot.machine) && *self.machine != *snapshot.machine {
+            *self = Self::new(Arc::clone(&snapshot.machine), self.capacity);
+        }
+        self.push_tick(snapshot.tick.clone());
+    }
+
+    /// Takes in a tick of this history's machine.
+    pub fn push_tick(&mut self, tick: Tick) {
+        let at_ms = tick.at_ms;
+        self.times.push(at_ms);
+        for series in &mut self.gpus {
+            series.push(tick.gpu(series.index));
+        }
+        self.host.push(&tick);
+        self.push_processes(&tick);
+        for event in &tick.events {
+            if self.events.len() == Self::MAX_EVENTS {
+                self.events.pop_front();
+            }
+            self.events.push_back(event.clone());
+        }
+        self.forget_old_processes(at_ms);
+        self.latest = tick;
+        self.n_ticks += 1;
+    }
+
+    fn push_processes(&mut self, tick: &Tick) {
+        // Every process NVML lists gets a series; host-only relatives are folded into their GPU process.
+        let mut gpu_pids: Vec<u32> = tick.gpu_processes.iter().filter_map(|p| p.pid).collect();
+        gpu_pids.sort_unstable();
+        gpu_pids.dedup();
+        for pid in gpu_pids {
+            let host = tick.process(pid);
+            let key = ProcessKey { pid, start_ticks: host.and_then(|h| h.start_ticks) };
+            let capacity = self.capacity;
+            let series = self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, capacity));
+            let on_gpus = tick.gpu_processes.iter().filter(|p| p.pid == Some(pid));
+            let (mut mem, mut sm) = (None::<u64>, None::<u32>);
+            for entry in on_gpus {
+                if let Some(bytes) = entry.used_gpu_memory_bytes {
+                    mem = Some(mem.unwrap_or(0) + bytes);
+                }
+                if let Some(pct) = entry.sm_util_pct {
+                    sm = Some(sm.map_or(pct, |s| s.max(pct)));
+                }
+            }
+            let children: Vec<&HostProcess> = tick.processes.iter().filter(|c| c.ppid == Some(pid)).collect();
+            series.times.push(tick.at_ms);
+            series.gpu_mem_bytes.push(mem);
+            series.sm_util_pct.push(sm);
+            series.cpu_pct.push(host.and_then(|h| h.cpu_pct));
+            series.rss_bytes.push(host.and_then(|h| h.rss_bytes));
+            series.read_bytes_per_s.push(host.and_then(|h| h.read_bytes_per_s));
+            series.state.push(host.and_then(|h| h.state));
+            series.threads_in_d.push(host.and_then(|h| h.threads_in_d));
+            series.max_child_cpu_pct.push(children.iter().filter_map(|c| c.cpu_pct).reduce(f32::max));
+            let children_in_d = children.iter().filter(|c| c.state == Some('D')).count();
+            series.children_in_d.push(u32::try_from(children_in_d).ok());
+            series.n_children.push(u32::try_from(children.len()).ok());
+            let tree_read = host
+                .and_then(|h| h.read_bytes_per_s)
+                .map(|own| own + children.iter().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
+            series.tree_read_bytes_per_s.push(tree_read);
+        }
+    }
+
+    /// Drops processes not seen for longer than the history spans, so memory stays flat.
+    fn forget_old_processes(&mut self, now_ms: UnixMs) {
+        let Some(oldest_ms) = self.times.get(0).copied() else {
+            return;
+        };
+        let span_ms = now_ms.saturating_sub(oldest_ms);
+        self.processes
+            .retain(|_, series| series.last_seen_ms().is_some_and(|seen| now_ms.saturating_sub(seen) <= span_ms));
+    }
+}
+
+/// Summary statistics of the present (non-gap) values in an iterator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stats {
+    pub n_present: usize,
+    pub n_total: usize,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub median: f64,
+}
+
+impl Stats {
+    /// Statistics of the present values; `None` when every value is a gap.
+    pub fn of<I, T>(values: I) -> Option<Self>
+    where
+        I: IntoIterator<Item = Option<T>>,
+        T: Into<f64>,
+    {
+        let mut n_total = 0;
+        let mut present: Vec<f64> = Vec::new();
+        for value in values {
+            n_total += 1;
+            if let Some(v) = value {
+                present.push(v.into());
+            }
+        }
+        if present.is_empty() {
+            return None;
+        }
+        present.sort_by(f64::total_cmp);
+        let n = present.len();
+        let median = if n % 2 == 1 { present[n / 2] } else { (present[n / 2 - 1] + present[n / 2]) / 2.0 };
+        #[allow(clippy::cast_precision_loss)]
+        let mean = present.iter().sum::<f64>() / n as f64;
+        Some(Self { n_present: n, n_total, min: present[0], max: present[n - 1], mean, median })
+    }
+
+    /// The share of samples (gaps count against) that were present.
+    #[must_use]
+    pub fn coverage(&self) -> f64 {
+        if self.n_total == 0 {
+            0.0
+        } else {
+            #[allow(clippy::cast_precision_loss)]
+            let share = self.n_present as f64 / self.n_total as f64;
+            share
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sample::{GpuInfo, GpuProcess};
+
+    fn machine(n_gpus: u32) -> Arc<MachineInfo> {
+        Arc::new(MachineInfo {
+            gpus: (0..n_gpus).map(|index| GpuInfo { index, ..GpuInfo::default() }).collect(),
+            ..MachineInfo::default()
+        })
+    }
+
+    fn tick(at_ms: UnixMs, util: Option<u32>) -> Tick {
+        Tick { at_ms, gpus: vec![GpuTick { index: 0, util_pct: util, ..GpuTick::default() }], ..Tick::default() }
+    }
+
+    #[test]
+    fn ring_drops_the_oldest_when_full() {
+        let mut ring = Ring::new(3);
+        for v in 1..=5 {
+            ring.push(v);
+        }
+        assert_eq!(ring.iter().copied().collect::<Vec<_>>(), vec![3, 4, 5]);
+        assert_eq!(ring.len(), 3);
+        assert_eq!(ring.last(), Some(&5));
+    }
+
+    #[test]
+    fn a_missing_reading_is_a_gap_not_a_zero() {
+        let mut history = History::new(machine(1), 10);
+        history.push_tick(tick(1000, Some(90)));
+        history.push_tick(tick(2000, None));
+        // A tick without the GPU at all is also a gap.
+        history.push_tick(Tick { at_ms: 3000, ..Tick::default() });
+        let util: Vec<_> = history.gpus[0].util_pct.iter().copied().collect();
+        assert_eq!(util, vec![Some(90), None, None]);
+        let stats = Stats::of(util).expect("one value present");
+        assert_eq!((stats.n_present, stats.n_total), (1, 3));
+        assert!((stats.mean - 90.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn window_covers_the_last_span() {
+        let mut history = History::new(machine(1), 100);
+        for i in 0..10 {
+            history.push_tick(tick(1000 * i, Some(1)));
+        }
+        let window = history.window(3000).expect("window");
+        assert_eq!((window.start, window.len, window.first_ms, window.last_ms), (6, 4, 6000, 9000));
+        assert_eq!(history.window(1_000_000).map(|w| w.len), Some(10));
+    }
+
+    #[test]
+    fn processes_get_their_own_time_column_and_are_forgotten() {
+        let mut history = History::new(machine(1), 3);
+        let with_process = |at_ms| Tick {
+            at_ms,
+            gpu_processes: vec![GpuProcess {
+                pid: Some(42),
+                used_gpu_memory_bytes: Some(1 << 30),
+                ..GpuProcess::default()
+            }],
+            ..tick(at_ms, Some(50))
+        };
+        history.push_tick(with_process(1000));
+        history.push_tick(with_process(2000));
+        let series = history.process(42).expect("series");
+        assert_eq!(series.gpu_mem_bytes.iter().copied().collect::<Vec<_>>(), vec![Some(1 << 30); 2]);
+        for at_ms in [3000, 4000, 5000, 6000] {
+            history.push_tick(tick(at_ms, Some(0)));
+        }
+        assert!(history.process(42).is_none(), "a process gone for a whole span is dropped");
+    }
+
+    #[test]
+    fn a_new_machine_starts_history_over() {
+        let mut history = History::new(machine(1), 10);
+        history.push_tick(tick(1000, Some(1)));
+        let other = Snapshot { machine: machine(2), tick: tick(2000, Some(2)) };
+        history.push(&other);
+        assert_eq!(history.gpus.len(), 2);
+        assert_eq!(history.times.len(), 1);
+    }
+}

@@ -1,0 +1,46 @@
+//! gpusight: a terminal GPU monitor that says why a training job is slow.
+//!
+//! # Code map
+//!
+//! Data flows one way:
+//!
+//! ```text
+//!  NVML ─┐                                                          ┌─> ui/ (widgets read App, draw a frame)
+//!        ├─ source/sampler thread ─ Snapshot ─> channel ─> Pipeline ┤
+//! /proc ─┘   (blocking calls, tiers,   (owned)              history, └─> output/ (--once, JSON), doctor,
+//!  sysfs      watchdog)                                     findings      report, export/
+//! ```
+//!
+//! - [`sample`]: the plain data every part shares: `MachineInfo` (read once), `Tick` (each sample), `Snapshot`.
+//! - [`source`]: where ticks come from: [`source::nvml`] (live), [`source::replay`] (recordings),
+//!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
+//!   [`source::xid`] (Xid/ECC events).
+//! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs.
+//! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
+//! - [`advice`]: the rules, pure functions of the history.
+//! - [`app`] and [`ui`]: the interactive monitor; [`output`]: `--once` and JSON; [`export`]: Prometheus.
+//! - [`config`] and [`cli`]: the config file and the command line; `main.rs` only calls [`cli::main`].
+//!
+//! # Architecture invariants
+//!
+//! - Nothing under `source/` or `host/` knows ratatui, the terminal or the app.
+//! - `ui/` never mutates the app; `advice/` never does I/O and never reads the clock: time comes from samples.
+//! - An absent reading is `None` all the way to the screen ("N/A"); no fake zeros.
+//! - The UI thread never calls NVML and never blocks on it.
+//! - Units are in names and types: `power_mw`, `mem_used_bytes`, `util_pct`, `interval: Duration`.
+//! - Replay and synthetic data go through the same pipeline as live data; nothing branches on the source
+//!   except the header that says which it is.
+//! - One module owns terminal setup and restore; a panic restores the terminal before printing.
+
+pub mod advice;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod export;
+pub mod history;
+pub mod host;
+pub mod output;
+pub mod pipeline;
+pub mod sample;
+pub mod source;
+pub mod ui;

@@ -1,0 +1,1 @@
+//! One-shot outputs: the `--once` table and the versioned JSON document.

@@ -1,0 +1,439 @@
+//! Plain data that flows from the sources to everything else: what a machine is (`MachineInfo`, read once)
+//! and what it did at one moment (`Tick`). A `Snapshot` pairs the two.
+//!
+//! Every reading that can fail to be read is an `Option`: `None` means "not read" (not supported, no
+//! permission, GPU lost) and is shown as N/A; it is never replaced by 0. Units are in the field names.
+//! These types are also the recording format (serde), so changing them means bumping
+//! [`crate::source::replay::SCHEMA_VERSION`].
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+/// Milliseconds since the Unix epoch, as stamped by the source. All time in the pipeline comes from here;
+/// nothing downstream reads the wall clock.
+pub type UnixMs = u64;
+
+/// One moment of the machine, with the machine it belongs to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Snapshot {
+    /// The static description of the machine. Shared: it does not change between ticks.
+    pub machine: Arc<MachineInfo>,
+    /// What was read at this moment.
+    pub tick: Tick,
+}
+
+/// Where the data comes from. Only the header and help text look at this; no rule or renderer branches on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// NVML and /proc on this machine.
+    #[default]
+    Live,
+    /// A recording played back.
+    Replay,
+    /// A deterministic synthetic scenario.
+    Synthetic,
+}
+
+/// What a machine is: read once when the source starts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub source: SourceKind,
+    /// A name for the data: the scenario, the recording's file name, or the host.
+    pub source_label: String,
+    /// NVIDIA driver version, e.g. "580.159.04".
+    pub driver_version: Option<String>,
+    /// The newest CUDA version the driver supports, as NVML encodes it: 13000 is 13.0.
+    pub cuda_driver_version: Option<i32>,
+    pub nvml_version: Option<String>,
+    /// Whether the NVIDIA Open Kernel Module is loaded (from /proc/driver/nvidia/version).
+    pub open_kernel_module: Option<bool>,
+    pub kernel_release: Option<String>,
+    /// Number of logical CPUs on the host.
+    pub n_cpus: usize,
+    /// Number of NUMA nodes with CPUs (1 on single-socket hosts and most VMs).
+    pub n_numa_nodes: usize,
+    pub mem_total_bytes: Option<u64>,
+    /// The host's boot time, to turn process start ticks into wall time.
+    pub boot_time_ms: Option<UnixMs>,
+    pub gpus: Vec<GpuInfo>,
+}
+
+/// What one GPU is: identity, maxima and settings that do not change while we watch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuInfo {
+    /// NVML index.
+    pub index: u32,
+    pub name: String,
+    pub uuid: String,
+    /// The PCI bus id in sysfs form, built from the integer fields: `0000:81:00.0`.
+    pub pci_bus_id: String,
+    /// Architecture name as NVML reports it ("Hopper").
+    pub architecture: Option<String>,
+    /// CUDA compute capability (major, minor).
+    pub compute_capability: Option<(i32, i32)>,
+    pub mem_total_bytes: Option<u64>,
+    pub max_sm_clock_mhz: Option<u32>,
+    pub max_mem_clock_mhz: Option<u32>,
+    pub max_pcie_gen: Option<u32>,
+    pub max_pcie_width: Option<u32>,
+    pub power_limit_default_mw: Option<u32>,
+    pub power_limit_min_mw: Option<u32>,
+    pub power_limit_max_mw: Option<u32>,
+    pub temp_slowdown_c: Option<u32>,
+    pub temp_shutdown_c: Option<u32>,
+    pub temp_gpu_max_c: Option<u32>,
+    /// NUMA node of the PCI device from sysfs; `None` when the host reports none (-1).
+    pub numa_node: Option<u32>,
+    /// CPUs local to the GPU (sysfs `local_cpulist`), as a sorted list of CPU ids.
+    pub local_cpus: Option<Vec<u32>>,
+    pub persistence_mode: Option<bool>,
+    pub mig_enabled: Option<bool>,
+    pub ecc_enabled: Option<bool>,
+    /// Whether a display is attached to this GPU.
+    pub display_active: Option<bool>,
+    /// Whether the GPU has GPM metrics (Hopper and newer).
+    pub gpm_supported: bool,
+}
+
+/// What was read at one moment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Tick {
+    /// When the sample was taken (source's clock).
+    pub at_ms: UnixMs,
+    /// Per GPU, in the same order as `MachineInfo::gpus`.
+    pub gpus: Vec<GpuTick>,
+    pub host: HostTick,
+    /// One entry per (GPU, process) pair NVML lists.
+    pub gpu_processes: Vec<GpuProcess>,
+    /// Host details of every GPU process and its relatives (parents up to the session, direct children).
+    pub processes: Vec<HostProcess>,
+    /// Xid and ECC events seen since the previous tick.
+    pub events: Vec<GpuEvent>,
+    /// How the sampler itself is doing.
+    pub health: SourceHealth,
+}
+
+/// The state of one GPU's connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuState {
+    #[default]
+    Ok,
+    /// NVML said the GPU is lost or needs a reset; we stopped asking it.
+    Lost,
+    /// The GPU's calls did not answer in time this tick.
+    NotAnswering,
+}
+
+/// Dynamic readings of one GPU.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuTick {
+    pub index: u32,
+    pub state: GpuState,
+    /// NVML "GPU utilization": the share of time any kernel ran.
+    pub util_pct: Option<u32>,
+    /// NVML "memory utilization": the share of time device memory was read or written.
+    pub mem_util_pct: Option<u32>,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_reserved_bytes: Option<u64>,
+    pub mem_free_bytes: Option<u64>,
+    pub power_mw: Option<u32>,
+    /// The enforced power limit, which may be below the default.
+    pub power_limit_mw: Option<u32>,
+    pub temp_c: Option<u32>,
+    pub sm_clock_mhz: Option<u32>,
+    pub mem_clock_mhz: Option<u32>,
+    /// Clock event (throttle) reason bits, see [`throttle`].
+    pub throttle_bits: Option<u64>,
+    /// Performance state, 0 (max) to 15.
+    pub pstate: Option<u32>,
+    pub pcie_gen: Option<u32>,
+    pub pcie_width: Option<u32>,
+    /// PCIe throughput, read on a slower tier (each read blocks 20 ms).
+    pub pcie_rx_kbps: Option<u32>,
+    pub pcie_tx_kbps: Option<u32>,
+    pub pcie_replay_count: Option<u64>,
+    /// Energy since the driver loaded.
+    pub energy_mj: Option<u64>,
+    /// Cumulative time spent in each throttle reason since the driver loaded.
+    pub throttle_ns: Option<ThrottleCounters>,
+    /// GPM metrics (Hopper and newer), each 0–100 %.
+    pub gpm: Option<GpmMetrics>,
+    pub ecc: Option<EccCounts>,
+    pub remapped_rows: Option<RemappedRows>,
+    pub retired_pages_pending: Option<bool>,
+    pub enc_util_pct: Option<u32>,
+    pub dec_util_pct: Option<u32>,
+    pub fan_pct: Option<u32>,
+}
+
+/// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ThrottleCounters {
+    pub sw_power_cap_ns: Option<u64>,
+    pub sync_boost_ns: Option<u64>,
+    pub sw_thermal_ns: Option<u64>,
+    pub hw_thermal_ns: Option<u64>,
+    pub hw_power_brake_ns: Option<u64>,
+}
+
+/// GPM (GPU performance monitoring) metrics over the last tick, in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpmMetrics {
+    pub sm_active_pct: Option<f32>,
+    pub sm_occupancy_pct: Option<f32>,
+    pub tensor_active_pct: Option<f32>,
+    pub dram_active_pct: Option<f32>,
+    pub gr_engine_active_pct: Option<f32>,
+}
+
+/// ECC error counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct EccCounts {
+    pub volatile_corrected: Option<u64>,
+    pub volatile_uncorrected: Option<u64>,
+    pub aggregate_corrected: Option<u64>,
+    pub aggregate_uncorrected: Option<u64>,
+}
+
+/// Row remapping state (Ampere and newer).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct RemappedRows {
+    pub correctable: u32,
+    pub uncorrectable: u32,
+    pub pending: bool,
+    pub failure: bool,
+}
+
+/// Whether a GPU process is a compute or a graphics context (or both).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    #[default]
+    Compute,
+    Graphics,
+    ComputeAndGraphics,
+}
+
+impl ProcessKind {
+    /// One letter, as nvidia-smi and nvitop show it.
+    #[must_use]
+    pub fn letter(self) -> char {
+        match self {
+            Self::Compute => 'C',
+            Self::Graphics => 'G',
+            Self::ComputeAndGraphics => 'X',
+        }
+    }
+}
+
+/// One process on one GPU, as NVML lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct GpuProcess {
+    pub gpu_index: u32,
+    /// Host PID. `None` when the driver returned an impossible value (the process-info ABI bug).
+    pub pid: Option<u32>,
+    pub kind: ProcessKind,
+    pub used_gpu_memory_bytes: Option<u64>,
+    /// Per-process SM utilization over the last sample window.
+    pub sm_util_pct: Option<u32>,
+    /// Per-process memory-bandwidth utilization.
+    pub mem_util_pct: Option<u32>,
+    pub enc_util_pct: Option<u32>,
+    pub dec_util_pct: Option<u32>,
+}
+
+/// How a host process relates to the GPU processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessRole {
+    /// It holds a GPU context.
+    #[default]
+    Gpu,
+    /// An ancestor of a GPU process (a launcher: torchrun, bash, python -m).
+    Parent,
+    /// A child of a GPU process (a DataLoader worker).
+    Child,
+}
+
+/// Host-side details of a process related to the GPUs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostProcess {
+    pub pid: u32,
+    pub ppid: Option<u32>,
+    pub role: ProcessRole,
+    pub uid: Option<u32>,
+    pub user: Option<String>,
+    /// The short name (`comm`).
+    pub name: String,
+    /// The command line, arguments joined by spaces; empty when unreadable.
+    pub cmdline: String,
+    /// Scheduler state letter: R, S, D, Z, T, I.
+    pub state: Option<char>,
+    /// CPU use over the last interval, percent of one core (can exceed 100).
+    pub cpu_pct: Option<f32>,
+    pub rss_bytes: Option<u64>,
+    /// Storage-layer read and write rates over the last interval.
+    pub read_bytes_per_s: Option<u64>,
+    pub write_bytes_per_s: Option<u64>,
+    /// CPUs the process may run on (`Cpus_allowed_list`), sorted.
+    pub allowed_cpus: Option<Vec<u32>>,
+    /// PID in each nested namespace, outermost first (`NSpid`); more than one entry means a container.
+    pub nspid: Option<Vec<u32>>,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22): the identity check before a signal.
+    pub start_ticks: Option<u64>,
+    /// Start time as wall time, when the boot time is known.
+    pub started_at_ms: Option<UnixMs>,
+    pub n_threads: Option<u32>,
+    /// Threads of this process in uninterruptible sleep (D) at this tick.
+    pub threads_in_d: Option<u32>,
+    /// Why the details could not be read, when they could not (e.g. "permission denied", "exited").
+    pub unreadable: Option<String>,
+}
+
+impl HostProcess {
+    /// The PID inside the process's own namespace when it runs in a container.
+    #[must_use]
+    pub fn container_pid(&self) -> Option<u32> {
+        match self.nspid.as_deref() {
+            Some([_, .., last]) => Some(*last),
+            _ => None,
+        }
+    }
+}
+
+/// Host-wide readings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct HostTick {
+    pub cpu: Option<CpuBreakdown>,
+    /// Busy percent per logical CPU, indexed by CPU id (offline CPUs are `None`).
+    pub per_cpu_busy_pct: Vec<Option<f32>>,
+    pub mem_total_bytes: Option<u64>,
+    pub mem_available_bytes: Option<u64>,
+    pub swap_total_bytes: Option<u64>,
+    pub swap_free_bytes: Option<u64>,
+    /// Pages swapped in and out per second.
+    pub swap_in_pages_per_s: Option<f32>,
+    pub swap_out_pages_per_s: Option<f32>,
+    pub load_1: Option<f32>,
+    pub load_5: Option<f32>,
+    pub load_15: Option<f32>,
+    pub procs_blocked: Option<u32>,
+    pub psi: Option<Psi>,
+    pub uptime_s: Option<u64>,
+}
+
+/// Host CPU time shares over the last interval, in percent of all CPUs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct CpuBreakdown {
+    pub user_pct: f32,
+    pub system_pct: f32,
+    pub iowait_pct: f32,
+    pub steal_pct: f32,
+    pub idle_pct: f32,
+    /// Everything that is not idle, iowait or steal.
+    pub busy_pct: f32,
+}
+
+/// Pressure stall information (`/proc/pressure/*`), the `avg10` values in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+pub struct Psi {
+    pub cpu_some_avg10: Option<f32>,
+    pub io_some_avg10: Option<f32>,
+    pub io_full_avg10: Option<f32>,
+    pub memory_some_avg10: Option<f32>,
+    pub memory_full_avg10: Option<f32>,
+}
+
+/// Where an event was seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventOrigin {
+    NvmlEvents,
+    KernelLog,
+    Synthetic,
+}
+
+/// What kind of GPU event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum GpuEventKind {
+    Xid { code: u32, pid: Option<u32>, process_name: Option<String> },
+    SingleBitEcc,
+    DoubleBitEcc,
+    FallenOffBus,
+}
+
+/// An Xid or ECC event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GpuEvent {
+    pub at_ms: UnixMs,
+    /// The GPU it is about, when it could be mapped by bus id.
+    pub gpu_index: Option<u32>,
+    pub kind: GpuEventKind,
+    pub origin: EventOrigin,
+    /// The raw text (kernel log line) or a description.
+    pub message: String,
+}
+
+/// How the sampler is doing: what it can see and whether it keeps up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct SourceHealth {
+    /// Whether NVML Xid/ECC events are being received.
+    pub nvml_events: Option<bool>,
+    /// Whether the kernel log can be read for Xid lines.
+    pub kernel_log: Option<bool>,
+    /// Set while an NVML call has not returned for longer than the watchdog allows.
+    pub nvml_stalled_ms: Option<u64>,
+    /// Short messages about what could not be read (shown once in the UI).
+    pub notes: Vec<String>,
+}
+
+/// Clock event (throttle) reason bits, as NVML defines them.
+pub mod throttle {
+    pub const GPU_IDLE: u64 = 0x1;
+    pub const APPLICATIONS_CLOCKS_SETTING: u64 = 0x2;
+    pub const SW_POWER_CAP: u64 = 0x4;
+    pub const HW_SLOWDOWN: u64 = 0x8;
+    pub const SYNC_BOOST: u64 = 0x10;
+    pub const SW_THERMAL_SLOWDOWN: u64 = 0x20;
+    pub const HW_THERMAL_SLOWDOWN: u64 = 0x40;
+    pub const HW_POWER_BRAKE_SLOWDOWN: u64 = 0x80;
+    pub const DISPLAY_CLOCK_SETTING: u64 = 0x100;
+
+    /// Every reason with a short badge name and a description, in bit order.
+    pub const REASONS: [(u64, &str, &str); 9] = [
+        (GPU_IDLE, "idle", "GPU idle"),
+        (APPLICATIONS_CLOCKS_SETTING, "app-clk", "applications clocks setting"),
+        (SW_POWER_CAP, "pwr-cap", "software power cap"),
+        (HW_SLOWDOWN, "hw-slow", "hardware slowdown"),
+        (SYNC_BOOST, "sync", "sync boost"),
+        (SW_THERMAL_SLOWDOWN, "sw-therm", "software thermal slowdown"),
+        (HW_THERMAL_SLOWDOWN, "hw-therm", "hardware thermal slowdown"),
+        (HW_POWER_BRAKE_SLOWDOWN, "pwr-brake", "hardware power brake"),
+        (DISPLAY_CLOCK_SETTING, "disp-clk", "display clock setting"),
+    ];
+
+    /// The badge names of the reasons set in `bits`, leaving out "idle".
+    #[must_use]
+    pub fn active_badges(bits: u64) -> Vec<&'static str> {
+        REASONS.iter().filter(|(bit, _, _)| bits & bit != 0 && *bit != GPU_IDLE).map(|(_, name, _)| *name).collect()
+    }
+}
+
+impl Tick {
+    /// The GPU reading with this NVML index.
+    #[must_use]
+    pub fn gpu(&self, index: u32) -> Option<&GpuTick> {
+        self.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// Host details of a process, if read.
+    #[must_use]
+    pub fn process(&self, pid: u32) -> Option<&HostProcess> {
+        self.processes.iter().find(|p| p.pid == pid)
+    }
+}

@@ -1,0 +1,50 @@
+//! Where snapshots come from. Every source hands out owned [`Tick`]s of one [`MachineInfo`]; live NVML data, a
+//! recording and a synthetic scenario all go through the same pipeline afterwards, and nothing downstream
+//! branches on which one it was.
+//!
+//! Architecture invariant: nothing in this module knows ratatui, the terminal or the app.
+
+use std::sync::Arc;
+
+use crate::sample::{MachineInfo, Snapshot, Tick};
+
+pub mod nvml;
+pub mod replay;
+pub mod sampler;
+pub mod synthetic;
+pub mod xid;
+
+/// Why a source could not start or go on. The messages are for people: they say what is missing and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// NVML could not be started; the text names what is missing (library, driver, permission).
+    #[error("{0}")]
+    NoDriver(String),
+    /// A recording could not be read.
+    #[error("{0}")]
+    Recording(String),
+    /// Anything else, already phrased for a person.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// A source of ticks for one machine.
+pub trait Source: Send {
+    /// The machine this source describes. It does not change over the source's life.
+    fn machine(&self) -> Arc<MachineInfo>;
+
+    /// Reads the next tick. Live sources block for the reads (not for pacing: the sampler paces them);
+    /// recordings return their next frame. `Ok(None)` means the source has no more data.
+    ///
+    /// # Errors
+    /// A fault that ends the source, phrased for a person.
+    fn next_tick(&mut self) -> Result<Option<Tick>, SourceError>;
+
+    /// Reads the next tick and pairs it with the machine.
+    ///
+    /// # Errors
+    /// As [`Source::next_tick`].
+    fn next_snapshot(&mut self) -> Result<Option<Snapshot>, SourceError> {
+        Ok(self.next_tick()?.map(|tick| Snapshot { machine: self.machine(), tick }))
+    }
+}

@@ -1,0 +1,1 @@
+//! Recordings: the JSON Lines format, the recorder and the replay source.

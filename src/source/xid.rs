@@ -1,0 +1,1 @@
+//! Xid and ECC events: the NVML event thread and the kernel log (`/dev/kmsg`) parser.

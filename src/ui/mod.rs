@@ -1,0 +1,1 @@
+//! Drawing: widgets that read the app state and draw a frame. Nothing here mutates the app.
