@@ -41,6 +41,7 @@ pub mod history;
 pub mod host;
 pub mod output;
 pub mod pipeline;
+pub mod run;
 pub mod sample;
 pub mod source;
 pub mod ui;

@@ -1,0 +1,204 @@
+//! The `--once` table: one snapshot as text, in the spirit of `nvidia-smi` and `nvitop -1`: the GPUs, a host
+//! line, the processes, and the findings when there is enough history for them.
+
+use std::fmt::Write as _;
+
+use crate::advice::{Finding, Severity};
+use crate::pipeline::Pipeline;
+use crate::sample::{GpuInfo, GpuState, GpuTick, HostProcess, MachineInfo, Tick, throttle};
+
+use super::format::{NA, bytes, cuda_version, elapsed, opt, truncate, utc};
+
+/// Renders the pipeline's latest snapshot as the `--once` table.
+#[must_use]
+pub fn render(pipeline: &Pipeline, ascii: bool) -> String {
+    let history = &pipeline.history;
+    let machine = history.machine();
+    let tick = history.latest();
+    let mut out = String::new();
+    header(&mut out, machine, tick);
+    gpus(&mut out, machine, tick);
+    host(&mut out, tick);
+    processes(&mut out, tick, ascii);
+    findings(&mut out, pipeline.findings());
+    out
+}
+
+fn header(out: &mut String, machine: &MachineInfo, tick: &Tick) {
+    let driver = machine.driver_version.as_deref().unwrap_or(NA);
+    let cuda = opt(machine.cuda_driver_version, cuda_version);
+    let _ = writeln!(
+        out,
+        "gpusight {} | {} | driver {driver} | CUDA driver {cuda} | {}",
+        env!("CARGO_PKG_VERSION"),
+        machine.source_label,
+        utc(tick.at_ms)
+    );
+}
+
+fn pct(value: Option<u32>) -> String {
+    opt(value, |v| format!("{v}%"))
+}
+
+fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick) {
+    let _ = writeln!(
+        out,
+        "\n{:>3} {:<14} {:>5} {:>22} {:>13} {:>9} {:>11} {:>6} {:>11} {:>4}  {}",
+        "GPU",
+        "NAME",
+        "UTIL",
+        "MEMORY USED/TOTAL",
+        "POWER/LIMIT",
+        "TEMP/SLOW",
+        "SM MHz/MAX",
+        "SM ACT",
+        "PCIe NOW/MAX",
+        "NUMA",
+        "THROTTLE"
+    );
+    for info in &machine.gpus {
+        let Some(gpu) = tick.gpu(info.index) else { continue };
+        let _ = writeln!(out, "{}", gpu_row(info, gpu));
+    }
+}
+
+fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
+    let name = truncate(info.name.trim_start_matches("NVIDIA "), 14, true);
+    if gpu.state == GpuState::Lost {
+        return format!("{:>3} {name:<14} GPU LOST: NVML reports it fell off the bus or needs a reset", info.index);
+    }
+    let memory = match (gpu.mem_used_bytes, info.mem_total_bytes) {
+        (Some(used), Some(total)) if total > 0 => {
+            let share = used.saturating_mul(100) / total;
+            format!("{} / {} {share:>2}%", gib_short(used), bytes(total))
+        }
+        (used, _) => opt(used, bytes),
+    };
+    let power = match (gpu.power_mw, gpu.power_limit_mw) {
+        (Some(p), Some(l)) => {
+            let lowered = info.power_limit_default_mw.is_some_and(|d| l < d);
+            format!("{}/{} W{}", p / 1000, l / 1000, if lowered { "!" } else { "" })
+        }
+        (p, _) => opt(p, |p| format!("{} W", p / 1000)),
+    };
+    let temp = format!("{}/{} C", opt(gpu.temp_c, |t| t.to_string()), opt(info.temp_slowdown_c, |t| t.to_string()));
+    let clocks = format!("{}/{}", opt(gpu.sm_clock_mhz, |c| c.to_string()), opt(info.max_sm_clock_mhz, |c| c.to_string()));
+    let sm_active = opt(gpu.gpm.and_then(|g| g.sm_active_pct), |v| format!("{v:.0}%"));
+    let link = |gen_: Option<u32>, width: Option<u32>| match (gen_, width) {
+        (Some(g), Some(w)) => format!("{g}x{w}"),
+        _ => NA.to_owned(),
+    };
+    let pcie = format!("{}/{}", link(gpu.pcie_gen, gpu.pcie_width), link(info.max_pcie_gen, info.max_pcie_width));
+    let numa = opt(info.numa_node, |n| n.to_string());
+    let throttle_text = match gpu.throttle_bits {
+        None => NA.to_owned(),
+        Some(bits) => {
+            let badges = throttle::active_badges(bits);
+            if badges.is_empty() {
+                if bits & throttle::GPU_IDLE != 0 { "idle".to_owned() } else { "none".to_owned() }
+            } else {
+                badges.join(",")
+            }
+        }
+    };
+    let state = if gpu.state == GpuState::NotAnswering { "  (not answering)" } else { "" };
+    format!(
+        "{:>3} {name:<14} {:>5} {memory:>22} {power:>13} {temp:>9} {clocks:>11} {sm_active:>6} {pcie:>11} {numa:>4}  \
+         {throttle_text}{state}",
+        info.index,
+        pct(gpu.util_pct)
+    )
+}
+
+/// GiB without the unit, for "used / total" pairs.
+#[allow(clippy::cast_precision_loss)]
+fn gib_short(value: u64) -> String {
+    format!("{:.1}", value as f64 / f64::from(1u32 << 30))
+}
+
+fn host(out: &mut String, tick: &Tick) {
+    let host = &tick.host;
+    let cpu = opt(host.cpu, |c| {
+        format!("CPU {:.1}% (iowait {:.1}%, steal {:.1}%)", c.busy_pct, c.iowait_pct, c.steal_pct)
+    });
+    let mem = match (host.mem_total_bytes, host.mem_available_bytes) {
+        (Some(total), Some(available)) => format!("mem {} / {}", bytes(total.saturating_sub(available)), bytes(total)),
+        _ => format!("mem {NA}"),
+    };
+    let swap = match (host.swap_total_bytes, host.swap_free_bytes) {
+        (Some(total), Some(free)) => format!("swap {} / {}", bytes(total.saturating_sub(free)), bytes(total)),
+        _ => format!("swap {NA}"),
+    };
+    let load = match (host.load_1, host.load_5, host.load_15) {
+        (Some(a), Some(b), Some(c)) => format!("load {a:.2} {b:.2} {c:.2}"),
+        _ => format!("load {NA}"),
+    };
+    let psi = opt(host.psi, |p| {
+        let f = |v: Option<f32>| opt(v, |v| format!("{v:.1}"));
+        format!("PSI some cpu {} io {} mem {}", f(p.cpu_some_avg10), f(p.io_some_avg10), f(p.memory_some_avg10))
+    });
+    let _ = writeln!(out, "\nHost: {cpu} | {mem} | {swap} | {load} | {psi}");
+}
+
+fn processes(out: &mut String, tick: &Tick, ascii: bool) {
+    let _ = writeln!(
+        out,
+        "\n{:>3} {:>8} {:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {:>9}  {}",
+        "GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "SM%", "MEM%", "CPU%", "HOST-MEM", "S", "TIME", "COMMAND"
+    );
+    if tick.gpu_processes.is_empty() {
+        let _ = writeln!(out, "  No GPU processes.");
+        return;
+    }
+    let mut rows: Vec<_> = tick.gpu_processes.iter().collect();
+    rows.sort_by_key(|p| (p.gpu_index, p.pid));
+    for entry in rows {
+        let host: Option<&HostProcess> = entry.pid.and_then(|pid| tick.process(pid));
+        let pid = opt(entry.pid, |p| p.to_string());
+        let cpid = host.and_then(HostProcess::container_pid).map_or_else(|| "-".to_owned(), |p| p.to_string());
+        let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| NA.to_owned());
+        let command = match (entry.pid, host) {
+            (None, _) => "N/A (driver returned an impossible PID)".to_owned(),
+            (Some(_), Some(h)) if h.unreadable.is_some() => format!("({})", h.unreadable.as_deref().unwrap_or("")),
+            (Some(_), Some(h)) if !h.cmdline.is_empty() => h.cmdline.clone(),
+            (Some(_), Some(h)) => h.name.clone(),
+            (Some(_), None) => "(no process details)".to_owned(),
+        };
+        let time = host
+            .and_then(|h| h.started_at_ms)
+            .map_or_else(|| NA.to_owned(), |start| elapsed(tick.at_ms.saturating_sub(start) / 1000));
+        let _ = writeln!(
+            out,
+            "{:>3} {pid:>8} {cpid:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {time:>9}  {}",
+            entry.gpu_index,
+            truncate(&user, 9, ascii),
+            entry.kind.letter(),
+            opt(entry.used_gpu_memory_bytes, bytes),
+            opt(entry.sm_util_pct, |v| v.to_string()),
+            opt(entry.mem_util_pct, |v| v.to_string()),
+            opt(host.and_then(|h| h.cpu_pct), |v| format!("{v:.1}")),
+            opt(host.and_then(|h| h.rss_bytes), bytes),
+            host.and_then(|h| h.state).unwrap_or('?'),
+            truncate(&command, 60, ascii),
+        );
+    }
+}
+
+fn findings(out: &mut String, findings: &[Finding]) {
+    if findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nFindings:");
+    for finding in findings {
+        let severity = match finding.severity {
+            Severity::Critical => "CRITICAL",
+            Severity::Warning => "WARNING",
+            Severity::Info => "info",
+        };
+        let gpu = opt(finding.gpu_index, |g| format!("GPU {g}"));
+        let pid = finding.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
+        let _ = writeln!(out, "  {severity:<8} {gpu}{pid}: {}", finding.title);
+        let _ = writeln!(out, "           evidence: {}", finding.evidence);
+        let _ = writeln!(out, "           do: {}", finding.remedy);
+    }
+}

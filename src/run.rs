@@ -1,0 +1,274 @@
+//! Runs a parsed command line: picks the source (live, recording, synthetic), then the mode (monitor, --once,
+//! doctor, report, export, headless recording).
+
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use crate::cli::{Cli, Command, DataArgs, RunError, effective_config};
+use crate::config::Config;
+use crate::pipeline::Pipeline;
+use crate::sample::{MachineInfo, Snapshot, Tick};
+use crate::source::replay::{Recorder, Recording};
+use crate::source::sampler::{FeedEvent, Sampler, Sink};
+use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+use crate::source::{Source, live::LiveSource};
+
+/// Where the data comes from, resolved from the flags.
+#[derive(Debug)]
+pub enum Data {
+    /// A recording in memory (a file or the embedded demo).
+    Recording(Recording),
+    /// A synthetic machine.
+    Synthetic(SyntheticSpec),
+    /// NVML and /proc on this machine.
+    Live,
+}
+
+impl Data {
+    /// Resolves the data flags.
+    ///
+    /// # Errors
+    /// An unreadable recording or a bad synthetic spec.
+    pub fn from_args(data: &DataArgs, interval: Duration) -> Result<Self, RunError> {
+        if data.demo {
+            return Ok(Self::Recording(Recording::demo()?));
+        }
+        if let Some(path) = &data.replay {
+            return Ok(Self::Recording(Recording::open(path)?));
+        }
+        if let Some(text) = &data.synthetic {
+            let mut spec = SyntheticSpec::parse(text).map_err(RunError::Usage)?;
+            spec.interval_ms = u64::try_from(interval.as_millis()).unwrap_or(1000).max(1);
+            for attach in &data.synthetic_attach {
+                let (pid, start) = attach.split_once(':').map_or((attach.as_str(), None), |(p, s)| (p, Some(s)));
+                let bad = || RunError::Usage(format!("bad --synthetic-attach '{attach}': expected PID[:START_TICKS]"));
+                let pid = pid.parse().map_err(|_| bad())?;
+                let start = start.map(str::parse).transpose().map_err(|_| bad())?;
+                spec.attach_pids.push((pid, start));
+            }
+            return Ok(Self::Synthetic(spec));
+        }
+        Ok(Self::Live)
+    }
+
+    /// A source that produces ticks in real time (live or synthetic); recordings are played, not sampled.
+    fn open_source(&self, interval: Duration) -> Result<Box<dyn Source>, RunError> {
+        match self {
+            Self::Live => Ok(Box::new(LiveSource::open(interval)?)),
+            Self::Synthetic(spec) => Ok(Box::new(SyntheticSource::new(spec.clone()))),
+            Self::Recording(recording) => {
+                Ok(Box::new(crate::source::replay::ReplaySource::new(recording.clone())))
+            }
+        }
+    }
+}
+
+/// Runs the command line and returns the exit code.
+///
+/// # Errors
+/// Any failure, phrased for a person.
+pub fn run(cli: Cli) -> Result<i32, RunError> {
+    let config = effective_config(&cli.data)?;
+    let interval = Duration::from_secs_f64(config.general.interval_s);
+    let data = Data::from_args(&cli.data, interval)?;
+    match &cli.command {
+        Some(Command::Doctor { duration }) => {
+            let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
+            let report = crate::doctor::DoctorReport::from_pipeline(&pipeline, &pipeline_seen(&pipeline));
+            if cli.view.json {
+                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+            } else {
+                print!("{}", report.to_text(use_color(&cli)));
+            }
+            Ok(report.exit_code())
+        }
+        Some(Command::Report { duration }) => {
+            let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
+            let report = crate::report::Report::from_history(&pipeline.history);
+            if cli.view.json {
+                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+            } else {
+                print!("{}", report.to_markdown());
+            }
+            Ok(0)
+        }
+        Some(Command::Export { listen }) => crate::export::run_export(&data, &config, interval, *listen),
+        None if cli.data.headless => record_headless(&data, &cli.data, interval),
+        None if cli.view.once => once(&data, &cli, &config, interval),
+        None => crate::app::run_monitor(&data, &cli, &config, interval),
+    }
+}
+
+fn use_color(cli: &Cli) -> bool {
+    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn capacity(config: &Config, interval: Duration) -> usize {
+    let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let samples = samples.ceil() as usize;
+    samples.clamp(60, 100_000)
+}
+
+/// A pipeline over a recording's ticks up to `last` (inclusive).
+fn replay_into(recording: &Recording, last: usize, config: &Config, capacity: usize) -> Option<Pipeline> {
+    let mut ticks = recording.ticks.iter().take(last + 1);
+    let first = ticks.next()?;
+    let snapshot = |tick: &Tick| Snapshot { machine: Arc::clone(&recording.machine), tick: tick.clone() };
+    let mut pipeline = Pipeline::new(&snapshot(first), capacity, config.thresholds.clone());
+    for tick in ticks {
+        pipeline.ingest(&snapshot(tick));
+    }
+    Some(pipeline)
+}
+
+fn empty_recording(recording: &Recording) -> RunError {
+    RunError::Other(format!("recording {} has no samples", recording.label))
+}
+
+fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    let capacity = capacity(config, interval);
+    let pipeline = match data {
+        Data::Recording(recording) => {
+            let last = match cli.view.at {
+                Some(seconds) => recording.index_at(seconds),
+                None => recording.ticks.len().checked_sub(1),
+            };
+            let last = last.ok_or_else(|| empty_recording(recording))?;
+            replay_into(recording, last, config, capacity).ok_or_else(|| empty_recording(recording))?
+        }
+        Data::Synthetic(spec) => {
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            let n = cli.view.at.map_or(2, |s| (s * 1000.0 / spec.interval_ms as f64) as u64 + 1).max(1);
+            let mut source = SyntheticSource::new(spec.clone());
+            collect(&mut source, n, config, capacity)?
+        }
+        Data::Live => {
+            // Two samples: CPU %, I/O rates and GPM need a previous reading.
+            let mut source = LiveSource::open(interval)?;
+            let first = next_snapshot(&mut source)?;
+            std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
+            let second = next_snapshot(&mut source)?;
+            let mut pipeline = Pipeline::new(&first, capacity, config.thresholds.clone());
+            pipeline.ingest(&second);
+            pipeline
+        }
+    };
+    if cli.view.json {
+        println!("{}", crate::output::json::render(&pipeline));
+    } else {
+        print!("{}", crate::output::table::render(&pipeline, cli.view.ascii));
+    }
+    Ok(0)
+}
+
+fn next_snapshot(source: &mut dyn Source) -> Result<Snapshot, RunError> {
+    source.next_snapshot()?.ok_or_else(|| RunError::Other("the source ended before its first sample".into()))
+}
+
+/// Takes `n` ticks from a source as fast as it gives them (synthetic time is virtual).
+fn collect(source: &mut dyn Source, n: u64, config: &Config, capacity: usize) -> Result<Pipeline, RunError> {
+    let first = next_snapshot(source)?;
+    let mut pipeline = Pipeline::new(&first, capacity, config.thresholds.clone());
+    for _ in 1..n {
+        match source.next_snapshot()? {
+            Some(snapshot) => pipeline.ingest(&snapshot),
+            None => break,
+        }
+    }
+    Ok(pipeline)
+}
+
+/// Watches for `duration`: live in real time, synthetic in virtual time, a recording over its whole length.
+fn watch(
+    data: &Data,
+    config: &Config,
+    interval: Duration,
+    duration: Duration,
+    _synthetic: bool,
+) -> Result<Pipeline, RunError> {
+    let needed = capacity(config, interval).max(duration_samples(duration, interval) + 1);
+    match data {
+        Data::Recording(recording) => {
+            let last = recording.ticks.len().checked_sub(1).ok_or_else(|| empty_recording(recording))?;
+            replay_into(recording, last, config, needed.max(recording.ticks.len())).ok_or_else(|| empty_recording(recording))
+        }
+        Data::Synthetic(spec) => {
+            let mut source = SyntheticSource::new(spec.clone());
+            collect(&mut source, duration_samples(duration, interval) + 1, config, needed)
+        }
+        Data::Live => {
+            let (tx, rx) = mpsc::channel();
+            let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
+            let sampler = Sampler::spawn(data.open_source(interval)?, interval, sink, false)
+                .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
+            let deadline = std::time::Instant::now() + duration;
+            let mut pipeline: Option<Pipeline> = None;
+            while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+                match rx.recv_timeout(left) {
+                    Ok(FeedEvent::Snapshot(snapshot)) => match &mut pipeline {
+                        Some(p) => p.ingest(&snapshot),
+                        None => pipeline = Some(Pipeline::new(&snapshot, needed, config.thresholds.clone())),
+                    },
+                    Ok(FeedEvent::Failed(message)) => return Err(RunError::Other(message)),
+                    Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                    Ok(FeedEvent::Stalled { .. } | FeedEvent::Note(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+                }
+            }
+            sampler.stop();
+            pipeline.ok_or_else(|| RunError::Other("no sample arrived during the window".into()))
+        }
+    }
+}
+
+fn duration_samples(duration: Duration, interval: Duration) -> usize {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let n = (duration.as_secs_f64() / interval.as_secs_f64().max(0.001)).ceil() as usize;
+    n.max(1)
+}
+
+/// Every finding seen at some point of the watch, for the doctor (placeholder until merged).
+fn pipeline_seen(pipeline: &Pipeline) -> Vec<crate::advice::Finding> {
+    pipeline.findings().to_vec()
+}
+
+/// `--record FILE --headless`: sample and write until a signal asks to stop.
+fn record_headless(data: &Data, args: &DataArgs, interval: Duration) -> Result<i32, RunError> {
+    let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
+    let source = data.open_source(interval)?;
+    let machine: Arc<MachineInfo> = source.machine();
+    let mut recorder = Recorder::create(path, &machine, args.overwrite)?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| RunError::Other(format!("cannot install the signal handler: {e}")))?;
+    }
+    let (tx, rx) = mpsc::channel();
+    let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
+    let sampler = Sampler::spawn(source, interval, sink, false)
+        .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
+    eprintln!("gpusight: recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM", path.display(), interval.as_secs_f64());
+    let mut result = Ok(0);
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(FeedEvent::Snapshot(snapshot)) => {
+                if let Err(e) = recorder.write(&snapshot.tick) {
+                    result = Err(RunError::Record(e));
+                    break;
+                }
+            }
+            Ok(FeedEvent::Failed(message)) => {
+                result = Err(RunError::Other(message));
+                break;
+            }
+            Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            Ok(FeedEvent::Stalled { for_ms }) => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
+            Ok(FeedEvent::Note(note)) => eprintln!("gpusight: {note}"),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    sampler.stop();
+    eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
+    result
+}

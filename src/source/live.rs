@@ -1,0 +1,80 @@
+//! The live source: NVML for the GPUs and procfs for the host, read together into one tick.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::host::{HostRoot, HostSampler};
+use crate::sample::{MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
+
+use super::nvml::NvmlGpus;
+use super::{Source, SourceError};
+
+/// NVML plus the host sampler.
+#[derive(Debug)]
+pub struct LiveSource {
+    gpus: NvmlGpus,
+    host: HostSampler,
+    machine: Arc<MachineInfo>,
+}
+
+impl LiveSource {
+    /// Starts NVML and reads what the machine is.
+    ///
+    /// # Errors
+    /// NVML cannot start: the message names what is missing and suggests `--demo`.
+    pub fn open(interval: Duration) -> Result<Self, SourceError> {
+        let gpus = NvmlGpus::open(interval)?;
+        let host = HostSampler::new(HostRoot::default());
+        let host_info = host.machine_info();
+        let driver = gpus.driver_info();
+        let machine = MachineInfo {
+            source: SourceKind::Live,
+            source_label: host_info.hostname.clone(),
+            hostname: host_info.hostname,
+            driver_version: driver.driver_version,
+            cuda_driver_version: driver.cuda_driver_version,
+            nvml_version: driver.nvml_version,
+            open_kernel_module: driver.open_kernel_module.or(host_info.open_kernel_module),
+            kernel_release: host_info.kernel_release,
+            n_cpus: host_info.n_cpus,
+            n_numa_nodes: host_info.n_numa_nodes,
+            mem_total_bytes: host_info.mem_total_bytes,
+            boot_time_ms: host_info.boot_time_ms,
+            gpus: gpus.gpus().to_vec(),
+        };
+        Ok(Self { gpus, host, machine: Arc::new(machine) })
+    }
+}
+
+fn now_ms() -> UnixMs {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Source for LiveSource {
+    fn machine(&self) -> Arc<MachineInfo> {
+        Arc::clone(&self.machine)
+    }
+
+    fn next_tick(&mut self) -> Result<Option<Tick>, SourceError> {
+        let at_ms = now_ms();
+        let readout = self.gpus.read(at_ms);
+        let mut gpu_pids: Vec<u32> = readout.gpu_processes.iter().filter_map(|p| p.pid).collect();
+        gpu_pids.sort_unstable();
+        gpu_pids.dedup();
+        let (host, processes) = self.host.sample(at_ms, &gpu_pids);
+        Ok(Some(Tick {
+            at_ms,
+            gpus: readout.gpus,
+            host,
+            gpu_processes: readout.gpu_processes,
+            processes,
+            events: readout.events,
+            health: SourceHealth {
+                nvml_events: readout.nvml_events,
+                kernel_log: readout.kernel_log,
+                nvml_stalled_ms: None,
+                notes: readout.notes,
+            },
+        }))
+    }
+}
