@@ -140,3 +140,6 @@ pub(crate) fn read_text<'a>(path: &Path, buf: &'a mut Vec<u8>) -> io::Result<Cow
     std::fs::File::open(path)?.read_to_end(buf)?;
     Ok(String::from_utf8_lossy(buf))
 }
+
+#[cfg(test)]
+mod sampler_tests;

@@ -289,8 +289,8 @@ mod tests {
         let a = CpuTimes { user: 100, idle: 100, ..CpuTimes::default() };
         let b = CpuTimes { user: 150, idle: 130, iowait: 10, steal: 10, ..CpuTimes::default() };
         let d = b.since(&a).unwrap();
-        assert_eq!(d.total(), 80);
-        assert_eq!(d.busy_pct(), Some(62.5));
+        assert_eq!(d.total(), 100);
+        assert_eq!(d.busy_pct(), Some(50.0));
         assert_eq!(a.since(&b), None);
         assert_eq!(CpuTimes::default().busy_pct(), None);
     }

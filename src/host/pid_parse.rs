@@ -193,7 +193,10 @@ mod tests {
 
     #[test]
     fn cmdline() {
-        assert_eq!(parse_cmdline(b"python\0-m\0torch.distributed.run\0--nproc=8\0"), "python -m torch.distributed.run --nproc=8");
+        assert_eq!(
+            parse_cmdline(b"python\0-m\0torch.distributed.run\0--nproc=8\0"),
+            "python -m torch.distributed.run --nproc=8"
+        );
         assert_eq!(parse_cmdline(b"pt_main_thread train.py"), "pt_main_thread train.py");
         assert_eq!(parse_cmdline(b""), "");
         assert_eq!(parse_cmdline(b"a\0\xff\0"), "a \u{fffd}");

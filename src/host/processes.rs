@@ -10,8 +10,7 @@ use std::io;
 use std::path::Path;
 
 use super::pid_parse::{
-    PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
-    parse_stat_state,
+    PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status, parse_stat_state,
 };
 use super::system::seconds_between;
 use super::users::UserTable;
@@ -75,7 +74,11 @@ impl ProcessSampler {
             self.prev.clear();
             return gpus
                 .into_iter()
-                .map(|pid| HostProcess { pid, unreadable: Some(OUTSIDE_NAMESPACE.to_string()), ..HostProcess::default() })
+                .map(|pid| HostProcess {
+                    pid,
+                    unreadable: Some(OUTSIDE_NAMESPACE.to_string()),
+                    ..HostProcess::default()
+                })
                 .collect();
         }
         let proc_dir = root.proc_dir.as_path();
@@ -117,12 +120,9 @@ impl ProcessSampler {
                     out.push(self.details(proc_dir, clock, stat, role, threads_in_d.get(&pid).copied()));
                 }
                 // A relative that vanished is simply not shown; a GPU process NVML still lists gets a row.
-                Err(err) if role == ProcessRole::Gpu || !is_exited(&err) => out.push(HostProcess {
-                    pid,
-                    role,
-                    unreadable: Some(describe(&err)),
-                    ..HostProcess::default()
-                }),
+                Err(err) if role == ProcessRole::Gpu || !is_exited(&err) => {
+                    out.push(HostProcess { pid, role, unreadable: Some(describe(&err)), ..HostProcess::default() });
+                }
                 Err(_) => {}
             }
         }
@@ -244,7 +244,8 @@ impl ProcessSampler {
         }
         let PidStatus { uid, rss_bytes, cpus_allowed, nspid, threads } = status;
         let user = uid.and_then(|uid| self.users.name(uid, clock.now_ms));
-        let started_at_ms = clock.boot_time_ms.zip(start_offset_ms(stat.starttime, clock.ticks_per_s)).map(|(b, o)| b + o);
+        let started_at_ms =
+            clock.boot_time_ms.zip(start_offset_ms(stat.starttime, clock.ticks_per_s)).map(|(b, o)| b + o);
         // The process may exit between the reads: say so rather than show half a row as if it were whole.
         let unreadable = match (status_err, io_err) {
             (Some(e), _) if is_exited(&e) => Some(describe(&e)),

@@ -89,9 +89,8 @@ impl SystemSampler {
 
     /// Reads `/proc/pressure/{cpu,io,memory}`; `None` when the kernel has no PSI (none of them readable).
     fn read_psi(&mut self, proc_dir: &Path) -> Option<Psi> {
-        let mut read = |name: &str| {
-            read_text(&proc_dir.join("pressure").join(name), &mut self.buf).ok().map(|t| parse_psi(&t))
-        };
+        let mut read =
+            |name: &str| read_text(&proc_dir.join("pressure").join(name), &mut self.buf).ok().map(|t| parse_psi(&t));
         let (cpu, io, memory) = (read("cpu"), read("io"), read("memory"));
         if cpu.is_none() && io.is_none() && memory.is_none() {
             return None;
@@ -169,7 +168,9 @@ fn numa_nodes_with_cpus(sys_dir: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(sys_dir.join("devices/system/node")) else { return 0 };
     entries
         .flatten()
-        .filter(|e| e.file_name().to_str().and_then(|n| n.strip_prefix("node")).is_some_and(|n| n.parse::<u32>().is_ok()))
+        .filter(|e| {
+            e.file_name().to_str().and_then(|n| n.strip_prefix("node")).is_some_and(|n| n.parse::<u32>().is_ok())
+        })
         .filter(|e| {
             std::fs::read_to_string(e.path().join("cpulist"))
                 .ok()

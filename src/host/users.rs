@@ -27,7 +27,8 @@ impl UserTable {
     pub(crate) fn name(&mut self, uid: u32, now_ms: UnixMs) -> Option<String> {
         let stale = self.loaded_at_ms.is_none_or(|at| now_ms.saturating_sub(at) >= RELOAD_AFTER_MS);
         if stale && !self.names.contains_key(&uid) {
-            self.names = std::fs::read(&self.path).map(|b| parse_passwd(&String::from_utf8_lossy(&b))).unwrap_or_default();
+            self.names =
+                std::fs::read(&self.path).map(|b| parse_passwd(&String::from_utf8_lossy(&b))).unwrap_or_default();
             self.loaded_at_ms = Some(now_ms);
         }
         self.names.get(&uid).cloned()
@@ -54,7 +55,9 @@ mod tests {
 
     #[test]
     fn passwd() {
-        let t = parse_passwd("root:x:0:0:root:/root:/bin/bash\n# comment\nalice:x:1000:1000::/home/a:/bin/sh\nbad\ntoor:x:0:0::/:/bin/sh\n:x:5:5::/:\n");
+        let t = parse_passwd(
+            "root:x:0:0:root:/root:/bin/bash\n# comment\nalice:x:1000:1000::/home/a:/bin/sh\nbad\ntoor:x:0:0::/:/bin/sh\n:x:5:5::/:\n",
+        );
         assert_eq!(t.get(&0).map(String::as_str), Some("root"));
         assert_eq!(t.get(&1000).map(String::as_str), Some("alice"));
         assert_eq!(t.len(), 2);
