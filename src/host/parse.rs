@@ -86,6 +86,10 @@ fn pct(part: u64, whole: u64) -> f32 {
     (part as f64 * 100.0 / whole as f64) as f32
 }
 
+/// CPU ids at or above this are ignored: Linux builds for at most 8192 CPUs (`NR_CPUS`), and the ids index
+/// per-CPU vectors, so a corrupt line must not size one.
+pub const MAX_CPU_ID: u32 = 8192;
+
 /// What gpusight uses from `/proc/stat`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ProcStat {
@@ -109,7 +113,9 @@ pub fn parse_proc_stat(text: &str) -> ProcStat {
             let Some(times) = parse_cpu_times(words) else { continue };
             if id.is_empty() {
                 out.total = Some(times);
-            } else if let Ok(id) = id.parse() {
+            } else if let Ok(id) = id.parse::<u32>()
+                && id < MAX_CPU_ID
+            {
                 out.cpus.push((id, times));
             }
         } else if label == "btime" {
@@ -277,7 +283,7 @@ mod tests {
 
     #[test]
     fn proc_stat_old_kernel_columns_and_garbage() {
-        let stat = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 2\ncpux 1 2 3 4\nbtime x\n");
+        let stat = parse_proc_stat("cpu 1 2 3 4\ncpu0 1 2\ncpux 1 2 3 4\ncpu4000000000 1 2 3 4\nbtime x\n");
         assert_eq!(stat.total, Some(CpuTimes { user: 1, nice: 2, system: 3, idle: 4, ..CpuTimes::default() }));
         assert!(stat.cpus.is_empty());
         assert_eq!(stat.btime, None);

@@ -251,3 +251,9 @@ fn empty_root_gives_none_not_zero() {
     let info = host.machine_info();
     assert_eq!((info.n_cpus, info.n_numa_nodes, info.mem_total_bytes), (0, 1, None));
 }
+
+#[test]
+fn the_sampler_can_move_to_a_sampler_thread() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<HostSampler>();
+}
