@@ -244,8 +244,10 @@ impl ProcessSampler {
         }
         let PidStatus { uid, rss_bytes, cpus_allowed, nspid, threads } = status;
         let user = uid.and_then(|uid| self.users.name(uid, clock.now_ms));
-        let started_at_ms =
-            clock.boot_time_ms.zip(start_offset_ms(stat.starttime, clock.ticks_per_s)).map(|(b, o)| b + o);
+        let started_at_ms = clock
+            .boot_time_ms
+            .zip(start_offset_ms(stat.starttime, clock.ticks_per_s))
+            .map(|(b, o)| b.saturating_add(o));
         // The process may exit between the reads: say so rather than show half a row as if it were whole.
         let unreadable = match (status_err, io_err) {
             (Some(e), _) if is_exited(&e) => Some(describe(&e)),
