@@ -1,0 +1,360 @@
+//! The GPU processes and their relatives (ancestors within the session, direct children such as DataLoader
+//! workers), read in detail from `/proc/PID/*` each tick, with per-process counters kept for CPU and I/O rates.
+//!
+//! Only the GPU processes and their relatives are read in detail. Children are found through
+//! `/proc/PID/task/TID/children` when the kernel has it (`CONFIG_PROC_CHILDREN`); otherwise one pass reads only
+//! the `stat` of every PID to learn parents.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io;
+use std::path::Path;
+
+use super::pid_parse::{
+    PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status, parse_stat_state,
+};
+use super::system::seconds_between;
+use super::users::UserTable;
+use super::{HostRoot, read_text};
+use crate::sample::{HostProcess, ProcessRole, UnixMs};
+
+/// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
+pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
+
+/// How many ancestors are followed at most (a guard against a cycle in a racing read).
+const MAX_ANCESTORS: usize = 64;
+
+/// What the previous tick read of one process, valid only for the same (pid, start time).
+#[derive(Debug)]
+struct ProcPrev {
+    start_ticks: u64,
+    at_ms: UnixMs,
+    cpu_ticks: u64,
+    read_bytes: Option<u64>,
+    write_bytes: Option<u64>,
+    comm: String,
+    cmdline: String,
+}
+
+/// Facts about the machine the process reader needs each tick.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Clock {
+    pub(crate) now_ms: UnixMs,
+    pub(crate) ticks_per_s: u64,
+    pub(crate) boot_time_ms: Option<UnixMs>,
+}
+
+/// Reads the GPU processes and their relatives, keeping per-process counters between ticks.
+#[derive(Debug)]
+pub(crate) struct ProcessSampler {
+    prev: HashMap<u32, ProcPrev>,
+    users: UserTable,
+    in_initial_pid_ns: bool,
+    /// Whether `/proc/PID/task/TID/children` exists; learned on the first GPU process seen.
+    children_files: Option<bool>,
+    buf: Vec<u8>,
+}
+
+impl ProcessSampler {
+    pub(crate) fn new(root: &HostRoot, in_initial_pid_ns: bool) -> Self {
+        Self {
+            prev: HashMap::new(),
+            users: UserTable::new(root.passwd.clone()),
+            in_initial_pid_ns,
+            children_files: None,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+
+    /// Reads every GPU process in `gpu_pids` and its relatives, sorted by PID.
+    pub(crate) fn sample(&mut self, root: &HostRoot, clock: Clock, gpu_pids: &[u32]) -> Vec<HostProcess> {
+        let mut gpus: Vec<u32> = gpu_pids.iter().copied().filter(|p| *p != 0).collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        if !self.in_initial_pid_ns {
+            self.prev.clear();
+            return gpus
+                .into_iter()
+                .map(|pid| HostProcess {
+                    pid,
+                    unreadable: Some(OUTSIDE_NAMESPACE.to_string()),
+                    ..HostProcess::default()
+                })
+                .collect();
+        }
+        let proc_dir = root.proc_dir.as_path();
+        let mut stats: HashMap<u32, io::Result<PidStat>> = HashMap::new();
+        let mut roles: BTreeMap<u32, ProcessRole> = gpus.iter().map(|p| (*p, ProcessRole::Gpu)).collect();
+        let mut threads_in_d: HashMap<u32, u32> = HashMap::new();
+        let mut children: Vec<u32> = Vec::new();
+
+        for &pid in &gpus {
+            let stat = self.read_stat(proc_dir, pid);
+            if let Ok(stat) = &stat {
+                self.add_ancestors(proc_dir, stat, &mut roles, &mut stats);
+                if let Some(in_d) = self.walk_threads(proc_dir, pid, &mut children) {
+                    threads_in_d.insert(pid, in_d);
+                }
+            }
+            stats.insert(pid, stat);
+        }
+        if self.children_files == Some(false) {
+            let parents: HashSet<u32> = gpus.iter().copied().filter(|p| matches!(stats.get(p), Some(Ok(_)))).collect();
+            if !parents.is_empty() {
+                self.scan_children(proc_dir, &parents, &mut children, &mut stats);
+            }
+        }
+        for child in children {
+            roles.entry(child).or_insert(ProcessRole::Child);
+        }
+
+        let mut out = Vec::with_capacity(roles.len());
+        let mut seen = HashSet::with_capacity(roles.len());
+        for (pid, role) in roles {
+            let stat = match stats.remove(&pid) {
+                Some(stat) => stat,
+                None => self.read_stat(proc_dir, pid),
+            };
+            match stat {
+                Ok(stat) => {
+                    seen.insert(pid);
+                    out.push(self.details(proc_dir, clock, stat, role, threads_in_d.get(&pid).copied()));
+                }
+                // A relative that vanished is simply not shown; a GPU process NVML still lists gets a row.
+                Err(err) if role == ProcessRole::Gpu || !is_exited(&err) => {
+                    out.push(HostProcess { pid, role, unreadable: Some(describe(&err)), ..HostProcess::default() });
+                }
+                Err(_) => {}
+            }
+        }
+        self.prev.retain(|pid, _| seen.contains(pid));
+        out
+    }
+
+    /// Adds the ancestors of `gpu` that share its session, up to and including the session leader, never PID 1.
+    fn add_ancestors(
+        &mut self,
+        proc_dir: &Path,
+        gpu: &PidStat,
+        roles: &mut BTreeMap<u32, ProcessRole>,
+        stats: &mut HashMap<u32, io::Result<PidStat>>,
+    ) {
+        if gpu.pid == gpu.session {
+            return;
+        }
+        let mut cur = gpu.ppid;
+        for _ in 0..MAX_ANCESTORS {
+            if cur <= 1 || roles.contains_key(&cur) {
+                return;
+            }
+            let Ok(stat) = self.read_stat(proc_dir, cur) else { return };
+            if stat.session != gpu.session {
+                return;
+            }
+            roles.insert(cur, ProcessRole::Parent);
+            let (leader, next) = (stat.pid == stat.session, stat.ppid);
+            stats.insert(cur, Ok(stat));
+            if leader {
+                return;
+            }
+            cur = next;
+        }
+    }
+
+    /// Goes over the threads of a GPU process once: counts those in D state and, when the kernel has
+    /// `children` files, collects the direct children. `None` when the task directory cannot be listed.
+    fn walk_threads(&mut self, proc_dir: &Path, pid: u32, children: &mut Vec<u32>) -> Option<u32> {
+        let task_dir = proc_dir.join(pid.to_string()).join("task");
+        if self.children_files.is_none() {
+            let main = task_dir.join(pid.to_string());
+            if main.join("stat").exists() {
+                self.children_files = Some(main.join("children").exists());
+            }
+        }
+        let mut in_d = 0;
+        for entry in std::fs::read_dir(&task_dir).ok()?.flatten() {
+            let tid_dir = entry.path();
+            if let Ok(text) = read_text(&tid_dir.join("stat"), &mut self.buf)
+                && parse_stat_state(&text) == Some('D')
+            {
+                in_d += 1;
+            }
+            if self.children_files == Some(true)
+                && let Ok(text) = read_text(&tid_dir.join("children"), &mut self.buf)
+            {
+                children.extend(parse_children(&text));
+            }
+        }
+        Some(in_d)
+    }
+
+    /// Without `children` files: reads only the `stat` of every PID and keeps those whose parent is in
+    /// `parents`.
+    fn scan_children(
+        &mut self,
+        proc_dir: &Path,
+        parents: &HashSet<u32>,
+        children: &mut Vec<u32>,
+        stats: &mut HashMap<u32, io::Result<PidStat>>,
+    ) {
+        let Ok(entries) = std::fs::read_dir(proc_dir) else { return };
+        for entry in entries.flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+            if stats.contains_key(&pid) {
+                continue;
+            }
+            let Ok(stat) = self.read_stat(proc_dir, pid) else { continue };
+            if parents.contains(&stat.ppid) {
+                children.push(pid);
+                stats.insert(pid, Ok(stat));
+            }
+        }
+    }
+
+    /// Reads the details of one process whose `stat` was read, and updates its counters.
+    fn details(
+        &mut self,
+        proc_dir: &Path,
+        clock: Clock,
+        stat: PidStat,
+        role: ProcessRole,
+        threads_in_d: Option<u32>,
+    ) -> HostProcess {
+        let pid = stat.pid;
+        let dir = proc_dir.join(pid.to_string());
+        let (status, status_err) = match read_text(&dir.join("status"), &mut self.buf) {
+            Ok(text) => (parse_pid_status(&text), None),
+            Err(err) => (PidStatus::default(), Some(err)),
+        };
+        let (io, io_err) = match read_text(&dir.join("io"), &mut self.buf) {
+            Ok(text) => (parse_pid_io(&text), None),
+            Err(err) => (Default::default(), Some(err)),
+        };
+        let prev = self.prev.remove(&pid).filter(|p| p.start_ticks == stat.starttime);
+        let cmdline = match prev.as_ref().filter(|p| p.comm == stat.comm) {
+            Some(p) => p.cmdline.clone(),
+            None => std::fs::read(dir.join("cmdline")).map(|b| parse_cmdline(&b)).unwrap_or_default(),
+        };
+        let cpu_ticks = stat.utime.saturating_add(stat.stime);
+        let dt_s = prev.as_ref().and_then(|p| seconds_between(p.at_ms, clock.now_ms));
+        let (mut cpu_pct, mut read_bytes_per_s, mut write_bytes_per_s) = (None, None, None);
+        if let (Some(p), Some(dt_s)) = (&prev, dt_s) {
+            cpu_pct = cpu_percent(p.cpu_ticks, cpu_ticks, clock.ticks_per_s, dt_s);
+            read_bytes_per_s = bytes_rate(p.read_bytes, io.read_bytes, dt_s);
+            write_bytes_per_s = bytes_rate(p.write_bytes, io.write_bytes, dt_s);
+        }
+        let PidStatus { uid, rss_bytes, cpus_allowed, nspid, threads } = status;
+        let user = uid.and_then(|uid| self.users.name(uid, clock.now_ms));
+        let started_at_ms = clock
+            .boot_time_ms
+            .zip(start_offset_ms(stat.starttime, clock.ticks_per_s))
+            .map(|(b, o)| b.saturating_add(o));
+        // The process may exit between the reads: say so rather than show half a row as if it were whole.
+        let unreadable = match (status_err, io_err) {
+            (Some(e), _) if is_exited(&e) => Some(describe(&e)),
+            (_, Some(e)) if is_exited(&e) => Some(describe(&e)),
+            (Some(e), _) => Some(format!("status: {}", describe(&e))),
+            (None, Some(e)) => Some(format!("I/O counters: {}", describe(&e))),
+            (None, None) => None,
+        };
+        self.prev.insert(
+            pid,
+            ProcPrev {
+                start_ticks: stat.starttime,
+                at_ms: clock.now_ms,
+                cpu_ticks,
+                read_bytes: io.read_bytes,
+                write_bytes: io.write_bytes,
+                comm: stat.comm.clone(),
+                cmdline: cmdline.clone(),
+            },
+        );
+        HostProcess {
+            pid,
+            ppid: Some(stat.ppid),
+            role,
+            uid,
+            user,
+            name: stat.comm,
+            cmdline,
+            state: Some(stat.state),
+            cpu_pct,
+            rss_bytes,
+            read_bytes_per_s,
+            write_bytes_per_s,
+            allowed_cpus: cpus_allowed,
+            nspid,
+            start_ticks: Some(stat.starttime),
+            started_at_ms,
+            n_threads: threads.or(Some(stat.num_threads)),
+            threads_in_d: if role == ProcessRole::Gpu { threads_in_d } else { None },
+            unreadable,
+        }
+    }
+
+    fn read_stat(&mut self, proc_dir: &Path, pid: u32) -> io::Result<PidStat> {
+        let text = read_text(&proc_dir.join(pid.to_string()).join("stat"), &mut self.buf)?;
+        parse_pid_stat(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line"))
+    }
+}
+
+/// Whether a read failed because the process is gone (ENOENT at open, ESRCH at read).
+fn is_exited(err: &io::Error) -> bool {
+    err.kind() == io::ErrorKind::NotFound || err.raw_os_error() == Some(3)
+}
+
+/// A short reason for the `unreadable` field.
+fn describe(err: &io::Error) -> String {
+    if is_exited(err) {
+        "exited".to_string()
+    } else if err.kind() == io::ErrorKind::PermissionDenied {
+        "permission denied".to_string()
+    } else {
+        format!("unreadable ({err})")
+    }
+}
+
+/// CPU use in percent of one core from two `utime+stime` readings `dt_s` apart.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+fn cpu_percent(before: u64, now: u64, ticks_per_s: u64, dt_s: f64) -> Option<f32> {
+    if ticks_per_s == 0 {
+        return None;
+    }
+    let delta = now.checked_sub(before)?;
+    Some((delta as f64 / ticks_per_s as f64 / dt_s * 100.0) as f32)
+}
+
+/// A bytes-per-second rate, rounded; `None` when a reading is missing or went backwards.
+#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn bytes_rate(before: Option<u64>, now: Option<u64>, dt_s: f64) -> Option<u64> {
+    let delta = now?.checked_sub(before?)?;
+    Some((delta as f64 / dt_s).round() as u64)
+}
+
+/// Milliseconds from boot to a start time in clock ticks.
+fn start_offset_ms(start_ticks: u64, ticks_per_s: u64) -> Option<u64> {
+    u64::try_from(u128::from(start_ticks) * 1000 / u128::from(ticks_per_s.max(1))).ok().filter(|_| ticks_per_s > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_and_rates() {
+        assert_eq!(cpu_percent(100, 350, 100, 1.0), Some(250.0));
+        assert_eq!(cpu_percent(100, 150, 100, 0.5), Some(100.0));
+        assert_eq!(cpu_percent(150, 100, 100, 1.0), None);
+        assert_eq!(cpu_percent(1, 2, 0, 1.0), None);
+        assert_eq!(bytes_rate(Some(0), Some(3_000), 2.0), Some(1_500));
+        assert_eq!(bytes_rate(None, Some(3_000), 2.0), None);
+        assert_eq!(start_offset_ms(12_345, 100), Some(123_450));
+        assert_eq!(start_offset_ms(1, 0), None);
+    }
+
+    #[test]
+    fn error_reasons() {
+        assert_eq!(describe(&io::Error::from(io::ErrorKind::NotFound)), "exited");
+        assert_eq!(describe(&io::Error::from_raw_os_error(3)), "exited");
+        assert_eq!(describe(&io::Error::from(io::ErrorKind::PermissionDenied)), "permission denied");
+    }
+}

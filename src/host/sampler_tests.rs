@@ -1,0 +1,259 @@
+//! Tests of the whole host sampler over the fixture tree in `tests/fixtures/proc/tree`, copied into a temporary
+//! directory so a second sample can be written over it.
+
+use std::path::Path;
+
+use super::*;
+use crate::sample::ProcessRole;
+
+const T0: UnixMs = 1_000_000;
+const T1: UnixMs = 1_002_000;
+const BOOT_MS: UnixMs = 1_700_000_000_000;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/tree"), dir.path());
+    dir
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    let path = dir.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A stat line with the fields the sampler reads; the others are plausible constants.
+fn stat_line(pid: u32, comm: &str, ppid: u32, session: u32, utime: u64, stime: u64, start: u64) -> String {
+    format!(
+        "{pid} ({comm}) S {ppid} {pid} {session} 34816 {pid} 4194304 100 0 0 0 {utime} {stime} 0 0 20 0 1 0 {start} \
+         123456789 1000 18446744073709551615 1 1 0 0 0 0 0 16781312 1266 0 0 0 17 0 0 0 0 0 0\n"
+    )
+}
+
+fn io_text(read: u64, write: u64) -> String {
+    format!(
+        "rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: {read}\nwrite_bytes: {write}\ncancelled_write_bytes: 0\n"
+    )
+}
+
+fn sampler(dir: &Path) -> HostSampler {
+    HostSampler::new(HostRoot::under(dir)).with_ticks_per_second(100)
+}
+
+fn find(processes: &[HostProcess], pid: u32) -> &HostProcess {
+    processes.iter().find(|p| p.pid == pid).unwrap_or_else(|| panic!("PID {pid} missing from {processes:#?}"))
+}
+
+fn pids(processes: &[HostProcess]) -> Vec<u32> {
+    processes.iter().map(|p| p.pid).collect()
+}
+
+/// The files that change between the first and the second sample: 2 s later, with known deltas.
+fn write_second_sample(dir: &Path) {
+    // Δ per CPU (user, system, idle, iowait, steal): cpu0 (150,30,20,0,0), cpu1 (60,20,60,60,0),
+    // cpu3 (30,10,100,30,30); total Δ (240,60,180,90,30) over 600 ticks.
+    write(
+        dir,
+        "proc/stat",
+        "cpu  100240 500 20060 400180 3090 0 1000 2030 5000 0\n\
+         cpu0 40150 200 8030 100020 1000 0 500 500 2000 0\n\
+         cpu1 30060 100 6020 150060 1060 0 300 500 1500 0\n\
+         cpu3 30030 200 6010 150100 1030 0 200 1030 1500 0\n\
+         btime 1700000001\nprocs_running 2\nprocs_blocked 5\n",
+    );
+    write(dir, "proc/vmstat", "nr_free_pages 500000\npswpin 1200\npswpout 2050\n");
+    // The GPU process used 3 s of CPU and read 20 MB in 2 s; a worker used 1.8 s.
+    write(dir, "proc/1200/stat", &stat_line(1200, "pt_main_thread", 1100, 1000, 20_250, 3_050, 6100));
+    write(dir, "proc/1200/io", &io_text(520_000_000, 6_096));
+    write(dir, "proc/1300/stat", &stat_line(1300, "pt_data_worker", 1200, 1000, 1_060, 120, 6200));
+    // PID 1301 was reused by a new worker: a different start time, so no delta against the old one.
+    write(dir, "proc/1301/stat", &stat_line(1301, "pt_data_worker", 1200, 1000, 5_000, 100, 9000));
+    // PID 1302 exited.
+    std::fs::remove_dir_all(dir.join("proc/1302")).unwrap();
+    write(dir, "proc/1200/task/1202/children", "");
+}
+
+#[test]
+fn two_samples_over_the_fixture_tree() {
+    let dir = tree();
+    let mut host = sampler(dir.path());
+
+    let (tick, procs) = host.sample(T0, &[2000, 1200, 9999, 1200]);
+    assert_eq!(tick.cpu, None, "shares need two samples");
+    assert_eq!(tick.per_cpu_busy_pct, vec![None; 4]);
+    assert_eq!((tick.swap_in_pages_per_s, tick.swap_out_pages_per_s), (None, None));
+    assert_eq!(tick.mem_total_bytes, Some(16_000_000 * 1024));
+    assert_eq!(tick.mem_available_bytes, Some(9_000_000 * 1024));
+    assert_eq!((tick.swap_total_bytes, tick.swap_free_bytes), (Some(4_000_000 * 1024), Some(3_500_000 * 1024)));
+    assert_eq!((tick.load_1, tick.load_5, tick.load_15), (Some(3.5), Some(2.25), Some(1.0)));
+    assert_eq!(tick.procs_blocked, Some(3));
+    assert_eq!(tick.uptime_s, Some(86_400));
+    let psi = tick.psi.unwrap();
+    assert_eq!((psi.cpu_some_avg10, psi.io_some_avg10, psi.io_full_avg10), (Some(4.0), Some(25.5), Some(18.0)));
+    assert_eq!((psi.memory_some_avg10, psi.memory_full_avg10), (Some(0.0), Some(0.0)));
+
+    // The session's ancestors (not sshd, not init), the GPU processes, their direct children (1302 was forked by
+    // another thread), no grandchild (1500), no sibling (1400).
+    assert_eq!(pids(&procs), vec![1000, 1100, 1200, 1300, 1301, 1302, 2000, 2001, 9999]);
+    let role = |pid| find(&procs, pid).role;
+    assert_eq!([role(1000), role(1100)], [ProcessRole::Parent; 2]);
+    assert_eq!([role(1200), role(2000), role(9999)], [ProcessRole::Gpu; 3]);
+    assert_eq!([role(1300), role(1301), role(1302), role(2001)], [ProcessRole::Child; 4]);
+
+    let gpu = find(&procs, 1200);
+    assert_eq!(gpu.ppid, Some(1100));
+    assert_eq!((gpu.uid, gpu.user.as_deref()), (Some(1000), Some("alice")));
+    assert_eq!(gpu.name, "pt_main_thread");
+    assert_eq!(gpu.cmdline, "/usr/bin/python3 -u train.py --batch-size 256");
+    assert_eq!(gpu.state, Some('R'));
+    assert_eq!((gpu.cpu_pct, gpu.read_bytes_per_s, gpu.write_bytes_per_s), (None, None, None));
+    assert_eq!(gpu.rss_bytes, Some(2_345_678 * 1024));
+    assert_eq!(gpu.allowed_cpus, Some(vec![0, 1]));
+    assert_eq!(gpu.nspid, Some(vec![1200]));
+    assert_eq!(gpu.start_ticks, Some(6100));
+    assert_eq!(gpu.started_at_ms, Some(BOOT_MS + 61_000));
+    assert_eq!((gpu.n_threads, gpu.threads_in_d), (Some(3), Some(2)));
+    assert_eq!(gpu.unreadable, None);
+    assert_eq!(find(&procs, 1300).threads_in_d, None, "thread states are read for GPU processes only");
+
+    let odd = find(&procs, 2001);
+    assert_eq!((odd.name.as_str(), odd.state, odd.rss_bytes), ("my (odd) worker", Some('Z'), None));
+    assert_eq!((odd.container_pid(), odd.user.as_deref(), odd.cmdline.as_str()), (Some(12), Some("root"), ""));
+    assert_eq!(find(&procs, 9999).unreadable.as_deref(), Some("exited"));
+
+    write_second_sample(dir.path());
+    let (tick, procs) = host.sample(T1, &[1200, 2000]);
+    let cpu = tick.cpu.unwrap();
+    assert_eq!((cpu.user_pct, cpu.system_pct, cpu.iowait_pct), (40.0, 10.0, 15.0));
+    assert_eq!((cpu.steal_pct, cpu.idle_pct, cpu.busy_pct), (5.0, 30.0, 50.0));
+    assert_eq!(tick.per_cpu_busy_pct, vec![Some(90.0), Some(40.0), None, Some(20.0)], "cpu2 is offline");
+    assert_eq!((tick.swap_in_pages_per_s, tick.swap_out_pages_per_s), (Some(100.0), Some(25.0)));
+    assert_eq!(tick.procs_blocked, Some(5));
+
+    assert_eq!(pids(&procs), vec![1000, 1100, 1200, 1300, 1301, 2000, 2001]);
+    let gpu = find(&procs, 1200);
+    assert_eq!(gpu.cpu_pct, Some(150.0));
+    assert_eq!((gpu.read_bytes_per_s, gpu.write_bytes_per_s), (Some(10_000_000), Some(1_000)));
+    assert_eq!(gpu.started_at_ms, Some(BOOT_MS + 61_000), "the first boot time is kept");
+    assert_eq!(find(&procs, 1300).cpu_pct, Some(90.0));
+    assert_eq!(find(&procs, 1301).cpu_pct, None, "a reused PID has no delta");
+    assert_eq!(find(&procs, 1100).cpu_pct, Some(0.0), "an idle launcher is 0 %, not N/A");
+
+    // 1302 comes back with the same start time: it was forgotten when it vanished, so no delta spans the gap.
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/tree/proc/1302"),
+        &dir.path().join("proc/1302"),
+    );
+    write(dir.path(), "proc/1200/task/1202/children", "1302 ");
+    let (_, procs) = host.sample(T1 + 1_000, &[1200]);
+    assert_eq!(find(&procs, 1302).cpu_pct, None);
+    assert_eq!(find(&procs, 1300).cpu_pct, Some(0.0));
+}
+
+#[test]
+fn children_found_without_children_files() {
+    let dir = tree();
+    for entry in std::fs::read_dir(dir.path().join("proc")).unwrap().flatten() {
+        let Ok(tasks) = std::fs::read_dir(entry.path().join("task")) else { continue };
+        for task in tasks.flatten() {
+            let _ = std::fs::remove_file(task.path().join("children"));
+        }
+    }
+    let (_, procs) = sampler(dir.path()).sample(T0, &[1200, 2000]);
+    assert_eq!(pids(&procs), vec![1000, 1100, 1200, 1300, 1301, 1302, 2000, 2001]);
+    assert_eq!(find(&procs, 1302).role, ProcessRole::Child);
+    assert_eq!(find(&procs, 1200).threads_in_d, Some(2));
+}
+
+#[test]
+fn outside_the_initial_pid_namespace_nothing_is_looked_up() {
+    let dir = tree();
+    std::fs::create_dir_all(dir.path().join("proc/self/ns")).unwrap();
+    std::os::unix::fs::symlink("pid:[4026532999]", dir.path().join("proc/self/ns/pid")).unwrap();
+    let (tick, procs) = sampler(dir.path()).sample(T0, &[1200]);
+    assert_eq!(tick.mem_total_bytes, Some(16_000_000 * 1024), "host-wide readings still work");
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0].unreadable.as_deref(), Some(OUTSIDE_NAMESPACE));
+    assert_eq!((procs[0].name.as_str(), procs[0].ppid, procs[0].start_ticks), ("", None, None));
+
+    let inside = tree();
+    std::fs::create_dir_all(inside.path().join("proc/self/ns")).unwrap();
+    std::os::unix::fs::symlink("pid:[4026531836]", inside.path().join("proc/self/ns/pid")).unwrap();
+    let (_, procs) = sampler(inside.path()).sample(T0, &[1200]);
+    assert_eq!(find(&procs, 1200).unreadable, None);
+}
+
+#[test]
+fn unreadable_io_is_none_with_a_reason() {
+    let dir = tree();
+    // Tests may run as root, where permissions do not deny: a directory in place of the file fails the read.
+    std::fs::remove_file(dir.path().join("proc/1200/io")).unwrap();
+    std::fs::create_dir(dir.path().join("proc/1200/io")).unwrap();
+    let mut host = sampler(dir.path());
+    host.sample(T0, &[1200]);
+    let (_, procs) = host.sample(T1, &[1200]);
+    let gpu = find(&procs, 1200);
+    assert_eq!((gpu.read_bytes_per_s, gpu.write_bytes_per_s), (None, None));
+    assert!(gpu.unreadable.as_deref().is_some_and(|r| r.starts_with("I/O counters")), "{:?}", gpu.unreadable);
+    assert_eq!(gpu.cpu_pct, Some(0.0), "the rest is still read");
+}
+
+#[test]
+fn machine_info_from_the_tree() {
+    let dir = tree();
+    let info = sampler(dir.path()).machine_info();
+    assert_eq!(
+        info,
+        HostInfo {
+            hostname: "trainbox-01".into(),
+            n_cpus: 4,
+            n_numa_nodes: 2,
+            mem_total_bytes: Some(16_000_000 * 1024),
+            boot_time_ms: Some(BOOT_MS),
+            kernel_release: Some("6.8.0-45-generic".into()),
+            open_kernel_module: Some(true),
+        }
+    );
+    let mut machine = MachineInfo::default();
+    info.fill(&mut machine);
+    assert_eq!((machine.hostname.as_str(), machine.n_numa_nodes), ("trainbox-01", 2));
+
+    std::fs::remove_dir_all(dir.path().join("sys/devices/system/node")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("proc/driver")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("proc/pressure")).unwrap();
+    let mut host = sampler(dir.path());
+    let info = host.machine_info();
+    assert_eq!((info.n_numa_nodes, info.open_kernel_module), (1, None));
+    assert_eq!(host.sample(T0, &[]).0.psi, None, "no PSI on this kernel");
+}
+
+#[test]
+fn empty_root_gives_none_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut host = sampler(dir.path());
+    let (tick, procs) = host.sample(T0, &[42]);
+    assert_eq!(tick, HostTick::default());
+    assert_eq!(procs.len(), 1);
+    assert_eq!(procs[0].unreadable.as_deref(), Some("exited"));
+    let info = host.machine_info();
+    assert_eq!((info.n_cpus, info.n_numa_nodes, info.mem_total_bytes), (0, 1, None));
+}
+
+#[test]
+fn the_sampler_can_move_to_a_sampler_thread() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<HostSampler>();
+}
