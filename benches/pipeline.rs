@@ -1,1 +1,71 @@
-fn main() {}
+//! Benchmarks for the budgets in product.md: sample ingest into the history, advice over a full history,
+//! serialization. Run with `cargo bench --bench pipeline`; figures go to docs/performance.md.
+
+use std::hint::black_box;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gpusight::advice::{Advisor, Thresholds};
+use gpusight::history::History;
+use gpusight::pipeline::Pipeline;
+use gpusight::sample::Snapshot;
+use gpusight::source::Source;
+use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+fn source(spec: &str) -> SyntheticSource {
+    SyntheticSource::new(SyntheticSpec::parse(spec).expect("valid spec"))
+}
+
+/// A history of `n` ticks of `spec`, and the next snapshot to push.
+fn filled(spec: &str, n: u64, capacity: usize) -> (History, Snapshot) {
+    let mut source = source(spec);
+    let machine = source.machine();
+    let mut history = History::new(machine.clone(), capacity);
+    for i in 0..n {
+        history.push_tick(source.tick_at(i));
+    }
+    (history, Snapshot { machine, tick: source.tick_at(n) })
+}
+
+fn ingest(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ingest");
+    for spec in ["compute:1x10", "compute:1x1000", "mixed:8x10", "scale:8x1000"] {
+        let (history, next) = filled(spec, 900, 900);
+        group.bench_with_input(BenchmarkId::from_parameter(spec), &next, |b, next| {
+            let mut history = history.clone();
+            b.iter(|| history.push(black_box(next)));
+        });
+    }
+    group.finish();
+}
+
+fn advice(c: &mut Criterion) {
+    let mut group = c.benchmark_group("advice");
+    for spec in ["mixed:8", "scale:8x1000"] {
+        let (history, _) = filled(spec, 900, 900);
+        let thresholds = Thresholds::default();
+        group.bench_function(BenchmarkId::new("evaluate_full_history", spec), |b| {
+            let mut advisor = Advisor::default();
+            b.iter(|| black_box(advisor.update(&history, &thresholds).len()));
+        });
+    }
+    group.finish();
+}
+
+fn serialize(c: &mut Criterion) {
+    let mut group = c.benchmark_group("serialize");
+    for spec in ["compute:1", "scale:8x1000"] {
+        let mut source = source(spec);
+        let first = source.next_snapshot().expect("tick").expect("some");
+        let pipeline = Pipeline::new(&first, 60, Thresholds::default());
+        group.bench_function(BenchmarkId::new("json", spec), |b| {
+            b.iter(|| black_box(gpusight::output::json::render(&pipeline).len()));
+        });
+        group.bench_function(BenchmarkId::new("once_table", spec), |b| {
+            b.iter(|| black_box(gpusight::output::table::render(&pipeline, false).len()));
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, ingest, advice, serialize);
+criterion_main!(benches);

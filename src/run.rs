@@ -196,7 +196,7 @@ fn watch(
         }
         Data::Synthetic(spec) => {
             let mut source = SyntheticSource::new(spec.clone());
-            collect(&mut source, duration_samples(duration, interval) + 1, config, needed)
+            collect(&mut source, duration_samples(duration, interval) as u64 + 1, config, needed)
         }
         Data::Live => {
             let (tx, rx) = mpsc::channel();
