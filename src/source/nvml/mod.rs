@@ -1,0 +1,265 @@
+//! Live GPU readings through NVML (nvml-wrapper), in tiers, with per-GPU workers so one hung GPU does not stop
+//! the others.
+//!
+//! [`NvmlGpus::open`] starts NVML, reads the static [`GpuInfo`] of every GPU once and starts one worker thread
+//! per GPU (plus a PCIe-throughput thread per GPU and the Xid watch). [`NvmlGpus::read`] asks every worker to
+//! read and waits until a deadline; a GPU that has not answered by then is reported as
+//! [`GpuState::NotAnswering`] while the others are filled in.
+
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use nvml_wrapper::{Device, Nvml};
+
+use super::SourceError;
+use crate::sample::{GpuEvent, GpuInfo, GpuProcess, GpuState, GpuTick, UnixMs};
+use crate::source::xid::XidWatch;
+
+pub mod errors;
+pub mod fields;
+pub mod info;
+pub mod pcie;
+pub mod procs;
+pub mod tiers;
+pub mod worker;
+
+pub use errors::open_error_message;
+pub use info::DriverInfo;
+pub use tiers::TierPeriods;
+
+/// How long [`NvmlGpus::read`] waits for the GPUs by default.
+pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(400);
+
+/// NVML, started once for the life of the process, so devices are `Device<'static>` and threads can hold them.
+static NVML: OnceLock<Nvml> = OnceLock::new();
+
+/// What one read produced.
+#[derive(Debug, Clone, Default)]
+pub struct GpuReadout {
+    /// One entry per GPU, in the order of [`NvmlGpus::gpus`].
+    pub gpus: Vec<GpuTick>,
+    pub gpu_processes: Vec<GpuProcess>,
+    /// Xid and ECC events seen since the previous read.
+    pub events: Vec<GpuEvent>,
+    /// Whether NVML Xid/ECC events are being received.
+    pub nvml_events: Option<bool>,
+    /// Whether the kernel log can be read for Xid lines.
+    pub kernel_log: Option<bool>,
+    /// Short messages about what could not be read, each raised once.
+    pub notes: Vec<String>,
+}
+
+/// Options for [`NvmlGpus::open_with`].
+#[derive(Debug, Clone, Copy)]
+pub struct NvmlOptions {
+    /// How long a read waits for the GPUs before reporting the late ones as not answering.
+    pub deadline: Duration,
+    /// How often the slower tiers are read.
+    pub periods: TierPeriods,
+    /// Whether to watch for Xid/ECC events (NVML events and the kernel log).
+    pub watch_xid: bool,
+}
+
+impl Default for NvmlOptions {
+    fn default() -> Self {
+        Self { deadline: DEFAULT_DEADLINE, periods: TierPeriods::default(), watch_xid: true }
+    }
+}
+
+/// One GPU's place: its worker and what we know about its state.
+#[derive(Debug)]
+struct Slot {
+    index: u32,
+    requests: Option<Sender<worker::Request>>,
+    /// A request was sent and not yet answered.
+    busy: bool,
+    lost: bool,
+}
+
+/// The live GPUs of this machine.
+#[derive(Debug)]
+pub struct NvmlGpus {
+    driver: DriverInfo,
+    gpus: Vec<GpuInfo>,
+    slots: Vec<Slot>,
+    replies: Receiver<worker::Reply>,
+    seq: u64,
+    deadline: Duration,
+    xid: Option<XidWatch>,
+    notes: Vec<String>,
+}
+
+fn nvml() -> Result<&'static Nvml, SourceError> {
+    if let Some(n) = NVML.get() {
+        return Ok(n);
+    }
+    let n = Nvml::init().map_err(|e| SourceError::NoDriver(open_error_message(&e)))?;
+    // Another thread may have won the race; either instance is fine, the loser is dropped.
+    let _ = NVML.set(n);
+    NVML.get().ok_or_else(|| SourceError::Other("NVML started but could not be kept".to_string()))
+}
+
+impl NvmlGpus {
+    /// Starts NVML with the default options.
+    ///
+    /// # Errors
+    /// [`SourceError::NoDriver`] with one line naming what is missing (library, driver, permission).
+    pub fn open() -> Result<Self, SourceError> {
+        Self::open_with(NvmlOptions::default())
+    }
+
+    /// Starts NVML, reads every GPU's static description and starts the workers.
+    ///
+    /// # Errors
+    /// [`SourceError::NoDriver`] with one line naming what is missing (library, driver, permission).
+    pub fn open_with(options: NvmlOptions) -> Result<Self, SourceError> {
+        let nvml = nvml()?;
+        let mut notes = Vec::new();
+        let driver = DriverInfo {
+            driver_version: nvml.sys_driver_version().ok(),
+            cuda_driver_version: nvml.sys_cuda_driver_version().ok(),
+            nvml_version: nvml.sys_nvml_version().ok(),
+            open_kernel_module: std::fs::read_to_string("/proc/driver/nvidia/version")
+                .ok()
+                .map(|t| info::is_open_kernel_module(&t)),
+        };
+        let count =
+            nvml.device_count().map_err(|e| SourceError::NoDriver(format!("NVML could not count the GPUs: {e}")))?;
+        if count == 0 {
+            notes.push("NVML is running but reports no GPUs".to_string());
+        }
+        let pid_max = info::parse_pid_max(std::fs::read_to_string("/proc/sys/kernel/pid_max").ok().as_deref());
+        let (reply_tx, replies) = mpsc::channel();
+        let mut gpus = Vec::new();
+        let mut slots = Vec::new();
+        let mut devices: Vec<(u32, Arc<Device<'static>>)> = Vec::new();
+        for index in 0..count {
+            let device = match nvml.device_by_index(index) {
+                Ok(d) => Arc::new(d),
+                Err(e) => {
+                    notes.push(format!("GPU {index}: NVML could not open it ({e}); it is not read"));
+                    gpus.push(GpuInfo { index, name: "unavailable GPU".to_string(), ..GpuInfo::default() });
+                    slots.push(Slot { index, requests: None, busy: false, lost: true });
+                    continue;
+                }
+            };
+            let gpu = info::read_gpu_info(index, &device, &mut notes);
+            let reader = worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, options.periods);
+            let (req_tx, req_rx) = mpsc::channel();
+            let slot_no = slots.len();
+            let replies_tx = reply_tx.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("gpusight-gpu-{index}"))
+                .spawn(move || worker::run(reader, slot_no, &req_rx, &replies_tx));
+            let requests = match spawned {
+                Ok(_) => Some(req_tx),
+                Err(e) => {
+                    notes.push(format!("GPU {index}: could not start its reader thread ({e}); it is not read"));
+                    None
+                }
+            };
+            let lost = requests.is_none();
+            slots.push(Slot { index, requests, busy: false, lost });
+            devices.push((index, device));
+            gpus.push(gpu);
+        }
+        let xid = options.watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
+        Ok(Self { driver, gpus, slots, replies, seq: 0, deadline: options.deadline, xid, notes })
+    }
+
+    /// The driver and library versions.
+    #[must_use]
+    pub fn driver_info(&self) -> DriverInfo {
+        self.driver.clone()
+    }
+
+    /// The static description of every GPU, in NVML index order.
+    #[must_use]
+    pub fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+
+    /// Changes how long reads wait for the GPUs (e.g. a fraction of the sampling interval).
+    pub fn set_deadline(&mut self, deadline: Duration) {
+        self.deadline = deadline;
+    }
+
+    /// Reads every GPU at sample time `now_ms`, waiting at most the configured deadline.
+    pub fn read(&mut self, now_ms: UnixMs) -> GpuReadout {
+        self.read_within(now_ms, self.deadline)
+    }
+
+    /// Reads every GPU at sample time `now_ms`, waiting at most `deadline` for them.
+    pub fn read_within(&mut self, now_ms: UnixMs, deadline: Duration) -> GpuReadout {
+        let mut out = GpuReadout { notes: std::mem::take(&mut self.notes), ..GpuReadout::default() };
+        // Late answers to earlier requests: the worker is free again; its data is too old to use.
+        while let Ok(late) = self.replies.try_recv() {
+            self.settle(&late, &mut out.notes);
+        }
+        self.seq += 1;
+        let seq = self.seq;
+        for slot in &mut self.slots {
+            if slot.lost || slot.busy {
+                continue;
+            }
+            let Some(requests) = &slot.requests else { continue };
+            if requests.send(worker::Request { seq, now_ms }).is_ok() {
+                slot.busy = true;
+            } else {
+                slot.requests = None;
+                slot.lost = true;
+                out.notes.push(format!("GPU {}: its reader thread ended; it is no longer read", slot.index));
+            }
+        }
+        let mut fresh: Vec<Option<worker::Reply>> = (0..self.slots.len()).map(|_| None).collect();
+        let until = Instant::now() + deadline;
+        while self.slots.iter().enumerate().any(|(i, s)| s.busy && fresh[i].is_none()) {
+            let left = until.saturating_duration_since(Instant::now());
+            match self.replies.recv_timeout(left) {
+                Ok(reply) => {
+                    self.settle(&reply, &mut out.notes);
+                    if reply.seq == seq {
+                        let slot = reply.slot;
+                        if let Some(place) = fresh.get_mut(slot) {
+                            *place = Some(reply);
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => break,
+            }
+        }
+        for (slot, reply) in self.slots.iter().zip(fresh) {
+            match reply {
+                Some(reply) => {
+                    out.gpus.push(reply.tick);
+                    out.gpu_processes.extend(reply.processes);
+                }
+                None => {
+                    let state = if slot.lost { GpuState::Lost } else { GpuState::NotAnswering };
+                    out.gpus.push(GpuTick { index: slot.index, state, ..GpuTick::default() });
+                }
+            }
+        }
+        if let Some(xid) = &mut self.xid {
+            let poll = xid.poll(now_ms);
+            out.events = poll.events;
+            out.nvml_events = poll.nvml_events;
+            out.kernel_log = poll.kernel_log;
+            out.notes.extend(poll.notes);
+        }
+        out
+    }
+
+    /// Records that a worker answered: it is free again, and lost if it said so.
+    fn settle(&mut self, reply: &worker::Reply, notes: &mut Vec<String>) {
+        notes.extend(reply.notes.iter().cloned());
+        if let Some(slot) = self.slots.get_mut(reply.slot) {
+            slot.busy = false;
+            if reply.lost {
+                slot.lost = true;
+                slot.requests = None;
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+//! Which reading tiers are due at a given time. Periods are wall time taken from the sample clock, not tick
+//! counts, so they hold whatever the sampling interval is.
+
+use crate::sample::UnixMs;
+
+/// How early a tier may be read, at most, so that sampling jitter does not skip a whole period.
+pub const MAX_EARLY_MS: u64 = 250;
+
+/// How often the slower tiers are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TierPeriods {
+    /// Process lists, per-process utilization, energy, throttle counters, encoder/decoder utilization.
+    pub medium_ms: u64,
+    /// ECC counts, retired pages, remapped rows, PCIe replay counter.
+    pub slow_ms: u64,
+}
+
+impl Default for TierPeriods {
+    fn default() -> Self {
+        Self { medium_ms: 2_000, slow_ms: 30_000 }
+    }
+}
+
+/// The tiers due at one read. The fast tier is read every time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Due {
+    pub medium: bool,
+    pub slow: bool,
+}
+
+/// Says which tiers are due, given the sample time. The first call makes every tier due.
+#[derive(Debug, Clone)]
+pub struct TierScheduler {
+    periods: TierPeriods,
+    last_medium_ms: Option<UnixMs>,
+    last_slow_ms: Option<UnixMs>,
+}
+
+impl TierScheduler {
+    /// A scheduler with these periods; nothing has been read yet.
+    #[must_use]
+    pub fn new(periods: TierPeriods) -> Self {
+        Self { periods, last_medium_ms: None, last_slow_ms: None }
+    }
+
+    /// The tiers due at `now_ms`, and records them as read.
+    ///
+    /// A tier is due when its period has passed, less a tenth of the period (at most [`MAX_EARLY_MS`]) so that a read arriving a little
+    /// early (sampling jitter) does not push the tier a whole interval later. A clock that went backwards makes
+    /// the tier due, so a stepped clock never stalls it.
+    pub fn due(&mut self, now_ms: UnixMs) -> Due {
+        Due {
+            medium: Self::check(&mut self.last_medium_ms, self.periods.medium_ms, now_ms),
+            slow: Self::check(&mut self.last_slow_ms, self.periods.slow_ms, now_ms),
+        }
+    }
+
+    fn check(last: &mut Option<UnixMs>, period_ms: u64, now_ms: UnixMs) -> bool {
+        let due = match *last {
+            None => true,
+            Some(prev) if now_ms < prev => true,
+            Some(prev) => now_ms - prev + (period_ms / 10).min(MAX_EARLY_MS) >= period_ms,
+        };
+        if due {
+            *last = Some(now_ms);
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(interval_ms: u64, n: u64) -> (Vec<u64>, Vec<u64>) {
+        let mut s = TierScheduler::new(TierPeriods::default());
+        let (mut medium, mut slow) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            let now = 1_700_000_000_000 + i * interval_ms;
+            let due = s.due(now);
+            if due.medium {
+                medium.push(i);
+            }
+            if due.slow {
+                slow.push(i);
+            }
+        }
+        (medium, slow)
+    }
+
+    #[test]
+    fn first_read_makes_everything_due() {
+        let mut s = TierScheduler::new(TierPeriods::default());
+        assert_eq!(s.due(5), Due { medium: true, slow: true });
+        assert_eq!(s.due(6), Due { medium: false, slow: false });
+    }
+
+    #[test]
+    fn one_second_interval() {
+        let (medium, slow) = run(1_000, 61);
+        assert_eq!(medium, (0..61).step_by(2).collect::<Vec<_>>());
+        assert_eq!(slow, vec![0, 30, 60]);
+    }
+
+    #[test]
+    fn tenth_of_a_second_interval_holds_wall_periods() {
+        let (medium, slow) = run(100, 601);
+        // Due every 1.8 s at the earliest (2 s less the tenth), i.e. every 18 to 20 reads, never more often.
+        assert!(medium.windows(2).all(|w| (18..=20).contains(&(w[1] - w[0]))), "{medium:?}");
+        assert_eq!(slow.len(), 3, "{slow:?}");
+    }
+
+    #[test]
+    fn five_second_interval_reads_medium_every_time() {
+        let (medium, slow) = run(5_000, 13);
+        assert_eq!(medium.len(), 13);
+        assert_eq!(slow, vec![0, 6, 12]);
+    }
+
+    #[test]
+    fn jitter_does_not_skip_a_period() {
+        let mut s = TierScheduler::new(TierPeriods::default());
+        assert!(s.due(0).medium);
+        assert!(!s.due(1_010).medium);
+        assert!(s.due(1_990).medium, "10 ms early still counts");
+    }
+
+    #[test]
+    fn clock_going_back_makes_due() {
+        let mut s = TierScheduler::new(TierPeriods::default());
+        s.due(10_000);
+        assert_eq!(s.due(4_000), Due { medium: true, slow: true });
+    }
+}

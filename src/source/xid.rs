@@ -1,1 +1,0 @@
-//! Xid and ECC events: the NVML event thread and the kernel log (`/dev/kmsg`) parser.
