@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::host::{HostRoot, HostSampler};
 use crate::sample::{MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
 
-use super::nvml::NvmlGpus;
+use super::nvml::{NvmlGpus, NvmlOptions};
 use super::{Source, SourceError};
 
 /// NVML plus the host sampler.
@@ -23,7 +23,7 @@ impl LiveSource {
     /// # Errors
     /// NVML cannot start: the message names what is missing and suggests `--demo`.
     pub fn open(interval: Duration) -> Result<Self, SourceError> {
-        let gpus = NvmlGpus::open(interval)?;
+        let gpus = NvmlGpus::open_with(NvmlOptions { deadline: deadline_for(interval), ..NvmlOptions::default() })?;
         let host = HostSampler::new(HostRoot::default());
         let host_info = host.machine_info();
         let driver = gpus.driver_info();
@@ -77,4 +77,10 @@ impl Source for LiveSource {
             },
         }))
     }
+}
+
+/// How long a read waits for the per-GPU workers before it marks a GPU as not answering: most of the interval,
+/// but never so long that a hung GPU holds up the others by more than 0.4 s.
+fn deadline_for(interval: Duration) -> Duration {
+    interval.mul_f64(0.8).clamp(Duration::from_millis(50), Duration::from_millis(400))
 }
