@@ -199,7 +199,7 @@ pub fn evaluate(history: &History, thresholds: &Thresholds) -> Vec<Finding> {
 
 /// Removes findings that a more basic diagnosis explains: a lost GPU gets only gpu-errors; an input-bound GPU is
 /// not also cpu-bound.
-fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
+pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
     let lost: Vec<u32> =
         history.gpus.iter().filter(|g| g.lost.last().copied().unwrap_or(false)).map(|g| g.index).collect();
     let input_bound: Vec<u32> =
@@ -212,7 +212,7 @@ fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
 }
 
 /// Worst first: severity, then GPU (machine-wide findings first), then rule, then PID.
-fn sort_worst_first(findings: &mut [Finding]) {
+pub(crate) fn sort_worst_first(findings: &mut [Finding]) {
     findings.sort_by(|a, b| {
         b.severity
             .cmp(&a.severity)

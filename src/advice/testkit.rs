@@ -10,11 +10,15 @@ use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
 use super::{Advisor, Finding, Rule, Thresholds, evaluate};
 
+/// A change applied to every tick, given the tick number.
+type TickTweak = Box<dyn Fn(u64, &mut Tick)>;
+
 /// A history under construction from a synthetic scenario.
+#[allow(missing_debug_implementations)]
 pub struct Build {
     source: SyntheticSource,
     machine: MachineInfo,
-    tweaks: Vec<Box<dyn Fn(u64, &mut Tick)>>,
+    tweaks: Vec<TickTweak>,
 }
 
 impl Build {

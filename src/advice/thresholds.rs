@@ -132,9 +132,11 @@ impl Thresholds {
     #[must_use]
     pub fn windows(&self) -> Vec<(&'static str, u64)> {
         vec![
-            ("input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
+            (
+                "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
               util-misleading, shared-gpu, host-memory-pressure, cpu-steal",
-             self.window_s),
+                self.window_s,
+            ),
             ("vram-growing", self.vram_growth_window_s),
             ("idle-holder", self.idle_holder_window_s),
         ]

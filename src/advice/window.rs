@@ -203,8 +203,10 @@ pub fn bytes_label(bytes: f64) -> String {
         format!("{:.1} GiB", bytes / GIB)
     } else if bytes.abs() >= MIB {
         format!("{:.0} MiB", bytes / MIB)
-    } else {
+    } else if bytes.abs() >= 1024.0 {
         format!("{:.0} KiB", bytes / 1024.0)
+    } else {
+        format!("{bytes:.0} B")
     }
 }
 

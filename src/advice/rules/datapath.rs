@@ -41,7 +41,8 @@ pub fn pcie_downgraded(ctx: &Ctx<'_>) -> Vec<Observation> {
             )
         };
         let rx = span.median(&gpu.pcie_rx_kbps).map_or_else(|| "N/A".to_owned(), |k| format!("{:.0} MB/s", k / 1000.0));
-        let since = first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
+        let since =
+            first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
         let finding = Finding {
             title: format!("GPU {}'s PCIe link runs below its maximum under load", gpu.index),
             evidence: format!(

@@ -23,11 +23,7 @@ pub fn visibility(ctx: &Ctx<'_>) -> Vec<Observation> {
     };
     let finding = Finding {
         title: "Xid errors cannot be seen on this machine".to_owned(),
-        evidence: format!(
-            "NVML events: {}; kernel log: {}",
-            state(health.nvml_events),
-            state(health.kernel_log)
-        ),
+        evidence: format!("NVML events: {}; kernel log: {}", state(health.nvml_events), state(health.kernel_log)),
         remedy: "Run with CAP_SYSLOG (or as root) to read /dev/kmsg, or check `dmesg | grep -i xid` yourself; \
                  gpu-errors can only report what it sees."
             .to_owned(),
@@ -94,7 +90,10 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
                 severity = Severity::Critical;
                 title.get_or_insert_with(|| format!("{name} needs a reset to remap memory rows"));
                 let what = if rows.failure { "row remapping failed" } else { "a row remap is pending (reset needed)" };
-                lines.push(format!("{what}; {} uncorrectable and {} correctable rows remapped", rows.uncorrectable, rows.correctable));
+                lines.push(format!(
+                    "{what}; {} uncorrectable and {} correctable rows remapped",
+                    rows.uncorrectable, rows.correctable
+                ));
             }
             if gpu.retired_pages_pending == Some(true) {
                 severity = Severity::Critical;
@@ -110,9 +109,18 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
             "Application-class Xids: check the job for out-of-range accesses or a crash (run it under \
              compute-sanitizer); if they recur across different jobs, treat them as hardware."
         };
+        let evidence = if since < ctx.now_ms {
+            format!(
+                "{} (events of the last {})",
+                lines.join("; "),
+                super::super::window::duration_label(ctx.t.xid_window_s)
+            )
+        } else {
+            lines.join("; ")
+        };
         let finding = Finding {
             title,
-            evidence: format!("{} (window {})", lines.join("; "), super::super::window::duration_label(ctx.t.xid_window_s)),
+            evidence,
             remedy: remedy.to_owned(),
             explanation: "Xid errors are the driver's reports of GPU faults. Some (13, 31, 43, 45) usually come from \
                           the application; others (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the \
@@ -189,7 +197,11 @@ pub fn driver_sanity(ctx: &Ctx<'_>) -> Vec<Observation> {
         let below = needs.floor.and_then(parse_version).is_some_and(|floor| version_lt(&version, &floor));
         if below {
             let floor = needs.floor.unwrap_or("?");
-            problems.push((Severity::Critical, format!("driver {text} is below {floor}, the first driver for {}", needs.name), gpu.index));
+            problems.push((
+                Severity::Critical,
+                format!("driver {text} is below {floor}, the first driver for {}", needs.name),
+                gpu.index,
+            ));
         } else if needs.blackwell && major < 575 {
             problems.push((
                 Severity::Warning,

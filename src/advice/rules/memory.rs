@@ -95,7 +95,8 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             && rate_mib_min >= t.vram_growth_min_mib_per_min
             && r2 >= t.vram_growth_min_r2
             && growth_mib >= t.vram_growth_min_total_mib;
-        let stay = rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
+        let stay =
+            rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
         if !enter && !stay {
             continue;
         }
@@ -139,7 +140,8 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some(process) = ctx.history.process(pid) else { continue };
         let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
         // Cheap early exit: a process that does not hold memory on an idle GPU now has nothing to say.
-        let holds_now = process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
+        let holds_now =
+            process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
         if !holds_now {
             continue;
         }
@@ -149,7 +151,8 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         let flags: Vec<bool> = pairs
             .iter()
             .map(|(p, m)| {
-                let holds = at(&process.gpu_mem_bytes, Some(*p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
+                let holds =
+                    at(&process.gpu_mem_bytes, Some(*p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
                 let idle = at(&gpu.util_pct, *m).is_some_and(|u| f64::from(u) <= t.idle_util_pct);
                 holds && idle
             })
@@ -234,11 +237,16 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
             .unwrap_or(ctx.now_ms);
         let finding = Finding {
             title: format!("GPU {} is shared by {} compute processes", gpu.index, pids.len()),
-            evidence: format!("{}{more}; utilization median {} over {}", listed.join(", "), {
-                ctx.window(t.window_s)
-                    .and_then(|s| s.median(&gpu.util_pct))
-                    .map_or_else(|| "N/A".to_owned(), pct_label)
-            }, duration_label(t.window_s)),
+            evidence: format!(
+                "{}{more}; utilization median {} over {}",
+                listed.join(", "),
+                {
+                    ctx.window(t.window_s)
+                        .and_then(|s| s.median(&gpu.util_pct))
+                        .map_or_else(|| "N/A".to_owned(), pct_label)
+                },
+                duration_label(t.window_s)
+            ),
             remedy: "If the sharing is not intended, give each job its own GPU (CUDA_VISIBLE_DEVICES, the \
                      scheduler's GPU allocation); for intended sharing, consider MPS or MIG."
                 .to_owned(),

@@ -84,3 +84,6 @@ pub fn gpus_label(indices: &[u32]) -> String {
 pub fn single(indices: &[u32]) -> Option<u32> {
     if let [only] = indices { Some(*only) } else { None }
 }
+
+#[cfg(test)]
+mod tests;

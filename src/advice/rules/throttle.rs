@@ -67,7 +67,8 @@ pub fn thermal_throttle(ctx: &Ctx<'_>) -> Vec<Observation> {
     for gpu in &ctx.history.gpus {
         let slowdown_c = ctx.gpu_info(gpu.index).and_then(|g| g.temp_slowdown_c);
         let active = span.share(&gpu.throttle_bits, |b| b & mask != 0);
-        let near = slowdown_c.map_or(0.0, |s| span.share(&gpu.temp_c, |c| f64::from(c) >= f64::from(s) - t.thermal_margin_c));
+        let near =
+            slowdown_c.map_or(0.0, |s| span.share(&gpu.temp_c, |c| f64::from(c) >= f64::from(s) - t.thermal_margin_c));
         let enter = span.covered && (active >= t.thermal_active_share || near >= t.enter_share);
         let stay = active > 0.0 || near >= t.exit_share;
         if !enter && !stay {
@@ -126,7 +127,8 @@ pub fn power_capped(ctx: &Ctx<'_>) -> Vec<Observation> {
         let limit = span.median(&gpu.power_limit_mw);
         let default = ctx.gpu_info(gpu.index).and_then(|g| g.power_limit_default_mw).map(f64::from);
         let lowered = limit.zip(default).is_some_and(|(l, d)| l < d * 0.99);
-        let since = first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
+        let since =
+            first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
         let evidence = format!(
             "SW power cap active while busy in {} of samples over {}; power median {} of a {} limit (default {}); \
              util median {}",
