@@ -18,7 +18,7 @@ pub mod window;
 pub mod xid;
 
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;
 
