@@ -142,3 +142,25 @@ impl Thresholds {
         ]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        let doc = include_str!("../../docs/advice.md");
+        let block =
+            doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
+        let parsed: Thresholds = toml::from_str(block).expect("parses");
+        assert_eq!(parsed, Thresholds::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_and_missing_keys_default() {
+        let err = toml::from_str::<Thresholds>("window_sec = 3").expect_err("unknown key");
+        assert!(err.to_string().contains("window_sec"));
+        let partial: Thresholds = toml::from_str("window_s = 10").expect("partial");
+        assert_eq!(partial, Thresholds { window_s: 10, ..Thresholds::default() });
+    }
+}
