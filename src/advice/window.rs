@@ -2,18 +2,24 @@
 //! of samples that satisfy a condition, aligning a process's samples with the machine's, and number formatting
 //! for evidence lines.
 
+use std::collections::HashMap;
+
 use crate::history::{History, ProcessSeries, Series, Window, window_of};
-use crate::sample::{GpuInfo, MachineInfo, ProcessKind, UnixMs};
+use crate::sample::{GpuInfo, HostProcess, MachineInfo, ProcessKind, UnixMs};
 
 use super::Thresholds;
 
-/// Everything a rule reads: the history, the thresholds and the time of the newest sample.
-#[derive(Debug, Clone, Copy)]
+/// Everything a rule reads: the history, the thresholds and the time of the newest sample, plus lookups built
+/// once per evaluation (so 8 GPUs × 1,000 processes stay cheap).
+#[derive(Debug, Clone)]
 pub struct Ctx<'a> {
     pub history: &'a History,
     pub t: &'a Thresholds,
     pub machine: &'a MachineInfo,
     pub now_ms: UnixMs,
+    processes: HashMap<u32, &'a ProcessSeries>,
+    host_processes: HashMap<u32, &'a HostProcess>,
+    compute: Vec<(u32, u32)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -21,7 +27,30 @@ impl<'a> Ctx<'a> {
     #[must_use]
     pub fn new(history: &'a History, t: &'a Thresholds) -> Option<Self> {
         let now_ms = history.now_ms()?;
-        Some(Self { history, t, machine: history.machine().as_ref(), now_ms })
+        let mut processes: HashMap<u32, &'a ProcessSeries> = HashMap::with_capacity(history.processes.len());
+        for series in history.processes.values() {
+            let newer = processes.get(&series.key.pid).is_none_or(|old| series.last_seen_ms() > old.last_seen_ms());
+            if newer {
+                processes.insert(series.key.pid, series);
+            }
+        }
+        let mut compute: Vec<(u32, u32)> = history
+            .latest()
+            .gpu_processes
+            .iter()
+            .filter(|p| matches!(p.kind, ProcessKind::Compute | ProcessKind::ComputeAndGraphics))
+            .filter_map(|p| p.pid.map(|pid| (p.gpu_index, pid)))
+            .collect();
+        compute.sort_unstable();
+        compute.dedup();
+        let host_processes = history.latest().processes.iter().map(|p| (p.pid, p)).collect();
+        Some(Self { history, t, machine: history.machine().as_ref(), now_ms, processes, host_processes, compute })
+    }
+
+    /// The newest series of the process with this PID (the live one if the PID was reused).
+    #[must_use]
+    pub fn process(&self, pid: u32) -> Option<&'a ProcessSeries> {
+        self.processes.get(&pid).copied()
     }
 
     /// The static description of the GPU with this index.
@@ -36,20 +65,16 @@ impl<'a> Ctx<'a> {
         Span::of(&self.history.times, secs, self.t.min_window_coverage)
     }
 
-    /// The (GPU, PID) pairs of compute processes in the newest tick.
+    /// Host details of a process in the newest tick.
+    #[must_use]
+    pub fn host_process(&self, pid: u32) -> Option<&'a HostProcess> {
+        self.host_processes.get(&pid).copied()
+    }
+
+    /// The (GPU, PID) pairs of compute processes in the newest tick, sorted.
     #[must_use]
     pub fn compute_processes(&self) -> Vec<(u32, u32)> {
-        let mut pairs: Vec<(u32, u32)> = self
-            .history
-            .latest()
-            .gpu_processes
-            .iter()
-            .filter(|p| matches!(p.kind, ProcessKind::Compute | ProcessKind::ComputeAndGraphics))
-            .filter_map(|p| p.pid.map(|pid| (p.gpu_index, pid)))
-            .collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        pairs
+        self.compute.clone()
     }
 
     /// Whether the GPU with this index is lost in the newest sample.

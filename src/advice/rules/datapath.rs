@@ -73,12 +73,11 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
     if ctx.machine.n_numa_nodes <= 1 {
         return Vec::new();
     }
-    let latest = ctx.history.latest();
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(info) = ctx.gpu_info(gpu_index) else { continue };
         let Some(local) = info.local_cpus.as_deref() else { continue };
-        let Some(allowed) = latest.process(pid).and_then(|p| p.allowed_cpus.as_deref()) else { continue };
+        let Some(allowed) = ctx.host_process(pid).and_then(|p| p.allowed_cpus.as_deref()) else { continue };
         if allowed.is_empty() || local.is_empty() {
             continue;
         }
@@ -89,7 +88,7 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let node = info.numa_node.map_or_else(|| "?".to_owned(), |n| n.to_string());
-        let since = ctx.history.process(pid).and_then(|p| p.times.get(0).copied()).unwrap_or(ctx.now_ms);
+        let since = ctx.process(pid).and_then(|p| p.times.get(0).copied()).unwrap_or(ctx.now_ms);
         let finding = Finding {
             title: format!("PID {pid} runs on CPUs away from GPU {gpu_index}'s NUMA node"),
             evidence: format!(

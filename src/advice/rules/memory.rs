@@ -77,7 +77,7 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(process) = ctx.history.process(pid) else { continue };
+        let Some(process) = ctx.process(pid) else { continue };
         let Some(span) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
         let origin = span.window.first_ms;
         #[allow(clippy::cast_precision_loss)]
@@ -137,7 +137,7 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(process) = ctx.history.process(pid) else { continue };
+        let Some(process) = ctx.process(pid) else { continue };
         let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
         // Cheap early exit: a process that does not hold memory on an idle GPU now has nothing to say.
         let holds_now =
@@ -162,7 +162,7 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let held = span.median(&process.gpu_mem_bytes);
-        let host = ctx.history.latest().process(pid);
+        let host = ctx.host_process(pid);
         let command = host.map_or_else(String::new, |h| {
             let cmd = if h.cmdline.is_empty() { h.name.as_str() } else { h.cmdline.as_str() };
             format!(" ({cmd})")
@@ -210,7 +210,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
         #[allow(clippy::cast_precision_loss)]
         let settled = pids
             .iter()
-            .filter_map(|pid| ctx.history.process(*pid))
+            .filter_map(|pid| ctx.process(*pid))
             .filter(|p| {
                 p.times.get(0).is_some_and(|first| {
                     (ctx.now_ms.saturating_sub(*first)) as f64 >= t.window_s as f64 * 1000.0 * t.min_window_coverage
@@ -232,7 +232,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
         let more = if pids.len() > 4 { format!(" and {} more", pids.len() - 4) } else { String::new() };
         let since = pids
             .iter()
-            .filter_map(|pid| ctx.history.process(*pid).and_then(|p| p.times.get(0).copied()))
+            .filter_map(|pid| ctx.process(*pid).and_then(|p| p.times.get(0).copied()))
             .nth(1)
             .unwrap_or(ctx.now_ms);
         let finding = Finding {

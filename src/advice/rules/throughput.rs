@@ -25,7 +25,7 @@ struct ProcessSamples {
 
 impl ProcessSamples {
     fn read(ctx: &Ctx<'_>, gpu_index: u32, pid: u32) -> Option<Self> {
-        let process = ctx.history.process(pid)?;
+        let process = ctx.process(pid)?;
         let gpu = ctx.history.gpu(gpu_index)?;
         let span = Span::of(&process.times, ctx.t.window_s, ctx.t.min_window_coverage)?;
         let pairs = align(ctx.history, process, &span);
