@@ -12,6 +12,10 @@ pub struct Pipeline {
     pub thresholds: Thresholds,
     advisor: Advisor,
     findings: Vec<Finding>,
+    /// Every finding that was active at some point, newest version of each, for `doctor`.
+    seen: Vec<Finding>,
+    /// The first tick taken in, the baseline for cumulative counters in `report`.
+    first_tick: crate::sample::Tick,
 }
 
 impl Pipeline {
@@ -23,6 +27,8 @@ impl Pipeline {
             thresholds,
             advisor: Advisor::default(),
             findings: Vec::new(),
+            seen: Vec::new(),
+            first_tick: first.tick.clone(),
         };
         pipeline.ingest(first);
         pipeline
@@ -32,6 +38,30 @@ impl Pipeline {
     pub fn ingest(&mut self, snapshot: &Snapshot) {
         self.history.push(snapshot);
         self.findings = self.advisor.update(&self.history, &self.thresholds).to_vec();
+        for finding in &self.findings {
+            let same = |f: &Finding| (f.rule, f.gpu_index, f.pid) == (finding.rule, finding.gpu_index, finding.pid);
+            match self.seen.iter_mut().find(|f| same(f)) {
+                Some(slot) => *slot = finding.clone(),
+                None => self.seen.push(finding.clone()),
+            }
+        }
+    }
+
+    /// Every finding that was active at some point since the pipeline started (the newest evidence of each),
+    /// worst first. A phase that ended before the window did still shows here.
+    #[must_use]
+    pub fn findings_seen(&self) -> Vec<Finding> {
+        let mut seen = self.seen.clone();
+        seen.sort_by(|a, b| {
+            b.severity.cmp(&a.severity).then(a.gpu_index.cmp(&b.gpu_index)).then(a.rule.cmp(&b.rule)).then(a.pid.cmp(&b.pid))
+        });
+        seen
+    }
+
+    /// The first tick this pipeline took in.
+    #[must_use]
+    pub fn first_tick(&self) -> &crate::sample::Tick {
+        &self.first_tick
     }
 
     /// The findings active after the last snapshot, worst first.

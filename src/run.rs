@@ -75,7 +75,7 @@ pub fn run(cli: Cli) -> Result<i32, RunError> {
     match &cli.command {
         Some(Command::Doctor { duration }) => {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
-            let report = crate::doctor::DoctorReport::from_pipeline(&pipeline, &pipeline_seen(&pipeline));
+            let report = crate::doctor::DoctorReport::new(&pipeline);
             if cli.view.json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
             } else {
@@ -85,7 +85,7 @@ pub fn run(cli: Cli) -> Result<i32, RunError> {
         }
         Some(Command::Report { duration }) => {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
-            let report = crate::report::Report::from_history(&pipeline.history);
+            let report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
             if cli.view.json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
             } else {
@@ -226,11 +226,6 @@ fn duration_samples(duration: Duration, interval: Duration) -> usize {
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let n = (duration.as_secs_f64() / interval.as_secs_f64().max(0.001)).ceil() as usize;
     n.max(1)
-}
-
-/// Every finding seen at some point of the watch, for the doctor (placeholder until merged).
-fn pipeline_seen(pipeline: &Pipeline) -> Vec<crate::advice::Finding> {
-    pipeline.findings().to_vec()
 }
 
 /// `--record FILE --headless`: sample and write until a signal asks to stop.

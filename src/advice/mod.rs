@@ -1,13 +1,26 @@
 //! The advice engine: pure rules over the history that say why a job is slow or a GPU is sick.
 //!
 //! Architecture invariant: nothing here does I/O or reads the clock; time comes from the samples.
+//!
+//! Each rule (in [`rules`]) looks at the history and returns [`Observation`]s: a drafted finding plus whether its
+//! condition is strong enough to make the finding appear (`enter`) or to keep an active one (`stay`). The
+//! [`Advisor`] keeps the active set across evaluations (hysteresis), then applies the diagnosis order (a lost
+//! GPU gets nothing but its loss; an input-bound GPU is not also called cpu-bound) and sorts worst first.
 
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
 use crate::sample::UnixMs;
 
+pub mod rules;
 pub mod thresholds;
+pub mod window;
+pub mod xid;
+
+#[cfg(test)]
+pub(crate) mod testkit;
+#[cfg(test)]
+mod tests;
 
 pub use thresholds::Thresholds;
 
@@ -18,6 +31,18 @@ pub enum Severity {
     Info,
     Warning,
     Critical,
+}
+
+impl Severity {
+    /// The lower-case name used in text and JSON.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Info => "info",
+            Self::Warning => "warning",
+            Self::Critical => "critical",
+        }
+    }
 }
 
 /// Every rule of the catalogue.
@@ -46,6 +71,34 @@ pub enum Rule {
     Visibility,
 }
 
+impl Rule {
+    /// The rule's name as the catalogue, the config and JSON spell it ("input-bound").
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::InputBound => "input-bound",
+            Self::CpuBoundInput => "cpu-bound-input",
+            Self::ThermalThrottle => "thermal-throttle",
+            Self::PowerCapped => "power-capped",
+            Self::HwSlowdown => "hw-slowdown",
+            Self::PcieDowngraded => "pcie-downgraded",
+            Self::NumaMisplaced => "numa-misplaced",
+            Self::VramNearlyFull => "vram-nearly-full",
+            Self::VramGrowing => "vram-growing",
+            Self::IdleHolder => "idle-holder",
+            Self::UtilMisleading => "util-misleading",
+            Self::SharedGpu => "shared-gpu",
+            Self::HostMemoryPressure => "host-memory-pressure",
+            Self::CpuSteal => "cpu-steal",
+            Self::GpuErrors => "gpu-errors",
+            Self::DriverSanity => "driver-sanity",
+            Self::PersistenceOff => "persistence-off",
+            Self::MigActive => "mig-active",
+            Self::Visibility => "visibility",
+        }
+    }
+}
+
 /// One thing the engine found, with the numbers that prove it and what to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
@@ -67,6 +120,39 @@ pub struct Finding {
     pub since_ms: UnixMs,
 }
 
+impl Finding {
+    /// What identifies a finding across evaluations: the same rule about the same GPU and process.
+    #[must_use]
+    pub fn key(&self) -> (Rule, Option<u32>, Option<u32>) {
+        (self.rule, self.gpu_index, self.pid)
+    }
+}
+
+/// What a rule saw for one (GPU, process): a drafted finding and how strongly its condition holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    pub finding: Finding,
+    /// The condition is strong enough, over a covered window, for the finding to appear.
+    pub enter: bool,
+    /// The condition is still strong enough to keep the finding once it is active (weaker than `enter`).
+    pub stay: bool,
+}
+
+impl Observation {
+    /// An observation whose condition has no hysteresis band: it holds or it does not.
+    #[must_use]
+    pub fn holds(finding: Finding) -> Self {
+        Self { finding, enter: true, stay: true }
+    }
+
+    /// An observation over a share of samples: enters at `enter_share` when the window is covered, stays above
+    /// `exit_share`.
+    #[must_use]
+    pub fn by_share(finding: Finding, share: f64, covered: bool, t: &Thresholds) -> Self {
+        Self { finding, enter: covered && share >= t.enter_share, stay: share >= t.exit_share }
+    }
+}
+
 /// Applies hysteresis across evaluations: a finding appears after its condition held for the rule's window and
 /// clears only after it stopped holding for a while, so the advice pane does not flicker.
 #[derive(Debug, Clone, Default)]
@@ -75,9 +161,32 @@ pub struct Advisor {
 }
 
 impl Advisor {
-    /// Re-evaluates the rules over `history` and returns the findings active now.
+    /// Re-evaluates the rules over `history` and returns the findings active now, worst first.
     pub fn update(&mut self, history: &History, thresholds: &Thresholds) -> &[Finding] {
-        let _ = (history, thresholds);
+        let observations = rules::observe_all(history, thresholds);
+        let mut next: Vec<Finding> = Vec::with_capacity(observations.len());
+        for obs in observations {
+            let key = obs.finding.key();
+            let previous = self.active.iter().find(|f| f.key() == key);
+            match previous {
+                Some(old) if obs.stay => {
+                    let mut finding = obs.finding;
+                    finding.since_ms = finding.since_ms.min(old.since_ms);
+                    next.push(finding);
+                }
+                None if obs.enter => next.push(obs.finding),
+                _ => {}
+            }
+        }
+        apply_diagnosis_order(&mut next, history);
+        sort_worst_first(&mut next);
+        self.active = next;
+        &self.active
+    }
+
+    /// The findings active after the last update.
+    #[must_use]
+    pub fn active(&self) -> &[Finding] {
         &self.active
     }
 }
@@ -86,4 +195,30 @@ impl Advisor {
 #[must_use]
 pub fn evaluate(history: &History, thresholds: &Thresholds) -> Vec<Finding> {
     Advisor::default().update(history, thresholds).to_vec()
+}
+
+/// Removes findings that a more basic diagnosis explains: a lost GPU gets only gpu-errors; an input-bound GPU is
+/// not also cpu-bound.
+pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
+    let lost: Vec<u32> =
+        history.gpus.iter().filter(|g| g.lost.last().copied().unwrap_or(false)).map(|g| g.index).collect();
+    let input_bound: Vec<u32> =
+        findings.iter().filter(|f| f.rule == Rule::InputBound).filter_map(|f| f.gpu_index).collect();
+    findings.retain(|f| match f.gpu_index {
+        Some(gpu) if lost.contains(&gpu) => f.rule == Rule::GpuErrors,
+        Some(gpu) if f.rule == Rule::CpuBoundInput => !input_bound.contains(&gpu),
+        _ => true,
+    });
+}
+
+/// Worst first: severity, then GPU (machine-wide findings first), then rule, then PID.
+pub(crate) fn sort_worst_first(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then(a.gpu_index.is_some().cmp(&b.gpu_index.is_some()))
+            .then(a.gpu_index.cmp(&b.gpu_index))
+            .then(a.rule.cmp(&b.rule))
+            .then(a.pid.cmp(&b.pid))
+    });
 }

@@ -1,17 +1,166 @@
-//! The rules' thresholds and windows, configurable under `[thresholds]`.
+//! The rules' thresholds and windows, configurable under `[thresholds]` in the config file.
+//!
+//! Every field has a default here; `config.example.toml` shows them all. The hysteresis works on shares of a
+//! window's samples: a finding appears when its condition held in at least `enter_share` of the samples of a
+//! window that the history covers, and clears when the share falls below `exit_share`.
 
 use serde::{Deserialize, Serialize};
 
-/// Thresholds and windows of every rule. Defaults are in `config.example.toml`.
+/// Thresholds and windows of every rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Thresholds {
-    /// Seconds a condition must hold before most findings appear.
+    /// Seconds a condition is judged over, for the rules that have no window of their own.
     pub window_s: u64,
+    /// Share of a window's samples (0–1) in which a condition must hold for its finding to appear.
+    pub enter_share: f64,
+    /// Share of a window's samples (0–1) below which an active finding clears; lower than `enter_share`, so a
+    /// condition near the boundary does not make the finding flicker.
+    pub exit_share: f64,
+    /// Share (0–1) of a window the history must span before a rule over that window may fire: a rule with a
+    /// 30 s window does not fire on 3 s of data.
+    pub min_window_coverage: f64,
+
+    /// GPU utilization (%) below which a GPU counts as starved (input-bound and cpu-bound-input).
+    pub starved_util_pct: f64,
+    /// PSI `io some avg10` (%) that counts as I/O pressure on the host, when the GPU process also reads or waits.
+    pub psi_io_some_pct: f64,
+    /// Share (0–1) of samples with the GPU process, a thread of it or a child in D state that counts as waiting
+    /// for I/O.
+    pub d_state_share: f64,
+    /// Read rate (MiB/s) of the GPU process and its children that counts as reading heavily.
+    pub read_high_mib_s: f64,
+    /// Read rate (MiB/s) below which a process counts as doing little I/O.
+    pub read_low_mib_s: f64,
+    /// CPU use (% of one core) of the GPU process or a child that counts as a pegged core.
+    pub pegged_core_pct: f64,
+
+    /// Share (0–1) of the window with HW or SW thermal slowdown active that makes thermal-throttle fire.
+    pub thermal_active_share: f64,
+    /// Degrees below the slowdown temperature that count as "close to slowdown".
+    pub thermal_margin_c: f64,
+    /// GPU utilization (%) at which a GPU counts as busy (for power-capped).
+    pub busy_util_pct: f64,
+    /// Seconds over which hardware slowdown or power brake is looked for (any sample makes it fire).
+    pub hw_slowdown_window_s: u64,
+
+    /// GPU utilization (%) above which a GPU counts as loaded for pcie-downgraded (idle links downshift).
+    pub pcie_loaded_util_pct: f64,
+    /// PCIe RX + TX (MB/s) above which a GPU counts as loaded for pcie-downgraded.
+    pub pcie_loaded_mb_s: f64,
+    /// Share (0–1) of a process's allowed CPUs that may lie outside its GPU's local CPUs before numa-misplaced
+    /// fires (an unpinned process on two nodes has 0.5 outside and is not flagged).
+    pub numa_max_outside_share: f64,
+
+    /// Used GPU memory (% of total) that counts as nearly full.
+    pub vram_full_pct: f64,
+    /// Seconds over which a process's GPU memory growth is fitted.
+    pub vram_growth_window_s: u64,
+    /// Growth rate (MiB/min) of the least-squares fit above which memory counts as growing.
+    pub vram_growth_min_mib_per_min: f64,
+    /// Total growth (MiB) over the window below which growth is ignored.
+    pub vram_growth_min_total_mib: f64,
+    /// Goodness of the linear fit (R², 0–1) that counts as steady growth rather than steps or noise.
+    pub vram_growth_min_r2: f64,
+
+    /// GPU memory (MiB) a process must hold to count as an idle holder.
+    pub idle_holder_min_mib: f64,
+    /// GPU utilization (%) at or below which its GPU counts as idle.
+    pub idle_util_pct: f64,
+    /// Seconds the GPU must stay idle while the process holds memory.
+    pub idle_holder_window_s: u64,
+
+    /// GPU utilization (%) at or above which util-misleading compares it with SM activity.
+    pub misleading_util_pct: f64,
+    /// GPM SM activity (%) below which high utilization is misleading (Hopper and newer).
+    pub misleading_sm_active_pct: f64,
+    /// Power (% of the enforced limit) below which high utilization is misleading where GPM is absent.
+    pub misleading_power_pct: f64,
+
+    /// Available host memory (% of total) below which the host is under memory pressure.
+    pub host_mem_available_pct: f64,
+    /// Pages swapped in or out per second that count as swapping.
+    pub swap_pages_per_s: f64,
+    /// CPU steal (%) that counts as a noisy VM host.
+    pub cpu_steal_pct: f64,
+
+    /// Seconds an Xid or ECC event keeps gpu-errors active after it was seen.
+    pub xid_window_s: u64,
 }
 
 impl Default for Thresholds {
     fn default() -> Self {
-        Self { window_s: 30 }
+        Self {
+            window_s: 30,
+            enter_share: 0.8,
+            exit_share: 0.5,
+            min_window_coverage: 0.9,
+            starved_util_pct: 40.0,
+            psi_io_some_pct: 10.0,
+            d_state_share: 0.3,
+            read_high_mib_s: 50.0,
+            read_low_mib_s: 5.0,
+            pegged_core_pct: 95.0,
+            thermal_active_share: 0.05,
+            thermal_margin_c: 5.0,
+            busy_util_pct: 50.0,
+            hw_slowdown_window_s: 30,
+            pcie_loaded_util_pct: 30.0,
+            pcie_loaded_mb_s: 1000.0,
+            numa_max_outside_share: 0.5,
+            vram_full_pct: 95.0,
+            vram_growth_window_s: 60,
+            vram_growth_min_mib_per_min: 60.0,
+            vram_growth_min_total_mib: 512.0,
+            vram_growth_min_r2: 0.8,
+            idle_holder_min_mib: 1024.0,
+            idle_util_pct: 1.0,
+            idle_holder_window_s: 600,
+            misleading_util_pct: 90.0,
+            misleading_sm_active_pct: 50.0,
+            misleading_power_pct: 35.0,
+            host_mem_available_pct: 10.0,
+            swap_pages_per_s: 10.0,
+            cpu_steal_pct: 5.0,
+            xid_window_s: 3600,
+        }
+    }
+}
+
+impl Thresholds {
+    /// Every window a rule uses, with the rules that use it: `doctor` says which could not be judged.
+    #[must_use]
+    pub fn windows(&self) -> Vec<(&'static str, u64)> {
+        vec![
+            (
+                "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
+              util-misleading, shared-gpu, host-memory-pressure, cpu-steal",
+                self.window_s,
+            ),
+            ("vram-growing", self.vram_growth_window_s),
+            ("idle-holder", self.idle_holder_window_s),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        let doc = include_str!("../../docs/advice.md");
+        let block =
+            doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
+        let parsed: Thresholds = toml::from_str(block).expect("parses");
+        assert_eq!(parsed, Thresholds::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_rejected_and_missing_keys_default() {
+        let err = toml::from_str::<Thresholds>("window_sec = 3").expect_err("unknown key");
+        assert!(err.to_string().contains("window_sec"));
+        let partial: Thresholds = toml::from_str("window_s = 10").expect("partial");
+        assert_eq!(partial, Thresholds { window_s: 10, ..Thresholds::default() });
     }
 }

@@ -1,0 +1,261 @@
+//! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
+//! time until full), idle-holder and shared-gpu.
+
+use super::super::window::{Ctx, MIB, Num, Span, align, at, bytes_label, duration_label, pct_label, share_label};
+use super::super::{Finding, Observation, Rule, Severity};
+use super::{draft, first_true};
+
+/// vram-nearly-full: used GPU memory above the threshold of the total.
+#[must_use]
+pub fn vram_nearly_full(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let Some(span) = ctx.window(t.window_s) else { return Vec::new() };
+    let mut out = Vec::new();
+    for gpu in &ctx.history.gpus {
+        let Some(total) = ctx.gpu_info(gpu.index).and_then(|g| g.mem_total_bytes).filter(|t| *t > 0) else {
+            continue;
+        };
+        #[allow(clippy::cast_precision_loss)]
+        let full = |used: u64| used as f64 / total as f64 * 100.0 > t.vram_full_pct;
+        let share = span.share(&gpu.mem_used_bytes, full);
+        if share < t.exit_share {
+            continue;
+        }
+        let used = span.median(&gpu.mem_used_bytes);
+        #[allow(clippy::cast_precision_loss)]
+        let total_f = total as f64;
+        let flags = span.values(&gpu.mem_used_bytes).map(|u| u.is_some_and(full));
+        let since = first_true(ctx.history.times.iter_from(span.window.start).copied(), flags, ctx.now_ms);
+        let finding = Finding {
+            title: format!("GPU {}'s memory is nearly full", gpu.index),
+            evidence: format!(
+                "used median {} of {} ({}) over {}; above {} in {} of samples",
+                used.map_or_else(|| "N/A".to_owned(), bytes_label),
+                bytes_label(total_f),
+                used.map_or_else(|| "N/A".to_owned(), |u| pct_label(u / total_f * 100.0)),
+                span.label(),
+                pct_label(t.vram_full_pct),
+                share_label(share),
+            ),
+            remedy: "Leave headroom: a smaller batch, activation checkpointing, mixed precision, or sharding \
+                     optimizer state; if a framework preallocates (JAX, TensorFlow), this may be by design."
+                .to_owned(),
+            explanation: "With almost no free GPU memory, the next larger batch, a longer sequence or fragmentation \
+                          ends in an out-of-memory error."
+                .to_owned(),
+            ..draft(Rule::VramNearlyFull, Severity::Warning, Some(gpu.index), None, since)
+        };
+        out.push(Observation::by_share(finding, share, span.covered, t));
+    }
+    out
+}
+
+/// A least-squares line through points: slope (units of y per unit of x) and R².
+#[must_use]
+pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
+    if points.len() < 3 {
+        return None;
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let n = points.len() as f64;
+    let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mean_x).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mean_x) * (p.1 - mean_y)).sum();
+    let syy: f64 = points.iter().map(|p| (p.1 - mean_y).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = sxy / sxx;
+    let r2 = if syy <= 0.0 { 0.0 } else { (sxy * sxy) / (sxx * syy) };
+    Some((slope, r2))
+}
+
+/// vram-growing: a process's GPU memory grows steadily over the window.
+#[must_use]
+pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(process) = ctx.process(pid) else { continue };
+        let Some(span) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
+        let origin = span.window.first_ms;
+        #[allow(clippy::cast_precision_loss)]
+        let points: Vec<(f64, f64)> = process
+            .times
+            .iter_from(span.window.start)
+            .zip(span.values(&process.gpu_mem_bytes))
+            .filter_map(|(time, mem)| mem.map(|m| ((time - origin) as f64 / 1000.0, m as f64)))
+            .collect();
+        let Some((slope_b_s, r2)) = fit_line(&points) else { continue };
+        let rate_mib_min = slope_b_s * 60.0 / MIB;
+        #[allow(clippy::cast_precision_loss)]
+        let growth_mib = slope_b_s * (span.window.span_ms() as f64 / 1000.0) / MIB;
+        let enter = span.covered
+            && rate_mib_min >= t.vram_growth_min_mib_per_min
+            && r2 >= t.vram_growth_min_r2
+            && growth_mib >= t.vram_growth_min_total_mib;
+        let stay =
+            rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
+        if !enter && !stay {
+            continue;
+        }
+        let free = ctx.history.latest().gpu(gpu_index).and_then(|g| g.mem_free_bytes);
+        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let to_full = free.map(|f| duration_label((f as f64 / slope_b_s).round() as u64));
+        let now_mem = points.last().map(|p| p.1);
+        let finding = Finding {
+            title: format!("PID {pid}'s GPU memory keeps growing on GPU {gpu_index}"),
+            evidence: format!(
+                "+{} over {} ({:.0} MiB/min, R² {:.2} of a straight-line fit); holds {} now; {} free on GPU \
+                 {gpu_index}, full in about {} at this rate",
+                bytes_label(growth_mib * MIB),
+                span.label(),
+                rate_mib_min,
+                r2,
+                now_mem.map_or_else(|| "N/A".to_owned(), bytes_label),
+                free.map_or_else(|| "N/A".to_owned(), |f| bytes_label(f.as_f64())),
+                to_full.unwrap_or_else(|| "unknown time".to_owned()),
+            ),
+            remedy: "Look for tensors kept across steps (losses accumulated with their graph, growing caches, lists \
+                     of outputs); if it is the caching allocator warming up, it levels off: watch a longer window."
+                .to_owned(),
+            explanation: "Steady linear growth over the whole window, rather than the steps and plateau of a caching \
+                          allocator, usually means a leak or an unbounded cache; at this rate the process will hit \
+                          an out-of-memory error."
+                .to_owned(),
+            ..draft(Rule::VramGrowing, Severity::Warning, Some(gpu_index), Some(pid), span.window.first_ms)
+        };
+        out.push(Observation { finding, enter, stay });
+    }
+    out
+}
+
+/// idle-holder: a process holds GPU memory while its GPU has done nothing for the whole window.
+#[must_use]
+pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(process) = ctx.process(pid) else { continue };
+        let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
+        // Cheap early exit: a process that does not hold memory on an idle GPU now has nothing to say.
+        let holds_now =
+            process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
+        if !holds_now {
+            continue;
+        }
+        let Some(span) = Span::of(&process.times, t.idle_holder_window_s, t.min_window_coverage) else { continue };
+        let pairs = align(ctx.history, process, &span);
+        #[allow(clippy::cast_precision_loss)]
+        let flags: Vec<bool> = pairs
+            .iter()
+            .map(|(p, m)| {
+                let holds =
+                    at(&process.gpu_mem_bytes, Some(*p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
+                let idle = at(&gpu.util_pct, *m).is_some_and(|u| f64::from(u) <= t.idle_util_pct);
+                holds && idle
+            })
+            .collect();
+        let share = super::super::window::share_of(flags.iter().copied());
+        if share < t.exit_share {
+            continue;
+        }
+        let held = span.median(&process.gpu_mem_bytes);
+        let host = ctx.host_process(pid);
+        let command = host.map_or_else(String::new, |h| {
+            let cmd = if h.cmdline.is_empty() { h.name.as_str() } else { h.cmdline.as_str() };
+            format!(" ({cmd})")
+        });
+        let user = host.and_then(|h| h.user.clone()).map_or_else(String::new, |u| format!(", user {u}"));
+        let util_max = pairs.iter().filter_map(|(_, m)| at(&gpu.util_pct, *m)).max();
+        let times = pairs.iter().map(|(p, _)| process.times.get(*p).copied().unwrap_or(0));
+        let since = first_true(times, flags.iter().copied(), ctx.now_ms);
+        let finding = Finding {
+            title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
+            evidence: format!(
+                "holds {} (median) while GPU {gpu_index} util stays at most {} over {} (idle in {} of samples); \
+                 process{command}{user}",
+                held.map_or_else(|| "N/A".to_owned(), bytes_label),
+                util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+                span.label(),
+                share_label(share),
+            ),
+            remedy: "If it is a forgotten notebook or a hung job, free the GPU: select the process and press T \
+                     (SIGTERM), or K (SIGKILL) if it does not exit; for notebooks, shut the kernel down."
+                .to_owned(),
+            explanation: "A process that holds a lot of GPU memory while the GPU stays idle for minutes blocks other \
+                          jobs from the card: typically an idle Jupyter kernel or a job stuck on I/O or a lock."
+                .to_owned(),
+            ..draft(Rule::IdleHolder, Severity::Warning, Some(gpu_index), Some(pid), since)
+        };
+        out.push(Observation::by_share(finding, share, span.covered, t));
+    }
+    out
+}
+
+/// shared-gpu: more than one compute process on one GPU.
+#[must_use]
+pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let latest = ctx.history.latest();
+    let pairs = ctx.compute_processes();
+    let mut out = Vec::new();
+    for gpu in &ctx.history.gpus {
+        let pids: Vec<u32> = pairs.iter().filter(|(g, _)| *g == gpu.index).map(|(_, p)| *p).collect();
+        if pids.len() < 2 {
+            continue;
+        }
+        // Enter only once at least two of them have shared the GPU for the whole window.
+        #[allow(clippy::cast_precision_loss)]
+        let settled = pids
+            .iter()
+            .filter_map(|pid| ctx.process(*pid))
+            .filter(|p| {
+                p.times.get(0).is_some_and(|first| {
+                    (ctx.now_ms.saturating_sub(*first)) as f64 >= t.window_s as f64 * 1000.0 * t.min_window_coverage
+                })
+            })
+            .count();
+        let listed: Vec<String> = pids
+            .iter()
+            .take(4)
+            .map(|pid| {
+                let entry = latest.gpu_processes.iter().find(|p| p.pid == Some(*pid) && p.gpu_index == gpu.index);
+                let mem = entry.and_then(|e| e.used_gpu_memory_bytes);
+                #[allow(clippy::cast_precision_loss)]
+                let mem = mem.map_or_else(|| "N/A".to_owned(), |m| bytes_label(m as f64));
+                let sm = entry.and_then(|e| e.sm_util_pct).map_or_else(|| "N/A".to_owned(), |s| format!("{s} %"));
+                format!("PID {pid} ({mem}, SM {sm})")
+            })
+            .collect();
+        let more = if pids.len() > 4 { format!(" and {} more", pids.len() - 4) } else { String::new() };
+        let since = pids
+            .iter()
+            .filter_map(|pid| ctx.process(*pid).and_then(|p| p.times.get(0).copied()))
+            .nth(1)
+            .unwrap_or(ctx.now_ms);
+        let finding = Finding {
+            title: format!("GPU {} is shared by {} compute processes", gpu.index, pids.len()),
+            evidence: format!(
+                "{}{more}; utilization median {} over {}",
+                listed.join(", "),
+                {
+                    ctx.window(t.window_s)
+                        .and_then(|s| s.median(&gpu.util_pct))
+                        .map_or_else(|| "N/A".to_owned(), pct_label)
+                },
+                duration_label(t.window_s)
+            ),
+            remedy: "If the sharing is not intended, give each job its own GPU (CUDA_VISIBLE_DEVICES, the \
+                     scheduler's GPU allocation); for intended sharing, consider MPS or MIG."
+                .to_owned(),
+            explanation: "Processes on one GPU time-slice its SMs and fragment its memory: each runs slower than \
+                          alone, and out-of-memory errors come and go with the neighbour's load."
+                .to_owned(),
+            ..draft(Rule::SharedGpu, Severity::Info, Some(gpu.index), None, since)
+        };
+        out.push(Observation { finding, enter: settled >= 2, stay: true });
+    }
+    out
+}

@@ -1,0 +1,360 @@
+//! Every rule: a history that makes it fire and a healthy neighbour, one signal away, that stays quiet.
+
+use crate::advice::testkit::{Build, get, has};
+use crate::advice::{Rule, Severity, Thresholds};
+use crate::sample::{
+    EccCounts, EventOrigin, GpuEvent, GpuEventKind, GpuProcess, ProcessKind, RemappedRows, Tick, throttle,
+};
+
+const GIB: u64 = 1 << 30;
+const MIB: u64 = 1 << 20;
+
+fn set_process(tick: &mut Tick, pid: u32, f: impl Fn(&mut crate::sample::HostProcess)) {
+    for p in tick.processes.iter_mut().filter(|p| p.pid == pid) {
+        f(p);
+    }
+}
+
+fn quiet_io(tick: &mut Tick) {
+    set_process(tick, 2001, |p| {
+        p.state = Some('R');
+        p.threads_in_d = Some(0);
+        p.read_bytes_per_s = Some(0);
+    });
+}
+
+#[test]
+fn input_bound_needs_io_evidence_not_just_low_util() {
+    assert!(has(&Build::new("input-bound").findings(60), Rule::InputBound));
+    // Same starved GPU, but the process neither reads nor waits and PSI io is calm: not input-bound.
+    let calm = Build::new("input-bound").tick(|_, t| {
+        quiet_io(t);
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(0.2);
+        }
+    });
+    assert!(!has(&calm.findings(60), Rule::InputBound));
+    // High system iowait alone (another process's I/O) does not make this GPU input-bound either.
+    let iowait_only = Build::new("input-bound").tick(|_, t| {
+        quiet_io(t);
+        if let Some(cpu) = t.host.cpu.as_mut() {
+            cpu.iowait_pct = 40.0;
+        }
+    });
+    assert!(!has(&iowait_only.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn input_bound_fires_on_d_state_alone_when_reads_are_unreadable() {
+    let unreadable = Build::new("input-bound").tick(|_, t| {
+        set_process(t, 2001, |p| p.read_bytes_per_s = None);
+        t.host.psi = None;
+    });
+    let findings = unreadable.findings(60);
+    assert!(get(&findings, Rule::InputBound).evidence.contains("reads N/A"));
+    // Busy GPU, same D pattern: not starved, so not input-bound.
+    let busy = Build::new("input-bound").tick(|_, t| t.gpus[0].util_pct = Some(90));
+    assert!(!has(&busy.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn cpu_bound_input_needs_a_pegged_core() {
+    let findings = Build::new("cpu-bound").findings(60);
+    assert_eq!(get(&findings, Rule::CpuBoundInput).pid, Some(2001));
+    let relaxed = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| p.cpu_pct = Some(60.0)));
+    assert!(relaxed.findings(60).is_empty());
+    // A pegged DataLoader child counts too.
+    let child = Build::new("loader").tick(|_, t| {
+        for p in t.processes.iter_mut().filter(|p| p.ppid == Some(2001)) {
+            p.cpu_pct = Some(99.0);
+            p.state = Some('R');
+            p.read_bytes_per_s = Some(0);
+        }
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(0.5);
+        }
+    });
+    assert!(has(&child.findings(60), Rule::CpuBoundInput), "{:#?}", child.findings(60));
+}
+
+#[test]
+fn thermal_throttle_fires_on_slowdown_bits_or_a_hot_gpu() {
+    assert!(has(&Build::new("thermal").findings(60), Rule::ThermalThrottle));
+    // The same load without the thermal bits and 20 °C cooler: quiet.
+    let cool = Build::new("thermal").tick(|_, t| {
+        t.gpus[0].throttle_bits = Some(throttle::SW_POWER_CAP);
+        t.gpus[0].temp_c = Some(69);
+    });
+    assert!(!has(&cool.findings(60), Rule::ThermalThrottle));
+    // Within 5 °C of the slowdown temperature (89 °C) without the bits yet: fires.
+    let hot = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(86));
+    assert!(has(&hot.findings(60), Rule::ThermalThrottle));
+    let warm = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(83));
+    assert!(!has(&warm.findings(60), Rule::ThermalThrottle));
+}
+
+#[test]
+fn power_capped_is_info_at_the_default_limit_and_a_warning_below_it() {
+    let at_default = Build::new("compute").findings(60);
+    assert_eq!(get(&at_default, Rule::PowerCapped).severity, Severity::Info);
+    let lowered = Build::new("compute").tick(|_, t| t.gpus[0].power_limit_mw = Some(500_000));
+    let findings = lowered.findings(60);
+    let f = get(&findings, Rule::PowerCapped);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("500 W limit (default 700 W)"), "{}", f.evidence);
+    assert!(f.remedy.contains("-pl 700"));
+    // Capped but not busy (a light job that hits the cap in bursts): quiet.
+    let light = Build::new("compute").tick(|_, t| t.gpus[0].util_pct = Some(20));
+    assert!(!has(&light.findings(60), Rule::PowerCapped));
+}
+
+#[test]
+fn hw_slowdown_is_critical_at_the_first_sample() {
+    let braked = Build::new("compute").tick(|i, t| {
+        if i == 55 {
+            t.gpus[0].throttle_bits = Some(throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN);
+        }
+    });
+    let findings = braked.findings(56);
+    let f = get(&findings, Rule::HwSlowdown);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.title.contains("power brake"));
+    assert!(!has(&Build::new("compute").findings(60), Rule::HwSlowdown));
+}
+
+#[test]
+fn pcie_downgraded_only_under_load() {
+    let findings = Build::new("pcie-downgraded").findings(60);
+    assert!(get(&findings, Rule::PcieDowngraded).evidence.contains("Gen3 x8 of Gen5 x16"));
+    // An idle Gen1 link is normal.
+    assert!(Build::new("idle").findings(60).is_empty());
+    // The same downgraded link with no load and no traffic: quiet.
+    let unloaded = Build::new("pcie-downgraded").tick(|_, t| {
+        t.gpus[0].util_pct = Some(5);
+        t.gpus[0].pcie_rx_kbps = Some(1000);
+        t.gpus[0].pcie_tx_kbps = Some(100);
+    });
+    assert!(!has(&unloaded.findings(60), Rule::PcieDowngraded));
+    // Low util but heavy traffic counts as loaded.
+    let copying = Build::new("pcie-downgraded").tick(|_, t| t.gpus[0].util_pct = Some(5));
+    assert!(has(&copying.findings(60), Rule::PcieDowngraded));
+}
+
+fn pinned_to_other_node() -> Build {
+    Build::new("compute").tick(|_, t| set_process(t, 2001, |p| p.allowed_cpus = Some((16..32).collect())))
+}
+
+#[test]
+fn numa_misplaced_needs_more_than_one_node() {
+    let findings = pinned_to_other_node().findings(5);
+    let f = get(&findings, Rule::NumaMisplaced);
+    assert_eq!((f.gpu_index, f.pid), (Some(0), Some(2001)));
+    assert!(f.remedy.contains("--cpunodebind=0"));
+    let one_node = pinned_to_other_node().machine(|m| m.n_numa_nodes = 1);
+    assert!(!has(&one_node.findings(5), Rule::NumaMisplaced));
+    let unpinned =
+        Build::new("compute").tick(|_, t| set_process(t, 2001, |p| p.allowed_cpus = Some((0..32).collect())));
+    assert!(!has(&unpinned.findings(5), Rule::NumaMisplaced));
+}
+
+#[test]
+fn vram_nearly_full_above_95_percent() {
+    let full = Build::new("compute").tick(|_, t| t.gpus[0].mem_used_bytes = Some(146 * 1_000_000_000));
+    assert!(has(&full.findings(60), Rule::VramNearlyFull));
+    let roomy = Build::new("compute").tick(|_, t| t.gpus[0].mem_used_bytes = Some(135 * 1_000_000_000));
+    assert!(!has(&roomy.findings(60), Rule::VramNearlyFull));
+}
+
+#[test]
+fn vram_growing_needs_steady_growth_and_says_when_full() {
+    let findings = Build::new("leak").findings(60);
+    let f = get(&findings, Rule::VramGrowing);
+    assert_eq!(f.pid, Some(2001));
+    assert!(f.evidence.contains("full in about"), "{}", f.evidence);
+    // A caching allocator: grows for 10 s, then flat for the rest: not a leak.
+    let cache = Build::new("leak").tick(|i, t| {
+        let mem = (2 + i.min(10)) * GIB;
+        t.gpus[0].mem_used_bytes = Some(mem);
+        t.gpu_processes[0].used_gpu_memory_bytes = Some(mem);
+    });
+    assert!(!has(&cache.findings(60), Rule::VramGrowing), "{:#?}", cache.findings(60));
+    // Slow growth below the rate threshold (8 MiB per minute): quiet.
+    let slow =
+        Build::new("leak").tick(|i, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 140 * 1024));
+    assert!(!has(&slow.findings(60), Rule::VramGrowing));
+}
+
+#[test]
+fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
+    let t = Thresholds { idle_holder_window_s: 30, ..Thresholds::default() };
+    let findings = Build::new("idle-holder").advised(60, &t);
+    let f = get(&findings, Rule::IdleHolder);
+    assert_eq!(f.pid, Some(2001));
+    assert!(f.evidence.contains("ipykernel"));
+    let busy = Build::new("idle-holder").tick(|_, t| t.gpus[0].util_pct = Some(50));
+    assert!(!has(&busy.advised(60, &t), Rule::IdleHolder));
+    let small = Build::new("idle-holder").tick(|_, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(512 * MIB));
+    assert!(!has(&small.advised(60, &t), Rule::IdleHolder));
+    // The default 10-minute window: fires after 10 minutes, not after one.
+    assert!(!has(&Build::new("idle-holder").findings(60), Rule::IdleHolder));
+    assert!(has(&Build::new("idle-holder").findings(601), Rule::IdleHolder));
+}
+
+#[test]
+fn util_misleading_compares_util_with_sm_activity_or_power() {
+    let spinning = Build::new("compute").tick(|_, t| {
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(20.0);
+        }
+    });
+    assert!(get(&spinning.findings(60), Rule::UtilMisleading).evidence.contains("SM activity median 20 %"));
+    assert!(!has(&Build::new("compute").findings(60), Rule::UtilMisleading));
+    // Without GPM, power far below the limit at full util is the tell.
+    let no_gpm_low_power = Build::new("compute").tick(|_, t| {
+        t.gpus[0].gpm = None;
+        t.gpus[0].power_mw = Some(150_000);
+    });
+    assert!(get(&no_gpm_low_power.findings(60), Rule::UtilMisleading).evidence.contains("no GPM"));
+    let no_gpm = Build::new("compute").tick(|_, t| t.gpus[0].gpm = None);
+    assert!(!has(&no_gpm.findings(60), Rule::UtilMisleading));
+}
+
+#[test]
+fn shared_gpu_needs_two_compute_processes() {
+    let shared = Build::new("compute").tick(|_, t| {
+        t.gpu_processes.push(GpuProcess {
+            gpu_index: 0,
+            pid: Some(9999),
+            kind: ProcessKind::Compute,
+            used_gpu_memory_bytes: Some(4 * GIB),
+            ..GpuProcess::default()
+        });
+    });
+    let findings = shared.findings(60);
+    let f = get(&findings, Rule::SharedGpu);
+    assert_eq!((f.severity, f.gpu_index), (Severity::Info, Some(0)));
+    assert!(f.evidence.contains("PID 9999 (4.0 GiB"));
+    // A graphics-only client (a desktop) next to the job is not sharing compute.
+    let graphics = Build::new("compute").tick(|_, t| {
+        t.gpu_processes.push(GpuProcess {
+            gpu_index: 0,
+            pid: Some(9999),
+            kind: ProcessKind::Graphics,
+            ..GpuProcess::default()
+        });
+    });
+    assert!(!has(&graphics.findings(60), Rule::SharedGpu));
+}
+
+#[test]
+fn host_memory_pressure_on_low_available_memory_or_swapping() {
+    let low = Build::new("compute").tick(|_, t| t.host.mem_available_bytes = t.host.mem_total_bytes.map(|m| m / 20));
+    assert!(has(&low.findings(60), Rule::HostMemoryPressure));
+    let swapping = Build::new("compute").tick(|_, t| t.host.swap_out_pages_per_s = Some(500.0));
+    assert!(has(&swapping.findings(60), Rule::HostMemoryPressure));
+    let fine = Build::new("compute").tick(|_, t| t.host.mem_available_bytes = t.host.mem_total_bytes.map(|m| m / 5));
+    assert!(!has(&fine.findings(60), Rule::HostMemoryPressure));
+}
+
+#[test]
+fn cpu_steal_above_five_percent() {
+    let steal = |pct: f32| {
+        Build::new("compute").tick(move |_, t| {
+            if let Some(cpu) = t.host.cpu.as_mut() {
+                cpu.steal_pct = pct;
+            }
+        })
+    };
+    assert!(has(&steal(12.0).findings(60), Rule::CpuSteal));
+    assert!(!has(&steal(2.0).findings(60), Rule::CpuSteal));
+}
+
+fn with_event(kind: GpuEventKind, at_tick: u64) -> Build {
+    Build::new("compute").tick(move |i, t| {
+        if i == at_tick {
+            t.events.push(GpuEvent {
+                at_ms: t.at_ms,
+                gpu_index: Some(0),
+                kind: kind.clone(),
+                origin: EventOrigin::NvmlEvents,
+                message: String::new(),
+            });
+        }
+    })
+}
+
+#[test]
+fn gpu_errors_read_xids_ecc_and_remaps() {
+    let xid79 = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 30).findings(60);
+    let f = get(&xid79, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.evidence.contains("Xid 79: GPU has fallen off the bus"), "{}", f.evidence);
+    let app = with_event(GpuEventKind::Xid { code: 31, pid: Some(2001), process_name: None }, 30).findings(60);
+    assert_eq!(get(&app, Rule::GpuErrors).severity, Severity::Warning);
+    // An Xid older than the window is history, not a finding.
+    let old = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 0);
+    let t = Thresholds { xid_window_s: 30, ..Thresholds::default() };
+    assert!(!has(&crate::advice::evaluate(&old.history(60), &t), Rule::GpuErrors));
+    let ecc = Build::new("compute").tick(|_, t| {
+        t.gpus[0].ecc = Some(EccCounts { volatile_uncorrected: Some(2), ..EccCounts::default() });
+    });
+    assert_eq!(get(&ecc.findings(5), Rule::GpuErrors).severity, Severity::Critical);
+    let remap = Build::new("compute")
+        .tick(|_, t| t.gpus[0].remapped_rows = Some(RemappedRows { pending: true, ..RemappedRows::default() }));
+    assert!(get(&remap.findings(5), Rule::GpuErrors).title.contains("remap"));
+    assert!(!has(&Build::new("compute").findings(60), Rule::GpuErrors));
+}
+
+fn with_gpu(driver: &'static str, cc: (i32, i32), open: bool) -> Build {
+    Build::new("compute").machine(move |m| {
+        m.driver_version = Some(driver.to_owned());
+        m.open_kernel_module = Some(open);
+        m.gpus[0].compute_capability = Some(cc);
+    })
+}
+
+#[test]
+fn driver_sanity_per_architecture() {
+    let sev = |b: Build| b.findings(3).iter().find(|f| f.rule == Rule::DriverSanity).map(|f| f.severity);
+    assert_eq!(sev(with_gpu("580.159.04", (9, 0), true)), None);
+    assert_eq!(sev(with_gpu("570.86.10", (12, 0), true)), Some(Severity::Warning));
+    assert_eq!(sev(with_gpu("575.57.08", (12, 0), true)), None);
+    assert_eq!(sev(with_gpu("565.57.01", (12, 0), true)), Some(Severity::Critical));
+    assert_eq!(sev(with_gpu("575.57.08", (12, 0), false)), Some(Severity::Critical));
+    assert_eq!(sev(with_gpu("575.51.02", (10, 3), true)), Some(Severity::Critical));
+    assert_eq!(sev(with_gpu("590.44.01", (6, 1), false)), Some(Severity::Critical));
+    assert_eq!(sev(with_gpu("580.105.08", (6, 1), false)), None);
+    let old = with_gpu("570.86.10", (12, 0), true).findings(3);
+    assert!(get(&old, Rule::DriverSanity).evidence.contains("575"));
+}
+
+#[test]
+fn persistence_off_only_without_a_display() {
+    let off = Build::new("compute").machine(|m| m.gpus[0].persistence_mode = Some(false));
+    assert_eq!(get(&off.findings(3), Rule::PersistenceOff).severity, Severity::Info);
+    let desktop = Build::new("compute").machine(|m| {
+        m.gpus[0].persistence_mode = Some(false);
+        m.gpus[0].display_active = Some(true);
+    });
+    assert!(!has(&desktop.findings(3), Rule::PersistenceOff));
+}
+
+#[test]
+fn mig_active_when_enabled() {
+    let mig = Build::new("compute").machine(|m| m.gpus[0].mig_enabled = Some(true));
+    assert!(has(&mig.findings(3), Rule::MigActive));
+    assert!(!has(&Build::new("compute").findings(3), Rule::MigActive));
+}
+
+#[test]
+fn visibility_says_once_that_xids_cannot_be_seen() {
+    let blind = Build::new("mixed:8").tick(|_, t| {
+        t.health.nvml_events = Some(false);
+        t.health.kernel_log = Some(false);
+    });
+    let findings = blind.findings(3);
+    assert_eq!(findings.iter().filter(|f| f.rule == Rule::Visibility).count(), 1);
+    assert_eq!(get(&findings, Rule::Visibility).severity, Severity::Info);
+    let kernel_only = Build::new("mixed:8").tick(|_, t| t.health.nvml_events = Some(false));
+    assert!(!has(&kernel_only.findings(3), Rule::Visibility));
+}

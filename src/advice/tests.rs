@@ -1,0 +1,191 @@
+//! Tests of the advice engine: the synthetic scenarios end to end, hysteresis and the diagnosis order. The
+//! rule-by-rule tests (each firing case with a healthy neighbour) are in `rules/tests.rs`.
+
+use super::testkit::{Build, get, rules};
+use super::{Advisor, Finding, Rule, Severity, Thresholds, apply_diagnosis_order, evaluate, sort_worst_first};
+use crate::history::History;
+
+fn short_idle_window() -> Thresholds {
+    Thresholds { idle_holder_window_s: 30, ..Thresholds::default() }
+}
+
+#[test]
+fn scenarios_give_exactly_the_expected_rules() {
+    let cases: &[(&str, &[Rule])] = &[
+        ("input-bound", &[Rule::InputBound]),
+        ("cpu-bound", &[Rule::CpuBoundInput]),
+        ("thermal", &[Rule::ThermalThrottle]),
+        ("pcie-downgraded", &[Rule::PcieDowngraded]),
+        ("leak", &[Rule::VramGrowing]),
+        ("gpu-lost", &[Rule::GpuErrors]),
+        ("compute", &[Rule::PowerCapped]),
+        ("idle", &[]),
+        // The idle holder's default window is 10 minutes: 60 s of it is not enough.
+        ("idle-holder", &[]),
+    ];
+    for (name, expected) in cases {
+        let findings = Build::new(name).findings(60);
+        assert_eq!(rules(&findings), expected.to_vec(), "{name}: {findings:#?}");
+    }
+    let idle_holder = Build::new("idle-holder").advised(60, &short_idle_window());
+    assert_eq!(rules(&idle_holder), vec![Rule::IdleHolder], "{idle_holder:#?}");
+    let compute = Build::new("compute").findings(60);
+    assert_eq!(get(&compute, Rule::PowerCapped).severity, Severity::Info);
+    let lost = Build::new("gpu-lost").findings(60);
+    assert_eq!(get(&lost, Rule::GpuErrors).severity, Severity::Critical);
+    assert!(get(&lost, Rule::GpuErrors).title.contains("lost"));
+}
+
+#[test]
+fn input_bound_evidence_names_the_window_and_the_signals() {
+    let findings = Build::new("input-bound").findings(60);
+    let f = get(&findings, Rule::InputBound);
+    assert_eq!((f.gpu_index, f.pid), (Some(0), Some(2001)));
+    for needle in ["over 30 s", "PSI io some 37 %", "PID 2001", "in D 3", "MiB/s", "system iowait"] {
+        assert!(f.evidence.contains(needle), "{needle} missing from: {}", f.evidence);
+    }
+    assert!(!f.remedy.is_empty() && !f.explanation.is_empty());
+}
+
+#[test]
+fn mixed_machine_gets_the_right_rule_on_the_right_gpu_and_pid() {
+    let findings = Build::new("mixed:8").advised(60, &short_idle_window());
+    let mut got: Vec<(Rule, Option<u32>, Option<u32>)> = findings.iter().map(Finding::key).collect();
+    got.sort();
+    let mut expected = vec![
+        (Rule::PowerCapped, Some(0), None),
+        (Rule::InputBound, Some(1), Some(3001)),
+        (Rule::CpuBoundInput, Some(2), Some(4001)),
+        (Rule::IdleHolder, Some(3), Some(5001)),
+        (Rule::VramGrowing, Some(4), Some(6001)),
+        // The DataLoader machine: a worker always in D and 330 MiB/s of reads at 20 % util.
+        (Rule::InputBound, Some(5), Some(7001)),
+    ];
+    expected.sort();
+    assert_eq!(got, expected, "{findings:#?}");
+    // Worst first: the warnings come before the info.
+    assert_eq!(findings.last().map(|f| f.rule), Some(Rule::PowerCapped));
+}
+
+#[test]
+fn evaluate_is_a_fresh_advisors_first_update() {
+    let history = Build::new("mixed:8").history(60);
+    let t = Thresholds::default();
+    assert_eq!(evaluate(&history, &t), Advisor::default().update(&history, &t).to_vec());
+}
+
+#[test]
+fn a_finding_appears_only_once_its_window_is_covered() {
+    let build = Build::new("input-bound");
+    let t = Thresholds::default();
+    // 20 s of a 30 s window is not enough, however clear the signal.
+    assert!(build.advised(20, &t).is_empty());
+    assert!(evaluate(&build.history(20), &t).is_empty());
+    assert_eq!(rules(&build.advised(29, &t)), vec![Rule::InputBound]);
+}
+
+/// Runs an advisor tick by tick and says, for each tick, whether `rule` was active.
+fn presence(build: &Build, n: u64, rule: Rule) -> Vec<bool> {
+    let t = Thresholds::default();
+    let mut history = History::new(std::sync::Arc::clone(build.history(1).machine()), 1200);
+    let mut advisor = Advisor::default();
+    (0..n)
+        .map(|i| {
+            history.push_tick(build.tick_at(i));
+            advisor.update(&history, &t).iter().any(|f| f.rule == rule)
+        })
+        .collect()
+}
+
+/// The cpu-bound scenario with the main process's CPU pegged only when `pegged(tick)` says so.
+fn cpu_bound_with(pegged: impl Fn(u64) -> bool + 'static) -> Build {
+    Build::new("cpu-bound").tick(move |i, tick| {
+        if !pegged(i) {
+            for p in tick.processes.iter_mut().filter(|p| p.pid == 2001) {
+                p.cpu_pct = Some(40.0);
+            }
+        }
+    })
+}
+
+#[test]
+fn hysteresis_holds_between_the_exit_and_enter_levels_without_flicker() {
+    // Pegged for 40 s, then pegged in two ticks of three (67 %: below enter, above exit) for 80 s.
+    let build = cpu_bound_with(|i| i < 40 || i % 3 != 0);
+    let seen = presence(&build, 120, Rule::CpuBoundInput);
+    let first = seen.iter().position(|p| *p).expect("appears");
+    assert!((27..=30).contains(&first), "appears after the window is covered, at tick {first}");
+    assert!(seen[first..].iter().all(|p| *p), "no flicker once active: {seen:?}");
+}
+
+#[test]
+fn a_condition_between_the_levels_never_enters() {
+    let build = cpu_bound_with(|i| i % 3 != 0);
+    assert!(presence(&build, 120, Rule::CpuBoundInput).iter().all(|p| !*p));
+}
+
+#[test]
+fn a_finding_clears_after_the_share_falls_below_the_exit_level() {
+    // Pegged for 60 s, then not at all: the share in a 30 s window falls below 50 % about 15 s later.
+    let build = cpu_bound_with(|i| i < 60);
+    let seen = presence(&build, 120, Rule::CpuBoundInput);
+    assert!(seen[59]);
+    let cleared = seen[60..].iter().position(|p| !*p).map(|k| k + 60).expect("clears");
+    assert!((70..=78).contains(&cleared), "cleared at tick {cleared}");
+    assert!(seen[cleared..].iter().all(|p| !*p), "stays cleared: {seen:?}");
+}
+
+#[test]
+fn since_is_kept_while_a_finding_stays_active() {
+    let build = cpu_bound_with(|_| true);
+    let t = Thresholds::default();
+    let early = build.advised(40, &t);
+    let late = build.advised(100, &t);
+    let since = |f: &[Finding]| get(f, Rule::CpuBoundInput).since_ms;
+    assert_eq!(since(&early), since(&late));
+    assert!(since(&late) < build.tick_at(40).at_ms);
+}
+
+fn finding(rule: Rule, severity: Severity, gpu_index: Option<u32>) -> Finding {
+    super::rules::draft(rule, severity, gpu_index, None, 0)
+}
+
+#[test]
+fn diagnosis_order_keeps_input_bound_over_cpu_bound_and_a_lost_gpu_alone() {
+    let history = Build::new("gpu-lost").history(30);
+    let mut findings = vec![
+        finding(Rule::CpuBoundInput, Severity::Warning, Some(1)),
+        finding(Rule::InputBound, Severity::Warning, Some(1)),
+        finding(Rule::PowerCapped, Severity::Info, Some(0)),
+        finding(Rule::GpuErrors, Severity::Critical, Some(0)),
+        finding(Rule::CpuBoundInput, Severity::Warning, Some(0)),
+    ];
+    apply_diagnosis_order(&mut findings, &history);
+    let keys: Vec<_> = findings.iter().map(|f| (f.rule, f.gpu_index)).collect();
+    assert_eq!(keys, vec![(Rule::InputBound, Some(1)), (Rule::GpuErrors, Some(0))]);
+}
+
+#[test]
+fn findings_sort_worst_first_then_gpu_then_rule() {
+    let mut findings = vec![
+        finding(Rule::PowerCapped, Severity::Info, Some(0)),
+        finding(Rule::InputBound, Severity::Warning, Some(2)),
+        finding(Rule::ThermalThrottle, Severity::Warning, Some(1)),
+        finding(Rule::HostMemoryPressure, Severity::Warning, None),
+        finding(Rule::GpuErrors, Severity::Critical, Some(3)),
+        finding(Rule::InputBound, Severity::Warning, Some(1)),
+    ];
+    sort_worst_first(&mut findings);
+    let keys: Vec<_> = findings.iter().map(|f| (f.rule, f.gpu_index)).collect();
+    assert_eq!(
+        keys,
+        vec![
+            (Rule::GpuErrors, Some(3)),
+            (Rule::HostMemoryPressure, None),
+            (Rule::InputBound, Some(1)),
+            (Rule::ThermalThrottle, Some(1)),
+            (Rule::InputBound, Some(2)),
+            (Rule::PowerCapped, Some(0)),
+        ]
+    );
+}

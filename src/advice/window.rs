@@ -1,0 +1,274 @@
+//! Helpers the rules share: the evaluation context, windows that know whether the history covers them, shares
+//! of samples that satisfy a condition, aligning a process's samples with the machine's, and number formatting
+//! for evidence lines.
+
+use std::collections::HashMap;
+
+use crate::history::{History, ProcessSeries, Series, Window, window_of};
+use crate::sample::{GpuInfo, HostProcess, MachineInfo, ProcessKind, UnixMs};
+
+use super::Thresholds;
+
+/// Everything a rule reads: the history, the thresholds and the time of the newest sample, plus lookups built
+/// once per evaluation (so 8 GPUs × 1,000 processes stay cheap).
+#[derive(Debug, Clone)]
+pub struct Ctx<'a> {
+    pub history: &'a History,
+    pub t: &'a Thresholds,
+    pub machine: &'a MachineInfo,
+    pub now_ms: UnixMs,
+    processes: HashMap<u32, &'a ProcessSeries>,
+    host_processes: HashMap<u32, &'a HostProcess>,
+    compute: Vec<(u32, u32)>,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context over `history`, or `None` when it holds no sample yet.
+    #[must_use]
+    pub fn new(history: &'a History, t: &'a Thresholds) -> Option<Self> {
+        let now_ms = history.now_ms()?;
+        let mut processes: HashMap<u32, &'a ProcessSeries> = HashMap::with_capacity(history.processes.len());
+        for series in history.processes.values() {
+            let newer = processes.get(&series.key.pid).is_none_or(|old| series.last_seen_ms() > old.last_seen_ms());
+            if newer {
+                processes.insert(series.key.pid, series);
+            }
+        }
+        let mut compute: Vec<(u32, u32)> = history
+            .latest()
+            .gpu_processes
+            .iter()
+            .filter(|p| matches!(p.kind, ProcessKind::Compute | ProcessKind::ComputeAndGraphics))
+            .filter_map(|p| p.pid.map(|pid| (p.gpu_index, pid)))
+            .collect();
+        compute.sort_unstable();
+        compute.dedup();
+        let host_processes = history.latest().processes.iter().map(|p| (p.pid, p)).collect();
+        Some(Self { history, t, machine: history.machine().as_ref(), now_ms, processes, host_processes, compute })
+    }
+
+    /// The newest series of the process with this PID (the live one if the PID was reused).
+    #[must_use]
+    pub fn process(&self, pid: u32) -> Option<&'a ProcessSeries> {
+        self.processes.get(&pid).copied()
+    }
+
+    /// The static description of the GPU with this index.
+    #[must_use]
+    pub fn gpu_info(&self, index: u32) -> Option<&'a GpuInfo> {
+        self.machine.gpus.iter().find(|g| g.index == index)
+    }
+
+    /// A window of the machine's samples over the last `secs`, and whether the history covers it.
+    #[must_use]
+    pub fn window(&self, secs: u64) -> Option<Span> {
+        Span::of(&self.history.times, secs, self.t.min_window_coverage)
+    }
+
+    /// Host details of a process in the newest tick.
+    #[must_use]
+    pub fn host_process(&self, pid: u32) -> Option<&'a HostProcess> {
+        self.host_processes.get(&pid).copied()
+    }
+
+    /// The (GPU, PID) pairs of compute processes in the newest tick, sorted.
+    #[must_use]
+    pub fn compute_processes(&self) -> Vec<(u32, u32)> {
+        self.compute.clone()
+    }
+
+    /// Whether the GPU with this index is lost in the newest sample.
+    #[must_use]
+    pub fn gpu_lost(&self, index: u32) -> bool {
+        self.history.gpu(index).is_some_and(|g| g.lost.last().copied().unwrap_or(false))
+    }
+}
+
+/// A window over a time column, with its length in seconds and whether the data covers it.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    pub window: Window,
+    pub secs: u64,
+    /// Whether the samples span at least `min_window_coverage` of the window.
+    pub covered: bool,
+}
+
+impl Span {
+    /// The window of the last `secs` of `times`.
+    #[must_use]
+    pub fn of(times: &crate::history::Ring<UnixMs>, secs: u64, min_coverage: f64) -> Option<Self> {
+        let span_ms = secs.saturating_mul(1000);
+        let window = window_of(times, span_ms)?;
+        #[allow(clippy::cast_precision_loss)]
+        let covered = window.len >= 2 && window.span_ms() as f64 >= span_ms as f64 * min_coverage;
+        Some(Self { window, secs, covered })
+    }
+
+    /// The values of a series (aligned with this window's time column) inside the window.
+    pub fn values<'s, T: Copy + 's>(&self, series: &'s Series<T>) -> impl Iterator<Item = Option<T>> + 's {
+        series.iter_from(self.window.start).copied()
+    }
+
+    /// The share of the window's samples whose value is present and satisfies `pred`; gaps count against.
+    #[must_use]
+    pub fn share<T: Copy>(&self, series: &Series<T>, pred: impl Fn(T) -> bool) -> f64 {
+        share_of(self.values(series).map(|v| v.is_some_and(&pred)))
+    }
+
+    /// The median of the present values of a series in the window.
+    #[must_use]
+    pub fn median<T: Num>(&self, series: &Series<T>) -> Option<f64> {
+        median(self.values(series))
+    }
+
+    /// The window's length for people: "30 s", "10 min".
+    #[must_use]
+    pub fn label(&self) -> String {
+        duration_label(self.secs)
+    }
+}
+
+/// A reading that can be turned into `f64` for statistics (byte counts included, which `Into<f64>` leaves out).
+pub trait Num: Copy {
+    /// The value as `f64` (byte counts above 2^53 lose precision, far beyond any memory size).
+    fn as_f64(self) -> f64;
+}
+
+impl Num for u32 {
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Num for u64 {
+    #[allow(clippy::cast_precision_loss)]
+    fn as_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Num for f32 {
+    fn as_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Num for f64 {
+    fn as_f64(self) -> f64 {
+        self
+    }
+}
+
+/// The median of the present values.
+pub fn median<T: Num>(values: impl IntoIterator<Item = Option<T>>) -> Option<f64> {
+    crate::history::Stats::of(values.into_iter().map(|v| v.map(Num::as_f64))).map(|s| s.median)
+}
+
+/// The share of `true` in a sequence (0 when empty).
+#[must_use]
+pub fn share_of(flags: impl Iterator<Item = bool>) -> f64 {
+    let (mut yes, mut all) = (0_u32, 0_u32);
+    for flag in flags {
+        all += 1;
+        yes += u32::from(flag);
+    }
+    if all == 0 { 0.0 } else { f64::from(yes) / f64::from(all) }
+}
+
+/// For each sample of a process inside `span` (its own window), the index of the machine sample taken at the
+/// same time. Process samples are pushed with the machine's, so every one has a match; a walk finds them.
+#[must_use]
+pub fn align(history: &History, process: &ProcessSeries, span: &Span) -> Vec<(usize, Option<usize>)> {
+    let times = &history.times;
+    let Some(first_ms) = process.times.get(span.window.start).copied() else {
+        return Vec::new();
+    };
+    let Some(now_ms) = history.now_ms() else {
+        return Vec::new();
+    };
+    let mut m = window_of(times, now_ms.saturating_sub(first_ms)).map_or(times.len(), |w| w.start);
+    let mut pairs = Vec::with_capacity(span.window.len);
+    for (offset, t) in process.times.iter_from(span.window.start).enumerate() {
+        while times.get(m).is_some_and(|mt| mt < t) {
+            m += 1;
+        }
+        let matched = times.get(m).is_some_and(|mt| mt == t).then_some(m);
+        pairs.push((span.window.start + offset, matched));
+    }
+    pairs
+}
+
+/// The value of a series at an index, flattening gaps and missing indices.
+#[must_use]
+pub fn at<T: Copy>(series: &Series<T>, index: Option<usize>) -> Option<T> {
+    index.and_then(|i| series.get(i).copied().flatten())
+}
+
+/// A duration for people: "45 s", "2 min", "1 h 30 min".
+#[must_use]
+pub fn duration_label(secs: u64) -> String {
+    if secs < 120 {
+        format!("{secs} s")
+    } else if secs < 3600 {
+        let (m, s) = (secs / 60, secs % 60);
+        if s == 0 { format!("{m} min") } else { format!("{m} min {s} s") }
+    } else {
+        let (h, m) = (secs / 3600, secs % 3600 / 60);
+        if m == 0 { format!("{h} h") } else { format!("{h} h {m} min") }
+    }
+}
+
+/// Bytes for people, in binary units: "20.5 GiB", "380 MiB".
+#[must_use]
+#[allow(clippy::cast_precision_loss)]
+pub fn bytes_label(bytes: f64) -> String {
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+    const MIB: f64 = 1024.0 * 1024.0;
+    if bytes.abs() >= GIB {
+        format!("{:.1} GiB", bytes / GIB)
+    } else if bytes.abs() >= MIB {
+        format!("{:.0} MiB", bytes / MIB)
+    } else if bytes.abs() >= 1024.0 {
+        format!("{:.0} KiB", bytes / 1024.0)
+    } else {
+        format!("{bytes:.0} B")
+    }
+}
+
+/// A percentage for people: whole numbers above 10, one decimal below.
+#[must_use]
+pub fn pct_label(pct: f64) -> String {
+    if pct.abs() >= 10.0 || pct == 0.0 { format!("{pct:.0} %") } else { format!("{pct:.1} %") }
+}
+
+/// A share (0–1) as a percentage of samples: "40 %".
+#[must_use]
+pub fn share_label(share: f64) -> String {
+    format!("{:.0} %", share * 100.0)
+}
+
+/// Bytes per MiB, for thresholds given in MiB.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_read_well() {
+        assert_eq!(duration_label(30), "30 s");
+        assert_eq!(duration_label(600), "10 min");
+        assert_eq!(duration_label(5400), "1 h 30 min");
+        assert_eq!(bytes_label(20.5 * 1024.0 * MIB), "20.5 GiB");
+        assert_eq!(bytes_label(380.0 * MIB), "380 MiB");
+        assert_eq!(pct_label(36.8), "37 %");
+        assert_eq!(pct_label(2.04), "2.0 %");
+        assert_eq!(share_label(0.4), "40 %");
+    }
+
+    #[test]
+    fn share_counts_gaps_against() {
+        assert!((share_of([true, false, true, true].into_iter()) - 0.75).abs() < 1e-9);
+        assert!(share_of(std::iter::empty()).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,49 @@
+//! What Xid codes mean, for the gpu-errors rule: a short description and whether the code usually points at the
+//! application rather than the hardware (sources: NVIDIA's Xid catalogue as summarised in reference/nvml.md §5).
+
+/// How an Xid code is usually read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XidClass {
+    /// Usually a fault of the application (bad memory access, a killed context): fix the program.
+    Application,
+    /// Hardware, firmware, power or the PCIe link: drain the node.
+    Hardware,
+}
+
+/// The meaning of an Xid code and how it is usually read; unknown codes count as hardware until known otherwise.
+#[must_use]
+pub fn meaning(code: u32) -> (&'static str, XidClass) {
+    use XidClass::{Application, Hardware};
+    match code {
+        13 => ("graphics engine exception (usually an application fault such as an out-of-range access)", Application),
+        31 => ("GPU memory page fault (MMU fault; usually an application bug)", Application),
+        43 => ("GPU stopped processing (the faulting context was reset)", Application),
+        45 => ("preemptive cleanup after earlier errors (a context was killed)", Application),
+        48 => ("double-bit ECC error (uncorrectable memory error)", Hardware),
+        61 | 62 => ("internal micro-controller breakpoint or halt", Hardware),
+        63 => ("ECC page retirement or row remapping recorded", Hardware),
+        64 => ("ECC page retirement or row remapping failed", Hardware),
+        74 => ("NVLink error", Hardware),
+        79 => ("GPU has fallen off the bus (PCIe signal, firmware or power)", Hardware),
+        92 => ("high single-bit ECC error rate", Hardware),
+        94 => ("contained ECC error (the affected application was stopped)", Hardware),
+        95 => ("uncontained ECC error (the GPU needs a reset)", Hardware),
+        109 => ("context switch timeout", Hardware),
+        119 => ("GSP RPC timeout (the GPU's firmware did not answer)", Hardware),
+        120 => ("GSP error (the GPU's firmware failed)", Hardware),
+        _ => ("see NVIDIA's Xid catalogue", Hardware),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_codes_have_meanings_and_classes() {
+        assert_eq!(meaning(79).1, XidClass::Hardware);
+        assert!(meaning(79).0.contains("fallen off the bus"));
+        assert_eq!(meaning(31).1, XidClass::Application);
+        assert_eq!(meaning(9999), ("see NVIDIA's Xid catalogue", XidClass::Hardware));
+    }
+}
