@@ -43,4 +43,5 @@ pub mod output;
 pub mod pipeline;
 pub mod sample;
 pub mod source;
+pub mod terminal;
 pub mod ui;
