@@ -180,6 +180,22 @@ fn draw_too_small(frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines).alignment(Alignment::Center).wrap(Wrap { trim: true }), rect);
 }
 
+/// Draws the advice pane alone for `findings` into `buf` (for tests and other screens): one line per finding
+/// when `two_lines` is false, else title and remedy on separate lines.
+pub fn render_findings(
+    findings: &[crate::advice::Finding],
+    area: Rect,
+    buf: &mut ratatui::buffer::Buffer,
+    two_lines: bool,
+    theme: config::ThemeName,
+    ascii: bool,
+) {
+    use ratatui::widgets::Widget;
+    let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
+    let lines = screens::advice_lines(&refs, None, area, if two_lines { 2 } else { 1 }, &Theme::new(theme), &Glyphs::new(ascii));
+    Paragraph::new(lines).render(area, buf);
+}
+
 /// A section title: " Title ─────" across the width, with `extra` after the title.
 fn title_line<'a>(title: &str, extra: Vec<Span<'a>>, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'a> {
     let mut spans = vec![Span::styled(format!(" {title} "), theme.title)];

@@ -26,33 +26,46 @@ fn about(finding: &Finding) -> String {
 }
 
 pub fn draw_advice(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let area = plan.advice;
     let findings = app.findings();
+    let selected = (app.focus == Focus::Advice).then_some(app.advice_selected);
+    let lines = advice_lines(&findings, selected, plan.advice, plan.advice_lines, theme, glyphs);
+    paint(frame, plan.advice, lines, theme.base);
+}
+
+/// The advice pane's lines for `findings` in `area`: a title, then one or two lines per finding (severity, GPU,
+/// PID, title, evidence, remedy).
+pub fn advice_lines<'a>(
+    findings: &[&Finding],
+    selected: Option<usize>,
+    area: Rect,
+    lines_per_finding: u16,
+    theme: &Theme,
+    glyphs: &Glyphs,
+) -> Vec<Line<'a>> {
     let hint = if findings.is_empty() { String::new() } else { "(x explains, ^W focuses) ".to_owned() };
     let extra = vec![Span::styled(format!("({}) {hint}", findings.len()), theme.dim)];
     let mut lines = vec![title_line("Advice", extra, area.width, theme, glyphs)];
     if findings.is_empty() {
         lines.push(Line::from(Span::styled("  Nothing looks wrong: no finding held for its window.", theme.low)));
     }
-    let per = usize::from(plan.advice_lines.max(1));
+    let per = usize::from(lines_per_finding.max(1));
     let room = usize::from(area.height.saturating_sub(1)) / per;
-    let first = app.advice_selected.saturating_sub(room.saturating_sub(1));
+    let first = selected.unwrap_or(0).saturating_sub(room.saturating_sub(1));
+    let arrow = if glyphs.ascii { "->" } else { "→" };
     for (i, finding) in findings.iter().enumerate().skip(first).take(room) {
-        let selected = app.focus == Focus::Advice && i == app.advice_selected;
-        let text_style = if selected { theme.selected } else { theme.base };
+        let title_style = if selected == Some(i) { theme.selected } else { theme.base };
         let mut spans = vec![Span::raw(" "), severity(finding, theme), Span::styled(about(finding), theme.label)];
-        spans.push(Span::styled(finding.title.clone(), text_style.patch(theme.title.fg.map_or(theme.base, |_| theme.base))));
+        spans.push(Span::styled(finding.title.clone(), title_style));
         spans.push(Span::styled(format!("  {}", finding.evidence), theme.dim));
         if per == 1 {
-            spans.push(Span::styled(format!("  {} {}", if glyphs.ascii { "->" } else { "→" }, finding.remedy), theme.base));
+            spans.push(Span::styled(format!("  {arrow} {}", finding.remedy), theme.base));
             lines.push(Line::from(spans));
         } else {
             lines.push(Line::from(spans));
-            let arrow = if glyphs.ascii { "->" } else { "→" };
             lines.push(Line::from(Span::styled(format!("        {arrow} {}", finding.remedy), theme.base)));
         }
     }
-    paint(frame, area, lines, theme.base);
+    lines
 }
 
 pub fn draw_footer(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
