@@ -166,7 +166,7 @@ impl Gpu<'_> {
     /// The compact one-line row.
     fn compact_line<'s>(&self, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
         let index = Span::styled(format!("{:>2} ", self.info.index), theme.title);
-        let name = Span::raw(format!("{:<9.9}", self.short_name()));
+        let name = Span::raw(if width >= 100 { format!("{:<9.9}", self.short_name()) } else { String::new() });
         if self.lost() {
             return Line::from(vec![
                 index,
@@ -226,13 +226,11 @@ impl Gpu<'_> {
         let pstate = self.tick.and_then(|t| t.pstate).map_or_else(|| format::NA.to_owned(), |p| format!("P{p}"));
         let numa = format::num(self.info.numa_node, "");
         let title = format!(
-            " GPU {} {} {} {} {} NUMA {numa} {} {pstate} ",
+            " GPU {} {sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
             self.info.index,
-            glyphs.sep,
             self.info.name,
-            glyphs.sep,
             self.info.pci_bus_id,
-            glyphs.sep
+            sep = glyphs.sep
         );
         let border_style = if self.lost() { theme.high } else { theme.border };
         let block = Block::default()
@@ -296,8 +294,6 @@ impl Gpu<'_> {
             let lines: Vec<Line<'_>> = rows.into_iter().map(|r| Line::from(Span::styled(r, level))).collect();
             let area = Rect { x: inner.x + text_w + 1, width: graph_w, ..inner };
             paint(frame, area, lines, theme.base);
-            let label = format!("UTL {}", format::duration_s(0).replace("0 s", ""));
-            let _ = label;
         }
     }
 }

@@ -24,11 +24,14 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
     let machine = app.machine();
     let tick = app.tick();
     let sep = Span::styled(format!(" {} ", glyphs.sep), theme.border);
+    let narrow = plan.header.width < 110;
+    let time = format::utc(tick.at_ms);
+    let time = if narrow { time[11..].to_owned() } else { time };
     let mut spans = vec![
         Span::styled(" gpusight ", theme.title),
         Span::styled(machine.hostname.clone(), theme.base),
         sep.clone(),
-        Span::styled("Driver ", theme.label),
+        Span::styled(if narrow { "" } else { "Driver " }, theme.label),
         Span::raw(machine.driver_version.clone().unwrap_or_else(|| format::NA.to_owned())),
         sep.clone(),
         Span::styled("CUDA ", theme.label),
@@ -37,7 +40,7 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
         Span::styled("up ", theme.label),
         Span::raw(format::uptime(tick.host.uptime_s)),
         sep.clone(),
-        Span::raw(format::utc(tick.at_ms)),
+        Span::raw(time),
     ];
     let badge = match (&app.playback, machine.source) {
         (Some(playback), _) => {
@@ -51,6 +54,7 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
                 format::clock(length)
             ))
         }
+        (None, SourceKind::Synthetic) if narrow => Some("SYNTHETIC".to_owned()),
         (None, SourceKind::Synthetic) => Some(format!("SYNTHETIC {}", machine.source_label)),
         (None, SourceKind::Replay) => Some(format!("REPLAY {}", machine.source_label)),
         (None, SourceKind::Live) => None,

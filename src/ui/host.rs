@@ -34,19 +34,23 @@ fn readings<'a>(app: &App, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
         sep.clone(),
         Span::styled("MEM ", theme.label),
         Span::styled(
-            format!("{}/{}GiB", format::gib(used), format::gib(total)),
+            format!("{}/{}G", format::gib(used).trim_end_matches(".0"), format::gib(total).trim_end_matches(".0")),
             theme.level(Level::of(mem_pct, 10.0, 80.0)),
         ),
         sep.clone(),
         Span::styled("SWP ", theme.label),
-        Span::raw(format!("{}/{}GiB", format::gib(swap_used), format::gib(host.swap_total_bytes))),
+        Span::raw(if host.swap_total_bytes == Some(0) {
+            "off".to_owned()
+        } else {
+            format!("{}/{}G", format::gib(swap_used), format::gib(host.swap_total_bytes))
+        }),
         sep.clone(),
         Span::styled("LOAD ", theme.label),
         Span::raw(format!("{} {} {}", f1(host.load_1), f1(host.load_5), f1(host.load_15))),
         sep,
         Span::styled("PSI ", theme.label),
         Span::raw(format!(
-            "cpu {} io {} mem {}",
+            "c {} io {} m {}",
             f1(psi.and_then(|p| p.cpu_some_avg10)),
             f1(psi.and_then(|p| p.io_some_avg10)),
             f1(psi.and_then(|p| p.memory_some_avg10))

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::theme::{Glyphs, Level, Theme};
+use super::theme::{Glyphs, Theme};
 use super::{format, paint, title_line};
 use crate::app::{App, Focus, ProcessRow, SortColumn};
 
@@ -25,26 +25,34 @@ const fn col(title: &'static str, width: usize, right: bool, sort: Option<SortCo
 
 fn columns(width: u16, tree: bool) -> Vec<Col> {
     let wide = width >= 110;
+    let narrow = width < 100;
     let mut cols = vec![
-        col(if tree { "GPUS" } else { "GPU" }, if tree { 5 } else { 3 }, false, Some(SortColumn::Gpu)),
+        col(if tree { "GPUS" } else { "GPU" }, if tree { 5 } else { 4 }, false, Some(SortColumn::Gpu)),
         col("PID", 7, true, Some(SortColumn::Pid)),
     ];
     if wide {
         cols.push(col("CPID", 6, true, None));
     }
+    cols.push(col("USER", if narrow { 7 } else { 8 }, false, Some(SortColumn::User)));
+    if !narrow {
+        cols.push(col("T", 1, false, None));
+    }
     cols.extend([
-        col("USER", 8, false, Some(SortColumn::User)),
-        col("T", 1, false, None),
         col("GPU-MEM", 8, true, Some(SortColumn::GpuMem)),
         col("%SM", 4, true, Some(SortColumn::Sm)),
-        col("%GMBW", 5, true, Some(SortColumn::Gmbw)),
+        col("%GMBW", 6, true, Some(SortColumn::Gmbw)),
         col("%CPU", 5, true, Some(SortColumn::Cpu)),
-        col("HOST-MEM", 8, true, Some(SortColumn::HostMem)),
     ]);
+    if !narrow {
+        cols.push(col("HOST-MEM", 9, true, Some(SortColumn::HostMem)));
+    }
     if wide {
         cols.push(col("S", 1, false, None));
     }
-    cols.extend([col("TIME", 10, true, Some(SortColumn::Time)), col("COMMAND", 0, false, Some(SortColumn::Command))]);
+    cols.extend([
+        col("TIME", if narrow { 8 } else { 10 }, true, Some(SortColumn::Time)),
+        col("COMMAND", 0, false, Some(SortColumn::Command)),
+    ]);
     cols
 }
 
@@ -64,8 +72,6 @@ pub fn column_at(width: u16, x: u16, app: &App) -> Option<SortColumn> {
 
 fn cells(row: &ProcessRow<'_>, app: &App, glyphs: &Glyphs) -> Vec<String> {
     let host = row.host;
-    let wide_cols = columns(200, app.table.tree);
-    let _ = wide_cols;
     let gpu = if app.table.tree {
         if row.gpus.is_empty() {
             "Host".to_owned()
@@ -114,7 +120,7 @@ fn pad(text: &str, width: usize, right: bool, ascii: bool) -> String {
     if right { format!("{text:>width$}") } else { format!("{text:<width$}") }
 }
 
-fn row_line<'a>(values: &[String], cols: &[Col], width: u16, ascii: bool) -> String {
+fn row_line(values: &[String], cols: &[Col], width: u16, ascii: bool) -> String {
     // `values` has every column (the wide set); pick those shown.
     let names = ["GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "%SM", "%GMBW", "%CPU", "HOST-MEM", "S", "TIME", "COMMAND"];
     let mut out = String::new();
@@ -127,7 +133,6 @@ fn row_line<'a>(values: &[String], cols: &[Col], width: u16, ascii: bool) -> Str
         out.push(' ');
         used += w + 1;
     }
-    let _: &'a str = "";
     out.trim_end().to_owned()
 }
 
@@ -172,7 +177,7 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs:
         if c.sort == Some(table.sort) {
             title.push_str(arrow);
         }
-        let w = if c.width == 0 { usize::from(area.width).saturating_sub(header.chars().count()) } else { c.width.max(title.chars().count()) };
+        let w = if c.width == 0 { usize::from(area.width).saturating_sub(header.chars().count()) } else { c.width };
         header.push_str(&pad(&title, w, c.right, glyphs.ascii));
         header.push(' ');
     }
@@ -202,9 +207,6 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs:
         }
         if !row.gpus.is_empty() && app.table.tree {
             style = style.add_modifier(Modifier::BOLD);
-        }
-        if let Some(sm) = row.sm_pct().filter(|_| row.host.is_some()) {
-            let _ = Level::of(Some(f64::from(sm)), 10.0, 75.0);
         }
         if tagged {
             style = theme.tagged;
