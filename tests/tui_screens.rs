@@ -1,5 +1,6 @@
 //! Whole screens of the monitor drawn on synthetic machines at fixed sizes, as insta snapshots. The time on
 //! screen comes from the ticks, so these are stable.
+#![allow(clippy::expect_used)] // Helpers outside #[test] functions build fixtures; failing there fails the test.
 
 use std::sync::mpsc;
 
@@ -41,7 +42,7 @@ fn app(spec: &str, n_ticks: u64) -> App {
     let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
     for _ in 1..n_ticks {
         let snapshot: Snapshot = source.next_snapshot().expect("tick").expect("some");
-        app.on_feed(FeedEvent::Snapshot(snapshot));
+        app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
     }
     app
 }
@@ -111,7 +112,7 @@ fn ascii_and_help_and_details() {
     let (_tx, rx) = mpsc::channel();
     let mut app = App::new(opts, &Feed::Live { first: Box::new(first), rx }).expect("app");
     for _ in 0..30 {
-        app.on_feed(FeedEvent::Snapshot(source.next_snapshot().expect("tick").expect("some")));
+        app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
     }
     let text = screen(&app, 120, 40);
     assert!(text.is_ascii(), "{text}");

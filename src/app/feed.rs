@@ -10,7 +10,7 @@ use crate::sample::{MachineInfo, Snapshot, Tick};
 #[derive(Debug, Clone, PartialEq)]
 pub enum FeedEvent {
     /// A new sample.
-    Snapshot(Snapshot),
+    Snapshot(Box<Snapshot>),
     /// The sampler has been waiting on NVML for this long; the monitor shows a banner until the next snapshot.
     Stalled { for_ms: u64 },
     /// The source failed for good; the text is phrased for a person.

@@ -20,7 +20,9 @@ pub struct KeyBinding {
 pub enum KeymapError {
     #[error("[keys]: unknown action '{0}'; the actions are listed in the help screen (press ?)")]
     UnknownAction(String),
-    #[error("[keys] {action}: unknown key '{key}'; write a character (\"q\"), a name (\"Enter\", \"F5\", \"PageUp\") or a modifier and a key (\"ctrl-c\", \"shift-Left\")")]
+    #[error(
+        "[keys] {action}: unknown key '{key}'; write a character (\"q\"), a name (\"Enter\", \"F5\", \"PageUp\") or a modifier and a key (\"ctrl-c\", \"shift-Left\")"
+    )]
     UnknownKey { action: String, key: String },
 }
 

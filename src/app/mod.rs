@@ -88,11 +88,20 @@ pub enum Screen {
     Main,
     Help,
     /// One process: history graphs and CUDA libraries.
-    Details { pid: u32, libraries: inspect::Pairs },
+    Details {
+        pid: u32,
+        libraries: inspect::Pairs,
+    },
     /// One process's environment.
-    Environment { pid: u32, vars: inspect::Pairs, offset: usize },
+    Environment {
+        pid: u32,
+        vars: inspect::Pairs,
+        offset: usize,
+    },
     /// The explanation of one finding (index into the findings).
-    Explain { index: usize },
+    Explain {
+        index: usize,
+    },
 }
 
 /// Which pane takes Up/Down.
@@ -285,7 +294,7 @@ impl App {
             return false;
         };
         let advance = playback.player.advance(elapsed);
-        self.apply_advance(advance)
+        self.apply_advance(&advance)
     }
 
     /// How long until the recording's next tick is due, when one is playing.
@@ -294,12 +303,12 @@ impl App {
         self.playback.as_ref().and_then(|p| p.player.until_next())
     }
 
-    pub(super) fn apply_advance(&mut self, advance: player::Advance) -> bool {
+    pub(super) fn apply_advance(&mut self, advance: &player::Advance) -> bool {
         let Some(playback) = &self.playback else {
             return false;
         };
         let snapshot = |tick: &Tick| Snapshot { machine: Arc::clone(&playback.machine), tick: tick.clone() };
-        match advance {
+        match *advance {
             player::Advance::None => false,
             player::Advance::Forward { from, to } => {
                 for tick in &playback.ticks[from..to.min(playback.ticks.len())] {

@@ -18,7 +18,7 @@ use crate::ui;
 #[derive(Debug)]
 pub(crate) enum LoopEvent {
     Input(Event),
-    Feed(FeedEvent),
+    Feed(Box<FeedEvent>),
     /// SIGTERM, SIGHUP or SIGINT arrived: restore and exit with 128 + the signal.
     Terminate(i32),
     InputFailed(String),
@@ -36,7 +36,7 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
         let tx = tx.clone();
         std::thread::Builder::new().name("feed".into()).spawn(move || {
             while let Ok(event) = feed_rx.recv() {
-                if tx.send(LoopEvent::Feed(event)).is_err() {
+                if tx.send(LoopEvent::Feed(Box::new(event))).is_err() {
                     break;
                 }
             }
@@ -82,8 +82,7 @@ pub(crate) fn event_loop<B: Backend>(
     app: &mut App,
     rx: &Receiver<LoopEvent>,
     mut suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
-) -> std::io::Result<i32>
-{
+) -> std::io::Result<i32> {
     let mut last_frame = Instant::now();
     loop {
         terminal.draw(|frame| ui::draw(frame, app)).map_err(backend_error)?;
@@ -106,7 +105,7 @@ pub(crate) fn event_loop<B: Backend>(
         let effect = match event {
             None => Effect::None,
             Some(LoopEvent::Feed(feed)) => {
-                app.on_feed(feed);
+                app.on_feed(*feed);
                 Effect::None
             }
             Some(LoopEvent::Terminate(signal)) => return Ok(128 + signal),

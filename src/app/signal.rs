@@ -54,7 +54,9 @@ pub struct SignalTarget {
 pub enum SignalOutcome {
     Sent,
     ExitedAlready,
-    PermissionDenied { owner: Option<String> },
+    PermissionDenied {
+        owner: Option<String>,
+    },
     PidReused,
     /// Not attempted, with the reason (PID 1, our own PID).
     Refused(String),
@@ -106,7 +108,11 @@ pub fn parse_start_ticks(stat: &str) -> Option<u64> {
 
 fn read_start_ticks(proc_root: &Path, pid: u32) -> Result<u64, Errno> {
     let text = std::fs::read_to_string(proc_root.join(pid.to_string()).join("stat")).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound { Errno::SRCH } else { Errno::from_io_error(&e).unwrap_or(Errno::IO) }
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Errno::SRCH
+        } else {
+            Errno::from_io_error(&e).unwrap_or(Errno::IO)
+        }
     })?;
     parse_start_ticks(&text).ok_or(Errno::INVAL)
 }
@@ -178,15 +184,18 @@ mod tests {
 
     #[test]
     fn outcomes_read_as_the_status_line_says_them() {
-        assert_eq!(SignalOutcome::PermissionDenied { owner: Some("bob".into()) }.to_string(),
-            "permission denied: owned by bob");
+        assert_eq!(
+            SignalOutcome::PermissionDenied { owner: Some("bob".into()) }.to_string(),
+            "permission denied: owned by bob"
+        );
         assert_eq!(SignalOutcome::ExitedAlready.to_string(), "exited already");
     }
 
     #[test]
     fn init_and_ourselves_are_refused() {
         let sender = PidfdSender::default();
-        let target = |pid| SignalTarget { pid, start_ticks: 0, user: None, command: String::new(), gpu_mem_bytes: None };
+        let target =
+            |pid| SignalTarget { pid, start_ticks: 0, user: None, command: String::new(), gpu_mem_bytes: None };
         assert!(matches!(sender.send(&target(1), SignalKind::Kill), SignalOutcome::Refused(_)));
         assert!(matches!(sender.send(&target(std::process::id()), SignalKind::Kill), SignalOutcome::Refused(_)));
     }

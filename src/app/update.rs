@@ -96,7 +96,8 @@ impl App {
             Action::Pause => self.toggle_pause(),
             Action::SpanLonger | Action::SpanShorter => {
                 let at = SPANS_S.iter().position(|s| *s >= self.span_s).unwrap_or(SPANS_S.len() - 1);
-                let next = if action == Action::SpanLonger { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
+                let next =
+                    if action == Action::SpanLonger { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
                 self.span_s = SPANS_S[next];
                 self.status = Some(format!("graphs show the last {}", crate::ui::format::duration_s(self.span_s)));
             }
@@ -136,7 +137,10 @@ impl App {
                 self.screen = Screen::Details { pid, libraries: self.inspector.cuda_libraries(pid) };
             }
             (Screen::Details { .. }, Action::Environment) => self.open_environment(),
-            (_, Action::Quit | Action::Back | Action::Details | Action::Explain | Action::Environment | Action::Help) => {
+            (
+                _,
+                Action::Quit | Action::Back | Action::Details | Action::Explain | Action::Environment | Action::Help,
+            ) => {
                 self.screen = Screen::Main;
             }
             (_, Action::Pause) => self.toggle_pause(),
@@ -220,7 +224,8 @@ impl App {
             if targets.iter().any(|t| t.pid == pid) {
                 continue;
             }
-            let gpu_mem_bytes = rows.iter().filter(|r| r.pid == Some(pid)).filter_map(ProcessRow::gpu_mem_bytes).reduce(|a, b| a + b);
+            let gpu_mem_bytes =
+                rows.iter().filter(|r| r.pid == Some(pid)).filter_map(ProcessRow::gpu_mem_bytes).reduce(|a, b| a + b);
             targets.push(SignalTarget {
                 pid,
                 start_ticks,
@@ -274,7 +279,8 @@ impl App {
             }
             Some((pid, _)) => {
                 self.screen = Screen::Main;
-                self.status = Some(format!("PID {pid} is not yours: the environment screen shows your own processes only"));
+                self.status =
+                    Some(format!("PID {pid} is not yours: the environment screen shows your own processes only"));
             }
             None => self.status = Some("select a process with a PID first".to_owned()),
         }
@@ -390,7 +396,7 @@ impl App {
         match &mut self.playback {
             Some(playback) => {
                 let advance = playback.player.seek(delta_ms);
-                self.apply_advance(advance);
+                self.apply_advance(&advance);
             }
             None => self.status = Some("seeking works on recordings (--replay)".to_owned()),
         }
@@ -413,7 +419,7 @@ impl App {
                 super::player::Advance::None
             }
         };
-        self.apply_advance(advance);
+        self.apply_advance(&advance);
     }
 
     /// Selects the `index`-th visible row (a mouse click).

@@ -78,9 +78,9 @@ pub fn elapsed_ms(ms: Option<u64>) -> String {
 /// A span of seconds in words: "30 s", "2 min", "1 h".
 #[must_use]
 pub fn duration_s(s: u64) -> String {
-    if s >= 3600 && s % 3600 == 0 {
+    if s >= 3600 && s.is_multiple_of(3600) {
         format!("{} h", s / 3600)
-    } else if s >= 60 && s % 60 == 0 {
+    } else if s >= 60 && s.is_multiple_of(60) {
         format!("{} min", s / 60)
     } else {
         format!("{s} s")
@@ -99,7 +99,11 @@ pub fn uptime(s: Option<u64>) -> String {
 #[must_use]
 pub fn clock(d: std::time::Duration) -> String {
     let s = d.as_secs();
-    if s >= 3600 { format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60) } else { format!("{:02}:{:02}", s / 60, s % 60) }
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
 }
 
 /// A sample time as UTC date and time, "2025-11-24 00:01:23 UTC". The time comes from the sample, never the clock.

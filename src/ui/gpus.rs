@@ -160,7 +160,8 @@ impl Gpu<'_> {
     }
 
     fn util_history(&self) -> Vec<Option<f64>> {
-        self.series.map_or_else(Vec::new, |s| s.util_pct.iter_from(self.window_start).map(|v| v.map(f64::from)).collect())
+        self.series
+            .map_or_else(Vec::new, |s| s.util_pct.iter_from(self.window_start).map(|v| v.map(f64::from)).collect())
     }
 
     /// The compact one-line row.
@@ -243,7 +244,10 @@ impl Gpu<'_> {
         if self.lost() {
             let lines = vec![
                 Line::from(Span::styled(" GPU LOST ", theme.alarm)),
-                Line::from(Span::styled("NVML reports the GPU lost or in need of a reset; no readings since.", theme.high)),
+                Line::from(Span::styled(
+                    "NVML reports the GPU lost or in need of a reset; no readings since.",
+                    theme.high,
+                )),
                 Line::from(Span::styled("The other GPUs keep updating. Check the kernel log for Xid 79.", theme.dim)),
             ];
             paint(frame, inner, lines, theme.base);
@@ -327,7 +331,8 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
                 let (col, row) = (i % columns, i / columns);
                 let x = area.x + col * width;
                 let w = if col + 1 == columns { area.width - col * width } else { width };
-                let rect = Rect { x, y: area.y + row * super::FULL_PANEL_HEIGHT, width: w, height: super::FULL_PANEL_HEIGHT };
+                let rect =
+                    Rect { x, y: area.y + row * super::FULL_PANEL_HEIGHT, width: w, height: super::FULL_PANEL_HEIGHT };
                 if rect.y + rect.height <= area.y + area.height {
                     gpu.draw_panel(frame, rect, theme, glyphs);
                 }

@@ -98,14 +98,20 @@ mod tests {
     #[test]
     fn sparkline_keeps_gaps_blank_and_scales() {
         let values = [Some(0.0), None, Some(50.0), Some(100.0)];
-        assert_eq!(sparkline(&values, 100.0, 4, false), " ▄█".chars().fold(String::from(" "), |mut s, c| {
-            s.push(c);
-            s
-        }));
-        assert_eq!(sparkline(&values, 100.0, 6, true), "   :#".chars().fold(String::from(" "), |mut s, c| {
-            s.push(c);
-            s
-        }));
+        assert_eq!(
+            sparkline(&values, 100.0, 4, false),
+            " ▄█".chars().fold(String::from(" "), |mut s, c| {
+                s.push(c);
+                s
+            })
+        );
+        assert_eq!(
+            sparkline(&values, 100.0, 6, true),
+            "   :#".chars().fold(String::from(" "), |mut s, c| {
+                s.push(c);
+                s
+            })
+        );
     }
 
     #[test]

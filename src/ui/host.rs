@@ -85,14 +85,16 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
         })
         .collect();
     let span = format::duration_s(app.span_s);
-    let title = title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width, theme, glyphs);
+    let title =
+        title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width, theme, glyphs);
     let mut lines = vec![title];
     let mut first = vec![Span::raw(" ")];
     first.extend(readings(app, theme, glyphs));
     lines.push(Line::from(first));
     let third = usize::from(area.width.saturating_sub(30)) / 3;
     let graphs = [("CPU", &cpu), ("IOWAIT", &iowait), ("MEM", &mem)];
-    let rendered: Vec<Vec<String>> = graphs.iter().map(|(_, v)| graph::area_graph(v, 100.0, third, 3, glyphs.ascii)).collect();
+    let rendered: Vec<Vec<String>> =
+        graphs.iter().map(|(_, v)| graph::area_graph(v, 100.0, third, 3, glyphs.ascii)).collect();
     for row in 0..3 {
         let mut spans = Vec::new();
         for ((name, _), g) in graphs.iter().zip(&rendered) {

@@ -13,8 +13,8 @@ use crate::app::{App, Screen};
 
 pub mod config;
 pub mod format;
-pub mod graph;
 mod gpus;
+pub mod graph;
 mod header;
 mod host;
 mod processes;
@@ -171,7 +171,10 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
 fn draw_too_small(frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
     let lines = vec![
         Line::from(Span::styled("Terminal too small", theme.title)),
-        Line::from(format!("gpusight needs at least {MIN_WIDTH}x{MIN_HEIGHT}; this one is {}x{}.", area.width, area.height)),
+        Line::from(format!(
+            "gpusight needs at least {MIN_WIDTH}x{MIN_HEIGHT}; this one is {}x{}.",
+            area.width, area.height
+        )),
         Line::from("Enlarge the window or pane (q quits)."),
     ];
     let height = u16::try_from(lines.len()).unwrap_or(3).min(area.height);
@@ -192,7 +195,14 @@ pub fn render_findings(
 ) {
     use ratatui::widgets::Widget;
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
-    let lines = screens::advice_lines(&refs, None, area, if two_lines { 2 } else { 1 }, &Theme::new(theme), &Glyphs::new(ascii));
+    let lines = screens::advice_lines(
+        &refs,
+        None,
+        area,
+        if two_lines { 2 } else { 1 },
+        &Theme::new(theme),
+        &Glyphs::new(ascii),
+    );
     Paragraph::new(lines).render(area, buf);
 }
 

@@ -95,7 +95,11 @@ fn cells(row: &ProcessRow<'_>, app: &App, glyphs: &Glyphs) -> Vec<String> {
         for last in &row.last_child[1..row.last_child.len().saturating_sub(1)] {
             prefix.push_str(if *last { glyphs.tree_space } else { glyphs.tree_pipe });
         }
-        prefix.push_str(if row.last_child.last().copied().unwrap_or(true) { glyphs.tree_last } else { glyphs.tree_branch });
+        prefix.push_str(if row.last_child.last().copied().unwrap_or(true) {
+            glyphs.tree_last
+        } else {
+            glyphs.tree_branch
+        });
     }
     let now = app.tick().at_ms;
     vec![
@@ -122,7 +126,8 @@ fn pad(text: &str, width: usize, right: bool, ascii: bool) -> String {
 
 fn row_line(values: &[String], cols: &[Col], width: u16, ascii: bool) -> String {
     // `values` has every column (the wide set); pick those shown.
-    let names = ["GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "%SM", "%GMBW", "%CPU", "HOST-MEM", "S", "TIME", "COMMAND"];
+    let names =
+        ["GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "%SM", "%GMBW", "%CPU", "HOST-MEM", "S", "TIME", "COMMAND"];
     let mut out = String::new();
     let mut used = 2;
     for c in cols {
@@ -190,13 +195,20 @@ pub fn draw(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs:
         _ => table.offset.min(rows.len().saturating_sub(page)),
     };
     if rows.is_empty() {
-        let why = if app.tick().gpu_processes.is_empty() { "no GPU processes" } else { "no process matches the filters (Esc clears)" };
+        let why = if app.tick().gpu_processes.is_empty() {
+            "no GPU processes"
+        } else {
+            "no process matches the filters (Esc clears)"
+        };
         lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim)));
     }
     for (i, row) in rows.iter().enumerate().skip(offset).take(page) {
         let tagged = table.tagged.contains(&row.key);
         let marker = if tagged { "* " } else { "  " };
-        let text = format!("{marker}{}", row_line(&cells(row, app, glyphs), &cols, area.width.saturating_sub(2), glyphs.ascii));
+        let text = format!(
+            "{marker}{}",
+            row_line(&cells(row, app, glyphs), &cols, area.width.saturating_sub(2), glyphs.ascii)
+        );
         let mut style = theme.base;
         let own = row.host.and_then(|h| h.uid) == Some(app.own_uid);
         if !own {

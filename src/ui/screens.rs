@@ -109,7 +109,13 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
         Screen::Help => draw_help(frame, area, app, theme, glyphs),
         Screen::Details { pid, libraries } => draw_details(frame, area, *pid, libraries, app, theme, glyphs),
         Screen::Environment { pid, vars, offset } => {
-            let mut lines = vec![title_line(&format!("Environment of PID {pid}"), vec![Span::styled("(Esc back) ", theme.dim)], area.width, theme, glyphs)];
+            let mut lines = vec![title_line(
+                &format!("Environment of PID {pid}"),
+                vec![Span::styled("(Esc back) ", theme.dim)],
+                area.width,
+                theme,
+                glyphs,
+            )];
             match vars {
                 Ok(vars) => {
                     for (key, value) in vars.iter().skip(*offset) {
@@ -120,17 +126,26 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
                         ]));
                     }
                 }
-                Err(why) => lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high))),
+                Err(why) => {
+                    lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)))
+                }
             }
             paint(frame, area, lines, theme.base);
         }
         Screen::Explain { index } => {
             let findings = app.findings();
             let Some(finding) = findings.get(*index) else { return };
-            let mut lines = vec![title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width, theme, glyphs)];
-            lines.push(Line::from(vec![severity(finding, theme), Span::styled(about(finding), theme.label), Span::styled(finding.title.clone(), theme.title)]));
+            let mut lines =
+                vec![title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width, theme, glyphs)];
+            lines.push(Line::from(vec![
+                severity(finding, theme),
+                Span::styled(about(finding), theme.label),
+                Span::styled(finding.title.clone(), theme.title),
+            ]));
             lines.push(Line::from(""));
-            for (label, text) in [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)] {
+            for (label, text) in
+                [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
+            {
                 lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
                 lines.push(Line::from(format!("  {text}")));
                 lines.push(Line::from(""));
@@ -143,11 +158,25 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
 }
 
 fn draw_help(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let mut lines = vec![title_line("Keys", vec![Span::styled("(any key returns) ", theme.dim)], area.width, theme, glyphs)];
+    let mut lines =
+        vec![title_line("Keys", vec![Span::styled("(any key returns) ", theme.dim)], area.width, theme, glyphs)];
     let half = usize::from(area.width / 2);
     let entries: Vec<(String, &str)> = Action::ALL
         .iter()
-        .filter(|a| app.playback.is_some() || !matches!(a, Action::SeekBack | Action::SeekForward | Action::SeekBackLong | Action::SeekForwardLong | Action::JumpStart | Action::JumpEnd | Action::Slower | Action::Faster))
+        .filter(|a| {
+            app.playback.is_some()
+                || !matches!(
+                    a,
+                    Action::SeekBack
+                        | Action::SeekForward
+                        | Action::SeekBackLong
+                        | Action::SeekForwardLong
+                        | Action::JumpStart
+                        | Action::JumpEnd
+                        | Action::Slower
+                        | Action::Faster
+                )
+        })
         .map(|a| (app.keymap.describe(*a), a.help()))
         .collect();
     let rows = entries.len().div_ceil(2);
@@ -166,17 +195,45 @@ fn draw_help(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs
         lines.push(Line::from(spans));
     }
     lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(" Process type: C compute, G graphics, X both.  Colours: green < 10 % <= yellow < 75 % (memory 80 %) <= red.", theme.dim)));
-    lines.push(Line::from(Span::styled(format!(" Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()), theme.dim)));
+    lines.push(Line::from(Span::styled(
+        " Process type: C compute, G graphics, X both.  Colours: green < 10 % <= yellow < 75 % (memory 80 %) <= red.",
+        theme.dim,
+    )));
+    lines.push(Line::from(Span::styled(
+        format!(" Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
+        theme.dim,
+    )));
     paint(frame, area, lines, theme.base);
 }
 
-fn draw_details(frame: &mut Frame<'_>, area: Rect, pid: u32, libraries: &crate::app::inspect::Pairs, app: &App, theme: &Theme, glyphs: &Glyphs) {
+fn draw_details(
+    frame: &mut Frame<'_>,
+    area: Rect,
+    pid: u32,
+    libraries: &crate::app::inspect::Pairs,
+    app: &App,
+    theme: &Theme,
+    glyphs: &Glyphs,
+) {
     let host = app.tick().process(pid);
-    let name = host.map_or_else(|| format::NA.to_owned(), |h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() });
+    let name = host.map_or_else(
+        || format::NA.to_owned(),
+        |h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() },
+    );
     let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| format::NA.to_owned());
-    let mut lines = vec![title_line(&format!("Process {pid}"), vec![Span::styled("(Esc back, e environment) ", theme.dim)], area.width, theme, glyphs)];
-    lines.push(Line::from(vec![Span::styled(" USER ", theme.label), Span::raw(user), Span::styled("  COMMAND ", theme.label), Span::raw(format::truncate(&name, usize::from(area.width).saturating_sub(30), glyphs.ascii))]));
+    let mut lines = vec![title_line(
+        &format!("Process {pid}"),
+        vec![Span::styled("(Esc back, e environment) ", theme.dim)],
+        area.width,
+        theme,
+        glyphs,
+    )];
+    lines.push(Line::from(vec![
+        Span::styled(" USER ", theme.label),
+        Span::raw(user),
+        Span::styled("  COMMAND ", theme.label),
+        Span::raw(format::truncate(&name, usize::from(area.width).saturating_sub(30), glyphs.ascii)),
+    ]));
     let series = app.view().history.process(pid);
     let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
     let graphs: Vec<(&str, Vec<Option<f64>>, String)> = match series {
@@ -231,7 +288,10 @@ fn draw_details(frame: &mut Frame<'_>, area: Rect, pid: u32, libraries: &crate::
         Ok(libs) if libs.is_empty() => lines.push(Line::from(Span::styled("  none mapped", theme.dim))),
         Ok(libs) => {
             for (name, version) in libs {
-                lines.push(Line::from(vec![Span::styled(format!("  {name:<24}"), theme.label), Span::raw(version.clone())]));
+                lines.push(Line::from(vec![
+                    Span::styled(format!("  {name:<24}"), theme.label),
+                    Span::raw(version.clone()),
+                ]));
             }
         }
         Err(why) => lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim))),
@@ -244,13 +304,21 @@ pub fn draw_dialog(frame: &mut Frame<'_>, area: Rect, dialog: &SignalDialog, the
     let shown = dialog.targets.len().min(6);
     let height = (u16::try_from(shown).unwrap_or(6) + 6).min(area.height);
     let rect = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
-    let block = Block::default().borders(Borders::ALL).border_set(glyphs.border).border_style(theme.high).title(Span::styled(" Send a signal ", theme.title));
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_set(glyphs.border)
+        .border_style(theme.high)
+        .title(Span::styled(" Send a signal ", theme.title));
     let inner = block.inner(rect);
     frame.render_widget(Clear, rect);
     frame.render_widget(block, rect);
     let mut lines = vec![Line::from(format!(
         "Send a signal to {}?",
-        if dialog.targets.len() == 1 { "this process".to_owned() } else { format!("these {} processes", dialog.targets.len()) }
+        if dialog.targets.len() == 1 {
+            "this process".to_owned()
+        } else {
+            format!("these {} processes", dialog.targets.len())
+        }
     ))];
     for target in dialog.targets.iter().take(shown) {
         let text = format!(
@@ -260,7 +328,10 @@ pub fn draw_dialog(frame: &mut Frame<'_>, area: Rect, dialog: &SignalDialog, the
             format::bytes(target.gpu_mem_bytes),
             target.command
         );
-        lines.push(Line::from(Span::styled(format::truncate(&text, usize::from(inner.width), glyphs.ascii), theme.label)));
+        lines.push(Line::from(Span::styled(
+            format::truncate(&text, usize::from(inner.width), glyphs.ascii),
+            theme.label,
+        )));
     }
     if dialog.targets.len() > shown {
         lines.push(Line::from(format!(" and {} more", dialog.targets.len() - shown)));

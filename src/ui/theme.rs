@@ -84,7 +84,7 @@ impl Theme {
                     _ => (Color::Green, Color::Yellow, Color::Red, Color::Red, Color::Cyan),
                 };
                 let fg = if name == ThemeName::Light { Color::Black } else { Color::Reset };
-                let dim = if name == ThemeName::Light { Color::DarkGray } else { Color::DarkGray };
+                let dim = Color::DarkGray;
                 Self {
                     name,
                     base: plain.fg(fg),
