@@ -127,7 +127,7 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
                     }
                 }
                 Err(why) => {
-                    lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)))
+                    lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)));
                 }
             }
             paint(frame, area, lines, theme.base);
