@@ -283,6 +283,7 @@ impl App {
                 self.pipeline.ingest(&snapshot);
             }
             FeedEvent::Stalled { for_ms } => self.stalled_ms = Some(for_ms),
+            FeedEvent::Note(message) => self.status = Some(message),
             FeedEvent::Failed(message) => self.feed_note = Some(format!("sampling stopped: {message}")),
             FeedEvent::Ended => self.feed_note = Some("the source has no more data".to_owned()),
         }
