@@ -109,7 +109,10 @@ fn too_small_terminal_says_so() {
 fn kill_from_the_monitor_reaches_a_real_process() {
     let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
     let pid = victim.id().to_string();
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &pid], 120, 40);
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
     session.wait_for(&pid);
     // Select the attached process with the filter, then K and Enter.
     session.send(&format!("/{pid}\r"));
