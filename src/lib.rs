@@ -46,4 +46,5 @@ pub mod report;
 pub mod run;
 pub mod sample;
 pub mod source;
+pub mod terminal;
 pub mod ui;

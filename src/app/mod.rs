@@ -1,1 +1,333 @@
-//! The interactive app: state, actions, keymap, and the event loop.
+//! The interactive monitor's state and behaviour: what the user sees (`App`), what they can do (`Action`,
+//! `Keymap`), where the data comes from (`Feed`, `Player`) and how signals are sent safely (`signal`).
+//! Drawing lives in `ui/`, which only reads the `App`; the terminal lives in `terminal.rs`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::advice::Thresholds;
+use crate::pipeline::Pipeline;
+use crate::sample::{MachineInfo, Snapshot, Tick};
+use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
+
+pub mod action;
+pub mod feed;
+pub mod inspect;
+pub mod keymap;
+pub mod player;
+mod run;
+pub mod signal;
+pub mod table;
+mod update;
+
+pub use action::Action;
+pub use feed::{Feed, FeedEvent};
+pub use inspect::{NoInspector, ProcessInspector};
+pub use keymap::{KeyOverrides, Keymap, KeymapError};
+pub use run::run;
+pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTarget};
+pub use table::{FixedFilters, ProcessRow, RowKey, SortColumn, TableState};
+
+use player::Player;
+
+/// Everything the monitor is started with.
+#[derive(Debug)]
+pub struct AppOptions {
+    /// The sampling interval (shown in help; the sampler paces itself).
+    pub interval: Duration,
+    /// No signals and no environment screen.
+    pub readonly: bool,
+    /// Show only these GPUs (NVML indices).
+    pub only_gpus: Option<Vec<u32>>,
+    /// Show only this user's processes.
+    pub user: Option<String>,
+    /// Show only these PIDs (empty: all).
+    pub pids: Vec<u32>,
+    pub ui: UiConfig,
+    /// `NO_COLOR` or `--no-color`: overrides the theme with bold/reverse only.
+    pub no_color: bool,
+    /// ASCII instead of box drawing, braille and block glyphs.
+    pub ascii: bool,
+    /// The `[keys]` table.
+    pub keys: KeyOverrides,
+    pub thresholds: Thresholds,
+    /// Samples kept in the history.
+    pub history_capacity: usize,
+    /// Our uid and user name: the environment screen is for our own processes only.
+    pub own_uid: u32,
+    pub own_user: Option<String>,
+    pub process_inspector: Box<dyn ProcessInspector>,
+    pub signal_sender: Box<dyn SignalSender>,
+}
+
+impl Default for AppOptions {
+    fn default() -> Self {
+        Self {
+            interval: Duration::from_secs(1),
+            readonly: false,
+            only_gpus: None,
+            user: None,
+            pids: Vec::new(),
+            ui: UiConfig::default(),
+            no_color: false,
+            ascii: false,
+            keys: KeyOverrides::new(),
+            thresholds: Thresholds::default(),
+            history_capacity: 3600,
+            own_uid: rustix::process::getuid().as_raw(),
+            own_user: std::env::var("USER").ok(),
+            process_inspector: Box::new(NoInspector),
+            signal_sender: Box::new(PidfdSender::default()),
+        }
+    }
+}
+
+/// Which screen is in front.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Screen {
+    Main,
+    Help,
+    /// One process: history graphs and CUDA libraries.
+    Details {
+        pid: u32,
+        libraries: inspect::Pairs,
+    },
+    /// One process's environment.
+    Environment {
+        pid: u32,
+        vars: inspect::Pairs,
+        offset: usize,
+    },
+    /// The explanation of one finding (index into the findings).
+    Explain {
+        index: usize,
+    },
+}
+
+/// Which pane takes Up/Down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    Processes,
+    Advice,
+}
+
+/// The signal confirmation dialog.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SignalDialog {
+    pub targets: Vec<SignalTarget>,
+    /// Index into [`SignalKind::ALL`], or 3 for Cancel.
+    pub button: usize,
+}
+
+/// A recording being played.
+#[derive(Debug)]
+pub struct Playback {
+    pub player: Player,
+    pub machine: Arc<MachineInfo>,
+    pub ticks: Vec<Tick>,
+    pub label: String,
+}
+
+/// What the event loop must do after an update.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    Quit,
+    Suspend,
+}
+
+/// The monitor's state. `ui::draw` reads it; only `update` and the feed methods change it.
+#[derive(Debug)]
+pub struct App {
+    pub keymap: Keymap,
+    pub readonly: bool,
+    pub fixed: FixedFilters,
+    pub theme: ThemeName,
+    pub ascii: bool,
+    pub mouse: bool,
+    pub interval: Duration,
+    pub own_uid: u32,
+    pub own_user: Option<String>,
+    thresholds: Thresholds,
+    capacity: usize,
+    pipeline: Pipeline,
+    /// The view frozen by `p` on live data.
+    frozen: Option<Box<Pipeline>>,
+    pub playback: Option<Playback>,
+    pub table: TableState,
+    pub screen: Screen,
+    pub dialog: Option<SignalDialog>,
+    /// The last outcome or hint, shown in the status line until the next action.
+    pub status: Option<String>,
+    /// Set while the sampler reports NVML stalled.
+    pub stalled_ms: Option<u64>,
+    /// Set when the live feed failed or ended.
+    pub feed_note: Option<String>,
+    pub span_s: u64,
+    pub mode: DisplayMode,
+    pub focus: Focus,
+    pub advice_selected: usize,
+    /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
+    pub page_rows: usize,
+    inspector: Box<dyn ProcessInspector>,
+    sender: Box<dyn SignalSender>,
+}
+
+impl App {
+    /// An app for `feed`'s first data.
+    ///
+    /// # Errors
+    /// The `[keys]` overrides name an unknown action or key; a recording has no ticks.
+    pub fn new(options: AppOptions, feed: &Feed) -> Result<Self, String> {
+        let keymap = Keymap::with_overrides(&options.keys).map_err(|e| e.to_string())?;
+        let (first, playback) = match feed {
+            Feed::Live { first, .. } => ((**first).clone(), None),
+            Feed::Recording { machine, ticks, label } => {
+                let tick = ticks.first().ok_or_else(|| format!("recording {label} has no samples"))?;
+                let playback = Playback {
+                    player: Player::new(ticks),
+                    machine: Arc::clone(machine),
+                    ticks: ticks.clone(),
+                    label: label.clone(),
+                };
+                (Snapshot { machine: Arc::clone(machine), tick: tick.clone() }, Some(playback))
+            }
+        };
+        let theme = if options.no_color { ThemeName::NoColor } else { options.ui.theme };
+        Ok(Self {
+            keymap,
+            readonly: options.readonly,
+            fixed: FixedFilters { gpus: options.only_gpus, user: options.user, pids: options.pids },
+            theme,
+            ascii: options.ascii,
+            mouse: options.ui.mouse,
+            interval: options.interval,
+            own_uid: options.own_uid,
+            own_user: options.own_user,
+            pipeline: Pipeline::new(&first, options.history_capacity, options.thresholds.clone()),
+            thresholds: options.thresholds,
+            capacity: options.history_capacity,
+            frozen: None,
+            playback,
+            table: TableState::default(),
+            screen: Screen::Main,
+            dialog: None,
+            status: None,
+            stalled_ms: None,
+            feed_note: None,
+            span_s: options.ui.graph_span_s,
+            mode: options.ui.mode,
+            focus: Focus::Processes,
+            advice_selected: 0,
+            page_rows: 10,
+            inspector: options.process_inspector,
+            sender: options.signal_sender,
+        })
+    }
+
+    /// The pipeline the screen shows: the frozen one while paused live, else the current one.
+    #[must_use]
+    pub fn view(&self) -> &Pipeline {
+        self.frozen.as_deref().unwrap_or(&self.pipeline)
+    }
+
+    /// The tick the screen shows.
+    #[must_use]
+    pub fn tick(&self) -> &Tick {
+        self.view().history.latest()
+    }
+
+    /// The machine the screen shows.
+    #[must_use]
+    pub fn machine(&self) -> &Arc<MachineInfo> {
+        self.view().history.machine()
+    }
+
+    /// Whether the live view is frozen.
+    #[must_use]
+    pub fn is_frozen(&self) -> bool {
+        self.frozen.is_some()
+    }
+
+    /// The process rows as the table shows them.
+    #[must_use]
+    pub fn rows(&self) -> Vec<ProcessRow<'_>> {
+        self.table.rows(self.tick(), &self.fixed)
+    }
+
+    /// Index of the selected row in `rows`, if the selected process is still listed.
+    #[must_use]
+    pub fn selected_index(&self, rows: &[ProcessRow<'_>]) -> Option<usize> {
+        let key = self.table.selected?;
+        rows.iter().position(|r| r.key == key)
+    }
+
+    /// The findings on screen, filtered like the GPUs.
+    #[must_use]
+    pub fn findings(&self) -> Vec<&crate::advice::Finding> {
+        self.view()
+            .findings()
+            .iter()
+            .filter(|f| match (&self.fixed.gpus, f.gpu_index) {
+                (Some(only), Some(gpu)) => only.contains(&gpu),
+                _ => true,
+            })
+            .collect()
+    }
+
+    /// Takes in one message from the sampler.
+    pub fn on_feed(&mut self, event: FeedEvent) {
+        match event {
+            FeedEvent::Snapshot(snapshot) => {
+                self.stalled_ms = None;
+                self.pipeline.ingest(&snapshot);
+            }
+            FeedEvent::Stalled { for_ms } => self.stalled_ms = Some(for_ms),
+            FeedEvent::Note(message) => self.status = Some(message),
+            FeedEvent::Failed(message) => self.feed_note = Some(format!("sampling stopped: {message}")),
+            FeedEvent::Ended => self.feed_note = Some("the source has no more data".to_owned()),
+        }
+    }
+
+    /// Moves a recording on by `elapsed` real time. Returns whether anything new is shown.
+    pub fn advance_playback(&mut self, elapsed: Duration) -> bool {
+        let Some(playback) = &mut self.playback else {
+            return false;
+        };
+        let advance = playback.player.advance(elapsed);
+        self.apply_advance(&advance)
+    }
+
+    /// How long until the recording's next tick is due, when one is playing.
+    #[must_use]
+    pub fn until_next_frame(&self) -> Option<Duration> {
+        self.playback.as_ref().and_then(|p| p.player.until_next())
+    }
+
+    pub(super) fn apply_advance(&mut self, advance: &player::Advance) -> bool {
+        let Some(playback) = &self.playback else {
+            return false;
+        };
+        let snapshot = |tick: &Tick| Snapshot { machine: Arc::clone(&playback.machine), tick: tick.clone() };
+        match *advance {
+            player::Advance::None => false,
+            player::Advance::Forward { from, to } => {
+                for tick in &playback.ticks[from..to.min(playback.ticks.len())] {
+                    self.pipeline.ingest(&snapshot(tick));
+                }
+                true
+            }
+            player::Advance::Rebuild { to } => {
+                let mut ticks = playback.ticks[..to.min(playback.ticks.len())].iter();
+                if let Some(first) = ticks.next() {
+                    let mut pipeline = Pipeline::new(&snapshot(first), self.capacity, self.thresholds.clone());
+                    for tick in ticks {
+                        pipeline.ingest(&snapshot(tick));
+                    }
+                    self.pipeline = pipeline;
+                }
+                true
+            }
+        }
+    }
+}

@@ -1,0 +1,315 @@
+//! Keys as data: the default bindings, the `[keys]` overrides from the config, and the lookup from a key press
+//! to an [`Action`]. The help screen is generated from here.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::{Action, Scope};
+
+/// One key with its modifiers, as written in the config (`"q"`, `"ctrl-c"`, `"Enter"`, `"shift-Left"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyBinding {
+    pub code: KeyCode,
+    pub modifiers: KeyModifiers,
+}
+
+/// Why the `[keys]` table could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeymapError {
+    #[error("[keys]: unknown action '{0}'; the actions are listed in the help screen (press ?)")]
+    UnknownAction(String),
+    #[error(
+        "[keys] {action}: unknown key '{key}'; write a character (\"q\"), a name (\"Enter\", \"F5\", \"PageUp\") or a modifier and a key (\"ctrl-c\", \"shift-Left\")"
+    )]
+    UnknownKey { action: String, key: String },
+}
+
+const NAMED: [(&str, KeyCode); 17] = [
+    ("enter", KeyCode::Enter),
+    ("esc", KeyCode::Esc),
+    ("escape", KeyCode::Esc),
+    ("space", KeyCode::Char(' ')),
+    ("tab", KeyCode::Tab),
+    ("backtab", KeyCode::BackTab),
+    ("backspace", KeyCode::Backspace),
+    ("up", KeyCode::Up),
+    ("down", KeyCode::Down),
+    ("left", KeyCode::Left),
+    ("right", KeyCode::Right),
+    ("home", KeyCode::Home),
+    ("end", KeyCode::End),
+    ("pageup", KeyCode::PageUp),
+    ("pagedown", KeyCode::PageDown),
+    ("delete", KeyCode::Delete),
+    ("insert", KeyCode::Insert),
+];
+
+impl KeyBinding {
+    /// Parses a key as written in the config.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut modifiers = KeyModifiers::NONE;
+        let mut rest = text;
+        loop {
+            let lower = rest.to_ascii_lowercase();
+            let (prefix_len, modifier) = if lower.starts_with("ctrl-") {
+                (5, KeyModifiers::CONTROL)
+            } else if lower.starts_with("c-") && rest.len() > 2 {
+                (2, KeyModifiers::CONTROL)
+            } else if lower.starts_with("alt-") {
+                (4, KeyModifiers::ALT)
+            } else if lower.starts_with("a-") && rest.len() > 2 {
+                (2, KeyModifiers::ALT)
+            } else if lower.starts_with("shift-") {
+                (6, KeyModifiers::SHIFT)
+            } else if lower.starts_with("s-") && rest.len() > 2 {
+                (2, KeyModifiers::SHIFT)
+            } else {
+                break;
+            };
+            modifiers |= modifier;
+            rest = &rest[prefix_len..];
+        }
+        let mut chars = rest.chars();
+        let code = match (chars.next(), chars.next()) {
+            (Some(c), None) => KeyCode::Char(c),
+            _ => {
+                let lower = rest.to_ascii_lowercase();
+                if let Some((_, code)) = NAMED.iter().find(|(name, _)| *name == lower) {
+                    *code
+                } else if let Some(n) = lower.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
+                    if (1..=24).contains(&n) { KeyCode::F(n) } else { return None }
+                } else {
+                    return None;
+                }
+            }
+        };
+        Some(Self { code, modifiers }.normalized())
+    }
+
+    /// The binding for a key event, with shift folded into characters the way terminals report them.
+    #[must_use]
+    pub fn from_event(event: &KeyEvent) -> Self {
+        Self { code: event.code, modifiers: event.modifiers }.normalized()
+    }
+
+    /// Shift is part of a character ('K' is shift-k), so it is dropped for characters; a control character is
+    /// kept lower-case.
+    fn normalized(self) -> Self {
+        match self.code {
+            KeyCode::Char(c) if self.modifiers.contains(KeyModifiers::CONTROL) => {
+                Self { code: KeyCode::Char(c.to_ascii_lowercase()), modifiers: self.modifiers - KeyModifiers::SHIFT }
+            }
+            KeyCode::Char(c) if self.modifiers.contains(KeyModifiers::SHIFT) => {
+                Self { code: KeyCode::Char(c), modifiers: self.modifiers - KeyModifiers::SHIFT }
+            }
+            KeyCode::BackTab => Self { code: KeyCode::BackTab, modifiers: self.modifiers - KeyModifiers::SHIFT },
+            _ => self,
+        }
+    }
+}
+
+impl fmt::Display for KeyBinding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.modifiers.contains(KeyModifiers::CONTROL) {
+            write!(f, "^")?;
+        }
+        if self.modifiers.contains(KeyModifiers::ALT) {
+            write!(f, "A-")?;
+        }
+        if self.modifiers.contains(KeyModifiers::SHIFT) {
+            write!(f, "S-")?;
+        }
+        match self.code {
+            KeyCode::Char(' ') => write!(f, "Space"),
+            KeyCode::Char(c) if self.modifiers.contains(KeyModifiers::CONTROL) => {
+                write!(f, "{}", c.to_ascii_uppercase())
+            }
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::F(n) => write!(f, "F{n}"),
+            KeyCode::PageUp => write!(f, "PgUp"),
+            KeyCode::PageDown => write!(f, "PgDn"),
+            KeyCode::BackTab => write!(f, "S-Tab"),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
+/// The default keys of every action: nvitop's habits, except that Ctrl-C quits and `/` filters.
+fn defaults(action: Action) -> &'static [&'static str] {
+    match action {
+        Action::Quit => &["q", "Q", "ctrl-c"],
+        Action::Help => &["?", "h"],
+        Action::Back => &["Esc"],
+        Action::Up => &["Up", "alt-k", "BackTab"],
+        Action::Down => &["Down", "alt-j", "Tab"],
+        Action::PageUp => &["PageUp"],
+        Action::PageDown => &["PageDown"],
+        Action::First => &["Home"],
+        Action::Last => &["End"],
+        Action::Tag => &["Space"],
+        Action::SignalTerm => &["T"],
+        Action::SignalKill => &["K", "k"],
+        Action::SignalInt => &["I"],
+        Action::Details => &["Enter"],
+        Action::Environment => &["e"],
+        Action::Tree => &["t"],
+        Action::SortPrev => &[",", "<"],
+        Action::SortNext => &[".", ">"],
+        Action::SortInvert => &["i"],
+        Action::Filter => &["/"],
+        Action::CycleGpu => &["g"],
+        Action::CycleUser => &["u"],
+        Action::Pause => &["p"],
+        Action::SpanLonger => &["]", "+"],
+        Action::SpanShorter => &["[", "-"],
+        Action::FocusNext => &["ctrl-w", "A"],
+        Action::Explain => &["x"],
+        Action::ModeAuto => &["a"],
+        Action::ModeFull => &["f"],
+        Action::ModeCompact => &["c"],
+        Action::SeekBack => &["Left"],
+        Action::SeekForward => &["Right"],
+        Action::SeekBackLong => &["shift-Left"],
+        Action::SeekForwardLong => &["shift-Right"],
+        Action::JumpStart => &["0"],
+        Action::JumpEnd => &["$"],
+        Action::Slower => &["{"],
+        Action::Faster => &["}"],
+        Action::Suspend => &["ctrl-z"],
+        Action::DialogConfirm => &["Enter", "y"],
+        Action::DialogCancel => &["Esc", "n", "q"],
+        Action::DialogLeft => &["Left", "shift-Tab"],
+        Action::DialogRight => &["Right", "Tab"],
+    }
+}
+
+/// Key config overrides: action name to the keys that replace its defaults.
+pub type KeyOverrides = BTreeMap<String, Vec<String>>;
+
+/// The bindings in force: for each action, its keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keymap {
+    bindings: Vec<(Action, Vec<KeyBinding>)>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        let bindings = Action::ALL
+            .iter()
+            .map(|action| (*action, defaults(*action).iter().filter_map(|k| KeyBinding::parse(k)).collect()))
+            .collect();
+        Self { bindings }
+    }
+}
+
+impl Keymap {
+    /// The defaults with `overrides` applied: each named action gets exactly the keys given, and those keys are
+    /// taken away from other actions of the same scope.
+    ///
+    /// # Errors
+    /// An unknown action or key name, naming it.
+    pub fn with_overrides(overrides: &KeyOverrides) -> Result<Self, KeymapError> {
+        let mut keymap = Self::default();
+        for (name, keys) in overrides {
+            let action = Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
+            let parsed = keys
+                .iter()
+                .map(|key| {
+                    KeyBinding::parse(key)
+                        .ok_or_else(|| KeymapError::UnknownKey { action: name.clone(), key: key.clone() })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            for (other, other_keys) in &mut keymap.bindings {
+                if *other != action && other.scope() == action.scope() {
+                    other_keys.retain(|k| !parsed.contains(k));
+                }
+            }
+            for (each, each_keys) in &mut keymap.bindings {
+                if *each == action {
+                    each_keys.clone_from(&parsed);
+                }
+            }
+        }
+        Ok(keymap)
+    }
+
+    /// The action for a key: in a dialog the dialog bindings come first, then the normal ones.
+    #[must_use]
+    pub fn lookup(&self, key: KeyBinding, in_dialog: bool) -> Option<Action> {
+        let find = |scope: Scope| {
+            self.bindings.iter().find(|(action, keys)| action.scope() == scope && keys.contains(&key)).map(|(a, _)| *a)
+        };
+        if in_dialog { find(Scope::Dialog).or_else(|| find(Scope::Normal)) } else { find(Scope::Normal) }
+    }
+
+    /// The keys bound to an action.
+    #[must_use]
+    pub fn keys(&self, action: Action) -> &[KeyBinding] {
+        self.bindings.iter().find(|(a, _)| *a == action).map_or(&[], |(_, keys)| keys.as_slice())
+    }
+
+    /// The keys of an action written for people, e.g. "q Q ^C".
+    #[must_use]
+    pub fn describe(&self, action: Action) -> String {
+        let keys: Vec<String> = self.keys(action).iter().map(ToString::to_string).collect();
+        keys.join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str) -> KeyBinding {
+        KeyBinding::parse(text).expect(text)
+    }
+
+    #[test]
+    fn defaults_follow_nvitop_habits_and_ctrl_c_quits() {
+        let keymap = Keymap::default();
+        assert_eq!(keymap.lookup(key("q"), false), Some(Action::Quit));
+        assert_eq!(keymap.lookup(key("ctrl-c"), false), Some(Action::Quit));
+        assert_eq!(keymap.lookup(key("K"), false), Some(Action::SignalKill));
+        assert_eq!(keymap.lookup(key("T"), false), Some(Action::SignalTerm));
+        assert_eq!(keymap.lookup(key("/"), false), Some(Action::Filter));
+        assert_eq!(keymap.lookup(key(","), false), Some(Action::SortPrev));
+        assert_eq!(keymap.lookup(key("Space"), false), Some(Action::Tag));
+        assert_eq!(keymap.lookup(key("Enter"), false), Some(Action::Details));
+        assert_eq!(keymap.lookup(key("Enter"), true), Some(Action::DialogConfirm));
+        assert_eq!(keymap.lookup(key("n"), true), Some(Action::DialogCancel));
+        assert_eq!(keymap.lookup(key("q"), true), Some(Action::DialogCancel));
+        assert_eq!(keymap.lookup(key("z"), false), None);
+    }
+
+    #[test]
+    fn terminal_events_match_config_spelling() {
+        let shift_k = KeyEvent::new(KeyCode::Char('K'), KeyModifiers::SHIFT);
+        assert_eq!(KeyBinding::from_event(&shift_k), key("K"));
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(KeyBinding::from_event(&ctrl_c), key("C-c"));
+        assert_eq!(key("shift-Left").to_string(), "S-Left");
+        assert_eq!(key("F5"), KeyBinding { code: KeyCode::F(5), modifiers: KeyModifiers::NONE });
+    }
+
+    #[test]
+    fn an_override_replaces_the_keys_and_frees_them_elsewhere() {
+        let overrides = KeyOverrides::from([("quit".to_owned(), vec!["x".to_owned()])]);
+        let keymap = Keymap::with_overrides(&overrides).expect("valid");
+        assert_eq!(keymap.lookup(key("x"), false), Some(Action::Quit));
+        assert_eq!(keymap.lookup(key("q"), false), None);
+        assert_eq!(keymap.describe(Action::Explain), "", "x was taken from explain");
+    }
+
+    #[test]
+    fn unknown_names_are_errors_that_name_them() {
+        let bad_action = KeyOverrides::from([("launch-rockets".to_owned(), vec!["x".to_owned()])]);
+        let error = Keymap::with_overrides(&bad_action).expect_err("unknown action");
+        assert!(error.to_string().contains("launch-rockets"), "{error}");
+        let bad_key = KeyOverrides::from([("quit".to_owned(), vec!["hyper-q".to_owned()])]);
+        let error = Keymap::with_overrides(&bad_key).expect_err("unknown key");
+        assert!(error.to_string().contains("hyper-q") && error.to_string().contains("quit"), "{error}");
+    }
+}

@@ -1,0 +1,453 @@
+//! How the app reacts to what the user does: `update` takes an [`Action`] (never a key code); `on_key` turns a
+//! key into an action through the keymap, except while the filter is being typed.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::keymap::KeyBinding;
+use super::signal::{SignalKind, SignalOutcome, SignalTarget};
+use super::table::{ProcessRow, SortColumn};
+use super::{Action, App, Effect, Focus, Screen, SignalDialog};
+use crate::ui::config::{DisplayMode, SPANS_S};
+
+impl App {
+    /// Handles a key press.
+    pub fn on_key(&mut self, key: KeyEvent) -> Effect {
+        if self.table.editing_filter {
+            // Text entry is not remappable: characters are the filter.
+            match key.code {
+                KeyCode::Enter => self.table.editing_filter = false,
+                KeyCode::Esc => {
+                    self.table.editing_filter = false;
+                    self.table.filter.clear();
+                }
+                KeyCode::Backspace => {
+                    self.table.filter.pop();
+                }
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Effect::Quit,
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => self.table.filter.push(c),
+                _ => {}
+            }
+            self.table.offset = 0;
+            return Effect::None;
+        }
+        let binding = KeyBinding::from_event(&key);
+        if self.screen == Screen::Help {
+            // Any key leaves the help screen, as in nvitop; quit still quits.
+            self.screen = Screen::Main;
+            return match self.keymap.lookup(binding, false) {
+                Some(Action::Quit) if binding.modifiers.contains(KeyModifiers::CONTROL) => Effect::Quit,
+                _ => Effect::None,
+            };
+        }
+        match self.keymap.lookup(binding, self.dialog.is_some()) {
+            Some(action) => self.update(action),
+            None => Effect::None,
+        }
+    }
+
+    /// Carries out one action.
+    pub fn update(&mut self, action: Action) -> Effect {
+        if self.dialog.is_some() {
+            return self.update_dialog(action);
+        }
+        if !matches!(self.screen, Screen::Main) {
+            return self.update_sub_screen(action);
+        }
+        self.status = None;
+        match action {
+            Action::Quit => return Effect::Quit,
+            Action::Suspend => return Effect::Suspend,
+            Action::Help => self.screen = Screen::Help,
+            Action::Back => {
+                self.table.filter.clear();
+                self.table.tagged.clear();
+                self.table.selected = None;
+                self.table.only_gpu = None;
+                self.table.only_user = None;
+                self.focus = Focus::Processes;
+            }
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::First | Action::Last => {
+                self.move_selection(action);
+            }
+            Action::Tag => self.tag_selected(),
+            Action::SignalTerm => self.open_dialog(SignalKind::Term),
+            Action::SignalKill => self.open_dialog(SignalKind::Kill),
+            Action::SignalInt => self.open_dialog(SignalKind::Int),
+            Action::Details => self.open_details(),
+            Action::Environment => self.open_environment(),
+            Action::Tree => {
+                self.table.tree = !self.table.tree;
+                self.table.offset = 0;
+            }
+            Action::SortPrev | Action::SortNext => {
+                let columns = SortColumn::ALL;
+                let at = columns.iter().position(|c| *c == self.table.sort).unwrap_or(0);
+                let next = if action == Action::SortNext { at + 1 } else { at + columns.len() - 1 };
+                self.table.sort = columns[next % columns.len()];
+                self.table.inverted = false;
+            }
+            Action::SortInvert => self.table.inverted = !self.table.inverted,
+            Action::Filter => {
+                self.table.editing_filter = true;
+                self.focus = Focus::Processes;
+            }
+            Action::CycleGpu => self.cycle_gpu(),
+            Action::CycleUser => self.cycle_user(),
+            Action::Pause => self.toggle_pause(),
+            Action::SpanLonger | Action::SpanShorter => {
+                let at = SPANS_S.iter().position(|s| *s >= self.span_s).unwrap_or(SPANS_S.len() - 1);
+                let next =
+                    if action == Action::SpanLonger { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
+                self.span_s = SPANS_S[next];
+                self.status = Some(format!("graphs show the last {}", crate::ui::format::duration_s(self.span_s)));
+            }
+            Action::FocusNext => {
+                self.focus = if self.focus == Focus::Processes { Focus::Advice } else { Focus::Processes };
+            }
+            Action::Explain => {
+                if self.findings().is_empty() {
+                    self.status = Some("no findings to explain".to_owned());
+                } else {
+                    self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1) };
+                }
+            }
+            Action::ModeAuto => self.mode = DisplayMode::Auto,
+            Action::ModeFull => self.mode = DisplayMode::Full,
+            Action::ModeCompact => self.mode = DisplayMode::Compact,
+            Action::SeekBack => self.seek(-10_000),
+            Action::SeekForward => self.seek(10_000),
+            Action::SeekBackLong => self.seek(-60_000),
+            Action::SeekForwardLong => self.seek(60_000),
+            Action::JumpStart | Action::JumpEnd | Action::Slower | Action::Faster => self.playback_control(action),
+            Action::DialogConfirm | Action::DialogCancel | Action::DialogLeft | Action::DialogRight => {}
+        }
+        Effect::None
+    }
+
+    fn update_sub_screen(&mut self, action: Action) -> Effect {
+        match (&mut self.screen, action) {
+            (_, Action::Suspend) => return Effect::Suspend,
+            (Screen::Environment { offset, .. }, Action::Down) => *offset += 1,
+            (Screen::Environment { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
+            (Screen::Environment { offset, .. }, Action::PageDown) => *offset += self.page_rows.max(1),
+            (Screen::Environment { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows),
+            (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
+            (Screen::Environment { pid, .. }, Action::Details) => {
+                let pid = *pid;
+                self.screen = Screen::Details { pid, libraries: self.inspector.cuda_libraries(pid) };
+            }
+            (Screen::Details { .. }, Action::Environment) => self.open_environment(),
+            (
+                _,
+                Action::Quit | Action::Back | Action::Details | Action::Explain | Action::Environment | Action::Help,
+            ) => {
+                self.screen = Screen::Main;
+            }
+            (_, Action::Pause) => self.toggle_pause(),
+            _ => {}
+        }
+        Effect::None
+    }
+
+    fn update_dialog(&mut self, action: Action) -> Effect {
+        let Some(dialog) = &mut self.dialog else {
+            return Effect::None;
+        };
+        match action {
+            Action::DialogLeft => dialog.button = (dialog.button + 3) % 4,
+            Action::DialogRight => dialog.button = (dialog.button + 1) % 4,
+            Action::SignalTerm => dialog.button = 0,
+            Action::SignalKill => dialog.button = 1,
+            Action::SignalInt => dialog.button = 2,
+            Action::DialogCancel | Action::Quit | Action::Back => {
+                self.dialog = None;
+                self.status = Some("cancelled: no signal sent".to_owned());
+            }
+            Action::DialogConfirm => {
+                let dialog = self.dialog.take();
+                if let Some(dialog) = dialog {
+                    self.send_signals(&dialog);
+                }
+            }
+            _ => {}
+        }
+        Effect::None
+    }
+
+    fn send_signals(&mut self, dialog: &SignalDialog) {
+        let Some(kind) = SignalKind::ALL.get(dialog.button).copied() else {
+            self.status = Some("cancelled: no signal sent".to_owned());
+            return;
+        };
+        let results: Vec<String> = dialog
+            .targets
+            .iter()
+            .map(|target| {
+                let outcome = self.sender.send(target, kind);
+                let outcome = match outcome {
+                    SignalOutcome::PermissionDenied { owner: None } => {
+                        SignalOutcome::PermissionDenied { owner: target.user.clone() }
+                    }
+                    other => other,
+                };
+                format!("PID {}: {outcome}", target.pid)
+            })
+            .collect();
+        self.status = Some(format!("{} → {}", kind.name(), results.join("; ")));
+        self.table.tagged.clear();
+    }
+
+    fn open_dialog(&mut self, kind: SignalKind) {
+        if self.readonly {
+            self.status = Some("read-only mode: signals are off (started with --readonly)".to_owned());
+            return;
+        }
+        let rows = self.rows();
+        let chosen: Vec<&ProcessRow<'_>> = if self.table.tagged.is_empty() {
+            self.selected_index(&rows).map(|i| &rows[i]).into_iter().collect()
+        } else {
+            rows.iter().filter(|r| self.table.tagged.contains(&r.key)).collect()
+        };
+        if chosen.is_empty() {
+            self.status = Some("select a process first (Up/Down, or tag with Space)".to_owned());
+            return;
+        }
+        let mut targets: Vec<SignalTarget> = Vec::new();
+        let mut refused: Vec<String> = Vec::new();
+        for row in chosen {
+            if let Some(why) = row.why_not_signalable() {
+                refused.push(why);
+                continue;
+            }
+            let (Some(pid), Some(host)) = (row.pid, row.host) else { continue };
+            let Some(start_ticks) = host.start_ticks else { continue };
+            if targets.iter().any(|t| t.pid == pid) {
+                continue;
+            }
+            let gpu_mem_bytes =
+                rows.iter().filter(|r| r.pid == Some(pid)).filter_map(ProcessRow::gpu_mem_bytes).reduce(|a, b| a + b);
+            targets.push(SignalTarget {
+                pid,
+                start_ticks,
+                user: host.user.clone(),
+                command: row.command().to_owned(),
+                gpu_mem_bytes,
+            });
+        }
+        let note = if refused.is_empty() { None } else { Some(format!("no signal for: {}", refused.join("; "))) };
+        drop(rows);
+        if targets.is_empty() {
+            self.status = note;
+            return;
+        }
+        self.status = note;
+        let button = SignalKind::ALL.iter().position(|k| *k == kind).unwrap_or(3);
+        self.dialog = Some(SignalDialog { targets, button });
+    }
+
+    fn selected_row_info(&self) -> Option<(u32, Option<u32>)> {
+        let rows = self.rows();
+        let row = &rows[self.selected_index(&rows)?];
+        Some((row.pid?, row.host.and_then(|h| h.uid)))
+    }
+
+    fn open_details(&mut self) {
+        if self.focus == Focus::Advice {
+            self.update(Action::Explain);
+            return;
+        }
+        match self.selected_row_info() {
+            Some((pid, _)) => {
+                self.screen = Screen::Details { pid, libraries: self.inspector.cuda_libraries(pid) };
+            }
+            None => self.status = Some("select a process with a PID first".to_owned()),
+        }
+    }
+
+    fn open_environment(&mut self) {
+        if self.readonly {
+            self.status = Some("read-only mode: the environment screen is off (started with --readonly)".to_owned());
+            return;
+        }
+        let pid = match &self.screen {
+            Screen::Details { pid, .. } => Some((*pid, self.tick().process(*pid).and_then(|h| h.uid))),
+            _ => self.selected_row_info(),
+        };
+        match pid {
+            Some((pid, Some(uid))) if uid == self.own_uid => {
+                self.screen = Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0 };
+            }
+            Some((pid, _)) => {
+                self.screen = Screen::Main;
+                self.status =
+                    Some(format!("PID {pid} is not yours: the environment screen shows your own processes only"));
+            }
+            None => self.status = Some("select a process with a PID first".to_owned()),
+        }
+    }
+
+    fn move_selection(&mut self, action: Action) {
+        if self.focus == Focus::Advice {
+            let n = self.findings().len();
+            self.advice_selected = match action {
+                Action::Up => self.advice_selected.saturating_sub(1),
+                Action::Down => (self.advice_selected + 1).min(n.saturating_sub(1)),
+                Action::First => 0,
+                Action::Last => n.saturating_sub(1),
+                _ => self.advice_selected,
+            };
+            return;
+        }
+        let rows = self.rows();
+        if rows.is_empty() {
+            return;
+        }
+        let last = rows.len() - 1;
+        let page = self.page_rows.max(1);
+        let next = match (self.selected_index(&rows), action) {
+            (None, Action::Last) => last,
+            (None, _) => 0,
+            (Some(i), Action::Up) => i.saturating_sub(1),
+            (Some(i), Action::Down) => (i + 1).min(last),
+            (Some(i), Action::PageUp) => i.saturating_sub(page),
+            (Some(i), Action::PageDown) => (i + page).min(last),
+            (Some(_), Action::First) => 0,
+            (Some(_), _) => last,
+        };
+        let key = rows[next].key;
+        drop(rows);
+        self.select(next, key);
+    }
+
+    fn select(&mut self, index: usize, key: super::RowKey) {
+        self.table.selected = Some(key);
+        let page = self.page_rows.max(1);
+        if index < self.table.offset {
+            self.table.offset = index;
+        } else if index >= self.table.offset + page {
+            self.table.offset = index + 1 - page;
+        }
+    }
+
+    fn tag_selected(&mut self) {
+        let rows = self.rows();
+        let Some(index) = self.selected_index(&rows) else {
+            drop(rows);
+            self.move_selection(Action::First);
+            return;
+        };
+        let key = rows[index].key;
+        let next = (index + 1).min(rows.len() - 1);
+        let next_key = rows[next].key;
+        drop(rows);
+        if !self.table.tagged.remove(&key) {
+            self.table.tagged.insert(key);
+        }
+        self.select(next, next_key);
+    }
+
+    fn cycle_gpu(&mut self) {
+        let gpus: Vec<u32> = self
+            .machine()
+            .gpus
+            .iter()
+            .map(|g| g.index)
+            .filter(|i| self.fixed.gpus.as_ref().is_none_or(|only| only.contains(i)))
+            .collect();
+        self.table.only_gpu = match self.table.only_gpu {
+            None => gpus.first().copied(),
+            Some(current) => gpus.iter().position(|g| *g == current).and_then(|at| gpus.get(at + 1)).copied(),
+        };
+        self.table.offset = 0;
+        self.status = Some(match self.table.only_gpu {
+            Some(gpu) => format!("processes of GPU {gpu} only (g: next GPU)"),
+            None => "processes of every GPU".to_owned(),
+        });
+    }
+
+    fn cycle_user(&mut self) {
+        let mut users: Vec<String> = self.tick().processes.iter().filter_map(|p| p.user.clone()).collect();
+        users.sort();
+        users.dedup();
+        if let Some(own) = &self.own_user {
+            users.retain(|u| u != own);
+            users.insert(0, own.clone());
+        }
+        self.table.only_user = match &self.table.only_user {
+            None => users.first().cloned(),
+            Some(current) => users.iter().position(|u| u == current).and_then(|at| users.get(at + 1)).cloned(),
+        };
+        self.table.offset = 0;
+        self.status = Some(match &self.table.only_user {
+            Some(user) => format!("processes of {user} only (u: next user)"),
+            None => "processes of every user".to_owned(),
+        });
+    }
+
+    fn toggle_pause(&mut self) {
+        if let Some(playback) = &mut self.playback {
+            playback.player.toggle_pause();
+        } else if self.frozen.take().is_none() {
+            self.frozen = Some(Box::new(self.pipeline.clone()));
+        }
+    }
+
+    fn seek(&mut self, delta_ms: i64) {
+        match &mut self.playback {
+            Some(playback) => {
+                let advance = playback.player.seek(delta_ms);
+                self.apply_advance(&advance);
+            }
+            None => self.status = Some("seeking works on recordings (--replay)".to_owned()),
+        }
+    }
+
+    fn playback_control(&mut self, action: Action) {
+        let Some(playback) = &mut self.playback else {
+            self.status = Some("playback keys work on recordings (--replay)".to_owned());
+            return;
+        };
+        let advance = match action {
+            Action::JumpStart => playback.player.jump_start(),
+            Action::JumpEnd => playback.player.jump_end(),
+            Action::Slower => {
+                playback.player.slower();
+                super::player::Advance::None
+            }
+            _ => {
+                playback.player.faster();
+                super::player::Advance::None
+            }
+        };
+        self.apply_advance(&advance);
+    }
+
+    /// Selects the `index`-th visible row (a mouse click).
+    pub fn click_row(&mut self, index: usize) {
+        let rows = self.rows();
+        if let Some(row) = rows.get(self.table.offset + index) {
+            let key = row.key;
+            drop(rows);
+            self.focus = super::Focus::Processes;
+            self.select(self.table.offset + index, key);
+        }
+    }
+
+    /// Sorts by a column (a click on its header); a second click inverts.
+    pub fn click_header(&mut self, column: SortColumn) {
+        if self.table.sort == column {
+            self.table.inverted = !self.table.inverted;
+        } else {
+            self.table.sort = column;
+            self.table.inverted = false;
+        }
+    }
+
+    /// Scrolls the selection by `delta` rows (the mouse wheel).
+    pub fn scroll(&mut self, delta: i32) {
+        let action = if delta < 0 { Action::Up } else { Action::Down };
+        for _ in 0..delta.unsigned_abs() {
+            self.move_selection(action);
+        }
+    }
+}

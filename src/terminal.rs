@@ -1,0 +1,83 @@
+//! The only module that touches the terminal's modes: raw mode, the alternate screen and mouse capture. It puts
+//! them back on every exit path: a normal return, an error, a panic (the hook restores before printing),
+//! SIGTERM/SIGHUP (the app restores, then exits) and Ctrl-Z (restore, stop, re-enter on `fg`).
+
+use std::io::{self, Stdout, Write};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
+use crossterm::execute;
+use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
+use ratatui::Terminal;
+use ratatui::backend::CrosstermBackend;
+
+/// The terminal type the monitor draws on.
+pub type Tui = Terminal<CrosstermBackend<Stdout>>;
+
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static MOUSE: AtomicBool = AtomicBool::new(false);
+static HOOK: AtomicU8 = AtomicU8::new(0);
+
+/// Enters raw mode and the alternate screen (and mouse capture when asked).
+///
+/// # Errors
+/// The terminal refused a mode; whatever was entered is left again.
+pub fn init(mouse: bool) -> io::Result<Tui> {
+    install_panic_hook();
+    MOUSE.store(mouse, Ordering::SeqCst);
+    enter()?;
+    Terminal::new(CrosstermBackend::new(io::stdout())).inspect_err(|_| restore())
+}
+
+fn enter() -> io::Result<()> {
+    enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    let mut stdout = io::stdout();
+    let result = if MOUSE.load(Ordering::SeqCst) {
+        execute!(stdout, EnterAlternateScreen, EnableMouseCapture)
+    } else {
+        execute!(stdout, EnterAlternateScreen)
+    };
+    result.inspect_err(|_| restore())
+}
+
+/// Leaves raw mode, the alternate screen and mouse capture. Safe to call more than once and from a panic hook.
+pub fn restore() {
+    if !ACTIVE.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    let mut stdout = io::stdout();
+    if MOUSE.load(Ordering::SeqCst) {
+        let _ = execute!(stdout, DisableMouseCapture);
+    }
+    // Errors are ignored on purpose: this runs on the way out and must try every step.
+    let _ = execute!(stdout, LeaveAlternateScreen, crossterm::cursor::Show);
+    let _ = disable_raw_mode();
+    let _ = stdout.flush();
+}
+
+/// Installs (once) a panic hook that restores the terminal and then runs the previous hook, so the panic message
+/// lands on a usable screen.
+pub fn install_panic_hook() {
+    if HOOK.swap(1, Ordering::SeqCst) == 1 {
+        return;
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        restore();
+        previous(info);
+    }));
+}
+
+/// Ctrl-Z: restores the terminal, stops the process like a shell job, and re-enters the monitor's modes when the
+/// shell continues it (`fg`).
+///
+/// # Errors
+/// The terminal could not be set up again.
+pub fn suspend(terminal: &mut Tui) -> io::Result<()> {
+    restore();
+    // SIGSTOP cannot be caught, so the process stops here and continues on SIGCONT.
+    signal_hook::low_level::raise(signal_hook::consts::SIGSTOP)?;
+    enter()?;
+    terminal.clear()
+}

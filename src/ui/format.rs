@@ -1,0 +1,171 @@
+//! Numbers for people: sizes, percentages, durations and sample times, with "N/A" for absent readings.
+
+use crate::sample::UnixMs;
+
+/// The text shown for an absent reading.
+pub const NA: &str = "N/A";
+
+/// Bytes in binary units with one decimal from GiB up: "812MiB", "80.1GiB".
+#[must_use]
+pub fn bytes(value: Option<u64>) -> String {
+    let Some(value) = value else { return NA.to_owned() };
+    const KIB: f64 = 1024.0;
+    #[allow(clippy::cast_precision_loss)]
+    let v = value as f64;
+    if v >= KIB * KIB * KIB * KIB {
+        format!("{:.1}TiB", v / (KIB * KIB * KIB * KIB))
+    } else if v >= KIB * KIB * KIB {
+        format!("{:.1}GiB", v / (KIB * KIB * KIB))
+    } else if v >= KIB * KIB {
+        format!("{:.0}MiB", v / (KIB * KIB))
+    } else if v >= KIB {
+        format!("{:.0}KiB", v / KIB)
+    } else {
+        format!("{value}B")
+    }
+}
+
+/// Whole GiB with one decimal, for "used/total" pairs.
+#[must_use]
+pub fn gib(value: Option<u64>) -> String {
+    #[allow(clippy::cast_precision_loss)]
+    value.map_or_else(|| NA.to_owned(), |v| format!("{:.1}", v as f64 / f64::from(1u32 << 30)))
+}
+
+/// A whole percentage, "N/A" when absent.
+#[must_use]
+pub fn pct<T: Into<f64>>(value: Option<T>) -> String {
+    value.map_or_else(|| NA.to_owned(), |v| format!("{:.0}%", v.into()))
+}
+
+/// A number with a unit, "N/A" when absent.
+#[must_use]
+pub fn num<T: std::fmt::Display>(value: Option<T>, unit: &str) -> String {
+    value.map_or_else(|| NA.to_owned(), |v| format!("{v}{unit}"))
+}
+
+/// Milliwatts as whole watts.
+#[must_use]
+pub fn watts(mw: Option<u32>) -> String {
+    mw.map_or_else(|| NA.to_owned(), |mw| format!("{}", (mw + 500) / 1000))
+}
+
+/// A PCIe rate in KB/s as MB/s or GB/s.
+#[must_use]
+pub fn rate_kbps(kbps: Option<u32>) -> String {
+    match kbps {
+        None => NA.to_owned(),
+        Some(k) if k >= 1_000_000 => format!("{:.1}GB/s", f64::from(k) / 1e6),
+        Some(k) => format!("{:.0}MB/s", f64::from(k) / 1e3),
+    }
+}
+
+/// An elapsed time like nvitop's TIME column: "45:12", "3:04:12", "2-03:04:12" (days).
+#[must_use]
+pub fn elapsed_ms(ms: Option<u64>) -> String {
+    let Some(ms) = ms else { return NA.to_owned() };
+    let s = ms / 1000;
+    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{s:02}")
+    } else {
+        format!("{m:02}:{s:02}")
+    }
+}
+
+/// A span of seconds in words: "30 s", "2 min", "1 h".
+#[must_use]
+pub fn duration_s(s: u64) -> String {
+    if s >= 3600 && s.is_multiple_of(3600) {
+        format!("{} h", s / 3600)
+    } else if s >= 60 && s.is_multiple_of(60) {
+        format!("{} min", s / 60)
+    } else {
+        format!("{s} s")
+    }
+}
+
+/// An uptime: "3d 04:12" or "04:12:09".
+#[must_use]
+pub fn uptime(s: Option<u64>) -> String {
+    let Some(s) = s else { return NA.to_owned() };
+    let (d, h, m) = (s / 86_400, s / 3600 % 24, s / 60 % 60);
+    if d > 0 { format!("{d}d {h:02}:{m:02}") } else { format!("{h:02}:{m:02}:{:02}", s % 60) }
+}
+
+/// A playback position: "01:23" or "1:02:03".
+#[must_use]
+pub fn clock(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 {
+        format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+    } else {
+        format!("{:02}:{:02}", s / 60, s % 60)
+    }
+}
+
+/// A sample time as UTC date and time, "2025-11-24 00:01:23 UTC". The time comes from the sample, never the clock.
+#[must_use]
+pub fn utc(at_ms: UnixMs) -> String {
+    let secs = at_ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_from_days(days);
+    let rem = secs % 86_400;
+    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem / 60 % 60, rem % 60)
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// NVML's CUDA driver version integer as "13.0".
+#[must_use]
+pub fn cuda_version(v: Option<i32>) -> String {
+    v.map_or_else(|| NA.to_owned(), |v| format!("{}.{}", v / 1000, v % 1000 / 10))
+}
+
+/// Cuts `text` to `width` characters, ending with "…" (or "~" in ASCII) when cut.
+#[must_use]
+pub fn truncate(text: &str, width: usize, ascii: bool) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = text.chars().take(width - 1).collect();
+    out.push(if ascii { '~' } else { '…' });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_compact_and_honest() {
+        assert_eq!(bytes(None), "N/A");
+        assert_eq!(bytes(Some(812 << 20)), "812MiB");
+        assert_eq!(bytes(Some(80 << 30)), "80.0GiB");
+        assert_eq!(cuda_version(Some(13000)), "13.0");
+        assert_eq!(cuda_version(Some(12040)), "12.4");
+        assert_eq!(elapsed_ms(Some(3_723_000)), "1:02:03");
+        assert_eq!(elapsed_ms(Some(59_000)), "00:59");
+        assert_eq!(utc(1_763_942_483_000), "2025-11-24 00:01:23 UTC");
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(truncate("python train.py", 8, false), "python …");
+        assert_eq!(watts(Some(699_600)), "700");
+    }
+}

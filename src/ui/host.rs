@@ -1,0 +1,109 @@
+//! The host panel: CPU (with iowait and steal), memory, swap, load and pressure; one line when space is short,
+//! with history graphs when there is room.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+
+use super::theme::{Glyphs, Level, Theme};
+use super::{Plan, format, graph, paint, title_line};
+use crate::app::App;
+
+fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
+    let host = &app.tick().host;
+    let total = host.mem_total_bytes.or(app.machine().mem_total_bytes);
+    (total.zip(host.mem_available_bytes).map(|(t, a)| t.saturating_sub(a)), total)
+}
+
+fn readings<'a>(app: &App, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
+    let host = &app.tick().host;
+    let cpu = host.cpu;
+    let sep = Span::styled(format!(" {} ", glyphs.sep), theme.border);
+    let (used, total) = mem_used(app);
+    let swap_used = host.swap_total_bytes.zip(host.swap_free_bytes).map(|(t, f)| t.saturating_sub(f));
+    let psi = host.psi;
+    let f1 = |v: Option<f32>| v.map_or_else(|| format::NA.to_owned(), |v| format!("{v:.1}"));
+    let busy = cpu.map(|c| f64::from(c.busy_pct));
+    #[allow(clippy::cast_precision_loss)]
+    let mem_pct = used.zip(total).map(|(u, t)| if t == 0 { 0.0 } else { u as f64 * 100.0 / t as f64 });
+    vec![
+        Span::styled("CPU ", theme.label),
+        Span::styled(format::pct(busy), theme.level(Level::of(busy, 10.0, 75.0))),
+        Span::raw(format!(" io {}", format::pct(cpu.map(|c| c.iowait_pct)))),
+        Span::raw(format!(" st {}", format::pct(cpu.map(|c| c.steal_pct)))),
+        sep.clone(),
+        Span::styled("MEM ", theme.label),
+        Span::styled(
+            format!("{}/{}G", format::gib(used).trim_end_matches(".0"), format::gib(total).trim_end_matches(".0")),
+            theme.level(Level::of(mem_pct, 10.0, 80.0)),
+        ),
+        sep.clone(),
+        Span::styled("SWP ", theme.label),
+        Span::raw(if host.swap_total_bytes == Some(0) {
+            "off".to_owned()
+        } else {
+            format!("{}/{}G", format::gib(swap_used), format::gib(host.swap_total_bytes))
+        }),
+        sep.clone(),
+        Span::styled("LOAD ", theme.label),
+        Span::raw(format!("{} {} {}", f1(host.load_1), f1(host.load_5), f1(host.load_15))),
+        sep,
+        Span::styled("PSI ", theme.label),
+        Span::raw(format!(
+            "c {} io {} m {}",
+            f1(psi.and_then(|p| p.cpu_some_avg10)),
+            f1(psi.and_then(|p| p.io_some_avg10)),
+            f1(psi.and_then(|p| p.memory_some_avg10))
+        )),
+    ]
+}
+
+pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
+    let area = plan.host;
+    if !plan.host_full {
+        let mut spans = vec![Span::styled(" ", theme.base)];
+        spans.extend(readings(app, theme, glyphs));
+        paint(frame, area, vec![Line::from(spans)], theme.base);
+        return;
+    }
+    let history = &app.view().history;
+    let window = history.window(app.span_s * 1000);
+    let start = window.map_or(0, |w| w.start);
+    let series = |s: &crate::history::Series<f32>| -> Vec<Option<f64>> {
+        s.iter_from(start).map(|v| v.map(f64::from)).collect()
+    };
+    let cpu = series(&history.host.cpu_busy_pct);
+    let iowait = series(&history.host.iowait_pct);
+    let mem: Vec<Option<f64>> = history
+        .host
+        .mem_available_bytes
+        .iter_from(start)
+        .zip(history.host.mem_total_bytes.iter_from(start))
+        .map(|(a, t)| {
+            #[allow(clippy::cast_precision_loss)]
+            a.zip(*t).map(|(a, t)| if t == 0 { 0.0 } else { (t.saturating_sub(a)) as f64 * 100.0 / t as f64 })
+        })
+        .collect();
+    let span = format::duration_s(app.span_s);
+    let title =
+        title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width, theme, glyphs);
+    let mut lines = vec![title];
+    let mut first = vec![Span::raw(" ")];
+    first.extend(readings(app, theme, glyphs));
+    lines.push(Line::from(first));
+    let third = usize::from(area.width.saturating_sub(30)) / 3;
+    let graphs = [("CPU", &cpu), ("IOWAIT", &iowait), ("MEM", &mem)];
+    let rendered: Vec<Vec<String>> =
+        graphs.iter().map(|(_, v)| graph::area_graph(v, 100.0, third, 3, glyphs.ascii)).collect();
+    for row in 0..3 {
+        let mut spans = Vec::new();
+        for ((name, _), g) in graphs.iter().zip(&rendered) {
+            let label = if row == 0 { format!(" {name:<7}") } else { " ".repeat(8) };
+            spans.push(Span::styled(label, theme.label));
+            spans.push(Span::styled(g[row].clone(), theme.low));
+            spans.push(Span::raw("  "));
+        }
+        lines.push(Line::from(spans));
+    }
+    paint(frame, Rect { height: area.height, ..area }, lines, theme.base);
+}

@@ -1,0 +1,227 @@
+//! App behaviour driven by actions: sort, filter, tag, tree, dialogs and the signal path (with a fake sender),
+//! recordings played and sought; plus the real signal sender against a real child process.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
+
+use std::sync::{Arc, Mutex, mpsc};
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use gpusight::app::{
+    Action, App, AppOptions, Effect, Feed, PidfdSender, Screen, SignalKind, SignalOutcome, SignalSender, SignalTarget,
+    SortColumn,
+};
+use gpusight::source::Source;
+use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+type Sent = Arc<Mutex<Vec<(u32, SignalKind)>>>;
+
+#[derive(Debug)]
+struct FakeSender(Sent);
+
+impl SignalSender for FakeSender {
+    fn send(&self, target: &SignalTarget, kind: SignalKind) -> SignalOutcome {
+        self.0.lock().expect("lock").push((target.pid, kind));
+        SignalOutcome::Sent
+    }
+}
+
+fn app_with(spec: &str, readonly: bool) -> (App, Sent) {
+    let sent: Sent = Arc::default();
+    let options = AppOptions {
+        readonly,
+        own_uid: 1001,
+        own_user: Some("alice".into()),
+        signal_sender: Box::new(FakeSender(Arc::clone(&sent))),
+        ..AppOptions::default()
+    };
+    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+    let first = source.next_snapshot().expect("tick").expect("some");
+    let (_tx, rx) = mpsc::channel();
+    (App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app"), sent)
+}
+
+fn key(c: char) -> KeyEvent {
+    let modifiers = if c.is_ascii_uppercase() { KeyModifiers::SHIFT } else { KeyModifiers::NONE };
+    KeyEvent::new(KeyCode::Char(c), modifiers)
+}
+
+#[test]
+fn k_then_esc_sends_nothing_and_k_then_enter_kills() {
+    let (mut app, sent) = app_with("mixed:8", false);
+    app.update(Action::Down);
+    app.on_key(key('K'));
+    let dialog = app.dialog.as_ref().expect("dialog open");
+    assert_eq!(dialog.button, 1, "SIGKILL pre-selected");
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert!(app.dialog.is_none());
+    assert!(sent.lock().expect("lock").is_empty());
+    assert!(app.status.as_deref().is_some_and(|s| s.contains("cancelled")));
+    app.on_key(key('K'));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let sent = sent.lock().expect("lock").clone();
+    assert_eq!(sent, vec![(2001, SignalKind::Kill)]);
+    assert!(
+        app.status.as_deref().is_some_and(|s| s.contains("SIGKILL") && s.contains("PID 2001: sent")),
+        "{:?}",
+        app.status
+    );
+}
+
+#[test]
+fn tagged_rows_all_get_the_signal_and_n_cancels() {
+    let (mut app, sent) = app_with("mixed:8", false);
+    app.update(Action::Down);
+    app.update(Action::Tag);
+    app.update(Action::Tag);
+    assert_eq!(app.table.tagged.len(), 2);
+    app.on_key(key('T'));
+    assert_eq!(app.dialog.as_ref().expect("dialog").targets.len(), 2);
+    app.on_key(key('n'));
+    assert!(app.dialog.is_none() && sent.lock().expect("lock").is_empty());
+    app.on_key(key('T'));
+    app.update(Action::DialogConfirm);
+    let sent = sent.lock().expect("lock").clone();
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|(_, kind)| *kind == SignalKind::Term));
+    assert!(app.table.tagged.is_empty(), "tags clear after sending");
+}
+
+#[test]
+fn readonly_offers_no_signal_and_no_environment() {
+    let (mut app, sent) = app_with("compute", true);
+    app.update(Action::Down);
+    app.update(Action::SignalKill);
+    assert!(app.dialog.is_none());
+    assert!(app.status.as_deref().is_some_and(|s| s.contains("read-only")));
+    app.update(Action::Environment);
+    assert_eq!(app.screen, Screen::Main);
+    assert!(sent.lock().expect("lock").is_empty());
+}
+
+#[test]
+fn environment_is_for_own_processes_only() {
+    let (mut app, _) = app_with("mixed:8", false);
+    // Row 0 is alice's (uid 1001, ours); row 1 is bob's.
+    app.update(Action::Down);
+    app.update(Action::Environment);
+    assert!(matches!(app.screen, Screen::Environment { pid: 2001, .. }), "{:?}", app.screen);
+    app.update(Action::Back);
+    app.update(Action::Down);
+    app.update(Action::Environment);
+    assert_eq!(app.screen, Screen::Main);
+    assert!(app.status.as_deref().is_some_and(|s| s.contains("not yours")));
+}
+
+#[test]
+fn sort_filter_tree_and_quit() {
+    let (mut app, _) = app_with("mixed:8", false);
+    assert_eq!(app.table.sort, SortColumn::Gpu);
+    app.on_key(key('.'));
+    assert_eq!(app.table.sort, SortColumn::Pid);
+    app.on_key(key(','));
+    app.on_key(key(','));
+    assert_eq!(app.table.sort, SortColumn::Command);
+    app.on_key(key('i'));
+    assert!(app.table.inverted);
+    app.on_key(key('/'));
+    for c in "serve".chars() {
+        app.on_key(key(c));
+    }
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(app.table.filter, "serve");
+    assert_eq!(app.rows().len(), 1);
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert!(app.table.filter.is_empty() && app.rows().len() > 1);
+    app.on_key(key('t'));
+    assert!(app.table.tree);
+    app.on_key(key('g'));
+    assert_eq!(app.table.only_gpu, Some(0));
+    app.on_key(key('u'));
+    assert_eq!(app.table.only_user.as_deref(), Some("alice"));
+    assert_eq!(app.on_key(key('q')), Effect::Quit);
+    assert_eq!(app.on_key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL)), Effect::Quit);
+}
+
+#[test]
+fn pause_freezes_the_live_view_while_data_arrives() {
+    let (mut app, _) = app_with("compute", false);
+    let at = app.tick().at_ms;
+    app.update(Action::Pause);
+    let source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let later = gpusight::sample::Snapshot { machine: source.machine(), tick: source.tick_at(5) };
+    app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(later)));
+    assert_eq!(app.tick().at_ms, at, "frozen");
+    app.update(Action::Pause);
+    assert!(app.tick().at_ms > at, "resumed on the newest data");
+}
+
+#[test]
+fn a_recording_plays_seeks_and_rebuilds() {
+    let source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let ticks: Vec<_> = (0..300).map(|n| source.tick_at(n)).collect();
+    let first_ms = ticks[0].at_ms;
+    let feed = Feed::Recording { machine: source.machine(), ticks, label: "demo".into() };
+    let mut app = App::new(AppOptions::default(), &feed).expect("app");
+    assert_eq!(app.until_next_frame(), Some(Duration::from_secs(1)));
+    assert!(app.advance_playback(Duration::from_secs(3)));
+    assert_eq!(app.tick().at_ms, first_ms + 3000);
+    app.update(Action::SeekForwardLong);
+    assert_eq!(app.tick().at_ms, first_ms + 63_000);
+    app.update(Action::SeekBack);
+    assert_eq!(app.tick().at_ms, first_ms + 53_000);
+    assert_eq!(app.view().history.n_ticks(), 54, "rebuilt from the start");
+    app.update(Action::Pause);
+    assert!(!app.advance_playback(Duration::from_secs(5)));
+    app.update(Action::JumpEnd);
+    assert_eq!(app.tick().at_ms, first_ms + 299_000);
+    app.update(Action::Faster);
+    assert!(app.playback.as_ref().is_some_and(|p| (p.player.speed() - 2.0).abs() < f64::EPSILON));
+}
+
+#[test]
+fn mouse_clicks_select_and_sort() {
+    let (mut app, _) = app_with("mixed:8", false);
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let plan = gpusight::ui::plan(area, &app).expect("fits");
+    gpusight::ui::click(area, &mut app, 5, plan.table.y + 3);
+    let rows = app.rows();
+    assert_eq!(app.selected_index(&rows), Some(1));
+    drop(rows);
+    gpusight::ui::click(area, &mut app, 30, plan.table.y + 1);
+    assert_ne!(app.table.sort, SortColumn::Gpu, "a header click sorts");
+}
+
+#[test]
+fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
+    let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+    let pid = child.id();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start_ticks = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let target = |start_ticks| SignalTarget {
+        pid,
+        start_ticks,
+        user: Some("me".into()),
+        command: "sleep 30".into(),
+        gpu_mem_bytes: None,
+    };
+    let sender = PidfdSender::default();
+    assert_eq!(sender.send(&target(start_ticks + 1), SignalKind::Term), SignalOutcome::PidReused);
+    assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::Sent);
+    let status = child.wait().expect("wait");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15), "killed by SIGTERM");
+    assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::ExitedAlready);
+}
+
+#[test]
+fn keymap_overrides_reach_the_app_and_bad_names_fail() {
+    let options = AppOptions { keys: [("quit".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
+    let source = SyntheticSource::new(SyntheticSpec::parse("idle").expect("spec"));
+    let feed = Feed::Recording { machine: source.machine(), ticks: vec![source.tick_at(0)], label: "r".into() };
+    let mut app = App::new(options, &feed).expect("app");
+    assert_eq!(app.on_key(key('x')), Effect::Quit);
+    assert_eq!(app.on_key(key('q')), Effect::None);
+    let bad = AppOptions { keys: [("frobnicate".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
+    let error = App::new(bad, &feed).expect_err("unknown action");
+    assert!(error.contains("frobnicate"));
+}

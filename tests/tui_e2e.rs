@@ -1,0 +1,129 @@
+//! End to end: the real binary in a pseudo-terminal, keys sent, the screen read back through a terminal
+//! parser, the exit code checked. Needs the CLI's `--synthetic SCENARIO` and `--synthetic-attach PID`.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, PtySize, native_pty_system};
+
+struct Session {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    writer: Box<dyn Write + Send>,
+    output: mpsc::Receiver<Vec<u8>>,
+    parser: vt100::Parser,
+}
+
+impl Session {
+    fn start(args: &[&str], cols: u16, rows: u16) -> Self {
+        let pty = native_pty_system();
+        let pair = pty.openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("pty");
+        let mut command = CommandBuilder::new(env!("CARGO_BIN_EXE_gpusight"));
+        command.args(args);
+        command.env("TERM", "xterm-256color");
+        let child = pair.slave.spawn_command(command).expect("spawn gpusight");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = pair.master.take_writer().expect("writer");
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        // The master must live as long as the session; leak it into the reader's lifetime.
+        std::mem::forget(pair.master);
+        Self {
+            child,
+            writer,
+            output,
+            parser: vt100::Parser::new(rows.try_into().expect("rows"), cols.try_into().expect("cols"), 0),
+        }
+    }
+
+    /// Reads output until the screen contains `text` or 20 s pass; returns the screen.
+    fn wait_for(&mut self, text: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.parser.screen().contents();
+            if screen.contains(text) {
+                return screen;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "'{text}' never appeared; the screen was:\n{screen}");
+            if let Ok(bytes) = self.output.recv_timeout(left) {
+                self.parser.process(&bytes);
+            }
+        }
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).expect("write");
+        self.writer.flush().expect("flush");
+    }
+
+    fn exit_code(&mut self) -> u32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            while let Ok(bytes) = self.output.try_recv() {
+                self.parser.process(&bytes);
+            }
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status.exit_code();
+            }
+            assert!(Instant::now() < deadline, "gpusight did not exit");
+            // Wait for more output (or the end of it) instead of sleeping.
+            if let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(100)) {
+                self.parser.process(&bytes);
+            }
+        }
+    }
+}
+
+#[test]
+fn monitor_starts_shows_gpus_and_quits_with_q() {
+    let mut session = Session::start(&["--synthetic", "mixed:8"], 120, 40);
+    let screen = session.wait_for("Processes");
+    assert!(screen.contains("SYNTHETIC"), "{screen}");
+    session.send("?");
+    session.wait_for("Keys");
+    session.send("x");
+    session.wait_for("Processes");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn too_small_terminal_says_so() {
+    let mut session = Session::start(&["--synthetic", "compute"], 60, 15);
+    session.wait_for("Terminal too small");
+    session.send("\x03");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn kill_from_the_monitor_reaches_a_real_process() {
+    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let pid = victim.id().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(&pid);
+    // Select the attached process with the filter, then K and Enter.
+    session.send(&format!("/{pid}\r"));
+    session.send("\x1b[B");
+    session.send("K");
+    session.wait_for("SIGKILL ]");
+    session.send("\r");
+    session.wait_for("sent");
+    let status = victim.wait().expect("wait");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(9));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
