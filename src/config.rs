@@ -6,12 +6,17 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::advice::Thresholds;
+use crate::app::KeyOverrides;
+use crate::ui::config::UiConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub general: General,
+    pub ui: UiConfig,
+    /// Key overrides: action name = ["key", ...]. `?` in the monitor lists the actions and their keys.
+    pub keys: KeyOverrides,
     pub thresholds: Thresholds,
 }
 

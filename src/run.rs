@@ -96,7 +96,7 @@ pub fn run(cli: Cli) -> Result<i32, RunError> {
         Some(Command::Export { listen }) => crate::export::run_export(&data, &config, interval, *listen),
         None if cli.data.headless => record_headless(&data, &cli.data, interval),
         None if cli.view.once => once(&data, &cli, &config, interval),
-        None => crate::app::run_monitor(&data, &cli, &config, interval),
+        None => monitor(data, &cli, config, interval),
     }
 }
 
@@ -266,4 +266,87 @@ fn record_headless(data: &Data, args: &DataArgs, interval: Duration) -> Result<i
     sampler.stop();
     eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
     result
+}
+
+/// The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
+/// thread, recorded on the way when `--record` is given.
+fn monitor(data: Data, cli: &Cli, config: Config, interval: Duration) -> Result<i32, RunError> {
+    use crate::app::{AppOptions, Feed, HostInspector, PidfdSender};
+
+    let mut ui = config.ui.clone();
+    if let Some(theme) = &cli.view.theme {
+        let name = if theme == "default" { "dark" } else { theme.as_str() };
+        ui.theme = serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+            RunError::Usage(format!("unknown theme '{theme}': use default, light, colorblind or no-color"))
+        })?;
+    }
+    let own_uid = rustix::process::getuid().as_raw();
+    let options = AppOptions {
+        interval,
+        readonly: cli.view.readonly,
+        only_gpus: (!cli.view.only.is_empty()).then(|| cli.view.only.clone()),
+        user: cli.view.user.clone(),
+        pids: cli.view.pid.clone(),
+        ui,
+        no_color: !use_color(cli),
+        ascii: cli.view.ascii,
+        keys: config.keys.clone(),
+        thresholds: config.thresholds.clone(),
+        history_capacity: capacity(&config, interval),
+        own_uid,
+        own_user: std::env::var("USER").ok(),
+        process_inspector: Box::new(HostInspector::default()),
+        signal_sender: Box::new(PidfdSender::default()),
+    };
+    let (feed, sampler) = match data {
+        Data::Recording(recording) => {
+            if recording.ticks.is_empty() {
+                return Err(empty_recording(&recording));
+            }
+            (Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label }, None)
+        }
+        live_or_synthetic => {
+            let mut source = live_or_synthetic.open_source(interval)?;
+            let first = next_snapshot(source.as_mut())?;
+            let recorder = match &cli.data.record {
+                Some(path) => {
+                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?;
+                    recorder.write(&first.tick)?;
+                    Some(recorder)
+                }
+                None => None,
+            };
+            let (tx, rx) = mpsc::channel();
+            let sink = recording_sink(tx, recorder);
+            let sampler = Sampler::spawn(source, interval, sink, true)
+                .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
+            (Feed::Live { first: Box::new(first), rx }, Some(sampler))
+        }
+    };
+    let code = crate::app::run(options, feed).map_err(|e| RunError::Other(format!("{e}")));
+    drop(sampler);
+    code
+}
+
+/// A sink that writes each snapshot to the recorder (if any) and forwards it. A write error stops the recording,
+/// says so once, and monitoring goes on.
+fn recording_sink(tx: mpsc::Sender<FeedEvent>, recorder: Option<Recorder>) -> Sink {
+    let recorder = std::sync::Mutex::new(recorder);
+    let tx = std::sync::Mutex::new(tx);
+    Arc::new(move |event: FeedEvent| {
+        let mut note = None;
+        if let FeedEvent::Snapshot(snapshot) = &event
+            && let Ok(mut slot) = recorder.lock()
+            && let Some(active) = slot.as_mut()
+            && let Err(e) = active.write(&snapshot.tick)
+        {
+            note = Some(format!("recording stopped: {e}; monitoring goes on"));
+            *slot = None;
+        }
+        let Ok(tx) = tx.lock() else { return false };
+        if let Some(note) = note {
+            let _ = tx.send(FeedEvent::Note(note));
+        }
+        tx.send(event).is_ok()
+    })
 }

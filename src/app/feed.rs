@@ -6,20 +6,7 @@ use std::sync::mpsc::Receiver;
 
 use crate::sample::{MachineInfo, Snapshot, Tick};
 
-/// One message from the sampler thread to the monitor.
-#[derive(Debug, Clone, PartialEq)]
-pub enum FeedEvent {
-    /// A new sample.
-    Snapshot(Box<Snapshot>),
-    /// The sampler has been waiting on NVML for this long; the monitor shows a banner until the next snapshot.
-    Stalled { for_ms: u64 },
-    /// A note for the user that does not stop sampling (shown in the status line).
-    Note(String),
-    /// The source failed for good; the text is phrased for a person.
-    Failed(String),
-    /// The source has no more data (e.g. a synthetic run with a tick limit).
-    Ended,
-}
+pub use crate::source::sampler::FeedEvent;
 
 /// Where the monitor's data comes from.
 #[derive(Debug)]

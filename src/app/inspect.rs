@@ -27,3 +27,20 @@ impl ProcessInspector for NoInspector {
         Err("reading the environment is not available in this build".to_owned())
     }
 }
+
+/// The real inspector: reads `/proc/PID/maps` and `/proc/PID/environ` through `host`.
+#[derive(Debug, Clone, Default)]
+pub struct HostInspector {
+    pub root: crate::host::HostRoot,
+}
+
+impl ProcessInspector for HostInspector {
+    fn cuda_libraries(&self, pid: u32) -> Pairs {
+        let libraries = crate::host::cuda_libraries(&self.root, pid)?;
+        Ok(libraries.into_iter().map(|lib| (lib.name, lib.version.unwrap_or(lib.path))).collect())
+    }
+
+    fn environment(&self, pid: u32) -> Pairs {
+        crate::host::environment(&self.root, pid)
+    }
+}

@@ -22,7 +22,7 @@ mod update;
 
 pub use action::Action;
 pub use feed::{Feed, FeedEvent};
-pub use inspect::{NoInspector, ProcessInspector};
+pub use inspect::{HostInspector, NoInspector, ProcessInspector};
 pub use keymap::{KeyOverrides, Keymap, KeymapError};
 pub use run::run;
 pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTarget};

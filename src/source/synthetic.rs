@@ -441,7 +441,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         hw_power_brake_ns: Some(0),
     });
     if info.gpm_supported {
-        let f = |stream, base: f64| f64::from(jitter(seed, n, stream, base * 10.0, base)) as f32 / 10.0;
+        let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
         gpu.gpm = Some(GpmMetrics {
             sm_active_pct: Some(f(6, sm_active)),
             sm_occupancy_pct: Some(f(7, sm_active * 0.15)),
