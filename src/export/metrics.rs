@@ -110,6 +110,8 @@ struct Builder {
 
 impl Builder {
     fn family(&mut self, name: &'static str, help: &'static str, unit: Option<Unit>, metric_type: MetricType) -> usize {
+        // The encoder ends every help text with a full stop itself.
+        let help = help.trim_end_matches('.');
         self.families.push((name, help, unit, SampleFamily { metric_type, samples: Vec::new() }));
         self.families.len() - 1
     }
@@ -154,6 +156,11 @@ fn gpu_labels(info: &GpuInfo, machine: &MachineInfo, hostname: &str) -> Labels {
         ("hostname", hostname.to_owned()),
         ("DCGM_FI_DRIVER_VERSION", machine.driver_version.clone().unwrap_or_default()),
     ]
+}
+
+/// Prometheus's unit suffix for 0–1 shares (`_ratio`; prometheus-client's `Unit::Ratios` would write `_ratios`).
+fn ratio_unit() -> Unit {
+    Unit::Other("ratio".to_owned())
 }
 
 fn int<T: Into<u64>>(value: Option<T>) -> Option<Value> {
@@ -257,21 +264,21 @@ pub fn render(
     let proc_sm = b.family(
         "gpusight_process_sm_utilization",
         "Share of the last sample window in which a process ran a kernel on the GPU's SMs.",
-        Some(Unit::Ratios),
+        Some(ratio_unit()),
         gauge,
     );
     let iowait =
-        b.family("gpusight_host_cpu_iowait", "Share of all CPU time spent in iowait.", Some(Unit::Ratios), gauge);
+        b.family("gpusight_host_cpu_iowait", "Share of all CPU time spent in iowait.", Some(ratio_unit()), gauge);
     let steal = b.family(
         "gpusight_host_cpu_steal",
         "Share of all CPU time stolen by the hypervisor.",
-        Some(Unit::Ratios),
+        Some(ratio_unit()),
         gauge,
     );
     let psi = b.family(
         "gpusight_host_pressure",
         "Pressure stall information, avg10: share of time some or all tasks stalled on a resource.",
-        Some(Unit::Ratios),
+        Some(ratio_unit()),
         gauge,
     );
     let finding = b.family("gpusight_finding", "An active finding of the advice engine (1 while active).", None, gauge);
