@@ -22,6 +22,9 @@ use crate::advice::Finding;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Tick, UnixMs};
 
+/// How long a stop waits for open connections to finish.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// One rendered exposition and when it was made.
 #[derive(Debug)]
 struct Published {
@@ -165,7 +168,21 @@ impl ExportServer {
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ExportError::Server)?;
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(self.listener).map_err(ExportError::Server)?;
-            axum::serve(listener, router(self.handle)).with_graceful_shutdown(stop).await.map_err(ExportError::Server)
+            let stopping = Arc::new(tokio::sync::Notify::new());
+            let notify = Arc::clone(&stopping);
+            let graceful = axum::serve(listener, router(self.handle)).with_graceful_shutdown(async move {
+                stop.await;
+                notify.notify_one();
+            });
+            // Graceful shutdown waits for open connections; a client that stalls mid-request gets this long.
+            let deadline = async {
+                stopping.notified().await;
+                tokio::time::sleep(SHUTDOWN_GRACE).await;
+            };
+            tokio::select! {
+                result = graceful => result.map_err(ExportError::Server),
+                () = deadline => Ok(()),
+            }
         })
     }
 
