@@ -1,10 +1,13 @@
 //! The exposition: dcgm-exporter's names, units and labels, our own series, and absent readings left out.
 
+// Helpers outside #[test] fns unwrap too.
+#![allow(clippy::unwrap_used)]
+
 use gpusight::advice::{Finding, Rule, Severity};
 use gpusight::export::metrics::{XidMemory, dcgm_bus_id, render};
 use gpusight::sample::{
-    EventOrigin, GpmMetrics, GpuEvent, GpuEventKind, GpuInfo, GpuProcess, GpuTick, HostProcess, MachineInfo, Tick,
-    ThrottleCounters, throttle,
+    EventOrigin, GpmMetrics, GpuEvent, GpuEventKind, GpuInfo, GpuProcess, GpuTick, HostProcess, MachineInfo,
+    ThrottleCounters, Tick, throttle,
 };
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 

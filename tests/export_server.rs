@@ -1,6 +1,9 @@
 //! The metrics server on loopback: routes, content type, the state before the first sample, a port in use, and
 //! a malformed request that must not block other clients. `promtool check metrics` on the exposition too.
 
+// Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;

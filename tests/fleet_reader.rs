@@ -1,5 +1,8 @@
 //! The fleet reader on fixture query answers: a dcgm-exporter-only fleet, Prometheus errors, and garbage.
 
+// Helpers outside #[test] fns unwrap too.
+#![allow(clippy::unwrap_used)]
+
 use std::time::Duration;
 
 use gpusight::export::fleet::{Answers, Fleet, FleetOptions, NodeState, parse_vector};
@@ -27,7 +30,8 @@ fn dcgm_only_answers() -> Answers {
 
 #[test]
 fn dcgm_exporter_only_fleet() {
-    let fleet = Fleet::from_answers("http://prom:9090", &dcgm_only_answers(), 1_763_942_400.0, &FleetOptions::default());
+    let fleet =
+        Fleet::from_answers("http://prom:9090", &dcgm_only_answers(), 1_763_942_400.0, &FleetOptions::default());
     assert_eq!(fleet.nodes.len(), 2);
     let a = fleet.nodes.iter().find(|n| n.instance == "10.0.0.1:9400").unwrap();
     // The old `Hostname` key names the node.
@@ -122,7 +126,8 @@ fn reader_never_panics_on_garbage() {
                 bytes[at] = (state >> 32) as u8;
             }
             if let Ok(samples) = parse_vector(&String::from_utf8_lossy(&bytes)) {
-                let answers = Answers::from([("DCGM_FI_DEV_GPU_UTIL".to_owned(), samples.clone()), ("up".to_owned(), samples)]);
+                let answers =
+                    Answers::from([("DCGM_FI_DEV_GPU_UTIL".to_owned(), samples.clone()), ("up".to_owned(), samples)]);
                 let fleet = Fleet::from_answers("x", &answers, 0.0, &FleetOptions::default());
                 let _ = fleet.to_text();
             }
