@@ -201,7 +201,7 @@ impl FleetView {
         let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", self.fleet.nodes.len(), self.fleet.n_gpus());
         Table::new(rows, [Constraint::Length(24), Constraint::Length(7), Constraint::Length(30), Constraint::Fill(1)])
             .header(
-                Row::new(vec!["NODE / GPU", "UTIL", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
+                Row::new(vec!["NODE / GPU", "STATE", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
                     .style(Style::new().add_modifier(Modifier::BOLD)),
             )
             .block(Block::new().borders(Borders::ALL).title(title))
