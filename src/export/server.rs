@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Instant;
 
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -28,7 +29,8 @@ const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 /// One rendered exposition and when it was made.
 #[derive(Debug)]
 struct Published {
-    body: Arc<str>,
+    /// Shared with every response without copying.
+    body: Bytes,
     /// The sample's own time (source clock).
     sample_at_ms: UnixMs,
     /// When it was published, for the age on `/healthz`.
@@ -75,15 +77,16 @@ impl ExportHandle {
             xids.observe(tick);
             render(machine, tick, findings, hostname, &xids)?
         };
-        let published = Arc::new(Published { body: body.into(), sample_at_ms: tick.at_ms, published: Instant::now() });
+        let published =
+            Arc::new(Published { body: Bytes::from(body), sample_at_ms: tick.at_ms, published: Instant::now() });
         *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Some(published);
         Ok(())
     }
 
     /// The text `/metrics` serves now, if anything was published.
     #[must_use]
-    pub fn current(&self) -> Option<Arc<str>> {
-        self.latest().map(|p| Arc::clone(&p.body))
+    pub fn current(&self) -> Option<String> {
+        self.latest().map(|p| String::from_utf8_lossy(&p.body).into_owned())
     }
 
     fn latest(&self) -> Option<Arc<Published>> {
@@ -93,7 +96,7 @@ impl ExportHandle {
 
 async fn metrics(State(handle): State<ExportHandle>) -> Response {
     match handle.latest() {
-        Some(p) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], p.body.to_string()).into_response(),
+        Some(p) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], p.body.clone()).into_response(),
         None => (StatusCode::SERVICE_UNAVAILABLE, "no sample yet: the sampler has not published its first snapshot\n")
             .into_response(),
     }
