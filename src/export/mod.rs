@@ -1,1 +1,31 @@
 //! `gpusight export`: Prometheus metrics with dcgm-exporter's names, and the fleet view over a Prometheus server.
+//!
+//! - [`metrics`]: the exposition of one snapshot (a pure function).
+//! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
+//!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
+//! - [`fleet`]: reads every node's series back from a Prometheus server into a [`fleet::Fleet`];
+//!   [`fleet_view`] draws it (text, JSON, a ratatui widget).
+
+pub mod fleet;
+pub mod fleet_view;
+pub mod metrics;
+pub mod server;
+
+pub use server::{ExportHandle, ExportServer, RunningServer, serve};
+
+/// Why the exporter could not start or go on. The messages are for people: what happened, with what, what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The listen address is taken by another program.
+    #[error("{0} is already in use; pick another with --listen")]
+    AddressInUse(std::net::SocketAddr),
+    /// The listen address could not be bound for another reason (permission, no such interface).
+    #[error("cannot listen on {addr}: {source}; pick another address with --listen")]
+    Bind { addr: std::net::SocketAddr, source: std::io::Error },
+    /// The async runtime or the server failed.
+    #[error("the metrics server stopped: {0}")]
+    Server(std::io::Error),
+    /// The exposition could not be encoded (should not happen).
+    #[error("could not encode the metrics: {0}")]
+    Encode(#[from] std::fmt::Error),
+}

@@ -1,0 +1,456 @@
+//! The fleet reader: every node's GPUs, processes and findings, read back from a Prometheus server that scrapes
+//! `gpusight export` (or only dcgm-exporter) on each node. Prometheus is the distributed engine; this only asks
+//! it instant queries over its HTTP API.
+//!
+//! The work is split so that everything but the HTTP calls is a pure function: [`parse_vector`] turns one query
+//! answer's JSON text into samples (no panic on any input), and [`Fleet::from_answers`] builds the fleet from the
+//! answers of every query.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// The queries the fleet is built from, by the column they feed. Each is an instant vector.
+pub const QUERIES: [&str; 14] = [
+    "up",
+    "timestamp(up)",
+    "DCGM_FI_DEV_GPU_UTIL",
+    "DCGM_FI_DEV_FB_USED",
+    "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_FB_RESERVED",
+    "DCGM_FI_DEV_POWER_USAGE",
+    "DCGM_FI_DEV_GPU_TEMP",
+    "gpusight_gpu_up",
+    "gpusight_power_limit_watts",
+    "gpusight_throttle_reason_active",
+    "gpusight_process_gpu_memory_bytes",
+    "gpusight_process_sm_utilization_ratio",
+    "gpusight_finding",
+];
+
+/// Why the fleet could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum FleetError {
+    /// Prometheus did not answer (connection refused, timeout, DNS).
+    #[error("cannot reach Prometheus at {url}: {why}; check the URL given to --prometheus and that the server runs")]
+    Unreachable { url: String, why: String },
+    /// Prometheus answered, but not with a query result we understand.
+    #[error("Prometheus at {url} gave an unusable answer to '{query}': {why}")]
+    BadAnswer { url: String, query: String, why: String },
+}
+
+/// One sample of an instant vector.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct VectorSample {
+    pub labels: BTreeMap<String, String>,
+    /// The evaluation (or, for `timestamp(...)`, sample) time in seconds since the epoch.
+    pub at_s: f64,
+    /// The value; `None` when it was not a number (Prometheus writes NaN as "NaN").
+    pub value: Option<f64>,
+}
+
+/// Parses the JSON text of a `/api/v1/query` answer into samples.
+///
+/// # Errors
+/// A message saying what is wrong with the text: not JSON, an error status (with Prometheus's own message), or not
+/// an instant vector. Samples that are malformed one by one are skipped, not fatal.
+pub fn parse_vector(text: &str) -> Result<Vec<VectorSample>, String> {
+    let root: serde_json::Value = serde_json::from_str(text).map_err(|e| format!("not JSON ({e})"))?;
+    match root.get("status").and_then(serde_json::Value::as_str) {
+        Some("success") => {}
+        Some("error") => {
+            let kind = root.get("errorType").and_then(serde_json::Value::as_str).unwrap_or("error");
+            let message = root.get("error").and_then(serde_json::Value::as_str).unwrap_or("no message");
+            return Err(format!("{kind}: {message}"));
+        }
+        _ => return Err("no \"status\" field: not a Prometheus API answer".to_owned()),
+    }
+    let data = root.get("data").ok_or("no \"data\" field")?;
+    match data.get("resultType").and_then(serde_json::Value::as_str) {
+        Some("vector") => {}
+        Some(other) => return Err(format!("result type '{other}', expected 'vector'")),
+        None => return Err("no \"resultType\" field".to_owned()),
+    }
+    let results = data.get("result").and_then(serde_json::Value::as_array).ok_or("no \"result\" array")?;
+    Ok(results.iter().filter_map(parse_sample).collect())
+}
+
+fn parse_sample(item: &serde_json::Value) -> Option<VectorSample> {
+    let labels = item
+        .get("metric")?
+        .as_object()?
+        .iter()
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+        .collect();
+    let pair = item.get("value")?.as_array()?;
+    let at_s = pair.first()?.as_f64()?;
+    let value = pair.get(1)?.as_str()?.parse::<f64>().ok().filter(|v| v.is_finite());
+    Some(VectorSample { labels, at_s, value })
+}
+
+/// How to read the fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetOptions {
+    /// How long to wait for each answer.
+    pub timeout: Duration,
+    /// A node whose last scrape is older than this is stale (a few scrape intervals).
+    pub stale_after: Duration,
+}
+
+impl Default for FleetOptions {
+    fn default() -> Self {
+        Self { timeout: Duration::from_secs(3), stale_after: Duration::from_secs(60) }
+    }
+}
+
+/// Whether a node reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NodeState {
+    /// Scraped recently and the scrape worked.
+    Up,
+    /// The last scrape failed (`up == 0`).
+    Down,
+    /// The last scrape is older than the stale limit.
+    Stale,
+}
+
+/// One GPU of one node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetGpu {
+    pub index: u32,
+    pub uuid: Option<String>,
+    pub model: Option<String>,
+    pub util_pct: Option<f64>,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_total_bytes: Option<u64>,
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    pub temp_c: Option<f64>,
+    /// The active throttle reasons (dcgm-exporter's clock event names), `None` when the node does not export them.
+    pub throttle_reasons: Option<Vec<String>>,
+    /// `Some(false)` when gpusight says the GPU is lost or not answering.
+    pub answering: Option<bool>,
+}
+
+/// One process on one GPU of a node.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FleetProcess {
+    pub gpu_index: u32,
+    pub pid: u32,
+    pub user: Option<String>,
+    pub command: Option<String>,
+    pub gpu_memory_bytes: Option<u64>,
+    pub sm_util_pct: Option<f64>,
+}
+
+/// One active finding on a node.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct FleetFinding {
+    pub rule: String,
+    pub severity: String,
+    pub gpu_index: Option<u32>,
+    pub pid: Option<u32>,
+}
+
+impl FleetFinding {
+    /// Ordering weight: critical first.
+    #[must_use]
+    pub fn rank(&self) -> u8 {
+        match self.severity.as_str() {
+            "critical" => 0,
+            "warning" => 1,
+            "info" => 2,
+            _ => 3,
+        }
+    }
+}
+
+/// One node: what Prometheus scrapes as one target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    /// The `hostname` (or older `Hostname`) label, else the target's `instance`.
+    pub name: String,
+    pub instance: String,
+    pub state: NodeState,
+    /// Seconds since the last scrape of this target, when known.
+    pub last_scrape_age_s: Option<f64>,
+    pub gpus: Vec<FleetGpu>,
+    pub processes: Vec<FleetProcess>,
+    /// Worst first.
+    pub findings: Vec<FleetFinding>,
+}
+
+/// Every node the Prometheus server knows of, and which columns it could not fill.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Fleet {
+    /// The Prometheus base URL read from.
+    pub source: String,
+    pub nodes: Vec<Node>,
+    /// (column, why) for each column no node could fill.
+    pub missing_columns: Vec<(String, String)>,
+}
+
+/// The answers of every query in [`QUERIES`], by query text.
+pub type Answers = BTreeMap<String, Vec<VectorSample>>;
+
+fn label<'a>(s: &'a VectorSample, key: &str) -> Option<&'a str> {
+    s.labels.get(key).map(String::as_str).filter(|v| !v.is_empty())
+}
+
+fn node_name(s: &VectorSample) -> Option<&str> {
+    label(s, "hostname").or_else(|| label(s, "Hostname"))
+}
+
+#[derive(Debug, Default)]
+struct NodeBuilder {
+    name: Option<String>,
+    up: Option<bool>,
+    scraped_at_s: Option<f64>,
+    gpus: BTreeMap<u32, FleetGpu>,
+    processes: BTreeMap<(u32, u32), FleetProcess>,
+    findings: BTreeSet<(u8, FleetFinding)>,
+}
+
+impl NodeBuilder {
+    fn gpu(&mut self, s: &VectorSample) -> Option<&mut FleetGpu> {
+        let index: u32 = label(s, "gpu")?.parse().ok()?;
+        if self.name.is_none() {
+            self.name = node_name(s).map(str::to_owned);
+        }
+        let gpu = self.gpus.entry(index).or_insert_with(|| FleetGpu {
+            index,
+            uuid: None,
+            model: None,
+            util_pct: None,
+            mem_used_bytes: None,
+            mem_total_bytes: None,
+            power_w: None,
+            power_limit_w: None,
+            temp_c: None,
+            throttle_reasons: None,
+            answering: None,
+        });
+        if gpu.uuid.is_none() {
+            gpu.uuid = label(s, "UUID").or_else(|| label(s, "gpu_uuid")).map(str::to_owned);
+        }
+        if gpu.model.is_none() {
+            gpu.model = label(s, "modelName").or_else(|| label(s, "model_name")).map(str::to_owned);
+        }
+        Some(gpu)
+    }
+}
+
+const MIB: f64 = 1_048_576.0;
+
+/// Stores one query's value into a GPU's column.
+type GpuSetter = fn(&mut FleetGpu, f64);
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn mib_to_bytes(mib: f64) -> u64 {
+    (mib.max(0.0) * MIB).round() as u64
+}
+
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+fn to_u64(v: f64) -> u64 {
+    v.max(0.0).round() as u64
+}
+
+impl Fleet {
+    /// Builds the fleet from the query answers. `now_s` is the query time (for the scrape age).
+    #[must_use]
+    #[allow(clippy::too_many_lines)]
+    pub fn from_answers(source: &str, answers: &Answers, now_s: f64, options: &FleetOptions) -> Self {
+        let empty = Vec::new();
+        let get = |q: &str| answers.get(q).unwrap_or(&empty);
+        let mut nodes: BTreeMap<String, NodeBuilder> = BTreeMap::new();
+        let instance = |s: &VectorSample| label(s, "instance").unwrap_or("unknown").to_owned();
+
+        for s in get("up") {
+            nodes.entry(instance(s)).or_default().up = s.value.map(|v| v >= 1.0);
+        }
+        for s in get("timestamp(up)") {
+            nodes.entry(instance(s)).or_default().scraped_at_s = s.value;
+        }
+        let mut free: BTreeMap<(String, u32), f64> = BTreeMap::new();
+        let mut reserved: BTreeMap<(String, u32), f64> = BTreeMap::new();
+        for (query, target) in [("DCGM_FI_DEV_FB_FREE", &mut free), ("DCGM_FI_DEV_FB_RESERVED", &mut reserved)] {
+            for s in get(query) {
+                if let (Some(gpu), Some(v)) = (label(s, "gpu").and_then(|g| g.parse().ok()), s.value) {
+                    target.insert((instance(s), gpu), v);
+                }
+            }
+        }
+        let gpu_queries: [(&str, GpuSetter); 6] = [
+            ("DCGM_FI_DEV_GPU_UTIL", |g, v| g.util_pct = Some(v)),
+            ("DCGM_FI_DEV_FB_USED", |g, v| g.mem_used_bytes = Some(mib_to_bytes(v))),
+            ("DCGM_FI_DEV_POWER_USAGE", |g, v| g.power_w = Some(v)),
+            ("DCGM_FI_DEV_GPU_TEMP", |g, v| g.temp_c = Some(v)),
+            ("gpusight_gpu_up", |g, v| g.answering = Some(v >= 1.0)),
+            ("gpusight_power_limit_watts", |g, v| g.power_limit_w = Some(v)),
+        ];
+        for (query, set) in gpu_queries {
+            for s in get(query) {
+                let node = nodes.entry(instance(s)).or_default();
+                if let (Some(gpu), Some(v)) = (node.gpu(s), s.value) {
+                    set(gpu, v);
+                }
+            }
+        }
+        for s in get("gpusight_throttle_reason_active") {
+            let node = nodes.entry(instance(s)).or_default();
+            let reason = label(s, "reason").map(str::to_owned);
+            if let Some(gpu) = node.gpu(s) {
+                let reasons = gpu.throttle_reasons.get_or_insert_with(Vec::new);
+                if let (Some(reason), Some(v)) = (reason, s.value)
+                    && v >= 1.0
+                    && reason != "gpu_idle"
+                    && !reasons.contains(&reason)
+                {
+                    reasons.push(reason);
+                }
+            }
+        }
+        for s in get("gpusight_process_gpu_memory_bytes").iter().chain(get("gpusight_process_sm_utilization_ratio")) {
+            let (Some(gpu), Some(pid)) =
+                (label(s, "gpu").and_then(|g| g.parse().ok()), label(s, "pid").and_then(|p| p.parse().ok()))
+            else {
+                continue;
+            };
+            let node = nodes.entry(instance(s)).or_default();
+            if node.name.is_none() {
+                node.name = node_name(s).map(str::to_owned);
+            }
+            let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
+                gpu_index: gpu,
+                pid,
+                user: label(s, "user").map(str::to_owned),
+                command: label(s, "command").map(str::to_owned),
+                gpu_memory_bytes: None,
+                sm_util_pct: None,
+            });
+            match s.labels.get("__name__").map(String::as_str) {
+                Some("gpusight_process_sm_utilization_ratio") => process.sm_util_pct = s.value.map(|v| v * 100.0),
+                _ => process.gpu_memory_bytes = s.value.map(to_u64),
+            }
+        }
+        for s in get("gpusight_finding") {
+            if s.value.is_none_or(|v| v < 1.0) {
+                continue;
+            }
+            let node = nodes.entry(instance(s)).or_default();
+            let finding = FleetFinding {
+                rule: label(s, "rule").unwrap_or("unknown").to_owned(),
+                severity: label(s, "severity").unwrap_or("unknown").to_owned(),
+                gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
+                pid: label(s, "pid").and_then(|p| p.parse().ok()),
+            };
+            node.findings.insert((finding.rank(), finding));
+        }
+
+        let stale_after_s = options.stale_after.as_secs_f64();
+        let nodes = nodes
+            .into_iter()
+            .map(|(instance, mut b)| {
+                for (&index, gpu) in &mut b.gpus {
+                    let key = (instance.clone(), index);
+                    if let (Some(used), Some(free), Some(reserved)) =
+                        (gpu.mem_used_bytes, free.get(&key), reserved.get(&key))
+                    {
+                        gpu.mem_total_bytes = Some(used + mib_to_bytes(*free) + mib_to_bytes(*reserved));
+                    }
+                }
+                let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));
+                let state = match (b.up, age) {
+                    (Some(false), _) => NodeState::Down,
+                    (_, Some(age)) if age > stale_after_s => NodeState::Stale,
+                    // Series but no `up`: the target vanished from Prometheus's configuration or never had one.
+                    (None, None) => NodeState::Stale,
+                    _ => NodeState::Up,
+                };
+                Node {
+                    name: b.name.unwrap_or_else(|| instance.clone()),
+                    instance,
+                    state,
+                    last_scrape_age_s: age,
+                    gpus: b.gpus.into_values().collect(),
+                    processes: b.processes.into_values().collect(),
+                    findings: b.findings.into_iter().map(|(_, finding)| finding).collect(),
+                }
+            })
+            .collect();
+
+        let column_sources: [(&str, &str); 8] = [
+            ("util", "DCGM_FI_DEV_GPU_UTIL"),
+            ("memory", "DCGM_FI_DEV_FB_USED"),
+            ("power", "DCGM_FI_DEV_POWER_USAGE"),
+            ("temperature", "DCGM_FI_DEV_GPU_TEMP"),
+            ("power limit", "gpusight_power_limit_watts"),
+            ("throttle", "gpusight_throttle_reason_active"),
+            ("processes", "gpusight_process_gpu_memory_bytes"),
+            ("findings", "gpusight_finding"),
+        ];
+        let any_gpusight = QUERIES.iter().filter(|q| q.starts_with("gpusight_")).any(|q| !get(q).is_empty());
+        let missing_columns = column_sources
+            .iter()
+            .filter(|(_, query)| get(query).is_empty())
+            .map(|(column, query)| {
+                let why = if query.starts_with("gpusight_") && !any_gpusight {
+                    format!("no {query} series: no node runs gpusight export (dcgm-exporter alone has no such series)")
+                } else if *column == "findings" || *column == "processes" {
+                    format!("no {query} series: none active on any node")
+                } else {
+                    format!("no {query} series on any node")
+                };
+                ((*column).to_owned(), why)
+            })
+            .collect();
+        Self { source: source.to_owned(), nodes, missing_columns }
+    }
+
+    /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`).
+    ///
+    /// # Errors
+    /// [`FleetError::Unreachable`] naming the URL when the server does not answer; [`FleetError::BadAnswer`] when an
+    /// answer is not a query result.
+    pub fn query(base_url: &str, options: &FleetOptions) -> Result<Self, FleetError> {
+        let base = base_url.trim_end_matches('/');
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .timeout_global(Some(options.timeout))
+            .http_status_as_error(false)
+            .build()
+            .into();
+        let mut answers = Answers::new();
+        let mut now_s = None;
+        for query in QUERIES {
+            let url = format!("{base}/api/v1/query");
+            let mut response = agent
+                .get(&url)
+                .query("query", query)
+                .call()
+                .map_err(|e| FleetError::Unreachable { url: base.to_owned(), why: e.to_string() })?;
+            let status = response.status();
+            let text = response.body_mut().read_to_string().map_err(|e| FleetError::Unreachable {
+                url: base.to_owned(),
+                why: format!("reading the answer failed: {e}"),
+            })?;
+            let bad = |why: String| FleetError::BadAnswer { url: base.to_owned(), query: query.to_owned(), why };
+            let samples = parse_vector(&text).map_err(|why| bad(format!("HTTP {status}: {why}")))?;
+            if now_s.is_none() && query == "up" {
+                now_s = samples.first().map(|s| s.at_s);
+            }
+            answers.insert(query.to_owned(), samples);
+        }
+        let now_s = now_s.unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+        });
+        Ok(Self::from_answers(base, &answers, now_s, options))
+    }
+
+    /// GPUs across every node.
+    #[must_use]
+    pub fn n_gpus(&self) -> usize {
+        self.nodes.iter().map(|n| n.gpus.len()).sum()
+    }
+}

@@ -1,0 +1,276 @@
+//! How a [`Fleet`] is shown: a text grid for `--prometheus URL --once`, a versioned JSON document for `--json`, and
+//! a ratatui widget (a node grid with a drill-down into one node's GPUs and processes) for the interactive monitor.
+
+use std::fmt::Write as _;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
+
+use super::fleet::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
+
+/// The schema name of [`Fleet::to_json`].
+pub const FLEET_SCHEMA: &str = "gpusight.fleet/1";
+
+const GIB: f64 = 1_073_741_824.0;
+
+fn na<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
+    value.map_or_else(|| "N/A".to_owned(), show)
+}
+
+fn state_word(state: NodeState) -> &'static str {
+    match state {
+        NodeState::Up => "up",
+        NodeState::Down => "DOWN",
+        NodeState::Stale => "STALE",
+    }
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn memory_cell(gpu: &FleetGpu) -> String {
+    match (gpu.mem_used_bytes, gpu.mem_total_bytes) {
+        (Some(used), Some(total)) => format!("{:.1}/{:.0} GiB", used as f64 / GIB, total as f64 / GIB),
+        (Some(used), None) => format!("{:.1} GiB", used as f64 / GIB),
+        _ => "N/A".to_owned(),
+    }
+}
+
+fn power_cell(gpu: &FleetGpu) -> String {
+    match (gpu.power_w, gpu.power_limit_w) {
+        (Some(p), Some(l)) => format!("{p:.0}/{l:.0} W"),
+        (Some(p), None) => format!("{p:.0} W"),
+        _ => "N/A".to_owned(),
+    }
+}
+
+fn throttle_cell(gpu: &FleetGpu) -> String {
+    match &gpu.throttle_reasons {
+        None => "N/A".to_owned(),
+        Some(r) if r.is_empty() => "-".to_owned(),
+        Some(r) => r.join(","),
+    }
+}
+
+/// The cells of one GPU row: GPU, model, util, memory, power, temperature, throttle.
+fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
+    let index = if gpu.answering == Some(false) { format!("{} LOST", gpu.index) } else { gpu.index.to_string() };
+    [
+        index,
+        gpu.model.clone().unwrap_or_else(|| "N/A".to_owned()),
+        na(gpu.util_pct, |u| format!("{u:.0} %")),
+        memory_cell(gpu),
+        power_cell(gpu),
+        na(gpu.temp_c, |t| format!("{t:.0} C")),
+        throttle_cell(gpu),
+    ]
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn process_cells(p: &FleetProcess) -> [String; 6] {
+    [
+        p.gpu_index.to_string(),
+        p.pid.to_string(),
+        p.user.clone().unwrap_or_else(|| "N/A".to_owned()),
+        na(p.gpu_memory_bytes, |b| format!("{:.1} GiB", b as f64 / GIB)),
+        na(p.sm_util_pct, |u| format!("{u:.0} %")),
+        p.command.clone().unwrap_or_else(|| "N/A".to_owned()),
+    ]
+}
+
+fn node_header(node: &Node) -> String {
+    let age = na(node.last_scrape_age_s, |a| format!("scraped {a:.0} s ago"));
+    let instance = if node.name == node.instance { String::new() } else { format!(" ({})", node.instance) };
+    format!("{}{instance}  {}  {age}  {} GPUs", node.name, state_word(node.state), node.gpus.len())
+}
+
+impl Fleet {
+    /// The fleet as a text grid: nodes (worst findings first) × GPUs, then each node's findings.
+    #[must_use]
+    pub fn to_text(&self) -> String {
+        let mut out = String::new();
+        let n_up = self.nodes.iter().filter(|n| n.state == NodeState::Up).count();
+        let _ =
+            writeln!(out, "Fleet from {}: {} nodes ({n_up} up), {} GPUs", self.source, self.nodes.len(), self.n_gpus());
+        let header = ["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"];
+        let widths = [7, 22, 6, 18, 12, 6, 20];
+        for node in self.nodes_worst_first() {
+            let _ = writeln!(out, "\n{}", node_header(node));
+            let mut line = String::new();
+            for (cell, width) in header.iter().zip(widths) {
+                let _ = write!(line, "  {cell:<width$}");
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+            for gpu in &node.gpus {
+                let mut line = String::new();
+                for (cell, width) in gpu_cells(gpu).iter().zip(widths) {
+                    let _ = write!(line, "  {cell:<width$}");
+                }
+                let _ = writeln!(out, "{}", line.trim_end());
+            }
+            for f in &node.findings {
+                let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
+                let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
+                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", f.severity, f.rule);
+            }
+        }
+        if !self.missing_columns.is_empty() {
+            let _ = writeln!(out, "\nNot shown:");
+            for (column, why) in &self.missing_columns {
+                let _ = writeln!(out, "  {column}: {why}");
+            }
+        }
+        out
+    }
+
+    /// The fleet as JSON: `{"schema": "gpusight.fleet/1", "source": ..., "nodes": [...], "missing_columns": [...]}`.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        let missing: Vec<serde_json::Value> = self
+            .missing_columns
+            .iter()
+            .map(|(column, why)| serde_json::json!({ "column": column, "why": why }))
+            .collect();
+        serde_json::json!({
+            "schema": FLEET_SCHEMA,
+            "source": self.source,
+            "nodes": self.nodes_worst_first(),
+            "missing_columns": missing,
+        })
+    }
+
+    /// Nodes ordered worst first: down or stale nodes, then by their worst finding, then by name.
+    #[must_use]
+    pub fn nodes_worst_first(&self) -> Vec<&Node> {
+        let mut nodes: Vec<&Node> = self.nodes.iter().collect();
+        nodes.sort_by_key(|n| {
+            let state_rank = u8::from(n.state == NodeState::Up);
+            let finding_rank = n.findings.iter().map(super::fleet::FleetFinding::rank).min().unwrap_or(u8::MAX);
+            (state_rank, finding_rank, n.name.clone())
+        });
+        nodes
+    }
+}
+
+/// The fleet screen's state: the fleet, the selected node and whether it is drilled into.
+#[derive(Debug, Clone)]
+pub struct FleetView {
+    pub fleet: Fleet,
+    /// Index into [`Fleet::nodes_worst_first`].
+    pub selected: usize,
+    /// Whether the selected node's GPUs and processes are shown instead of the grid.
+    pub drilled: bool,
+}
+
+impl FleetView {
+    #[must_use]
+    pub fn new(fleet: Fleet) -> Self {
+        Self { fleet, selected: 0, drilled: false }
+    }
+
+    /// Moves the selection by `delta` nodes, staying in range.
+    pub fn move_selection(&mut self, delta: isize) {
+        let last = self.fleet.nodes.len().saturating_sub(1);
+        self.selected = self.selected.saturating_add_signed(delta).min(last);
+    }
+
+    /// Shows the selected node's details (`true`) or the grid (`false`).
+    pub fn set_drilled(&mut self, drilled: bool) {
+        self.drilled = drilled;
+    }
+
+    fn render_grid(&self, area: Rect, buf: &mut Buffer) {
+        let mut rows = Vec::new();
+        for (i, node) in self.fleet.nodes_worst_first().into_iter().enumerate() {
+            let style = if i == self.selected { Style::new().add_modifier(Modifier::REVERSED) } else { Style::new() };
+            let worst = node.findings.first().map(|f| format!("{} {}", f.severity, f.rule)).unwrap_or_default();
+            rows.push(
+                Row::new(vec![node.name.clone(), state_word(node.state).to_owned(), String::new(), worst]).style(style),
+            );
+            for gpu in &node.gpus {
+                let c = gpu_cells(gpu);
+                rows.push(Row::new(vec![
+                    format!("  GPU {}", c[0]),
+                    c[2].clone(),
+                    format!("{} {}", c[3], c[4]),
+                    format!("{} {}", c[5], c[6]),
+                ]));
+            }
+        }
+        let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", self.fleet.nodes.len(), self.fleet.n_gpus());
+        Table::new(rows, [Constraint::Length(24), Constraint::Length(7), Constraint::Length(30), Constraint::Fill(1)])
+            .header(
+                Row::new(vec!["NODE / GPU", "STATE", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
+                    .style(Style::new().add_modifier(Modifier::BOLD)),
+            )
+            .block(Block::new().borders(Borders::ALL).title(title))
+            .render(area, buf);
+    }
+
+    fn render_node(&self, node: &Node, area: Rect, buf: &mut Buffer) {
+        let [gpus_area, procs_area, findings_area] = Layout::vertical([
+            Constraint::Length(u16::try_from(node.gpus.len()).unwrap_or(u16::MAX).saturating_add(3)),
+            Constraint::Fill(1),
+            Constraint::Length(u16::try_from(node.findings.len()).unwrap_or(u16::MAX).saturating_add(2)),
+        ])
+        .areas(area);
+        let gpu_rows = node.gpus.iter().map(|g| Row::new(gpu_cells(g).to_vec()));
+        Table::new(
+            gpu_rows,
+            [
+                Constraint::Length(7),
+                Constraint::Length(14),
+                Constraint::Length(6),
+                Constraint::Length(16),
+                Constraint::Length(12),
+                Constraint::Length(6),
+                Constraint::Fill(1),
+            ],
+        )
+        .header(
+            Row::new(vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"])
+                .style(Style::new().add_modifier(Modifier::BOLD)),
+        )
+        .block(Block::new().borders(Borders::ALL).title(format!(" {} (Esc: fleet) ", node_header(node))))
+        .render(gpus_area, buf);
+        let proc_rows = node.processes.iter().map(|p| Row::new(process_cells(p).to_vec()));
+        Table::new(
+            proc_rows,
+            [
+                Constraint::Length(4),
+                Constraint::Length(8),
+                Constraint::Length(10),
+                Constraint::Length(10),
+                Constraint::Length(6),
+                Constraint::Fill(1),
+            ],
+        )
+        .header(
+            Row::new(vec!["GPU", "PID", "USER", "GPU MEM", "SM", "COMMAND"])
+                .style(Style::new().add_modifier(Modifier::BOLD)),
+        )
+        .block(Block::new().borders(Borders::ALL).title(" Processes "))
+        .render(procs_area, buf);
+        let lines: Vec<Line<'_>> = node
+            .findings
+            .iter()
+            .map(|f| {
+                let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
+                let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
+                Line::from(format!("{} {}{gpu}{pid}", f.severity, f.rule))
+            })
+            .collect();
+        Paragraph::new(lines).block(Block::new().borders(Borders::ALL).title(" Findings ")).render(findings_area, buf);
+    }
+}
+
+impl Widget for &FleetView {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let nodes = self.fleet.nodes_worst_first();
+        match nodes.get(self.selected) {
+            Some(node) if self.drilled => self.render_node(node, area, buf),
+            _ => self.render_grid(area, buf),
+        }
+    }
+}

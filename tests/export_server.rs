@@ -1,0 +1,151 @@
+//! The metrics server on loopback: routes, content type, the state before the first sample, a port in use, and
+//! a malformed request that must not block other clients. `promtool check metrics` on the exposition too.
+
+// Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use gpusight::export::metrics::CONTENT_TYPE;
+use gpusight::export::{ExportError, ExportHandle, ExportServer};
+use gpusight::pipeline::Pipeline;
+use gpusight::source::Source;
+use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+fn loopback() -> SocketAddr {
+    "127.0.0.1:0".parse().unwrap()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(5)))
+        .http_status_as_error(false)
+        .build()
+        .into()
+}
+
+fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
+    let mut response = agent().get(&format!("http://{addr}{path}")).call().unwrap();
+    let content_type =
+        response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
+    (response.status().as_u16(), content_type, response.body_mut().read_to_string().unwrap())
+}
+
+fn published_pipeline(spec: &str) -> Pipeline {
+    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).unwrap());
+    let first = source.next_snapshot().unwrap().unwrap();
+    let mut pipeline = Pipeline::new(&first, 600, Default::default());
+    for _ in 0..5 {
+        pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
+    }
+    pipeline
+}
+
+#[test]
+fn routes_and_first_sample() {
+    let handle = ExportHandle::new();
+    let server = ExportServer::bind(loopback(), handle.clone()).unwrap().spawn().unwrap();
+    let addr = server.local_addr();
+
+    let (status, _, body) = get(addr, "/metrics");
+    assert_eq!(status, 503, "{body}");
+    let (status, _, body) = get(addr, "/healthz");
+    assert_eq!((status, body.as_str()), (503, "waiting for the first sample\n"));
+
+    handle.publish(&published_pipeline("compute:2")).unwrap();
+    let (status, content_type, body) = get(addr, "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(content_type, CONTENT_TYPE);
+    assert!(body.contains(r#"DCGM_FI_DEV_GPU_UTIL{gpu="1""#), "{body}");
+    assert!(body.contains(r#"hostname="synthetic-compute""#));
+    assert_eq!(Some(body.as_str()), handle.current().as_deref());
+
+    let (status, _, body) = get(addr, "/healthz");
+    assert_eq!(status, 200);
+    assert!(body.starts_with("ok\nlast sample "), "{body}");
+
+    let (status, _, body) = get(addr, "/nope");
+    assert_eq!(status, 404);
+    assert!(body.contains("/metrics"));
+    server.stop().unwrap();
+}
+
+#[test]
+fn hostname_override() {
+    let handle = ExportHandle::with_hostname("node-7");
+    handle.publish(&published_pipeline("idle:1")).unwrap();
+    assert!(handle.current().unwrap().contains(r#"hostname="node-7""#));
+}
+
+#[test]
+fn port_in_use_is_a_clear_error() {
+    let taken = std::net::TcpListener::bind(loopback()).unwrap();
+    let addr = taken.local_addr().unwrap();
+    let err = ExportServer::bind(addr, ExportHandle::new()).unwrap_err();
+    assert!(matches!(err, ExportError::AddressInUse(_)));
+    assert_eq!(err.to_string(), format!("{addr} is already in use; pick another with --listen"));
+}
+
+#[test]
+fn malformed_and_stalled_clients_do_not_block_others() {
+    let handle = ExportHandle::new();
+    handle.publish(&published_pipeline("idle:1")).unwrap();
+    let server = ExportServer::bind(loopback(), handle).unwrap().spawn().unwrap();
+    let addr = server.local_addr();
+    // A client that sends half a request line and stalls.
+    let mut stalled = TcpStream::connect(addr).unwrap();
+    stalled.write_all(b"GET /metr").unwrap();
+    // A client that sends garbage: it gets an error response or a closed connection, never a hang.
+    let mut garbage = TcpStream::connect(addr).unwrap();
+    garbage.write_all(b"\x00\x01 NOT HTTP\r\n\r\n").unwrap();
+    garbage.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut reply = Vec::new();
+    let _ = garbage.read_to_end(&mut reply);
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.is_empty() || reply.starts_with("HTTP/1.1 400"), "{reply}");
+    // Others are still served.
+    for _ in 0..3 {
+        assert_eq!(get(addr, "/metrics").0, 200);
+    }
+    // Stopping does not hang on the stalled client.
+    server.stop().unwrap();
+    drop(stalled);
+}
+
+/// `promtool check metrics` accepts the exposition. Its lint flags only what dcgm-exporter compatibility imposes:
+/// the `modelName` label (camelCase) and `_COUNTER` in `DCGM_FI_DEV_PCIE_REPLAY_COUNTER`.
+#[test]
+fn promtool_accepts_the_exposition() {
+    let Ok(promtool) = which("promtool") else {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "promtool is missing (apt-get install prometheus)");
+        eprintln!("skipped: promtool not found (Debian package `prometheus`)");
+        return;
+    };
+    let handle = ExportHandle::new();
+    handle.publish(&published_pipeline("mixed:8")).unwrap();
+    let text = handle.current().unwrap();
+    let mut child = std::process::Command::new(promtool)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let report = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    // Exit 1 is a parse error; 3 is lint findings only.
+    assert!(output.status.success() || output.status.code() == Some(3), "promtool failed:\n{report}");
+    for line in report.lines().filter(|l| !l.trim().is_empty()) {
+        let accepted = line.ends_with("label names should be written in 'snake_case' not 'camelCase'")
+            || line == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'";
+        assert!(accepted, "unexpected promtool finding: {line}");
+    }
+}
+
+fn which(program: &str) -> Result<std::path::PathBuf, ()> {
+    let path = std::env::var_os("PATH").ok_or(())?;
+    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file()).ok_or(())
+}

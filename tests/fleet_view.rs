@@ -1,0 +1,102 @@
+//! The fleet widget: the node grid and the drill-down into one node, drawn into a buffer.
+
+// Helpers outside #[test] fns unwrap too.
+#![allow(clippy::unwrap_used)]
+
+use gpusight::export::fleet::{Fleet, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
+use gpusight::export::fleet_view::FleetView;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+
+fn gpu(index: u32, util: Option<f64>) -> FleetGpu {
+    FleetGpu {
+        index,
+        uuid: Some(format!("GPU-{index}")),
+        model: Some("NVIDIA H200".to_owned()),
+        util_pct: util,
+        mem_used_bytes: Some(12 << 30),
+        mem_total_bytes: Some(140 << 30),
+        power_w: Some(150.0),
+        power_limit_w: Some(700.0),
+        temp_c: Some(41.0),
+        throttle_reasons: Some(vec![]),
+        answering: Some(true),
+    }
+}
+
+fn fleet() -> Fleet {
+    Fleet {
+        source: "http://prom:9090".to_owned(),
+        nodes: vec![
+            Node {
+                name: "alpha".to_owned(),
+                instance: "10.0.0.1:9400".to_owned(),
+                state: NodeState::Up,
+                last_scrape_age_s: Some(1.0),
+                gpus: vec![gpu(0, Some(99.0))],
+                processes: vec![],
+                findings: vec![],
+            },
+            Node {
+                name: "beta".to_owned(),
+                instance: "10.0.0.2:9400".to_owned(),
+                state: NodeState::Up,
+                last_scrape_age_s: Some(1.0),
+                gpus: vec![gpu(0, Some(4.0)), gpu(1, None)],
+                processes: vec![FleetProcess {
+                    gpu_index: 0,
+                    pid: 4242,
+                    user: Some("alice".to_owned()),
+                    command: Some("python3".to_owned()),
+                    gpu_memory_bytes: Some(12 << 30),
+                    sm_util_pct: Some(4.0),
+                }],
+                findings: vec![FleetFinding {
+                    rule: "input-bound".to_owned(),
+                    severity: "warning".to_owned(),
+                    gpu_index: Some(0),
+                    pid: Some(4242),
+                }],
+            },
+        ],
+        missing_columns: vec![],
+    }
+}
+
+fn draw(view: &FleetView) -> String {
+    let area = Rect::new(0, 0, 100, 16);
+    let mut buf = Buffer::empty(area);
+    view.render(area, &mut buf);
+    (0..area.height)
+        .map(|y| (0..area.width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn grid_puts_the_node_with_findings_first() {
+    let screen = draw(&FleetView::new(fleet()));
+    assert!(screen.contains("Fleet: 2 nodes, 3 GPUs"), "{screen}");
+    let beta = screen.find("beta").unwrap();
+    assert!(beta < screen.find("alpha").unwrap(), "{screen}");
+    assert!(screen.contains("warning input-bound"), "{screen}");
+    // An absent reading is N/A, not 0.
+    assert!(screen.contains("N/A"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn drill_down_shows_gpus_processes_and_findings() {
+    let mut view = FleetView::new(fleet());
+    view.move_selection(5);
+    assert_eq!(view.selected, 1);
+    view.move_selection(-1);
+    view.set_drilled(true);
+    let screen = draw(&view);
+    assert!(screen.contains("beta (10.0.0.2:9400)"), "{screen}");
+    assert!(screen.contains("4242"), "{screen}");
+    assert!(screen.contains("python3"), "{screen}");
+    assert!(screen.contains("warning input-bound GPU 0 PID 4242"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
