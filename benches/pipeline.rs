@@ -1,6 +1,8 @@
 //! Benchmarks for the budgets in product.md: sample ingest into the history, advice over a full history,
 //! serialization. Run with `cargo bench --bench pipeline`; figures go to docs/performance.md.
 
+#![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
+
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
@@ -17,7 +19,7 @@ fn source(spec: &str) -> SyntheticSource {
 
 /// A history of `n` ticks of `spec`, and the next snapshot to push.
 fn filled(spec: &str, n: u64, capacity: usize) -> (History, Snapshot) {
-    let mut source = source(spec);
+    let source = source(spec);
     let machine = source.machine();
     let mut history = History::new(machine.clone(), capacity);
     for i in 0..n {

@@ -151,7 +151,7 @@ pub fn main() -> i32 {
             return if e.use_stderr() { EXIT_NO_DRIVER } else { 0 };
         }
     };
-    match crate::run::run(cli) {
+    match crate::run::run(&cli) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("gpusight: {e}");
@@ -213,7 +213,8 @@ mod tests {
     fn the_command_line_parses() {
         let cli = Cli::try_parse_from(["gpusight", "--demo", "--once", "--json"]).expect("parse");
         assert!(cli.data.demo && cli.view.once && cli.view.json);
-        let cli = Cli::try_parse_from(["gpusight", "doctor", "--duration", "60s", "--replay", "x.jsonl"]).expect("parse");
+        let cli =
+            Cli::try_parse_from(["gpusight", "doctor", "--duration", "60s", "--replay", "x.jsonl"]).expect("parse");
         assert!(matches!(cli.command, Some(Command::Doctor { duration }) if duration == Duration::from_secs(60)));
         assert!(Cli::try_parse_from(["gpusight", "--demo", "--replay", "x"]).is_err());
         assert!(Cli::try_parse_from(["gpusight", "--headless"]).is_err());

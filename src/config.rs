@@ -51,7 +51,7 @@ impl Config {
     /// # Errors
     /// A syntax error, an unknown key or a wrong type, naming the key.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e) })
+        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e, text) })
     }
 
     /// Reads the file at `path`.
@@ -85,11 +85,23 @@ impl Config {
     }
 }
 
-/// toml's errors span several lines with a caret picture; keep the message and the key on one line.
-fn one_line(error: &toml::de::Error) -> String {
+/// toml's errors span several lines with a caret picture; say it on one line with the line number, the section
+/// and the key, so a wrong type names what is wrong ("line 2, [general] interval_s: invalid type: ...").
+fn one_line(error: &toml::de::Error, text: &str) -> String {
     let message = error.message().trim().to_owned();
-    match error.span() {
-        Some(span) => format!("{message} (at byte {})", span.start),
-        None => message,
+    let Some(span) = error.span() else { return message };
+    let before = &text[..span.start.min(text.len())];
+    let line_no = before.matches('\n').count() + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or("").trim();
+    let section = before
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| l.starts_with('[') && l.ends_with(']'))
+        .map(|l| format!("{l} "))
+        .unwrap_or_default();
+    match line.split_once('=') {
+        Some((key, _)) if !line.starts_with('[') => format!("line {line_no}, {section}{}: {message}", key.trim()),
+        _ => format!("line {line_no}: {message}"),
     }
 }

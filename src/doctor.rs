@@ -232,8 +232,8 @@ mod tests {
         let text = report.to_text(false);
         assert!(text.contains("No problems found."), "{text}");
         assert!(text.contains("watched 2 GPUs for 30 s (31 samples)"), "{text}");
-        // A 30 s watch cannot judge the idle-holder's 10-minute window, and says so.
-        assert!(text.contains("not judged: idle-holder (needs 10 min of data, watched 30 s"), "{text}");
+        // A 30 s watch cannot judge the idle-holder's 5-minute window, and says so.
+        assert!(text.contains("not judged: idle-holder (needs 5 min of data, watched 30 s"), "{text}");
     }
 
     #[test]

@@ -53,7 +53,11 @@ impl Pipeline {
     pub fn findings_seen(&self) -> Vec<Finding> {
         let mut seen = self.seen.clone();
         seen.sort_by(|a, b| {
-            b.severity.cmp(&a.severity).then(a.gpu_index.cmp(&b.gpu_index)).then(a.rule.cmp(&b.rule)).then(a.pid.cmp(&b.pid))
+            b.severity
+                .cmp(&a.severity)
+                .then(a.gpu_index.cmp(&b.gpu_index))
+                .then(a.rule.cmp(&b.rule))
+                .then(a.pid.cmp(&b.pid))
         });
         seen
     }

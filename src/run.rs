@@ -57,9 +57,7 @@ impl Data {
         match self {
             Self::Live => Ok(Box::new(LiveSource::open(interval)?)),
             Self::Synthetic(spec) => Ok(Box::new(SyntheticSource::new(spec.clone()))),
-            Self::Recording(recording) => {
-                Ok(Box::new(crate::source::replay::ReplaySource::new(recording.clone())))
-            }
+            Self::Recording(recording) => Ok(Box::new(crate::source::replay::ReplaySource::new(recording.clone()))),
         }
     }
 }
@@ -68,7 +66,7 @@ impl Data {
 ///
 /// # Errors
 /// Any failure, phrased for a person.
-pub fn run(cli: Cli) -> Result<i32, RunError> {
+pub fn run(cli: &Cli) -> Result<i32, RunError> {
     let config = effective_config(&cli.data)?;
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
@@ -79,7 +77,7 @@ pub fn run(cli: Cli) -> Result<i32, RunError> {
             if cli.view.json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
             } else {
-                print!("{}", report.to_text(use_color(&cli)));
+                print!("{}", report.to_text(use_color(cli)));
             }
             Ok(report.exit_code())
         }
@@ -93,10 +91,11 @@ pub fn run(cli: Cli) -> Result<i32, RunError> {
             }
             Ok(0)
         }
-        Some(Command::Export { listen }) => crate::export::run_export(&data, &config, interval, *listen),
+        Some(Command::Export { listen }) => export(&data, &config, interval, *listen),
         None if cli.data.headless => record_headless(&data, &cli.data, interval),
-        None if cli.view.once => once(&data, &cli, &config, interval),
-        None => monitor(data, &cli, config, interval),
+        None if cli.view.prometheus.is_some() => fleet(cli, interval),
+        None if cli.view.once => once(&data, cli, &config, interval),
+        None => monitor(data, cli, &config, interval),
     }
 }
 
@@ -192,7 +191,8 @@ fn watch(
     match data {
         Data::Recording(recording) => {
             let last = recording.ticks.len().checked_sub(1).ok_or_else(|| empty_recording(recording))?;
-            replay_into(recording, last, config, needed.max(recording.ticks.len())).ok_or_else(|| empty_recording(recording))
+            replay_into(recording, last, config, needed.max(recording.ticks.len()))
+                .ok_or_else(|| empty_recording(recording))
         }
         Data::Synthetic(spec) => {
             let mut source = SyntheticSource::new(spec.clone());
@@ -243,7 +243,11 @@ fn record_headless(data: &Data, args: &DataArgs, interval: Duration) -> Result<i
     let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-    eprintln!("gpusight: recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM", path.display(), interval.as_secs_f64());
+    eprintln!(
+        "gpusight: recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM",
+        path.display(),
+        interval.as_secs_f64()
+    );
     let mut result = Ok(0);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -270,7 +274,7 @@ fn record_headless(data: &Data, args: &DataArgs, interval: Duration) -> Result<i
 
 /// The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
 /// thread, recorded on the way when `--record` is given.
-fn monitor(data: Data, cli: &Cli, config: Config, interval: Duration) -> Result<i32, RunError> {
+fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
     use crate::app::{AppOptions, Feed, HostInspector, PidfdSender};
 
     let mut ui = config.ui.clone();
@@ -292,7 +296,7 @@ fn monitor(data: Data, cli: &Cli, config: Config, interval: Duration) -> Result<
         ascii: cli.view.ascii,
         keys: config.keys.clone(),
         thresholds: config.thresholds.clone(),
-        history_capacity: capacity(&config, interval),
+        history_capacity: capacity(config, interval),
         own_uid,
         own_user: std::env::var("USER").ok(),
         process_inspector: Box::new(HostInspector::default()),
@@ -349,4 +353,79 @@ fn recording_sink(tx: mpsc::Sender<FeedEvent>, recorder: Option<Recorder>) -> Si
         }
         tx.send(event).is_ok()
     })
+}
+
+/// `gpusight export`: the sampler feeds a pipeline whose every snapshot is rendered once for `/metrics`, and the
+/// server answers until SIGINT or SIGTERM.
+fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::SocketAddr) -> Result<i32, RunError> {
+    use crate::export::{ExportHandle, ExportServer};
+
+    let source = data.open_source(interval)?;
+    let handle = ExportHandle::with_hostname(source.machine().hostname.clone());
+    let server = ExportServer::bind(listen, handle.clone()).map_err(|e| RunError::Other(e.to_string()))?;
+    let capacity = capacity(config, interval);
+    let thresholds = config.thresholds.clone();
+    let pipeline: std::sync::Mutex<Option<Pipeline>> = std::sync::Mutex::new(None);
+    let sink: Sink = Arc::new(move |event| {
+        match event {
+            FeedEvent::Snapshot(snapshot) => {
+                let Ok(mut slot) = pipeline.lock() else { return false };
+                let pipeline = match slot.as_mut() {
+                    Some(pipeline) => {
+                        pipeline.ingest(&snapshot);
+                        pipeline
+                    }
+                    None => slot.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),
+                };
+                if let Err(e) = handle.publish(pipeline) {
+                    eprintln!("gpusight: cannot render metrics: {e}");
+                }
+            }
+            FeedEvent::Stalled { for_ms } => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
+            FeedEvent::Note(note) => eprintln!("gpusight: {note}"),
+            FeedEvent::Failed(message) => eprintln!("gpusight: sampling stopped: {message}"),
+            // A recording played to its end keeps serving its last sample.
+            FeedEvent::Ended => {}
+        }
+        true
+    });
+    let sampler = Sampler::spawn(source, interval, sink, false)
+        .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
+    eprintln!("gpusight: serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr());
+    let stop = async {
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+        let term = async {
+            match terminate.as_mut() {
+                Some(signal) => {
+                    signal.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            () = term => {}
+        }
+    };
+    let result = server.run_until(stop).map_err(|e| RunError::Other(e.to_string()));
+    drop(sampler);
+    result.map(|()| 0)
+}
+
+/// `--prometheus URL`: every node found in that Prometheus server; `--once` prints it, otherwise the fleet view.
+fn fleet(cli: &Cli, interval: Duration) -> Result<i32, RunError> {
+    use crate::export::fleet::{Fleet, FleetOptions};
+
+    let url = cli.view.prometheus.as_deref().unwrap_or_default();
+    if !cli.view.once {
+        return crate::app::fleet::run(url, interval.max(Duration::from_secs(1)), !use_color(cli))
+            .map_err(|e| RunError::Other(format!("{e}")));
+    }
+    let fleet = Fleet::query(url, &FleetOptions::default()).map_err(|e| RunError::Other(e.to_string()))?;
+    if cli.view.json {
+        println!("{}", serde_json::to_string_pretty(&fleet.to_json()).unwrap_or_default());
+    } else {
+        print!("{}", fleet.to_text());
+    }
+    Ok(0)
 }

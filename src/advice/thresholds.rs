@@ -65,9 +65,9 @@ pub struct Thresholds {
 
     /// GPU memory (MiB) a process must hold to count as an idle holder.
     pub idle_holder_min_mib: f64,
-    /// GPU utilization (%) at or below which its GPU counts as idle.
+    /// SM utilization (%) at or below which the process (or, without per-process samples, its GPU) counts as idle.
     pub idle_util_pct: f64,
-    /// Seconds the GPU must stay idle while the process holds memory.
+    /// Seconds the process must stay idle while it holds memory.
     pub idle_holder_window_s: u64,
 
     /// GPU utilization (%) at or above which util-misleading compares it with SM activity.
@@ -115,7 +115,7 @@ impl Default for Thresholds {
             vram_growth_min_r2: 0.8,
             idle_holder_min_mib: 1024.0,
             idle_util_pct: 1.0,
-            idle_holder_window_s: 600,
+            idle_holder_window_s: 300,
             misleading_util_pct: 90.0,
             misleading_sm_active_pct: 50.0,
             misleading_power_pct: 35.0,

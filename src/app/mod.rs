@@ -12,6 +12,7 @@ use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
 
 pub mod action;
 pub mod feed;
+pub mod fleet;
 pub mod inspect;
 pub mod keymap;
 pub mod player;

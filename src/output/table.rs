@@ -43,7 +43,7 @@ fn pct(value: Option<u32>) -> String {
 fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick) {
     let _ = writeln!(
         out,
-        "\n{:>3} {:<14} {:>5} {:>22} {:>13} {:>9} {:>11} {:>6} {:>11} {:>4}  {}",
+        "\n{:>3} {:<14} {:>5} {:>22} {:>13} {:>9} {:>11} {:>6} {:>11} {:>4}  THROTTLE",
         "GPU",
         "NAME",
         "UTIL",
@@ -54,7 +54,6 @@ fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick) {
         "SM ACT",
         "PCIe NOW/MAX",
         "NUMA",
-        "THROTTLE"
     );
     for info in &machine.gpus {
         let Some(gpu) = tick.gpu(info.index) else { continue };
@@ -82,7 +81,8 @@ fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
         (p, _) => opt(p, |p| format!("{} W", p / 1000)),
     };
     let temp = format!("{}/{} C", opt(gpu.temp_c, |t| t.to_string()), opt(info.temp_slowdown_c, |t| t.to_string()));
-    let clocks = format!("{}/{}", opt(gpu.sm_clock_mhz, |c| c.to_string()), opt(info.max_sm_clock_mhz, |c| c.to_string()));
+    let clocks =
+        format!("{}/{}", opt(gpu.sm_clock_mhz, |c| c.to_string()), opt(info.max_sm_clock_mhz, |c| c.to_string()));
     let sm_active = opt(gpu.gpm.and_then(|g| g.sm_active_pct), |v| format!("{v:.0}%"));
     let link = |gen_: Option<u32>, width: Option<u32>| match (gen_, width) {
         (Some(g), Some(w)) => format!("{g}x{w}"),
@@ -118,9 +118,8 @@ fn gib_short(value: u64) -> String {
 
 fn host(out: &mut String, tick: &Tick) {
     let host = &tick.host;
-    let cpu = opt(host.cpu, |c| {
-        format!("CPU {:.1}% (iowait {:.1}%, steal {:.1}%)", c.busy_pct, c.iowait_pct, c.steal_pct)
-    });
+    let cpu =
+        opt(host.cpu, |c| format!("CPU {:.1}% (iowait {:.1}%, steal {:.1}%)", c.busy_pct, c.iowait_pct, c.steal_pct));
     let mem = match (host.mem_total_bytes, host.mem_available_bytes) {
         (Some(total), Some(available)) => format!("mem {} / {}", bytes(total.saturating_sub(available)), bytes(total)),
         _ => format!("mem {NA}"),
@@ -143,8 +142,8 @@ fn host(out: &mut String, tick: &Tick) {
 fn processes(out: &mut String, tick: &Tick, ascii: bool) {
     let _ = writeln!(
         out,
-        "\n{:>3} {:>8} {:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {:>9}  {}",
-        "GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "SM%", "MEM%", "CPU%", "HOST-MEM", "S", "TIME", "COMMAND"
+        "\n{:>3} {:>8} {:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {:>9}  COMMAND",
+        "GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "SM%", "MEM%", "CPU%", "HOST-MEM", "S", "TIME"
     );
     if tick.gpu_processes.is_empty() {
         let _ = writeln!(out, "  No GPU processes.");

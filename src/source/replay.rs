@@ -89,8 +89,8 @@ impl Recording {
         let Some(first) = lines.first() else {
             return Err(SourceError::Recording(format!("{name} is empty: not a gpusight recording")));
         };
-        let header: Header = serde_json::from_str(first)
-            .map_err(|e| err(1, &format!("not a gpusight recording header ({e})")))?;
+        let header: Header =
+            serde_json::from_str(first).map_err(|e| err(1, &format!("not a gpusight recording header ({e})")))?;
         if header.format != FORMAT_NAME {
             return Err(err(1, &format!("format is '{}', expected '{FORMAT_NAME}'", header.format)));
         }
@@ -319,12 +319,8 @@ mod tests {
         assert!(Recording::open(&path).expect_err("bad").to_string().contains("line 1: not a gpusight recording"));
         std::fs::write(&path, "").expect("write");
         assert!(Recording::open(&path).expect_err("empty").to_string().contains("empty"));
-        let header = Header {
-            format: FORMAT_NAME.into(),
-            schema: 99,
-            writer: "9.9".into(),
-            machine: MachineInfo::default(),
-        };
+        let header =
+            Header { format: FORMAT_NAME.into(), schema: 99, writer: "9.9".into(), machine: MachineInfo::default() };
         std::fs::write(&path, serde_json::to_string(&header).expect("json") + "\n").expect("write");
         assert!(Recording::open(&path).expect_err("schema").to_string().contains("schema 99 is not supported"));
         assert!(Recording::open(&dir.path().join("missing.jsonl")).is_err());

@@ -177,7 +177,8 @@ mod tests {
                 true
             })
         };
-        let sampler = Sampler::spawn(Box::new(ReplaySource::new(recording)), Duration::ZERO, sink, false).expect("spawn");
+        let sampler =
+            Sampler::spawn(Box::new(ReplaySource::new(recording)), Duration::ZERO, sink, false).expect("spawn");
         sampler.stop_after_end();
         let seen = seen.lock().expect("lock");
         let n_snapshots = seen.iter().filter(|e| matches!(e, FeedEvent::Snapshot(_))).count();

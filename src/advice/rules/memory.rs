@@ -131,7 +131,9 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
-/// idle-holder: a process holds GPU memory while its GPU has done nothing for the whole window.
+/// idle-holder: a process holds GPU memory while it has done nothing on the GPU for the whole window. Its own SM
+/// utilization (NVML per-process samples) is the signal, so a forgotten notebook is found next to a busy job on
+/// the same GPU; where the driver gives no per-process samples, the GPU's utilization stands in.
 #[must_use]
 pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -153,7 +155,11 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
             .map(|(p, m)| {
                 let holds =
                     at(&process.gpu_mem_bytes, Some(*p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
-                let idle = at(&gpu.util_pct, *m).is_some_and(|u| f64::from(u) <= t.idle_util_pct);
+                let own = at(&process.sm_util_pct, Some(*p));
+                let idle = match own {
+                    Some(sm) => f64::from(sm) <= t.idle_util_pct,
+                    None => at(&gpu.util_pct, *m).is_some_and(|u| f64::from(u) <= t.idle_util_pct),
+                };
                 holds && idle
             })
             .collect();
@@ -169,14 +175,16 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         });
         let user = host.and_then(|h| h.user.clone()).map_or_else(String::new, |u| format!(", user {u}"));
         let util_max = pairs.iter().filter_map(|(_, m)| at(&gpu.util_pct, *m)).max();
+        let own_max = pairs.iter().filter_map(|(p, _)| at(&process.sm_util_pct, Some(*p))).max();
         let times = pairs.iter().map(|(p, _)| process.times.get(*p).copied().unwrap_or(0));
         let since = first_true(times, flags.iter().copied(), ctx.now_ms);
         let finding = Finding {
             title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
             evidence: format!(
-                "holds {} (median) while GPU {gpu_index} util stays at most {} over {} (idle in {} of samples); \
-                 process{command}{user}",
+                "holds {} (median) while its own SM util stays at most {} (GPU {gpu_index} util up to {}) over {} \
+                 (idle in {} of samples); process{command}{user}",
                 held.map_or_else(|| "N/A".to_owned(), bytes_label),
+                own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 span.label(),
                 share_label(share),

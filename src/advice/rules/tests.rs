@@ -191,13 +191,23 @@ fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
     let f = get(&findings, Rule::IdleHolder);
     assert_eq!(f.pid, Some(2001));
     assert!(f.evidence.contains("ipykernel"));
-    let busy = Build::new("idle-holder").tick(|_, t| t.gpus[0].util_pct = Some(50));
+    // The process itself computes: not idle, whatever the GPU total says.
+    let busy = Build::new("idle-holder").tick(|_, t| t.gpu_processes[0].sm_util_pct = Some(50));
     assert!(!has(&busy.advised(60, &t), Rule::IdleHolder));
+    // Another job keeps the GPU busy while this one holds memory and does nothing: still an idle holder.
+    let beside_busy = Build::new("idle-holder").tick(|_, t| t.gpus[0].util_pct = Some(90));
+    assert!(has(&beside_busy.advised(60, &t), Rule::IdleHolder));
+    // Without per-process samples the GPU's utilization decides.
+    let no_samples = Build::new("idle-holder").tick(|_, t| {
+        t.gpu_processes[0].sm_util_pct = None;
+        t.gpus[0].util_pct = Some(50);
+    });
+    assert!(!has(&no_samples.advised(60, &t), Rule::IdleHolder));
     let small = Build::new("idle-holder").tick(|_, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(512 * MIB));
     assert!(!has(&small.advised(60, &t), Rule::IdleHolder));
-    // The default 10-minute window: fires after 10 minutes, not after one.
+    // The default 5-minute window: fires after 5 minutes, not after one.
     assert!(!has(&Build::new("idle-holder").findings(60), Rule::IdleHolder));
-    assert!(has(&Build::new("idle-holder").findings(601), Rule::IdleHolder));
+    assert!(has(&Build::new("idle-holder").findings(301), Rule::IdleHolder));
 }
 
 #[test]
