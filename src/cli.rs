@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config::Config;
 use crate::source::SourceError;
 
-/// Exit code when no NVIDIA driver could be used, or the command line was wrong.
+/// Exit code when no NVIDIA driver could be used, or the command line was wrong (as clap does for bad flags).
 pub const EXIT_NO_DRIVER: i32 = 2;
 /// Exit code for any other failure (bad file, unreadable recording, port in use).
 pub const EXIT_FAILURE: i32 = 1;
@@ -156,7 +156,7 @@ pub fn main() -> i32 {
         Err(e) => {
             eprintln!("gpusight: {e}");
             match e {
-                RunError::Source(SourceError::NoDriver(_)) => EXIT_NO_DRIVER,
+                RunError::Source(SourceError::NoDriver(_)) | RunError::Usage(_) => EXIT_NO_DRIVER,
                 _ => EXIT_FAILURE,
             }
         }

@@ -28,11 +28,17 @@ pub struct General {
     pub interval_s: f64,
     /// Seconds of history kept in memory for graphs and rules.
     pub history_s: u64,
+    /// Seconds between reads of the process lists, per-process utilization, energy and throttle counters.
+    pub process_period_s: f64,
+    /// Seconds between PCIe throughput reads (each blocks 20 ms on its own thread); 0 turns them off.
+    pub pcie_period_s: f64,
+    /// Seconds between reads of ECC counts, retired pages and remapped rows.
+    pub health_period_s: f64,
 }
 
 impl Default for General {
     fn default() -> Self {
-        Self { interval_s: 1.0, history_s: 900 }
+        Self { interval_s: 1.0, history_s: 900, process_period_s: 2.0, pcie_period_s: 2.0, health_period_s: 30.0 }
     }
 }
 
@@ -103,5 +109,19 @@ fn one_line(error: &toml::de::Error, text: &str) -> String {
     match line.split_once('=') {
         Some((key, _)) if !line.starts_with('[') => format!("line {line_no}, {section}{}: {message}", key.trim()),
         _ => format!("line {line_no}: {message}"),
+    }
+}
+
+impl General {
+    /// The NVML tier periods these settings ask for.
+    #[must_use]
+    pub fn tier_periods(&self) -> crate::source::nvml::TierPeriods {
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let ms = |s: f64| (s.max(0.0) * 1000.0).round() as u64;
+        crate::source::nvml::TierPeriods {
+            medium_ms: ms(self.process_period_s).max(100),
+            slow_ms: ms(self.health_period_s).max(1000),
+            pcie_ms: ms(self.pcie_period_s),
+        }
     }
 }

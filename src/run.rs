@@ -53,9 +53,9 @@ impl Data {
     }
 
     /// A source that produces ticks in real time (live or synthetic); recordings are played, not sampled.
-    fn open_source(&self, interval: Duration) -> Result<Box<dyn Source>, RunError> {
+    fn open_source(&self, config: &Config, interval: Duration) -> Result<Box<dyn Source>, RunError> {
         match self {
-            Self::Live => Ok(Box::new(LiveSource::open(interval)?)),
+            Self::Live => Ok(Box::new(LiveSource::open(interval, config.general.tier_periods())?)),
             Self::Synthetic(spec) => Ok(Box::new(SyntheticSource::new(spec.clone()))),
             Self::Recording(recording) => Ok(Box::new(crate::source::replay::ReplaySource::new(recording.clone()))),
         }
@@ -92,7 +92,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             Ok(0)
         }
         Some(Command::Export { listen }) => export(&data, &config, interval, *listen),
-        None if cli.data.headless => record_headless(&data, &cli.data, interval),
+        None if cli.data.headless => record_headless(&data, &cli.data, &config, interval),
         None if cli.view.prometheus.is_some() => fleet(cli, interval),
         None if cli.view.once => once(&data, cli, &config, interval),
         None => monitor(data, cli, &config, interval),
@@ -145,7 +145,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
         }
         Data::Live => {
             // Two samples: CPU %, I/O rates and GPM need a previous reading.
-            let mut source = LiveSource::open(interval)?;
+            let mut source = LiveSource::open(interval, config.general.tier_periods())?;
             let first = next_snapshot(&mut source)?;
             std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
             let second = next_snapshot(&mut source)?;
@@ -201,7 +201,7 @@ fn watch(
         Data::Live => {
             let (tx, rx) = mpsc::channel();
             let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
-            let sampler = Sampler::spawn(data.open_source(interval)?, interval, sink, false)
+            let sampler = Sampler::spawn(data.open_source(config, interval)?, interval, sink, false)
                 .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
             let deadline = std::time::Instant::now() + duration;
             let mut pipeline: Option<Pipeline> = None;
@@ -229,9 +229,9 @@ fn duration_samples(duration: Duration, interval: Duration) -> usize {
 }
 
 /// `--record FILE --headless`: sample and write until a signal asks to stop.
-fn record_headless(data: &Data, args: &DataArgs, interval: Duration) -> Result<i32, RunError> {
+fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
-    let source = data.open_source(interval)?;
+    let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
     let mut recorder = Recorder::create(path, &machine, args.overwrite)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -310,7 +310,7 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             (Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label }, None)
         }
         live_or_synthetic => {
-            let mut source = live_or_synthetic.open_source(interval)?;
+            let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
             let recorder = match &cli.data.record {
                 Some(path) => {
@@ -360,7 +360,7 @@ fn recording_sink(tx: mpsc::Sender<FeedEvent>, recorder: Option<Recorder>) -> Si
 fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::SocketAddr) -> Result<i32, RunError> {
     use crate::export::{ExportHandle, ExportServer};
 
-    let source = data.open_source(interval)?;
+    let source = data.open_source(config, interval)?;
     let handle = ExportHandle::with_hostname(source.machine().hostname.clone());
     let server = ExportServer::bind(listen, handle.clone()).map_err(|e| RunError::Other(e.to_string()))?;
     let capacity = capacity(config, interval);

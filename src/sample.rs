@@ -3,7 +3,8 @@
 //!
 //! Every reading that can fail to be read is an `Option`: `None` means "not read" (not supported, no
 //! permission, GPU lost) and is shown as N/A; it is never replaced by 0. Units are in the field names.
-//! These types are also the recording format (serde), so changing them means bumping
+//! These types are also the recording format (serde). Missing fields read as their defaults (`None`), so a
+//! recording from an older gpusight still plays; removing or changing the meaning of a field means bumping
 //! [`crate::source::replay::SCHEMA_VERSION`].
 
 use std::sync::Arc;
@@ -38,6 +39,7 @@ pub enum SourceKind {
 
 /// What a machine is: read once when the source starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct MachineInfo {
     pub hostname: String,
     pub source: SourceKind,
@@ -63,6 +65,7 @@ pub struct MachineInfo {
 
 /// What one GPU is: identity, maxima and settings that do not change while we watch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct GpuInfo {
     /// NVML index.
     pub index: u32,
@@ -100,6 +103,7 @@ pub struct GpuInfo {
 
 /// What was read at one moment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Tick {
     /// When the sample was taken (source's clock).
     pub at_ms: UnixMs,
@@ -130,6 +134,7 @@ pub enum GpuState {
 
 /// Dynamic readings of one GPU.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct GpuTick {
     pub index: u32,
     pub state: GpuState,
@@ -172,6 +177,7 @@ pub struct GpuTick {
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct ThrottleCounters {
     pub sw_power_cap_ns: Option<u64>,
     pub sync_boost_ns: Option<u64>,
@@ -182,6 +188,7 @@ pub struct ThrottleCounters {
 
 /// GPM (GPU performance monitoring) metrics over the last tick, in percent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct GpmMetrics {
     pub sm_active_pct: Option<f32>,
     pub sm_occupancy_pct: Option<f32>,
@@ -192,6 +199,7 @@ pub struct GpmMetrics {
 
 /// ECC error counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct EccCounts {
     pub volatile_corrected: Option<u64>,
     pub volatile_uncorrected: Option<u64>,
@@ -201,6 +209,7 @@ pub struct EccCounts {
 
 /// Row remapping state (Ampere and newer).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct RemappedRows {
     pub correctable: u32,
     pub uncorrectable: u32,
@@ -232,6 +241,7 @@ impl ProcessKind {
 
 /// One process on one GPU, as NVML lists it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct GpuProcess {
     pub gpu_index: u32,
     /// Host PID. `None` when the driver returned an impossible value (the process-info ABI bug).
@@ -261,6 +271,7 @@ pub enum ProcessRole {
 
 /// Host-side details of a process related to the GPUs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct HostProcess {
     pub pid: u32,
     pub ppid: Option<u32>,
@@ -307,6 +318,7 @@ impl HostProcess {
 
 /// Host-wide readings.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct HostTick {
     pub cpu: Option<CpuBreakdown>,
     /// Busy percent per logical CPU, indexed by CPU id (offline CPUs are `None`).
@@ -328,6 +340,7 @@ pub struct HostTick {
 
 /// Host CPU time shares over the last interval, in percent of all CPUs.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct CpuBreakdown {
     pub user_pct: f32,
     pub system_pct: f32,
@@ -340,6 +353,7 @@ pub struct CpuBreakdown {
 
 /// Pressure stall information (`/proc/pressure/*`), the `avg10` values in percent.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct Psi {
     pub cpu_some_avg10: Option<f32>,
     pub io_some_avg10: Option<f32>,
@@ -381,6 +395,7 @@ pub struct GpuEvent {
 
 /// How the sampler is doing: what it can see and whether it keeps up.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
 pub struct SourceHealth {
     /// Whether NVML Xid/ECC events are being received.
     pub nvml_events: Option<bool>,

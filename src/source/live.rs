@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::host::{HostRoot, HostSampler};
 use crate::sample::{MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
 
-use super::nvml::{NvmlGpus, NvmlOptions};
+use super::nvml::{NvmlGpus, NvmlOptions, TierPeriods};
 use super::{Source, SourceError};
 
 /// NVML plus the host sampler.
@@ -22,8 +22,9 @@ impl LiveSource {
     ///
     /// # Errors
     /// NVML cannot start: the message names what is missing and suggests `--demo`.
-    pub fn open(interval: Duration) -> Result<Self, SourceError> {
-        let gpus = NvmlGpus::open_with(NvmlOptions { deadline: deadline_for(interval), ..NvmlOptions::default() })?;
+    pub fn open(interval: Duration, periods: TierPeriods) -> Result<Self, SourceError> {
+        let gpus =
+            NvmlGpus::open_with(NvmlOptions { deadline: deadline_for(interval), periods, ..NvmlOptions::default() })?;
         let host = HostSampler::new(HostRoot::default());
         let host_info = host.machine_info();
         let driver = gpus.driver_info();

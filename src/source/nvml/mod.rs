@@ -94,7 +94,13 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
     if let Some(n) = NVML.get() {
         return Ok(n);
     }
-    let n = Nvml::init().map_err(|e| SourceError::NoDriver(open_error_message(&e)))?;
+    // GPUSIGHT_NVML_LIB names another NVML library (a driver installed outside the loader's path, or a test
+    // that needs the "library not found" path on any machine).
+    let n = match std::env::var_os("GPUSIGHT_NVML_LIB") {
+        Some(path) => Nvml::builder().lib_path(&path).init(),
+        None => Nvml::init(),
+    }
+    .map_err(|e| SourceError::NoDriver(open_error_message(&e)))?;
     // Another thread may have won the race; either instance is fine, the loser is dropped.
     let _ = NVML.set(n);
     NVML.get().ok_or_else(|| SourceError::Other("NVML started but could not be kept".to_string()))

@@ -11,8 +11,6 @@ use nvml_wrapper::enum_wrappers::device::PcieUtilCounter;
 
 use super::errors::{Fault, classify};
 
-/// How often the thread reads.
-pub const PCIE_PERIOD: Duration = Duration::from_secs(2);
 /// Values older than this are not shown (the thread is stuck or the GPU stopped answering).
 pub const PCIE_STALE_AFTER: Duration = Duration::from_secs(10);
 
@@ -30,21 +28,22 @@ struct Latest {
 #[derive(Debug)]
 pub struct PcieMonitor {
     latest: Arc<Mutex<Latest>>,
+    stale_after: Duration,
     _stop: mpsc::Sender<()>,
 }
 
 impl PcieMonitor {
     /// Starts the thread for this device. Returns `None` if the thread could not be spawned.
     #[must_use]
-    pub fn start(gpu_index: u32, device: Arc<Device<'static>>) -> Option<Self> {
+    pub fn start(gpu_index: u32, device: Arc<Device<'static>>, period: Duration) -> Option<Self> {
         let latest = Arc::new(Mutex::new(Latest::default()));
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let shared = Arc::clone(&latest);
         std::thread::Builder::new()
             .name(format!("gpusight-pcie-{gpu_index}"))
-            .spawn(move || run(&device, &shared, &stop_rx))
+            .spawn(move || run(&device, &shared, &stop_rx, period))
             .ok()?;
-        Some(Self { latest, _stop: stop_tx })
+        Some(Self { latest, stale_after: PCIE_STALE_AFTER.max(period * 3), _stop: stop_tx })
     }
 
     /// The latest (RX, TX) in KB/s, without blocking on NVML; `None` when unknown or stale.
@@ -52,7 +51,7 @@ impl PcieMonitor {
     pub fn latest(&self) -> (Option<u32>, Option<u32>) {
         let l = *self.latest.lock().unwrap_or_else(PoisonError::into_inner);
         match l.at {
-            Some(at) if at.elapsed() <= PCIE_STALE_AFTER => (l.rx_kbps, l.tx_kbps),
+            Some(at) if at.elapsed() <= self.stale_after => (l.rx_kbps, l.tx_kbps),
             _ => (None, None),
         }
     }
@@ -64,7 +63,7 @@ impl PcieMonitor {
     }
 }
 
-fn run(device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<()>) {
+fn run(device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<()>, period: Duration) {
     let mut rx_ok = true;
     let mut tx_ok = true;
     loop {
@@ -102,7 +101,7 @@ fn run(device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<(
                 return;
             }
         }
-        let wait = PCIE_PERIOD.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
+        let wait = period.saturating_sub(started.elapsed()).max(Duration::from_millis(100));
         match stop.recv_timeout(wait) {
             Err(RecvTimeoutError::Timeout) => {}
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return,

@@ -13,11 +13,13 @@ pub struct TierPeriods {
     pub medium_ms: u64,
     /// ECC counts, retired pages, remapped rows, PCIe replay counter.
     pub slow_ms: u64,
+    /// PCIe RX/TX throughput, on its own thread per GPU (each reading blocks 20 ms); 0 turns it off.
+    pub pcie_ms: u64,
 }
 
 impl Default for TierPeriods {
     fn default() -> Self {
-        Self { medium_ms: 2_000, slow_ms: 30_000 }
+        Self { medium_ms: 2_000, slow_ms: 30_000, pcie_ms: 2_000 }
     }
 }
 

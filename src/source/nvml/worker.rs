@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
 
 use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
@@ -133,7 +134,9 @@ impl GpuReader {
         if device.num_fans().map_or(true, |n| n == 0) {
             memo.mark_unsupported(Field::Fan);
         }
-        let pcie = PcieMonitor::start(info.index, Arc::clone(&device));
+        let pcie = (periods.pcie_ms > 0)
+            .then(|| PcieMonitor::start(info.index, Arc::clone(&device), Duration::from_millis(periods.pcie_ms)))
+            .flatten();
         Self {
             index: info.index,
             nvml,

@@ -1,0 +1,182 @@
+//! The real binary on the embedded demo, synthetic machines and recordings: one-shot outputs, doctor, report,
+//! recording and replay, and the messages and exit codes of bad input.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn gpusight(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .args(args)
+        .env_remove("NO_COLOR")
+        // A config in the user's home must not change what the tests see.
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+#[test]
+fn the_demo_once_prints_the_h200_and_its_processes() {
+    let output = gpusight(&["--demo", "--once"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("H200") && text.contains("driver 580.159.04"), "{text}");
+    assert!(text.contains("gpu_load.py idle"), "the idle holder is listed at the end: {text}");
+    assert!(text.contains("Host: CPU"), "{text}");
+}
+
+#[test]
+fn once_json_is_versioned_and_at_picks_a_frame() {
+    let last = json(&gpusight(&["--demo", "--once", "--json"]));
+    assert_eq!(last["schema"], "gpusight.snapshot/1");
+    assert_eq!(last["machine"]["gpus"][0]["name"], "NVIDIA H200");
+    let early = json(&gpusight(&["--demo", "--once", "--json", "--at", "60"]));
+    let first = json(&gpusight(&["--demo", "--once", "--json", "--at", "0"]));
+    let (t0, t60) = (first["tick"]["at_ms"].as_u64().expect("ms"), early["tick"]["at_ms"].as_u64().expect("ms"));
+    assert!((59_000..=61_000).contains(&(t60 - t0)), "{t0} {t60}");
+    // In the compute phase of the demo the GPU is busy and at its power cap.
+    assert!(early["tick"]["gpus"][0]["util_pct"].as_u64().expect("util") > 90);
+    assert_eq!(early["tick"]["gpus"][0]["throttle_bits"], 4);
+}
+
+#[test]
+fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
+    let output = gpusight(&["doctor", "--demo", "--json"]);
+    assert_eq!(output.status.code(), Some(1), "warnings exit 1: {}", stderr(&output));
+    let report = json(&output);
+    assert_eq!(report["schema"], "gpusight.doctor/1");
+    let findings: Vec<(String, Option<u64>)> = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| (f["rule"].as_str().unwrap_or_default().to_owned(), f["pid"].as_u64()))
+        .collect();
+    assert!(findings.contains(&("input-bound".to_owned(), Some(999))), "{findings:?}");
+    assert!(findings.contains(&("idle-holder".to_owned(), Some(533))), "{findings:?}");
+    assert!(findings.contains(&("cpu-bound-input".to_owned(), Some(1878))), "{findings:?}");
+    let text = stdout(&gpusight(&["doctor", "--demo", "--no-color"]));
+    assert!(text.contains("input-bound") && text.contains("remedy"), "{text}");
+}
+
+#[test]
+fn doctor_exit_codes_follow_the_worst_finding() {
+    assert_eq!(gpusight(&["doctor", "--synthetic", "idle"]).status.code(), Some(0));
+    assert_eq!(gpusight(&["doctor", "--synthetic", "compute", "--duration", "60s"]).status.code(), Some(0));
+    assert_eq!(gpusight(&["doctor", "--synthetic", "input-bound", "--duration", "60s"]).status.code(), Some(1));
+    assert_eq!(gpusight(&["doctor", "--synthetic", "gpu-lost", "--duration", "60s"]).status.code(), Some(2));
+}
+
+#[test]
+fn report_on_the_demo_is_markdown_and_json() {
+    let output = gpusight(&["report", "--demo"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.starts_with('#') && text.contains("NVIDIA H200") && text.contains("580.159.04"), "{text}");
+    let report = json(&gpusight(&["report", "--demo", "--json"]));
+    assert_eq!(report["schema"], "gpusight.report/1");
+}
+
+#[test]
+fn synthetic_scale_lists_every_process() {
+    let document = json(&gpusight(&["--synthetic", "scale:8x1000", "--once", "--json"]));
+    assert_eq!(document["machine"]["gpus"].as_array().expect("gpus").len(), 8);
+    assert_eq!(document["tick"]["gpu_processes"].as_array().expect("processes").len(), 1008);
+}
+
+#[test]
+fn without_a_driver_it_exits_2_naming_the_library_and_suggesting_the_demo() {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("--once")
+        .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .output()
+        .expect("run");
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert_eq!(message.trim().lines().count(), 1, "{message}");
+    assert!(message.contains("libnvidia-ml.so.1") && message.contains("--demo"), "{message}");
+}
+
+#[test]
+fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
+    let bad_flag = gpusight(&["--frobnicate"]);
+    assert_eq!(bad_flag.status.code(), Some(2));
+    let fast = gpusight(&["--demo", "--once", "--interval", "0.01"]);
+    assert_eq!(fast.status.code(), Some(2));
+    assert!(stderr(&fast).contains("0.1 to 60"), "{}", stderr(&fast));
+    let missing = gpusight(&["--replay", "/nonexistent/run.jsonl", "--once"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(stderr(&missing).contains("/nonexistent/run.jsonl"), "{}", stderr(&missing));
+    let scenario = gpusight(&["--synthetic", "warp-drive", "--once"]);
+    assert_eq!(scenario.status.code(), Some(2));
+    assert!(stderr(&scenario).contains("unknown synthetic scenario"), "{}", stderr(&scenario));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("bad.toml");
+    std::fs::write(&config, "[thresholds]\nwindw_s = 3\n").expect("write");
+    let bad_config = gpusight(&["--demo", "--once", "--config", config.to_str().expect("utf-8")]);
+    assert_eq!(bad_config.status.code(), Some(1));
+    assert!(stderr(&bad_config).contains("windw_s"), "{}", stderr(&bad_config));
+    let corrupt = dir.path().join("corrupt.jsonl");
+    let header = r#"{"format":"gpusight-recording","schema":1,"writer":"t","machine":{"hostname":"h","source":"live","source_label":"h","driver_version":null,"cuda_driver_version":null,"nvml_version":null,"open_kernel_module":null,"kernel_release":null,"n_cpus":1,"n_numa_nodes":1,"mem_total_bytes":null,"boot_time_ms":null,"gpus":[]}}"#;
+    std::fs::write(&corrupt, format!("{header}\n{{\"at_ms\": 1}}\nnot json\n{{\"at_ms\": 3}}\n")).expect("write");
+    let output = gpusight(&["--replay", corrupt.to_str().expect("utf-8"), "--once"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("corrupt.jsonl, line 3"), "{}", stderr(&output));
+}
+
+/// Starts a headless recording of a synthetic machine at 10 Hz and waits (polling, with a deadline) until it
+/// has written `lines` lines.
+fn start_recording(path: &Path, lines: usize) -> std::process::Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .args(["--synthetic", "mixed:2", "--interval", "0.1", "--record", path.to_str().expect("utf-8"), "--headless"])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start recording");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(path).map_or(0, |t| t.lines().count()) < lines {
+        assert!(Instant::now() < deadline, "the recording never reached {lines} lines");
+        std::thread::yield_now();
+    }
+    child
+}
+
+#[test]
+fn a_recording_killed_with_sigkill_replays_to_its_last_whole_frame() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("killed.jsonl");
+    let mut child = start_recording(&path, 6);
+    child.kill().expect("SIGKILL");
+    child.wait().expect("wait");
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert_eq!(json(&output)["machine"]["gpus"].as_array().expect("gpus").len(), 2);
+}
+
+#[test]
+fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("clean.jsonl");
+    let child = start_recording(&path, 4);
+    rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::TERM)
+        .expect("SIGTERM");
+    let output = child.wait_with_output().expect("wait");
+    assert_eq!(output.status.code(), Some(0));
+    let text = std::fs::read_to_string(&path).expect("read");
+    assert!(text.ends_with('\n'), "every line is whole after a clean stop");
+    let again = gpusight(&["--synthetic", "idle", "--record", path.to_str().expect("utf-8"), "--headless"]);
+    assert_eq!(again.status.code(), Some(1));
+    assert!(stderr(&again).contains("already exists") && stderr(&again).contains("--overwrite"), "{}", stderr(&again));
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), text, "the file is untouched");
+}
