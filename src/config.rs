@@ -122,6 +122,7 @@ impl General {
             medium_ms: ms(self.process_period_s).max(100),
             slow_ms: ms(self.health_period_s).max(1000),
             pcie_ms: ms(self.pcie_period_s),
+            ..crate::source::nvml::TierPeriods::default()
         }
     }
 }

@@ -15,11 +15,14 @@ pub struct TierPeriods {
     pub slow_ms: u64,
     /// PCIe RX/TX throughput, on its own thread per GPU (each reading blocks 20 ms); 0 turns it off.
     pub pcie_ms: u64,
+    /// GPM metrics (a sample costs 1–2 ms of driver time): at most this often, whatever the interval, so 10 Hz
+    /// refresh does not pay for ten GPM samples a second. The metrics cover the time between two samples.
+    pub gpm_ms: u64,
 }
 
 impl Default for TierPeriods {
     fn default() -> Self {
-        Self { medium_ms: 2_000, slow_ms: 30_000, pcie_ms: 2_000 }
+        Self { medium_ms: 2_000, slow_ms: 30_000, pcie_ms: 2_000, gpm_ms: 1_000 }
     }
 }
 
@@ -28,6 +31,7 @@ impl Default for TierPeriods {
 pub struct Due {
     pub medium: bool,
     pub slow: bool,
+    pub gpm: bool,
 }
 
 /// Says which tiers are due, given the sample time. The first call makes every tier due.
@@ -36,13 +40,14 @@ pub struct TierScheduler {
     periods: TierPeriods,
     last_medium_ms: Option<UnixMs>,
     last_slow_ms: Option<UnixMs>,
+    last_gpm_ms: Option<UnixMs>,
 }
 
 impl TierScheduler {
     /// A scheduler with these periods; nothing has been read yet.
     #[must_use]
     pub fn new(periods: TierPeriods) -> Self {
-        Self { periods, last_medium_ms: None, last_slow_ms: None }
+        Self { periods, last_medium_ms: None, last_slow_ms: None, last_gpm_ms: None }
     }
 
     /// The tiers due at `now_ms`, and records them as read.
@@ -54,6 +59,7 @@ impl TierScheduler {
         Due {
             medium: Self::check(&mut self.last_medium_ms, self.periods.medium_ms, now_ms),
             slow: Self::check(&mut self.last_slow_ms, self.periods.slow_ms, now_ms),
+            gpm: Self::check(&mut self.last_gpm_ms, self.periods.gpm_ms, now_ms),
         }
     }
 
@@ -93,8 +99,8 @@ mod tests {
     #[test]
     fn first_read_makes_everything_due() {
         let mut s = TierScheduler::new(TierPeriods::default());
-        assert_eq!(s.due(5), Due { medium: true, slow: true });
-        assert_eq!(s.due(6), Due { medium: false, slow: false });
+        assert_eq!(s.due(5), Due { medium: true, slow: true, gpm: true });
+        assert_eq!(s.due(6), Due { medium: false, slow: false, gpm: false });
     }
 
     #[test]
@@ -128,9 +134,16 @@ mod tests {
     }
 
     #[test]
+    fn gpm_is_read_at_most_once_a_second_at_10_hz() {
+        let mut s = TierScheduler::new(TierPeriods::default());
+        let gpm_reads: Vec<u64> = (0..30u64).map(|i| i * 100).filter(|&t| s.due(t).gpm).collect();
+        assert_eq!(gpm_reads, vec![0, 1_000, 2_000]);
+    }
+
+    #[test]
     fn clock_going_back_makes_due() {
         let mut s = TierScheduler::new(TierPeriods::default());
         s.due(10_000);
-        assert_eq!(s.due(4_000), Due { medium: true, slow: true });
+        assert_eq!(s.due(4_000), Due { medium: true, slow: true, gpm: true });
     }
 }

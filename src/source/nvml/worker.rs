@@ -103,6 +103,8 @@ pub struct GpuReader {
     retired_pages_pending: Option<bool>,
     pcie_replay_count: Option<u64>,
     gpm_prev: Option<GpmSample<'static>>,
+    /// The last GPM metrics, repeated on ticks between GPM reads.
+    gpm: Option<GpmMetrics>,
     pcie: Option<PcieMonitor>,
 }
 
@@ -156,6 +158,7 @@ impl GpuReader {
             retired_pages_pending: None,
             pcie_replay_count: None,
             gpm_prev: None,
+            gpm: None,
             pcie,
         }
     }
@@ -169,7 +172,10 @@ impl GpuReader {
         }
         let due = self.schedule.due(now_ms);
         self.read_fast(&mut tick);
-        tick.gpm = self.read_gpm();
+        if due.gpm {
+            self.gpm = self.read_gpm();
+        }
+        tick.gpm = self.gpm;
         if due.medium {
             self.read_medium();
         }
@@ -258,7 +264,6 @@ impl GpuReader {
         self.read_processes();
         let d = &self.device;
         let m = &mut self.memo;
-        self.energy_mj = m.call(Field::Energy, || d.total_energy_consumption());
         self.enc_util_pct = m.call(Field::EncUtil, || d.encoder_utilization()).map(|u| u.utilization);
         self.dec_util_pct = m.call(Field::DecUtil, || d.decoder_utilization()).map(|u| u.utilization);
         self.throttle_ns = self.read_throttle_counters();
@@ -351,6 +356,9 @@ impl GpuReader {
     fn read_slow(&mut self) {
         let d = &self.device;
         let m = &mut self.memo;
+        // Energy costs ~3 ms of driver time per read on an H200 and nothing needs it fresher: power is read each
+        // tick, and the counter is for `export` and reports, where dcgm-exporter itself samples every 30 s.
+        self.energy_mj = m.call(Field::Energy, || d.total_energy_consumption());
         let vc =
             m.call(Field::EccVolatileCorrected, || d.total_ecc_errors(MemoryError::Corrected, EccCounter::Volatile));
         let vu = m
