@@ -40,7 +40,7 @@ pub enum Workload {
     IdleHolder,
     /// GPU memory grows by 1 GiB every 2 s.
     Leak,
-    /// Busy, then the GPU falls off the bus after `LOST_AFTER_TICKS` ticks.
+    /// Busy, then the GPU falls off the bus after `LOST_AFTER_TICKS` ticks (in `gpu-lost`, GPU 0 only).
     Lost,
     /// A parent fed by DataLoader worker children.
     Loader,
@@ -91,6 +91,8 @@ impl Scenario {
 
     fn workload(self, gpu_index: u32) -> Workload {
         match self {
+            // Only the first GPU falls off the bus; the others keep computing, as on a real box.
+            Self::Uniform(Workload::Lost) if gpu_index > 0 => Workload::Compute,
             Self::Uniform(workload) => workload,
             Self::Mixed => MIX[gpu_index as usize % MIX.len()],
             Self::Scale => Workload::Compute,
@@ -776,7 +778,9 @@ mod tests {
         assert_eq!(before.gpus[0].state, GpuState::Ok);
         assert_eq!(after.gpus[0].state, GpuState::Lost);
         assert_eq!(after.gpus[0].util_pct, None);
-        assert!(after.gpu_processes.is_empty());
+        assert!(after.gpu_processes.iter().all(|p| p.gpu_index != 0));
+        assert_eq!(after.gpus[1].state, GpuState::Ok, "the other GPU keeps going");
+        assert!(after.gpus[1].util_pct.is_some());
     }
 
     #[test]

@@ -1,0 +1,60 @@
+//! The `--once` table and the JSON document on fixed data (synthetic machines and the embedded demo), as insta
+//! snapshots: a change to either output shows up in review.
+#![allow(clippy::expect_used)] // Fixtures that fail to build should stop the test loudly.
+
+use gpusight::advice::Thresholds;
+use gpusight::pipeline::Pipeline;
+use gpusight::sample::Snapshot;
+use gpusight::source::Source;
+use gpusight::source::replay::Recording;
+use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+/// A pipeline over the first `n` ticks of a synthetic scenario.
+fn synthetic(spec: &str, n: u64) -> Pipeline {
+    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+    let first = source.next_snapshot().expect("tick").expect("some");
+    let mut pipeline = Pipeline::new(&first, 900, Thresholds::default());
+    for _ in 1..n {
+        pipeline.ingest(&source.next_snapshot().expect("tick").expect("some"));
+    }
+    pipeline
+}
+
+/// A pipeline over the demo recording up to `seconds` from its start.
+fn demo(seconds: f64) -> Pipeline {
+    let recording = Recording::demo().expect("demo");
+    let last = recording.index_at(seconds).expect("index");
+    let snapshot = |i: usize| Snapshot { machine: recording.machine.clone(), tick: recording.ticks[i].clone() };
+    let mut pipeline = Pipeline::new(&snapshot(0), 900, Thresholds::default());
+    for i in 1..=last {
+        pipeline.ingest(&snapshot(i));
+    }
+    pipeline
+}
+
+#[test]
+fn once_table_on_a_mixed_8_gpu_box_with_findings() {
+    insta::assert_snapshot!("once_mixed8", gpusight::output::table::render(&synthetic("mixed:8", 40), false));
+}
+
+#[test]
+fn once_table_on_a_lost_gpu() {
+    insta::assert_snapshot!("once_gpu_lost", gpusight::output::table::render(&synthetic("gpu-lost:2", 25), true));
+}
+
+#[test]
+fn once_table_on_the_demo_in_its_input_bound_phase() {
+    let text = gpusight::output::table::render(&demo(150.0), false);
+    assert!(text.contains("gpu_load.py input"), "{text}");
+    insta::assert_snapshot!("once_demo_150s", text);
+}
+
+#[test]
+fn once_json_on_a_two_gpu_box() {
+    let mut json: serde_json::Value =
+        serde_json::from_str(&gpusight::output::json::render(&synthetic("loader:2", 3))).expect("valid JSON");
+    assert_eq!(json["schema"], "gpusight.snapshot/1");
+    // The version changes with every release; the document's shape is what the snapshot is about.
+    json["gpusight_version"] = serde_json::Value::String("[version]".to_owned());
+    insta::assert_json_snapshot!("once_json_loader2", json);
+}
