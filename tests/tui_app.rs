@@ -130,6 +130,9 @@ fn sort_filter_tree_and_quit() {
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(app.table.filter, "serve");
     assert_eq!(app.rows().len(), 1);
+    let rows = app.rows();
+    assert_eq!(app.selected_index(&rows), Some(0), "Enter on the filter selects its first match");
+    drop(rows);
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert!(app.table.filter.is_empty() && app.rows().len() > 1);
     app.on_key(key('t'));

@@ -15,7 +15,16 @@ impl App {
         if self.table.editing_filter {
             // Text entry is not remappable: characters are the filter.
             match key.code {
-                KeyCode::Enter => self.table.editing_filter = false,
+                KeyCode::Enter => {
+                    // Keeping the filter selects its first match, so `/text Enter K Enter` kills it.
+                    self.table.editing_filter = false;
+                    self.table.offset = 0;
+                    let first = self.rows().first().map(|row| row.key);
+                    if let Some(key) = first {
+                        self.select(0, key);
+                    }
+                    return Effect::None;
+                }
                 KeyCode::Esc => {
                     self.table.editing_filter = false;
                     self.table.filter.clear();
