@@ -46,7 +46,7 @@ pub fn height(findings: &[&Finding], width: u16, tall: bool, max: u16) -> u16 {
     } else if tall {
         findings.iter().map(|f| tall_height(f, width)).sum()
     } else {
-        findings.len().min(SHORT_ROWS) + 1
+        findings.len().min(SHORT_ROWS) + 2
     };
     u16::try_from(body + 1).unwrap_or(u16::MAX).min(max)
 }
@@ -82,15 +82,30 @@ pub fn lines<'a>(
     };
     let room = usize::from(area.height.saturating_sub(1));
     if !tall {
-        let rows = room.saturating_sub(1).clamp(1, SHORT_ROWS);
+        // The findings one line each, then the selected one's evidence and remedy (two lines, or the remedy alone).
+        let wanted = findings.len().min(SHORT_ROWS);
+        let (rows, detail) = if room >= wanted + 2 {
+            (wanted, 2)
+        } else if room >= 2 {
+            (wanted.min(room - 1), 1)
+        } else {
+            (1, 0)
+        };
         let first = selected.saturating_sub(rows - 1);
         for (i, finding) in findings.iter().enumerate().skip(first).take(rows) {
             lines.push(head(i, finding));
         }
-        if room > rows {
-            let finding = findings[selected];
-            let text = format!("  {}  {arrow} {}", finding.evidence, finding.remedy);
-            lines.push(Line::from(Span::styled(format::truncate(&text, width, glyphs.ascii), theme.dim)));
+        let finding = findings[selected];
+        let remedy = format::truncate(&format!("{arrow} {}", finding.remedy), width.saturating_sub(8), glyphs.ascii);
+        if detail == 2 {
+            let evidence = format::truncate(&finding.evidence, width.saturating_sub(8), glyphs.ascii);
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:>w$} ", "why", w = INDENT - 1), theme.dim),
+                Span::styled(evidence, theme.dim),
+            ]));
+        }
+        if detail >= 1 {
+            lines.push(Line::from(vec![Span::raw(" ".repeat(INDENT)), Span::styled(remedy, theme.base)]));
         }
         return lines;
     }
