@@ -134,9 +134,13 @@ impl App {
     }
 }
 
-/// Rows of the process table that fit in `area` (for paging).
+/// Rows that fit in `area` (for paging): the process table's, or the environment screen's while it is shown.
 #[must_use]
 pub fn table_rows(area: Rect, app: &App) -> usize {
+    if matches!(app.screen, Screen::Environment { .. }) {
+        // The header, the screen's title and the footer take three rows.
+        return usize::from(area.height.saturating_sub(3)).max(1);
+    }
     plan(area, app).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
 }
 

@@ -61,7 +61,9 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
             )];
             match vars {
                 Ok(vars) => {
-                    for (key, value) in vars.iter().skip(*offset) {
+                    let visible = usize::from(area.height.saturating_sub(1));
+                    let offset = (*offset).min(vars.len().saturating_sub(visible));
+                    for (key, value) in vars.iter().skip(offset).take(visible) {
                         lines.push(Line::from(vec![
                             Span::styled(key.clone(), theme.label),
                             Span::raw("="),
