@@ -130,6 +130,9 @@ fn sort_filter_tree_and_quit() {
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(app.table.filter, "serve");
     assert_eq!(app.rows().len(), 1);
+    let rows = app.rows();
+    assert_eq!(app.selected_index(&rows), Some(0), "Enter on the filter selects its first match");
+    drop(rows);
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert!(app.table.filter.is_empty() && app.rows().len() > 1);
     app.on_key(key('t'));
@@ -224,4 +227,48 @@ fn keymap_overrides_reach_the_app_and_bad_names_fail() {
     let bad = AppOptions { keys: [("frobnicate".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
     let error = App::new(bad, &feed).expect_err("unknown action");
     assert!(error.contains("frobnicate"));
+}
+
+#[derive(Debug)]
+struct FiveVars;
+
+impl gpusight::app::ProcessInspector for FiveVars {
+    fn cuda_libraries(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(Vec::new())
+    }
+    fn environment(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok((0..5).map(|i| (format!("VAR{i}"), i.to_string())).collect())
+    }
+}
+
+#[test]
+fn environment_scrolling_stops_at_the_end() {
+    let options = AppOptions {
+        own_uid: 1001,
+        own_user: Some("alice".into()),
+        process_inspector: Box::new(FiveVars),
+        ..AppOptions::default()
+    };
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
+    let first = source.next_snapshot().expect("tick").expect("some");
+    let (_tx, rx) = mpsc::channel();
+    let mut app = App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app");
+    app.update(Action::Down);
+    app.update(Action::Environment);
+    // The terminal loop sets this after each frame: three variables fit on the screen.
+    app.page_rows = 3;
+    let offset = |app: &App| match app.screen {
+        Screen::Environment { offset, .. } => offset,
+        _ => usize::MAX,
+    };
+    for _ in 0..10 {
+        app.update(Action::Down);
+    }
+    assert_eq!(offset(&app), 2, "the last variable sits on the last row");
+    app.update(Action::PageDown);
+    assert_eq!(offset(&app), 2);
+    app.update(Action::Up);
+    assert_eq!(offset(&app), 1, "one Up moves back at once");
+    app.update(Action::Last);
+    assert_eq!(offset(&app), 2);
 }

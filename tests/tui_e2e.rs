@@ -114,9 +114,8 @@ fn kill_from_the_monitor_reaches_a_real_process() {
     let attach = format!("{pid}:{start}");
     let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
     session.wait_for(&pid);
-    // Select the attached process with the filter, then K and Enter.
+    // The filter's Enter selects the attached process; then K and Enter.
     session.send(&format!("/{pid}\r"));
-    session.send("\x1b[B");
     session.send("K");
     session.wait_for("SIGKILL ]");
     session.send("\r");

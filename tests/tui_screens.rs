@@ -175,4 +175,16 @@ fn advice_pane_shows_findings() {
         .collect();
     insta::assert_snapshot!("advice_pane", lines.join("\n"));
     assert!(lines.iter().any(|l| l.contains("CRIT") && l.contains("GPU 1") && l.contains("PID 3001")));
+    assert!(lines.iter().any(|l| l.contains("→ Raise DataLoader")), "the remedy has its own line");
+    // At 80 columns: one line per finding, then the first finding's evidence and remedy on detail lines.
+    let area = ratatui::layout::Rect::new(0, 0, 80, 5);
+    let mut buffer = ratatui::buffer::Buffer::empty(area);
+    gpusight::ui::render_findings(&findings, area, &mut buffer, false, gpusight::ui::config::ThemeName::Dark, false);
+    let lines: Vec<String> = (0..area.height)
+        .map(|y| (0..area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+        .collect();
+    insta::assert_snapshot!("advice_pane_80", lines.join("\n"));
+    assert!(lines[1].contains("CRIT") && lines[1].contains("Input pipeline starves GPU 1"), "{lines:?}");
+    assert!(lines[2].contains("WARN") && lines[2].contains("GPU 0 is power capped"), "{lines:?}");
+    assert!(lines[3].contains("why SM util 4 %") && lines[4].contains("→ Raise"), "{lines:?}");
 }

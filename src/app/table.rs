@@ -1,7 +1,7 @@
 //! The process table's model: which rows there are (flat or as a tree), how they are sorted and filtered, and
 //! the table's own state (selection, tags, sort, filters). The widget in `ui/processes.rs` only draws it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::sample::{GpuProcess, HostProcess, ProcessRole, Tick};
 
@@ -240,10 +240,12 @@ fn compare(column: SortColumn, a: &ProcessRow<'_>, b: &ProcessRow<'_>, now_ms: u
 /// One row per NVML (GPU, process) entry.
 fn flat_rows(tick: &Tick) -> Vec<ProcessRow<'_>> {
     let mut seen: BTreeMap<(u32, Option<u32>), usize> = BTreeMap::new();
+    // One lookup table per call: `Tick::process` is a linear search, quadratic over 8 GPUs x 1,000 processes.
+    let by_pid: HashMap<u32, &HostProcess> = tick.processes.iter().map(|p| (p.pid, p)).collect();
     tick.gpu_processes
         .iter()
         .map(|gp| {
-            let host = gp.pid.and_then(|pid| tick.process(pid));
+            let host = gp.pid.and_then(|pid| by_pid.get(&pid).copied());
             let nth = seen.entry((gp.gpu_index, gp.pid)).or_insert(0);
             let key = RowKey {
                 gpu_index: Some(gp.gpu_index),

@@ -15,7 +15,16 @@ impl App {
         if self.table.editing_filter {
             // Text entry is not remappable: characters are the filter.
             match key.code {
-                KeyCode::Enter => self.table.editing_filter = false,
+                KeyCode::Enter => {
+                    // Keeping the filter selects its first match, so `/text Enter K Enter` kills it.
+                    self.table.editing_filter = false;
+                    self.table.offset = 0;
+                    let first = self.rows().first().map(|row| row.key);
+                    if let Some(key) = first {
+                        self.select(0, key);
+                    }
+                    return Effect::None;
+                }
                 KeyCode::Esc => {
                     self.table.editing_filter = false;
                     self.table.filter.clear();
@@ -127,9 +136,17 @@ impl App {
     fn update_sub_screen(&mut self, action: Action) -> Effect {
         match (&mut self.screen, action) {
             (_, Action::Suspend) => return Effect::Suspend,
-            (Screen::Environment { offset, .. }, Action::Down) => *offset += 1,
+            (Screen::Environment { offset, vars, .. }, Action::Down | Action::PageDown | Action::Last) => {
+                // Scrolling stops when the last variable is on the last row (`page_rows` is the screen's height).
+                let end = vars.as_ref().map_or(0, |v| v.len().saturating_sub(self.page_rows.max(1)));
+                *offset = match action {
+                    Action::Down => *offset + 1,
+                    Action::PageDown => *offset + self.page_rows.max(1),
+                    _ => end,
+                }
+                .min(end);
+            }
             (Screen::Environment { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
-            (Screen::Environment { offset, .. }, Action::PageDown) => *offset += self.page_rows.max(1),
             (Screen::Environment { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows),
             (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
             (Screen::Environment { pid, .. }, Action::Details) => {

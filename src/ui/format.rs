@@ -150,6 +150,41 @@ pub fn truncate(text: &str, width: usize, ascii: bool) -> String {
     out
 }
 
+/// Breaks `text` into lines of at most `width` characters at spaces; a word longer than a line is cut.
+#[must_use]
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split_whitespace() {
+        let mut chars: Vec<char> = word.chars().collect();
+        if len > 0 && len + 1 + chars.len() > width {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        while chars.len() > width {
+            let rest = chars.split_off(width);
+            if len > 0 {
+                lines.push(std::mem::take(&mut line));
+            }
+            lines.push(chars.into_iter().collect());
+            len = 0;
+            chars = rest;
+        }
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        len += chars.len();
+        line.extend(chars);
+    }
+    if len > 0 || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,5 +202,12 @@ mod tests {
         assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
         assert_eq!(truncate("python train.py", 8, false), "python …");
         assert_eq!(watts(Some(699_600)), "700");
+    }
+
+    #[test]
+    fn wrap_breaks_at_spaces_and_cuts_long_words() {
+        assert_eq!(wrap("raise num_workers to 8 now", 12), vec!["raise", "num_workers", "to 8 now"]);
+        assert_eq!(wrap("abcdefghij", 4), vec!["abcd", "efgh", "ij"]);
+        assert_eq!(wrap("", 10), vec![""]);
     }
 }

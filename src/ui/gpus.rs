@@ -1,11 +1,11 @@
-//! The GPU panels: one line per GPU (compact), two lines (medium) or a boxed panel with a history graph (full).
-//! A lost GPU shows a red banner while the others keep updating; absent readings are "N/A".
+//! The GPU area: one to four lines per GPU (readings; clocks and link; GPM and throttle badges; a sparkline) or a
+//! boxed panel per GPU with history graphs (`panel`). A lost GPU shows a red banner while the others keep
+//! updating; absent readings are "N/A".
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
 
 use super::theme::{Glyphs, Level, Theme};
 use super::{GpuStyle, Plan, bar, format, graph, paint, title_line};
@@ -13,13 +13,15 @@ use crate::app::App;
 use crate::history::GpuSeries;
 use crate::sample::{GpuInfo, GpuState, GpuTick, throttle};
 
+mod panel;
+
 /// The GPUs on screen (the `--only` filter applied).
 #[must_use]
 pub fn shown(app: &App) -> Vec<&GpuInfo> {
     app.machine().gpus.iter().filter(|g| app.fixed.gpus.as_ref().is_none_or(|only| only.contains(&g.index))).collect()
 }
 
-struct Gpu<'a> {
+pub(super) struct Gpu<'a> {
     info: &'a GpuInfo,
     tick: Option<&'a GpuTick>,
     series: Option<&'a GpuSeries>,
@@ -27,7 +29,7 @@ struct Gpu<'a> {
 }
 
 impl Gpu<'_> {
-    fn lost(&self) -> bool {
+    pub(super) fn lost(&self) -> bool {
         self.tick.is_none_or(|t| t.state == GpuState::Lost)
     }
 
@@ -164,8 +166,9 @@ impl Gpu<'_> {
             .map_or_else(Vec::new, |s| s.util_pct.iter_from(self.window_start).map(|v| v.map(f64::from)).collect())
     }
 
-    /// The compact one-line row.
-    fn compact_line<'s>(&self, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
+    /// The first line of a GPU's row: index, utilization and memory bars, power and temperature, and the throttle
+    /// badges when `with_badges` (a later line has them otherwise).
+    fn compact_line<'s>(&self, width: u16, with_badges: bool, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
         let index = Span::styled(format!("{:>2} ", self.info.index), theme.title);
         let name = Span::raw(if width >= 100 { format!("{:<9.9}", self.short_name()) } else { String::new() });
         if self.lost() {
@@ -197,108 +200,121 @@ impl Gpu<'_> {
         spans.extend(self.power(theme));
         spans.push(Span::raw(" "));
         spans.extend(self.temp(theme, glyphs));
-        spans.extend(self.badges(theme));
+        if with_badges {
+            spans.extend(self.badges(theme));
+        }
         Line::from(spans)
     }
 
-    fn detail_line<'s>(&self, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
-        if self.lost() {
-            return Line::from(Span::styled("    no readings since the GPU was lost", theme.dim));
+    /// Clocks against their maximum and the PCIe link, shorter below 100 columns.
+    fn clocks_and_link<'s>(&self, width: u16, theme: &Theme) -> Vec<Span<'s>> {
+        if width >= 100 {
+            let mut spans = vec![Span::raw("    "), Span::raw(self.clocks()), Span::raw("  ")];
+            spans.extend(self.pcie(theme));
+            return spans;
         }
-        let mut spans = vec![Span::raw("    "), Span::raw(self.clocks()), Span::raw("  ")];
-        spans.extend(self.pcie(theme));
-        if let Some(gpm) = self.gpm() {
-            spans.push(Span::raw("  "));
-            spans.push(Span::raw(gpm));
+        let t = self.tick;
+        let mut spans = vec![
+            Span::styled("    SM ", theme.label),
+            Span::raw(format!(
+                "{}/{}",
+                format::num(t.and_then(|t| t.sm_clock_mhz), ""),
+                format::num(self.info.max_sm_clock_mhz, "")
+            )),
+            Span::styled(" MEM ", theme.label),
+            Span::raw(format!(
+                "{}/{} MHz  ",
+                format::num(t.and_then(|t| t.mem_clock_mhz), ""),
+                format::num(self.info.max_mem_clock_mhz, "")
+            )),
+        ];
+        let mut pcie = self.pcie(theme);
+        // "Gen5x16/Gen5x16" reads as "5x16/5x16" where space is short.
+        if let Some(link) = pcie.get_mut(1) {
+            link.content = link.content.replace("Gen", "").into();
         }
-        if let Some(node) = self.info.numa_node {
-            spans.push(Span::styled(format!("  NUMA {node}"), theme.dim));
+        spans.extend(pcie);
+        spans
+    }
+
+    /// GPM activity (when the GPU has GPM) and the throttle badges.
+    fn gpm_and_throttle<'s>(&self, theme: &Theme) -> Vec<Span<'s>> {
+        let mut spans = vec![Span::raw("    ")];
+        if let Some(gpm) = self.tick.and_then(|t| t.gpm) {
+            spans.push(Span::styled("GPM ", theme.label));
+            spans.push(Span::raw(format!(
+                "act {} occ {} tensor {} DRAM {}  ",
+                format::pct(gpm.sm_active_pct),
+                format::pct(gpm.sm_occupancy_pct),
+                format::pct(gpm.tensor_active_pct),
+                format::pct(gpm.dram_active_pct)
+            )));
         }
-        let used: usize = spans.iter().map(Span::width).sum();
-        let room = usize::from(width).saturating_sub(used + 2);
+        let badges = self.badges(theme);
+        if badges.is_empty() {
+            spans.push(Span::styled("no throttling", theme.dim));
+        } else {
+            spans.push(Span::styled("THR", theme.label));
+            spans.extend(badges);
+        }
+        spans
+    }
+
+    /// A utilization sparkline filling what is left of `width` after `spans`, labelled with its span and maximum.
+    fn push_sparkline<'s>(&self, spans: &mut Vec<Span<'s>>, width: u16, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+        let history = self.util_history();
+        let max = history.iter().flatten().copied().reduce(f64::max);
+        let label = format!(" util {} max {}", format::duration_s(span_s), format::pct(max));
+        let used: usize = spans.iter().map(Span::width).sum::<usize>() + 2 + label.len();
+        let room = usize::from(width).saturating_sub(used);
         if room >= 8 {
             spans.push(Span::raw("  "));
-            spans.push(Span::styled(graph::sparkline(&self.util_history(), 100.0, room, glyphs.ascii), theme.low));
+            spans.push(Span::styled(graph::sparkline(&history, 100.0, room, glyphs.ascii), theme.low));
+            spans.push(Span::styled(label, theme.dim));
         }
-        Line::from(spans)
     }
 
-    fn draw_panel(&self, frame: &mut Frame<'_>, area: Rect, theme: &Theme, glyphs: &Glyphs) {
-        let pstate = self.tick.and_then(|t| t.pstate).map_or_else(|| format::NA.to_owned(), |p| format!("P{p}"));
-        let numa = format::num(self.info.numa_node, "");
-        let title = format!(
-            " GPU {} {sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
-            self.info.index,
-            self.info.name,
-            self.info.pci_bus_id,
-            sep = glyphs.sep
-        );
-        let border_style = if self.lost() { theme.high } else { theme.border };
-        let block = Block::default()
-            .borders(Borders::ALL)
-            .border_set(glyphs.border)
-            .border_style(border_style)
-            .title(Span::styled(title, theme.title));
-        let inner = block.inner(area);
-        frame.render_widget(block, area);
+    /// The lines of one GPU when each has `per_gpu` lines (1 to 4).
+    fn lines<'s>(&self, per_gpu: u16, width: u16, span_s: u64, theme: &Theme, glyphs: &Glyphs) -> Vec<Line<'s>> {
+        let mut lines = vec![self.compact_line(width, per_gpu <= 2, theme, glyphs)];
+        if per_gpu < 2 {
+            return lines;
+        }
         if self.lost() {
-            let lines = vec![
-                Line::from(Span::styled(" GPU LOST ", theme.alarm)),
-                Line::from(Span::styled(
-                    "NVML reports the GPU lost or in need of a reset; no readings since.",
-                    theme.high,
-                )),
-                Line::from(Span::styled("The other GPUs keep updating. Check the kernel log for Xid 79.", theme.dim)),
-            ];
-            paint(frame, inner, lines, theme.base);
-            return;
+            lines.push(Line::from(Span::styled("    no readings since the GPU was lost", theme.dim)));
+            lines.resize(usize::from(per_gpu), Line::default());
+            return lines;
         }
-        let text_w: u16 = 66.min(inner.width);
-        let util = self.util();
-        let mem = self.mem_pct();
-        let t = self.tick;
-        let mut lines = vec![
-            Line::from(vec![
-                Span::styled("UTL ", theme.label),
-                Span::styled(bar(util, 20, glyphs), theme.level(Level::of(util, 10.0, 75.0))),
-                Span::raw(format!(" {:>4}  ", format::pct(util))),
-                Span::raw(self.clocks()),
-            ]),
-            Line::from({
-                let mut spans = vec![
-                    Span::styled("MEM ", theme.label),
-                    Span::styled(bar(mem, 20, glyphs), theme.level(Level::of(mem, 10.0, 80.0))),
-                    Span::raw(format!(
-                        " {}/{}GiB  ",
-                        format::gib(t.and_then(|t| t.mem_used_bytes)),
-                        format::gib(self.info.mem_total_bytes)
-                    )),
-                ];
-                spans.extend(self.power(theme));
-                spans.push(Span::raw("  "));
-                spans.extend(self.temp(theme, glyphs));
-                spans
-            }),
-            Line::from(self.pcie(theme)),
-            Line::from(Span::raw(self.gpm().unwrap_or_else(|| "GPM N/A".to_owned()))),
-        ];
-        let badges = self.badges(theme);
-        lines.push(if badges.is_empty() {
-            Line::from(Span::styled("no throttling in the window", theme.dim))
-        } else {
-            let mut spans = vec![Span::styled("THROTTLE", theme.label)];
-            spans.extend(badges);
-            Line::from(spans)
-        });
-        paint(frame, Rect { width: text_w, ..inner }, lines, theme.base);
-        let graph_w = inner.width.saturating_sub(text_w + 1);
-        if graph_w >= 10 {
-            let rows = graph::area_graph(&self.util_history(), 100.0, usize::from(graph_w), 5, glyphs.ascii);
-            let level = theme.level(Level::of(util, 10.0, 75.0));
-            let lines: Vec<Line<'_>> = rows.into_iter().map(|r| Line::from(Span::styled(r, level))).collect();
-            let area = Rect { x: inner.x + text_w + 1, width: graph_w, ..inner };
-            paint(frame, area, lines, theme.base);
+        let mut second = self.clocks_and_link(width, theme);
+        match per_gpu {
+            2 => {
+                if let Some(gpm) = self.gpm() {
+                    second.push(Span::raw("  "));
+                    second.push(Span::raw(gpm));
+                }
+                self.push_sparkline(&mut second, width, span_s, theme, glyphs);
+                lines.push(Line::from(second));
+            }
+            3 => {
+                lines.push(Line::from(second));
+                let mut third = self.gpm_and_throttle(theme);
+                self.push_sparkline(&mut third, width, span_s, theme, glyphs);
+                lines.push(Line::from(third));
+            }
+            _ => {
+                if let Some(node) = self.info.numa_node
+                    && width >= 100
+                {
+                    second.push(Span::styled(format!("  NUMA {node}"), theme.dim));
+                }
+                lines.push(Line::from(second));
+                lines.push(Line::from(self.gpm_and_throttle(theme)));
+                let mut fourth = vec![Span::raw("  ")];
+                self.push_sparkline(&mut fourth, width, span_s, theme, glyphs);
+                lines.push(Line::from(fourth));
+            }
         }
+        lines
     }
 }
 
@@ -312,29 +328,25 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
         .collect();
     let area = plan.gpus;
     match plan.gpu_style {
-        GpuStyle::Compact | GpuStyle::Medium => {
+        GpuStyle::Lines { per_gpu } => {
             let span = format::duration_s(app.span_s);
             let extra = vec![Span::styled(format!("({} GPUs, badges over {span}) ", gpus.len()), theme.dim)];
             let mut lines = vec![title_line("GPUs", extra, area.width, theme, glyphs)];
             for gpu in &gpus {
-                lines.push(gpu.compact_line(area.width, theme, glyphs));
-                if plan.gpu_style == GpuStyle::Medium {
-                    lines.push(gpu.detail_line(area.width, theme, glyphs));
-                }
+                lines.extend(gpu.lines(per_gpu, area.width, app.span_s, theme, glyphs));
             }
             paint(frame, area, lines, Style::default());
         }
-        GpuStyle::Full { columns } => {
+        GpuStyle::Full { columns, height } => {
             let width = area.width / columns;
             for (i, gpu) in gpus.iter().enumerate() {
                 let i = u16::try_from(i).unwrap_or(u16::MAX);
                 let (col, row) = (i % columns, i / columns);
                 let x = area.x + col * width;
                 let w = if col + 1 == columns { area.width - col * width } else { width };
-                let rect =
-                    Rect { x, y: area.y + row * super::FULL_PANEL_HEIGHT, width: w, height: super::FULL_PANEL_HEIGHT };
+                let rect = Rect { x, y: area.y + row * height, width: w, height };
                 if rect.y + rect.height <= area.y + area.height {
-                    gpu.draw_panel(frame, rect, theme, glyphs);
+                    panel::draw(gpu, frame, rect, app.span_s, theme, glyphs);
                 }
             }
         }

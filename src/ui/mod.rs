@@ -11,6 +11,7 @@ use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
 
 use crate::app::{App, Screen};
 
+mod advice;
 pub mod config;
 pub mod format;
 mod gpus;
@@ -31,12 +32,10 @@ pub const MIN_HEIGHT: u16 = 20;
 /// How each GPU is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpuStyle {
-    /// One line per GPU.
-    Compact,
-    /// Two lines per GPU: readings, then clocks, link, throttle badges and a sparkline.
-    Medium,
-    /// A boxed panel per GPU with a history graph, `columns` panels side by side.
-    Full { columns: u16 },
+    /// `per_gpu` lines per GPU (1 to 4): readings; clocks and PCIe link; GPM and throttle badges; a sparkline.
+    Lines { per_gpu: u16 },
+    /// A boxed panel per GPU `height` rows high with history graphs, `columns` panels side by side.
+    Full { columns: u16, height: u16 },
 }
 
 /// Where everything goes on the main screen.
@@ -50,12 +49,15 @@ pub struct Plan {
     pub host_full: bool,
     pub table: Rect,
     pub advice: Rect,
-    /// Lines per finding in the advice pane (1 or 2).
-    pub advice_lines: u16,
+    /// Title, evidence and remedy of each finding on their own lines (else one line each and a detail line).
+    pub advice_tall: bool,
     pub footer: Rect,
 }
 
+/// The smallest full panel: a border, five lines of readings and a border.
 const FULL_PANEL_HEIGHT: u16 = 7;
+/// The tallest panel; past this the graphs are tall enough and the table gets the rest.
+const MAX_PANEL_HEIGHT: u16 = 22;
 
 fn take(area: &mut Rect, height: u16) -> Rect {
     let height = height.min(area.height);
@@ -66,6 +68,10 @@ fn take(area: &mut Rect, height: u16) -> Rect {
 }
 
 /// The layout of the main screen, or `None` when the terminal is too small.
+///
+/// The GPU area gets the most detail that still leaves the process table about six rows (eight when tall) and
+/// the advice pane its findings: full panels from 100 columns, else four, three, two or one line per GPU. Full
+/// panels grow taller (with taller graphs) into rows the process table would leave empty.
 #[must_use]
 pub fn plan(area: Rect, app: &App) -> Option<Plan> {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
@@ -76,23 +82,39 @@ pub fn plan(area: Rect, app: &App) -> Option<Plan> {
     let banner_h = u16::from(header::banner(app).is_some());
     let host_full = tall && !app.ascii_compact_host();
     let host_h = if host_full { 5 } else { 1 };
-    let n_findings = u16::try_from(app.findings().len()).unwrap_or(u16::MAX);
-    let (advice_lines, advice_rows) = if tall { (2, n_findings.clamp(1, 4)) } else { (1, n_findings.clamp(1, 3)) };
-    let advice_h = 1 + advice_rows * advice_lines;
-    let fixed = 1 + banner_h + 1 + host_h + advice_h;
-    let table_min = if tall { 2 + 8 } else { 2 + 4 };
+    let findings = app.findings();
+    let advice_max = if tall { (area.height / 4).max(6) } else { 5 };
+    let mut advice_h = advice::height(&findings, area.width, tall, advice_max);
+    let n_rows = u16::try_from(app.tick().gpu_processes.len()).unwrap_or(u16::MAX).max(1);
+    let table_min = 2 + n_rows.min(if tall { 8 } else { 6 });
+    let table_want = 2 + n_rows;
+    let fixed = 1 + banner_h + host_h + advice_h + 1;
     let room = area.height.saturating_sub(fixed + table_min);
     let columns = (area.width / 100).clamp(1, n_gpus);
-    let full_h = n_gpus.div_ceil(columns) * FULL_PANEL_HEIGHT;
-    let medium_h = 1 + 2 * n_gpus;
-    let compact_h = 1 + n_gpus;
+    let panel_rows = n_gpus.div_ceil(columns);
+    let full_h = panel_rows * FULL_PANEL_HEIGHT;
+    let lines_h = |per: u16| 1 + per * n_gpus;
+    // One line per GPU must show every GPU: the table gives up rows down to three, then the advice pane.
+    let bare = 1 + banner_h + host_h + 1;
+    let compact = (GpuStyle::Lines { per_gpu: 1 }, lines_h(1).min(area.height.saturating_sub(bare + 2 + 5)));
     let (gpu_style, gpus_h) = match app.mode {
-        DisplayMode::Compact => (GpuStyle::Compact, compact_h),
-        DisplayMode::Full if full_h <= room + table_min - 3 => (GpuStyle::Full { columns }, full_h),
-        _ if full_h <= room && area.width >= 100 => (GpuStyle::Full { columns }, full_h),
-        _ if medium_h <= room && area.width >= 100 => (GpuStyle::Medium, medium_h),
-        _ => (GpuStyle::Compact, compact_h.min(room.max(2))),
+        DisplayMode::Compact => compact,
+        DisplayMode::Full if full_h <= room + table_min - 3 => {
+            (GpuStyle::Full { columns, height: FULL_PANEL_HEIGHT }, full_h)
+        }
+        _ if full_h <= room && area.width >= 100 => {
+            // Grow the panels into the rows the table would leave empty (keeping a third of the screen for it).
+            let table_keep = table_want.min(area.height / 3).max(table_min);
+            let gpu_room = area.height.saturating_sub(fixed + table_keep).max(full_h);
+            let height = (gpu_room / panel_rows).clamp(FULL_PANEL_HEIGHT, MAX_PANEL_HEIGHT);
+            (GpuStyle::Full { columns, height }, panel_rows * height)
+        }
+        _ => [4, 3, 2]
+            .into_iter()
+            .find(|per| lines_h(*per) <= room)
+            .map_or(compact, |per| (GpuStyle::Lines { per_gpu: per }, lines_h(per))),
     };
+    advice_h = advice_h.min(area.height.saturating_sub(bare + gpus_h + 5)).max(2);
     let mut rest = area;
     let header = take(&mut rest, 1);
     let banner = (banner_h > 0).then(|| take(&mut rest, 1));
@@ -102,7 +124,7 @@ pub fn plan(area: Rect, app: &App) -> Option<Plan> {
     rest.height = rest.height.saturating_sub(1);
     let advice = Rect { y: rest.y + rest.height.saturating_sub(advice_h), height: advice_h.min(rest.height), ..rest };
     rest.height = rest.height.saturating_sub(advice_h);
-    Some(Plan { header, banner, gpus, gpu_style, host, host_full, table: rest, advice, advice_lines, footer })
+    Some(Plan { header, banner, gpus, gpu_style, host, host_full, table: rest, advice, advice_tall: tall, footer })
 }
 
 impl App {
@@ -112,9 +134,13 @@ impl App {
     }
 }
 
-/// Rows of the process table that fit in `area` (for paging).
+/// Rows that fit in `area` (for paging): the process table's, or the environment screen's while it is shown.
 #[must_use]
 pub fn table_rows(area: Rect, app: &App) -> usize {
+    if matches!(app.screen, Screen::Environment { .. }) {
+        // The header, the screen's title and the footer take three rows.
+        return usize::from(area.height.saturating_sub(3)).max(1);
+    }
     plan(area, app).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
 }
 
@@ -153,7 +179,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App) {
             gpus::draw(frame, &plan, app, &theme, &glyphs);
             host::draw(frame, &plan, app, &theme, &glyphs);
             processes::draw(frame, plan.table, app, &theme, &glyphs);
-            screens::draw_advice(frame, &plan, app, &theme, &glyphs);
+            draw_advice(frame, &plan, app, &theme, &glyphs);
             screens::draw_footer(frame, plan.footer, app, &theme);
         }
         screen => {
@@ -183,26 +209,26 @@ fn draw_too_small(frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
     frame.render_widget(Paragraph::new(lines).alignment(Alignment::Center).wrap(Wrap { trim: true }), rect);
 }
 
-/// Draws the advice pane alone for `findings` into `buf` (for tests and other screens): one line per finding
-/// when `two_lines` is false, else title and remedy on separate lines.
+fn draw_advice(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
+    let findings = app.findings();
+    let focused = app.focus == crate::app::Focus::Advice;
+    let lines = advice::lines(&findings, app.advice_selected, focused, plan.advice, plan.advice_tall, theme, glyphs);
+    paint(frame, plan.advice, lines, theme.base);
+}
+
+/// Draws the advice pane alone for `findings` into `buf` (for tests and other screens): one line per finding and
+/// a detail line when `tall` is false, else title, evidence and remedy on their own lines.
 pub fn render_findings(
     findings: &[crate::advice::Finding],
     area: Rect,
     buf: &mut ratatui::buffer::Buffer,
-    two_lines: bool,
+    tall: bool,
     theme: config::ThemeName,
     ascii: bool,
 ) {
     use ratatui::widgets::Widget;
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
-    let lines = screens::advice_lines(
-        &refs,
-        None,
-        area,
-        if two_lines { 2 } else { 1 },
-        &Theme::new(theme),
-        &Glyphs::new(ascii),
-    );
+    let lines = advice::lines(&refs, 0, false, area, tall, &Theme::new(theme), &Glyphs::new(ascii));
     Paragraph::new(lines).render(area, buf);
 }
 

@@ -1,4 +1,4 @@
-//! The advice pane, the footer, the full screens (help, process details, environment, a finding's explanation)
+//! The footer, the full screens (help, process details, environment, a finding's explanation)
 //! and the signal dialog.
 
 use ratatui::Frame;
@@ -6,67 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use super::advice::{about, severity};
 use super::theme::{Glyphs, Level, Theme};
-use super::{Plan, format, graph, paint, title_line};
-use crate::advice::{Finding, Severity};
-use crate::app::{Action, App, Focus, Screen, SignalDialog, SignalKind};
-
-fn severity<'a>(finding: &Finding, theme: &Theme) -> Span<'a> {
-    match finding.severity {
-        Severity::Critical => Span::styled(" CRIT ", theme.alarm),
-        Severity::Warning => Span::styled(" WARN ", theme.badge),
-        Severity::Info => Span::styled(" INFO ", theme.label),
-    }
-}
-
-fn about(finding: &Finding) -> String {
-    let gpu = finding.gpu_index.map_or_else(|| "host ".to_owned(), |g| format!("GPU {g} "));
-    let pid = finding.pid.map_or_else(String::new, |p| format!("PID {p} "));
-    format!(" {gpu}{pid}")
-}
-
-pub fn draw_advice(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let findings = app.findings();
-    let selected = (app.focus == Focus::Advice).then_some(app.advice_selected);
-    let lines = advice_lines(&findings, selected, plan.advice, plan.advice_lines, theme, glyphs);
-    paint(frame, plan.advice, lines, theme.base);
-}
-
-/// The advice pane's lines for `findings` in `area`: a title, then one or two lines per finding (severity, GPU,
-/// PID, title, evidence, remedy).
-pub fn advice_lines<'a>(
-    findings: &[&Finding],
-    selected: Option<usize>,
-    area: Rect,
-    lines_per_finding: u16,
-    theme: &Theme,
-    glyphs: &Glyphs,
-) -> Vec<Line<'a>> {
-    let hint = if findings.is_empty() { String::new() } else { "(x explains, ^W focuses) ".to_owned() };
-    let extra = vec![Span::styled(format!("({}) {hint}", findings.len()), theme.dim)];
-    let mut lines = vec![title_line("Advice", extra, area.width, theme, glyphs)];
-    if findings.is_empty() {
-        lines.push(Line::from(Span::styled("  Nothing looks wrong: no finding held for its window.", theme.low)));
-    }
-    let per = usize::from(lines_per_finding.max(1));
-    let room = usize::from(area.height.saturating_sub(1)) / per;
-    let first = selected.unwrap_or(0).saturating_sub(room.saturating_sub(1));
-    let arrow = if glyphs.ascii { "->" } else { "→" };
-    for (i, finding) in findings.iter().enumerate().skip(first).take(room) {
-        let title_style = if selected == Some(i) { theme.selected } else { theme.base };
-        let mut spans = vec![Span::raw(" "), severity(finding, theme), Span::styled(about(finding), theme.label)];
-        spans.push(Span::styled(finding.title.clone(), title_style));
-        spans.push(Span::styled(format!("  {}", finding.evidence), theme.dim));
-        if per == 1 {
-            spans.push(Span::styled(format!("  {arrow} {}", finding.remedy), theme.base));
-            lines.push(Line::from(spans));
-        } else {
-            lines.push(Line::from(spans));
-            lines.push(Line::from(Span::styled(format!("        {arrow} {}", finding.remedy), theme.base)));
-        }
-    }
-    lines
-}
+use super::{format, graph, paint, title_line};
+use crate::app::{Action, App, Screen, SignalDialog, SignalKind};
 
 pub fn draw_footer(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
     let line = if app.table.editing_filter {
@@ -118,7 +61,9 @@ pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App
             )];
             match vars {
                 Ok(vars) => {
-                    for (key, value) in vars.iter().skip(*offset) {
+                    let visible = usize::from(area.height.saturating_sub(1));
+                    let offset = (*offset).min(vars.len().saturating_sub(visible));
+                    for (key, value) in vars.iter().skip(offset).take(visible) {
                         lines.push(Line::from(vec![
                             Span::styled(key.clone(), theme.label),
                             Span::raw("="),

@@ -1,0 +1,207 @@
+//! One GPU as a boxed panel: readings on the left, history graphs (utilization, memory, power, temperature) on
+//! the right, as many and as tall as the panel allows, each labelled with its span and maximum.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders};
+
+use super::Gpu;
+use crate::ui::theme::{Glyphs, Level, Theme};
+use crate::ui::{bar, format, graph, paint};
+
+/// Width of the readings column.
+const TEXT_W: u16 = 66;
+/// Narrowest graph worth drawing.
+const MIN_GRAPH_W: u16 = 18;
+
+/// One history graph: a name, its values (oldest first), the value at the top, and its maximum as text.
+struct History {
+    name: &'static str,
+    values: Vec<Option<f64>>,
+    top: f64,
+    max_text: String,
+    level: Level,
+}
+
+impl Gpu<'_> {
+    fn histories(&self, glyphs: &Glyphs) -> Vec<History> {
+        let Some(series) = self.series else { return Vec::new() };
+        let from = self.window_start;
+        let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
+        let util = self.util_history();
+        #[allow(clippy::cast_precision_loss)]
+        let total = self.info.mem_total_bytes.map(|t| t as f64);
+        #[allow(clippy::cast_precision_loss)]
+        let mem: Vec<Option<f64>> = series.mem_used_bytes.iter_from(from).map(|v| v.map(|b| b as f64)).collect();
+        let power: Vec<Option<f64>> =
+            series.power_mw.iter_from(from).map(|v| v.map(|mw| f64::from(mw) / 1000.0)).collect();
+        let temp: Vec<Option<f64>> = series.temp_c.iter_from(from).map(|v| v.map(f64::from)).collect();
+        let limit_w = self
+            .tick
+            .and_then(|t| t.power_limit_mw)
+            .or(self.info.power_limit_default_mw)
+            .map_or(0.0, |mw| f64::from(mw) / 1000.0);
+        let mem_max = max_of(&mem);
+        let (util_max, power_max, temp_max) = (max_of(&util), max_of(&power), max_of(&temp));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let as_u64 = |v: Option<f64>| v.map(|v| v as u64);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let as_u32 = |v: Option<f64>| v.map(|v| v.round() as u32);
+        vec![
+            History {
+                name: "UTIL",
+                top: 100.0,
+                max_text: format::pct(util_max),
+                level: Level::of(util_max, 10.0, 75.0),
+                values: util,
+            },
+            History {
+                name: "MEM",
+                top: total.unwrap_or_else(|| mem_max.unwrap_or(1.0)).max(1.0),
+                max_text: format!("{}G", format::gib(as_u64(mem_max))),
+                level: Level::of(mem_max.zip(total).map(|(m, t)| m * 100.0 / t), 10.0, 80.0),
+                values: mem,
+            },
+            History {
+                name: "POWER",
+                top: limit_w.max(power_max.unwrap_or(0.0)).max(1.0),
+                max_text: format!("{}W", format::num(as_u32(power_max), "")),
+                level: Level::of(power_max.map(|p| p * 100.0 / limit_w.max(1.0)), 10.0, 75.0),
+                values: power,
+            },
+            History {
+                name: "TEMP",
+                top: f64::from(self.info.temp_slowdown_c.unwrap_or(100)).max(temp_max.unwrap_or(0.0)),
+                max_text: format!("{}{}", format::num(as_u32(temp_max), ""), glyphs.degree),
+                level: match (temp_max, self.info.temp_slowdown_c) {
+                    (Some(t), Some(s)) if t + 5.0 >= f64::from(s) => Level::High,
+                    (Some(t), _) if t < 60.0 => Level::Low,
+                    _ => Level::Moderate,
+                },
+                values: temp,
+            },
+        ]
+    }
+
+    /// The readings column: five lines.
+    fn readings<'s>(&self, theme: &Theme, glyphs: &Glyphs) -> Vec<Line<'s>> {
+        let util = self.util();
+        let mem = self.mem_pct();
+        let t = self.tick;
+        let mut lines = vec![
+            Line::from(vec![
+                Span::styled("UTL ", theme.label),
+                Span::styled(bar(util, 20, glyphs), theme.level(Level::of(util, 10.0, 75.0))),
+                Span::raw(format!(" {:>4}  ", format::pct(util))),
+                Span::raw(self.clocks()),
+            ]),
+            Line::from({
+                let mut spans = vec![
+                    Span::styled("MEM ", theme.label),
+                    Span::styled(bar(mem, 20, glyphs), theme.level(Level::of(mem, 10.0, 80.0))),
+                    Span::raw(format!(
+                        " {}/{}GiB  ",
+                        format::gib(t.and_then(|t| t.mem_used_bytes)),
+                        format::gib(self.info.mem_total_bytes)
+                    )),
+                ];
+                spans.extend(self.power(theme));
+                spans.push(Span::raw("  "));
+                spans.extend(self.temp(theme, glyphs));
+                spans
+            }),
+            Line::from(self.pcie(theme)),
+            Line::from(Span::raw(self.gpm().unwrap_or_else(|| "GPM N/A".to_owned()))),
+        ];
+        let badges = self.badges(theme);
+        lines.push(if badges.is_empty() {
+            Line::from(Span::styled("no throttling in the window", theme.dim))
+        } else {
+            let mut spans = vec![Span::styled("THROTTLE", theme.label)];
+            spans.extend(badges);
+            Line::from(spans)
+        });
+        lines
+    }
+}
+
+/// Draws `gpu` as a panel filling `area`; the graphs show the last `span_s` seconds.
+pub(super) fn draw(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+    let pstate = gpu.tick.and_then(|t| t.pstate).map_or_else(|| format::NA.to_owned(), |p| format!("P{p}"));
+    let numa = format::num(gpu.info.numa_node, "");
+    let title = format!(
+        " GPU {} {sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
+        gpu.info.index,
+        gpu.info.name,
+        gpu.info.pci_bus_id,
+        sep = glyphs.sep
+    );
+    let border_style = if gpu.lost() { theme.high } else { theme.border };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_set(glyphs.border)
+        .border_style(border_style)
+        .title(Span::styled(title, theme.title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if gpu.lost() {
+        let lines = vec![
+            Line::from(Span::styled(" GPU LOST ", theme.alarm)),
+            Line::from(Span::styled("NVML reports the GPU lost or in need of a reset; no readings since.", theme.high)),
+            Line::from(Span::styled("The other GPUs keep updating. Check the kernel log for Xid 79.", theme.dim)),
+        ];
+        paint(frame, inner, lines, theme.base);
+        return;
+    }
+    let text_w = TEXT_W.min(inner.width);
+    paint(frame, Rect { width: text_w, ..inner }, gpu.readings(theme, glyphs), theme.base);
+    let graphs = Rect { x: inner.x + text_w + 1, width: inner.width.saturating_sub(text_w + 1), ..inner };
+    draw_graphs(gpu, frame, graphs, span_s, theme, glyphs);
+}
+
+/// Lays the history graphs out in `area`: four side by side when wide, two by two when tall, else utilization.
+fn draw_graphs(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+    if area.width < MIN_GRAPH_W || area.height < 2 {
+        return;
+    }
+    let mut histories = gpu.histories(glyphs);
+    let (across, down) = if area.width >= 4 * MIN_GRAPH_W + 3 {
+        (4, 1)
+    } else if area.height >= 8 && area.width > 2 * MIN_GRAPH_W {
+        (2, 2)
+    } else if area.width > 2 * MIN_GRAPH_W {
+        (2, 1)
+    } else {
+        (1, 1)
+    };
+    histories.truncate(usize::from(across * down));
+    let cell_w = (area.width + 1) / across - 1;
+    let cell_h = area.height / down;
+    let span = format::duration_s(span_s);
+    for (i, history) in histories.iter().enumerate() {
+        let i = u16::try_from(i).unwrap_or(0);
+        let rect = Rect {
+            x: area.x + (i % across) * (cell_w + 1),
+            y: area.y + (i / across) * cell_h,
+            width: cell_w,
+            height: cell_h,
+        };
+        let label = format::truncate(
+            &format!("{} {span} max {}", history.name, history.max_text),
+            usize::from(cell_w),
+            glyphs.ascii,
+        );
+        let rows = graph::area_graph(
+            &history.values,
+            history.top,
+            usize::from(cell_w),
+            usize::from(cell_h.saturating_sub(1)),
+            glyphs.ascii,
+        );
+        let style = theme.level(history.level);
+        let mut lines = vec![Line::from(Span::styled(label, theme.label))];
+        lines.extend(rows.into_iter().map(|r| Line::from(Span::styled(r, style))));
+        paint(frame, rect, lines, theme.base);
+    }
+}
