@@ -106,6 +106,7 @@ fn three_export_processes_through_prometheus_and_the_fleet_command() {
         let n_gpus: usize = nodes.iter().map(|n| n["gpus"].as_array().map_or(0, Vec::len)).sum();
         let finding = nodes
             .iter()
+            .filter(|n| n["name"] == "synthetic-input-bound")
             .flat_map(|n| n["findings"].as_array().cloned().unwrap_or_default())
             .any(|f| f["rule"] == "input-bound");
         if nodes.len() == 3 && n_gpus == 11 && finding {
@@ -132,7 +133,7 @@ fn three_export_processes_through_prometheus_and_the_fleet_command() {
     assert_eq!(input["gpus"].as_array().unwrap().len(), 2);
     assert!(input["gpus"][0]["util_pct"].as_f64().unwrap() < 20.0, "{input:#}");
     let findings: Vec<&serde_json::Value> = input["findings"].as_array().unwrap().iter().collect();
-    assert!(findings.iter().any(|f| f["rule"] == "input-bound" && f["severity"] == "warning"), "{findings:?}");
+    assert!(findings.iter().any(|f| f["rule"] == "input-bound" && f["severity"] == "warning"), "{fleet:#}");
     let mixed = node("synthetic-mixed");
     assert_eq!(mixed["gpus"].as_array().unwrap().len(), 8);
     // The mixed box's last two GPUs are idle.
