@@ -13,6 +13,8 @@ struct Session {
     writer: Box<dyn Write + Send>,
     output: mpsc::Receiver<Vec<u8>>,
     parser: vt100::Parser,
+    /// Every byte the program wrote, to check the escape sequences that restore the terminal.
+    raw: Vec<u8>,
 }
 
 impl Session {
@@ -42,6 +44,28 @@ impl Session {
             writer,
             output,
             parser: vt100::Parser::new(rows.try_into().expect("rows"), cols.try_into().expect("cols"), 0),
+            raw: Vec::new(),
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        self.parser.process(bytes);
+        self.raw.extend_from_slice(bytes);
+    }
+
+    /// Reads output until `done(screen)` holds or 20 s pass; returns the screen.
+    fn wait_until(&mut self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.parser.screen().contents();
+            if done(&screen) {
+                return screen;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "{what} never happened; the screen was:\n{screen}");
+            if let Ok(bytes) = self.output.recv_timeout(left) {
+                self.take(&bytes);
+            }
         }
     }
 
@@ -56,7 +80,7 @@ impl Session {
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(!left.is_zero(), "'{text}' never appeared; the screen was:\n{screen}");
             if let Ok(bytes) = self.output.recv_timeout(left) {
-                self.parser.process(&bytes);
+                self.take(&bytes);
             }
         }
     }
@@ -70,7 +94,7 @@ impl Session {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             while let Ok(bytes) = self.output.try_recv() {
-                self.parser.process(&bytes);
+                self.take(&bytes);
             }
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status.exit_code();
@@ -78,7 +102,7 @@ impl Session {
             assert!(Instant::now() < deadline, "gpusight did not exit");
             // Wait for more output (or the end of it) instead of sleeping.
             if let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(100)) {
-                self.parser.process(&bytes);
+                self.take(&bytes);
             }
         }
     }
@@ -123,6 +147,122 @@ fn kill_from_the_monitor_reaches_a_real_process() {
     let status = victim.wait().expect("wait");
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+/// Spawns `sleep 60` and returns it with its start ticks from /proc (its own child: not the live system's state).
+fn victim() -> (std::process::Child, String, u64) {
+    let child = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let pid = child.id().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    (child, pid, start)
+}
+
+#[test]
+fn the_demo_draws_and_every_screen_opens_and_closes() {
+    let mut session = Session::start(&["--demo"], 120, 40);
+    let screen = session.wait_for("Processes");
+    assert!(screen.contains("H200") && screen.contains("REC"), "{screen}");
+    // Seek into the input phase, where the table has processes.
+    session.send("\x1b[1;2C\x1b[1;2C");
+    session.wait_for("gpu_load.py");
+    // Select the first process (Enter and e need one).
+    session.send("\x1b[B");
+    // Each opens with its key and closes with Esc, except the tree view, which its key toggles (as in nvitop).
+    for (key, opened, close) in [("?", "Keys", "\x1b"), ("t", "[tree]", "t"), ("\r", "CUDA libraries", "\x1b")] {
+        session.send(key);
+        session.wait_for(opened);
+        session.send(close);
+        session.wait_until(&format!("{key} closes"), |s| !s.contains(opened) && s.contains("Processes"));
+    }
+    session.send("/");
+    session.wait_for("Filter:");
+    session.send("\x1b");
+    session.wait_until("the filter closes", |s| !s.contains("Filter:"));
+    // A recording's PIDs are not processes of this machine: no environment and no signal path.
+    session.send("e");
+    session.wait_for("no environment to read");
+    session.send("K");
+    let screen = session.wait_for("so there are no signals");
+    assert!(!screen.contains("Send a signal"), "{screen}");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+    let raw = String::from_utf8_lossy(&session.raw);
+    assert!(raw.contains("\x1b[?1049l"), "the alternate screen was left");
+    assert!(raw.contains("\x1b[?25h"), "the cursor was shown again");
+}
+
+#[test]
+fn k_then_esc_sends_nothing() {
+    let (mut victim, pid, start) = victim();
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    session.send("K");
+    session.wait_for("Send a signal");
+    session.send("\x1b");
+    let screen = session.wait_until("the dialog closes", |s| !s.contains("Send a signal"));
+    assert!(!screen.contains(&format!("{pid}: sent")), "{screen}");
+    assert!(victim.try_wait().expect("try_wait").is_none(), "nothing was sent");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+    victim.kill().expect("kill");
+    victim.wait().expect("wait");
+}
+
+#[test]
+fn sigterm_from_the_monitor_reaches_a_real_process() {
+    let (mut victim, pid, start) = victim();
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    session.send("T");
+    session.wait_for("SIGTERM ]");
+    session.send("\r");
+    session.wait_for("sent");
+    let status = victim.wait().expect("wait");
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(status.signal(), Some(15));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn a_process_that_already_exited_is_reported_as_such() {
+    let (mut victim, pid, start) = victim();
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    victim.kill().expect("kill");
+    victim.wait().expect("wait");
+    session.send("T");
+    session.wait_for("SIGTERM ]");
+    session.send("\r");
+    session.wait_for("exited already");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn a_reused_pid_is_refused_and_nothing_is_sent() {
+    let (mut victim, pid, start) = victim();
+    // The monitor believes the process started at another time: the PID now belongs to someone else.
+    let attach = format!("{pid}:{}", start + 1);
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    session.send("K");
+    session.wait_for("SIGKILL ]");
+    session.send("\r");
+    session.wait_for("PID reused");
+    assert!(victim.try_wait().expect("try_wait").is_none(), "the process is alive");
+    victim.kill().expect("kill");
+    victim.wait().expect("wait");
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }

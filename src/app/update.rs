@@ -215,6 +215,12 @@ impl App {
     }
 
     fn open_dialog(&mut self, kind: SignalKind) {
+        if self.playback.is_some() {
+            // A recorded PID may belong to an unrelated process on this machine: never offer to signal it.
+            self.status =
+                Some("a recording: its processes are not on this machine, so there are no signals".to_owned());
+            return;
+        }
         if self.readonly {
             self.status = Some("read-only mode: signals are off (started with --readonly)".to_owned());
             return;
@@ -282,6 +288,12 @@ impl App {
     }
 
     fn open_environment(&mut self) {
+        if self.playback.is_some() {
+            self.status = Some(
+                "a recording: its processes are not on this machine, so there is no environment to read".to_owned(),
+            );
+            return;
+        }
         if self.readonly {
             self.status = Some("read-only mode: the environment screen is off (started with --readonly)".to_owned());
             return;
