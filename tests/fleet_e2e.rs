@@ -7,10 +7,12 @@
 // Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::disallowed_methods)]
 
+mod common;
+
+use common::{KillOnDrop, find_program, free_port, poll};
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use gpusight::export::fleet::{Fleet, FleetOptions, NodeState};
 use gpusight::export::{ExportHandle, ExportServer, RunningServer};
@@ -19,21 +21,6 @@ use gpusight::source::Source;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 
 const MIB: u64 = 1 << 20;
-
-/// Kills the Prometheus child when the test ends, on every path.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn find_program(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
-}
 
 struct Exporter {
     spec: &'static str,
@@ -53,22 +40,6 @@ fn start_exporter(spec: &'static str) -> Exporter {
     handle.publish(&pipeline).unwrap();
     let server = ExportServer::bind("127.0.0.1:0".parse().unwrap(), handle).unwrap().spawn().unwrap();
     Exporter { spec, pipeline, server }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Polls `check` until it returns `Some` or the deadline passes.
-fn poll<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let start = Instant::now();
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(why) if start.elapsed() > deadline => panic!("{what}: not reached within {deadline:?}: {why}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(200)),
-        }
-    }
 }
 
 #[test]

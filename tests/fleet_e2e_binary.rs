@@ -8,39 +8,11 @@
 // Helpers outside #[test] fns unwrap too; tests start other programs (clippy.toml).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-/// Kills a child process when the test ends, on every path.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn find_program(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn poll<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Result<T, String>) -> T {
-    let start = Instant::now();
-    loop {
-        match check() {
-            Ok(value) => return value,
-            Err(why) if start.elapsed() > deadline => panic!("{what}: not reached within {deadline:?}: {why}"),
-            Err(_) => std::thread::sleep(Duration::from_millis(250)),
-        }
-    }
-}
+use common::{KillOnDrop, find_program, free_port, poll};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 fn fleet_json(url: &str) -> Result<serde_json::Value, String> {
     let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))

@@ -36,15 +36,14 @@ pub fn cuda_version(version: i32) -> String {
     format!("{}.{}", version / 1000, (version % 1000) / 10)
 }
 
-/// A duration in seconds as `3d 04:05:06`, `04:05:06` or `05:06`.
+/// A duration in seconds like nvitop's TIME column: "45:12", "3:04:12", "2-03:04:12" (days).
 #[must_use]
 pub fn elapsed(seconds: u64) -> String {
-    let (days, rest) = (seconds / 86_400, seconds % 86_400);
-    let (h, m, s) = (rest / 3600, rest % 3600 / 60, rest % 60);
-    if days > 0 {
-        format!("{days}d {h:02}:{m:02}:{s:02}")
+    let (d, h, m, s) = (seconds / 86_400, seconds / 3600 % 24, seconds / 60 % 60, seconds % 60);
+    if d > 0 {
+        format!("{d}-{h:02}:{m:02}:{s:02}")
     } else if h > 0 {
-        format!("{h:02}:{m:02}:{s:02}")
+        format!("{h}:{m:02}:{s:02}")
     } else {
         format!("{m:02}:{s:02}")
     }
@@ -94,7 +93,8 @@ mod tests {
         assert_eq!(cuda_version(13000), "13.0");
         assert_eq!(cuda_version(12080), "12.8");
         assert_eq!(elapsed(65), "01:05");
-        assert_eq!(elapsed(3 * 86_400 + 3661), "3d 01:01:01");
+        assert_eq!(elapsed(3 * 86_400 + 3661), "3-01:01:01");
+        assert_eq!(elapsed(3661), "1:01:01");
         assert_eq!(utc(1_763_942_400_000), "2025-11-24 00:00:00 UTC");
         assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
         assert_eq!(truncate("python train.py", 8, false), "python …");

@@ -3,7 +3,6 @@
 use std::fmt::Write as _;
 
 use super::{GpuReport, Report, Summary, size, span};
-use crate::sample::UnixMs;
 
 const UNKNOWN: &str = "unknown";
 
@@ -15,23 +14,7 @@ fn yes_no(value: Option<bool>, yes: &str, no: &str) -> String {
     value.map_or_else(|| UNKNOWN.to_owned(), |v| if v { yes.to_owned() } else { no.to_owned() })
 }
 
-/// A Unix time in milliseconds as "2025-11-24 00:00:00 UTC" (days to civil date, proleptic Gregorian).
-#[must_use]
-pub fn utc(ms: UnixMs) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = (secs / 86_400, secs % 86_400);
-    #[allow(clippy::cast_possible_wrap)]
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem % 3600 / 60, rem % 60)
-}
+pub use crate::output::format::utc;
 
 fn row(out: &mut String, field: &str, value: &str) {
     let _ = writeln!(out, "| {field} | {value} |");

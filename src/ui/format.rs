@@ -1,7 +1,5 @@
 //! Numbers for people: sizes, percentages, durations and sample times, with "N/A" for absent readings.
 
-use crate::sample::UnixMs;
-
 /// The text shown for an absent reading.
 pub const NA: &str = "N/A";
 
@@ -63,16 +61,7 @@ pub fn rate_kbps(kbps: Option<u32>) -> String {
 /// An elapsed time like nvitop's TIME column: "45:12", "3:04:12", "2-03:04:12" (days).
 #[must_use]
 pub fn elapsed_ms(ms: Option<u64>) -> String {
-    let Some(ms) = ms else { return NA.to_owned() };
-    let s = ms / 1000;
-    let (d, h, m, s) = (s / 86_400, s / 3600 % 24, s / 60 % 60, s % 60);
-    if d > 0 {
-        format!("{d}-{h:02}:{m:02}:{s:02}")
-    } else if h > 0 {
-        format!("{h}:{m:02}:{s:02}")
-    } else {
-        format!("{m:02}:{s:02}")
-    }
+    ms.map_or_else(|| NA.to_owned(), |ms| crate::output::format::elapsed(ms / 1000))
 }
 
 /// A span of seconds in words: "30 s", "2 min", "1 h".
@@ -106,29 +95,8 @@ pub fn clock(d: std::time::Duration) -> String {
     }
 }
 
-/// A sample time as UTC date and time, "2025-11-24 00:01:23 UTC". The time comes from the sample, never the clock.
-#[must_use]
-pub fn utc(at_ms: UnixMs) -> String {
-    let secs = at_ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let (y, m, d) = civil_from_days(days);
-    let rem = secs % 86_400;
-    format!("{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02} UTC", rem / 3600, rem / 60 % 60, rem % 60)
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
-    let m = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
+/// A sample time as UTC date and time; the time comes from the sample, never the clock.
+pub use crate::output::format::utc;
 
 /// NVML's CUDA driver version integer as "13.0".
 #[must_use]
