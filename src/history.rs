@@ -412,17 +412,29 @@ impl History {
 
     fn push_processes(&mut self, tick: &Tick) {
         // Every process NVML lists gets a series; host-only relatives are folded into their GPU process.
-        let mut gpu_pids: Vec<u32> = tick.gpu_processes.iter().filter_map(|p| p.pid).collect();
-        gpu_pids.sort_unstable();
-        gpu_pids.dedup();
-        for pid in gpu_pids {
-            let host = tick.process(pid);
+        // Lookups go through sorted (key, index) lists built once per tick, so 1,000 GPU processes with their
+        // relatives cost O(n log n), not a scan of the whole tick per process.
+        let mut gpu_entries: Vec<(u32, usize)> =
+            tick.gpu_processes.iter().enumerate().filter_map(|(i, p)| p.pid.map(|pid| (pid, i))).collect();
+        gpu_entries.sort_unstable();
+        let mut by_pid: Vec<(u32, usize)> = tick.processes.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+        by_pid.sort_unstable();
+        let mut by_ppid: Vec<(u32, usize)> =
+            tick.processes.iter().enumerate().filter_map(|(i, p)| p.ppid.map(|ppid| (ppid, i))).collect();
+        by_ppid.sort_unstable();
+        let mut children: Vec<&HostProcess> = Vec::new();
+        let mut rest = gpu_entries.as_slice();
+        while let Some(&(pid, _)) = rest.first() {
+            let n_entries = rest.iter().take_while(|(p, _)| *p == pid).count();
+            let (entries, tail) = rest.split_at(n_entries);
+            rest = tail;
+            // The first host process listed with this PID, as `Tick::process` finds it.
+            let host = matching(&by_pid, pid).first().map(|(_, i)| &tick.processes[*i]);
             let key = ProcessKey { pid, start_ticks: host.and_then(|h| h.start_ticks) };
             let capacity = self.capacity;
             let series = self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, capacity));
-            let on_gpus = tick.gpu_processes.iter().filter(|p| p.pid == Some(pid));
             let (mut mem, mut sm) = (None::<u64>, None::<u32>);
-            for entry in on_gpus {
+            for entry in entries.iter().map(|(_, i)| &tick.gpu_processes[*i]) {
                 if let Some(bytes) = entry.used_gpu_memory_bytes {
                     mem = Some(mem.unwrap_or(0) + bytes);
                 }
@@ -430,7 +442,8 @@ impl History {
                     sm = Some(sm.map_or(pct, |s| s.max(pct)));
                 }
             }
-            let children: Vec<&HostProcess> = tick.processes.iter().filter(|c| c.ppid == Some(pid)).collect();
+            children.clear();
+            children.extend(matching(&by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]));
             series.times.push(tick.at_ms);
             series.gpu_mem_bytes.push(mem);
             series.sm_util_pct.push(sm);
@@ -459,6 +472,13 @@ impl History {
         self.processes
             .retain(|_, series| series.last_seen_ms().is_some_and(|seen| now_ms.saturating_sub(seen) <= span_ms));
     }
+}
+
+/// The entries of a list sorted by key whose key is `key`, in their original order (the index breaks ties).
+fn matching(sorted: &[(u32, usize)], key: u32) -> &[(u32, usize)] {
+    let start = sorted.partition_point(|(k, _)| *k < key);
+    let end = start + sorted[start..].partition_point(|(k, _)| *k == key);
+    &sorted[start..end]
 }
 
 /// Summary statistics of the present (non-gap) values in an iterator.
