@@ -79,6 +79,18 @@ fn step(c: &mut Criterion) {
                 BatchSize::SmallInput,
             );
         });
+        // The same with the snapshot handed over, as the monitor's feed can (no copy of the tick). Both variants
+        // drop the tick they replace inside the timed part.
+        group.bench_function(BenchmarkId::new("ingest_owned_and_advice", spec), |b| {
+            b.iter_batched(
+                || {
+                    n += 1;
+                    Snapshot { machine: machine.clone(), tick: source.tick_at(n) }
+                },
+                |snapshot| pipeline.ingest_owned(snapshot),
+                BatchSize::SmallInput,
+            );
+        });
     }
     group.finish();
 }

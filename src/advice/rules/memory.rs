@@ -226,7 +226,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
         if pids.len() < 2 {
             continue;
         }
-        // Enter only once at least two of them have shared the GPU for the whole window.
+        // Enter only once at least two of them have shared the GPU for the whole window (counting stops at two).
         #[allow(clippy::cast_precision_loss)]
         let settled = pids
             .iter()
@@ -236,6 +236,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
                     (ctx.now_ms.saturating_sub(*first)) as f64 >= t.window_s as f64 * 1000.0 * t.min_window_coverage
                 })
             })
+            .take(2)
             .count();
         let listed: Vec<String> = pids
             .iter()

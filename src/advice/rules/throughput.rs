@@ -7,9 +7,9 @@
 use super::super::window::{
     Ctx, MIB, Num, Span, align_iter, at, bytes_label, median, pct_label, share_label, share_of,
 };
-use crate::history::{GpuSeries, ProcessSeries};
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
+use crate::history::{GpuSeries, ProcessSeries};
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
 struct ProcessSamples {
@@ -39,6 +39,25 @@ impl<'a> Subject<'a> {
         let gpu = ctx.history.gpu(gpu_index)?;
         let span = Span::of(&process.times, ctx.t.window_s, ctx.t.min_window_coverage)?;
         Some(Self { process, gpu, span })
+    }
+
+    /// Whether any GPU could have a starved sample in a process's window: a process window ends at the newest
+    /// sample (compute processes are in the newest tick) and spans at most `window_s`, so its samples are
+    /// matched to machine samples inside the machine's own `window_s` window. A GPU with no starved sample there
+    /// gives every one of its processes a starved share of 0, and neither rule can fire. Indexed like
+    /// `history.gpus`.
+    fn starved_gpus(ctx: &Ctx<'_>) -> Vec<(u32, bool)> {
+        let limit = ctx.t.starved_util_pct;
+        let span = ctx.window(ctx.t.window_s);
+        ctx.history
+            .gpus
+            .iter()
+            .map(|gpu| {
+                let any = span
+                    .is_some_and(|span| span.values(&gpu.util_pct).any(|u| u.is_some_and(|u| f64::from(u) < limit)));
+                (gpu.index, any)
+            })
+            .collect()
     }
 
     /// The share of the window's samples in which the GPU was starved, as [`ProcessSamples::starved`] counts
@@ -114,7 +133,11 @@ fn opt_rate(value: Option<f64>) -> String {
 pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
+    let starved_gpus = Subject::starved_gpus(ctx);
     for (gpu_index, pid) in ctx.compute_processes() {
+        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
+            continue;
+        }
         let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
         // The finding needs `starved_share >= exit_share` whatever the I/O evidence.
         if subject.starved_share(ctx) < t.exit_share {
@@ -171,7 +194,11 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
 pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
+    let starved_gpus = Subject::starved_gpus(ctx);
     for (gpu_index, pid) in ctx.compute_processes() {
+        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
+            continue;
+        }
         let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
         // Every sample that counts is a starved one, so the share cannot exceed the starved share.
         if subject.starved_share(ctx) < t.exit_share {
