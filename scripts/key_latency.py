@@ -160,7 +160,7 @@ def run(args, delay_ms, rng):
     env = dict(os.environ, TERM="xterm-256color", GPUSIGHT_SYNTHETIC_DELAY_MS=str(delay_ms))
     argv = [os.path.abspath(args.bin), "--synthetic", args.spec, "--interval", str(args.interval)]
     mon = Monitor(argv, env, args.cols, args.rows)
-    latencies, by_kind, timeouts = [], {}, 0
+    latencies, by_kind, timeouts = [], {}, {}
     try:
         if mon.pump_until(lambda m: " Processes (" in m.text(), 20.0) is None:
             raise RuntimeError("the monitor did not draw its first frame within 20 s")
@@ -194,7 +194,7 @@ def run(args, delay_ms, rng):
                 shown = mon.pump_until(lambda m, before=before: (s := m.selected()) is not None and s != before,
                                        args.timeout)
             if shown is None:
-                timeouts += 1
+                timeouts[kind] = timeouts.get(kind, 0) + 1
                 continue
             ms = (shown - sent) * 1000.0
             latencies.append(ms)
@@ -223,7 +223,7 @@ def main():
     for delay in [int(d) for d in args.delays.split(",") if d.strip()]:
         lat, by_kind, timeouts = run(args, delay, rng)
         s = sorted(lat)
-        print(f"delay {delay} ms: n={len(s)} timeouts={timeouts} "
+        print(f"delay {delay} ms: n={len(s)} timeouts={sum(timeouts.values())} {timeouts or ''} "
               f"p50={percentile(s, 50):.1f} ms p95={percentile(s, 95):.1f} ms "
               f"p99={percentile(s, 99):.1f} ms max={max(s) if s else float('nan'):.1f} ms "
               f"mean={statistics.fmean(s) if s else float('nan'):.1f} ms")

@@ -717,7 +717,8 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
     let slots = u64::from(CHURN_SLOTS);
     let n_gpus = u64::from(spec.n_gpus.max(1));
     for k in 0..slots {
-        let offset_ms = k * CHURN_LIFETIME_MS / slots;
+        // Whole seconds, so a job's start time (in clock ticks, derived at second resolution) stays put.
+        let offset_ms = k * CHURN_LIFETIME_MS / slots / 1000 * 1000;
         let generation = (elapsed_ms + offset_ms) / CHURN_LIFETIME_MS;
         let born_ms = (generation * CHURN_LIFETIME_MS).saturating_sub(offset_ms);
         // Two PIDs per job (the job and its worker), unique per (generation, GPU, slot) until they wrap.
@@ -742,7 +743,7 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
         };
         tick.processes.push(host_process(spec, info, at_ms, job(pid, 1, ProcessRole::Gpu, "sweep.py", cpu, 'R')));
         let worker =
-            job(pid + 1, pid, ProcessRole::Child, "sweep.py worker", cpu / 2.0, if n % 7 == 0 { 'D' } else { 'S' });
+            job(pid + 1, pid, ProcessRole::Child, "sweep.py worker", cpu / 2.0, if n.is_multiple_of(7) { 'D' } else { 'S' });
         tick.processes.push(host_process(spec, info, at_ms, worker));
         tick.gpu_processes.push(GpuProcess {
             gpu_index: info.index,
@@ -877,6 +878,25 @@ mod tests {
         // One second later (1 s interval), at most the slot whose generation turned over has a new PID.
         let later = pids(CHURN_LIFETIME_MS / 1000);
         assert!(later.iter().all(|p| !first.contains(p)), "every job was replaced after a lifetime");
+        // A job keeps one start time over its life, at any interval, so it keeps one history.
+        let fast =
+            SyntheticSource::new(SyntheticSpec { interval_ms: 10, ..SyntheticSpec::parse("churn:1").expect("spec") });
+        let start_of = |n: u64| {
+            let tick = fast.tick_at(n);
+            tick.gpu_processes
+                .iter()
+                .filter_map(|p| tick.process(p.pid?))
+                .map(|h| (h.pid, h.start_ticks))
+                .collect::<Vec<_>>()
+        };
+        let early = start_of(1);
+        for n in 2..100 {
+            for (pid, start) in start_of(n) {
+                if let Some((_, was)) = early.iter().find(|(p, _)| *p == pid) {
+                    assert_eq!(start, *was, "PID {pid} at tick {n}");
+                }
+            }
+        }
         let tick = s.tick_at(3);
         for gpu_process in &tick.gpu_processes {
             let pid = gpu_process.pid.expect("pid");

@@ -41,11 +41,10 @@ impl<'a> Subject<'a> {
         Some(Self { process, gpu, span })
     }
 
-    /// Whether any GPU could have a starved sample in a process's window: a process window ends at the newest
-    /// sample (compute processes are in the newest tick) and spans at most `window_s`, so its samples are
-    /// matched to machine samples inside the machine's own `window_s` window. A GPU with no starved sample there
-    /// gives every one of its processes a starved share of 0, and neither rule can fire. Indexed like
-    /// `history.gpus`.
+    /// For each GPU (by NVML index), whether it has a starved sample in the machine's `window_s` window. A
+    /// compute process's window ends at the newest sample (it is in the newest tick) and spans at most
+    /// `window_s`, so its samples match machine samples inside that window: on a GPU with none starved there,
+    /// every process has a starved share of 0 and neither rule can fire.
     fn starved_gpus(ctx: &Ctx<'_>) -> Vec<(u32, bool)> {
         let limit = ctx.t.starved_util_pct;
         let span = ctx.window(ctx.t.window_s);
