@@ -181,16 +181,16 @@ def run(args, delay_ms, rng):
                     want = lambda m, was=was: m.tree_on() != was and " Processes (" in m.text()  # noqa: E731
                 else:
                     before = mon.selected()
-                    # Move up from the last visible row, else down (either is a change of PID).
+                    # Mostly down, sometimes up (either is a change of PID).
                     kind = "up" if before and rng.random() < 0.3 else "down"
                     want = lambda m, before=before: (s := m.selected()) is not None and s != before  # noqa: E731
             sent = mon.send(KEYS[kind])
             shown = mon.pump_until(want, args.timeout)
-            if shown is None and kind == "down":
-                # At the bottom of the list Down does not move: try Up instead, timed from its own write.
+            if shown is None and kind in ("down", "up"):
+                # At the end of the list the key does not move: try the other way, timed from its own write.
                 before = mon.selected()
-                kind = "up"
-                sent = mon.send(KEYS["up"])
+                kind = "up" if kind == "down" else "down"
+                sent = mon.send(KEYS[kind])
                 shown = mon.pump_until(lambda m, before=before: (s := m.selected()) is not None and s != before,
                                        args.timeout)
             if shown is None:
