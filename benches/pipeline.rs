@@ -1,11 +1,11 @@
-//! Benchmarks for the budgets in product.md: sample ingest into the history, advice over a full history,
-//! serialization. Run with `cargo bench --bench pipeline`; figures go to docs/performance.md.
+//! Benchmarks for the budgets in product.md: sample ingest into the history, advice over a full history, a whole
+//! pipeline step (ingest plus advice), and serialization (JSON, the `--once` table, Prometheus text). Run with `cargo bench --bench pipeline`; figures go to docs/performance.md.
 
 #![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use gpusight::advice::{Advisor, Thresholds};
 use gpusight::history::History;
 use gpusight::pipeline::Pipeline;
@@ -53,6 +53,48 @@ fn advice(c: &mut Criterion) {
     group.finish();
 }
 
+/// One step of the monitor's consumer side: a new snapshot into a full history, then the advice engine. This is
+/// the per-tick work the 5 ms budget at 8 GPUs × 1,000 processes covers, less the frame.
+fn step(c: &mut Criterion) {
+    let mut group = c.benchmark_group("step");
+    for spec in ["compute:1x10", "mixed:8", "scale:8x1000"] {
+        let source = source(spec);
+        let machine = source.machine();
+        let mut pipeline =
+            Pipeline::new(&Snapshot { machine: machine.clone(), tick: source.tick_at(0) }, 900, Thresholds::default());
+        for i in 1..900 {
+            pipeline.history.push_tick(source.tick_at(i));
+        }
+        let mut n = 900;
+        group.bench_function(BenchmarkId::new("ingest_and_advice", spec), |b| {
+            b.iter_batched(
+                || {
+                    n += 1;
+                    Snapshot { machine: machine.clone(), tick: source.tick_at(n) }
+                },
+                |snapshot| {
+                    pipeline.ingest(&snapshot);
+                    snapshot
+                },
+                BatchSize::SmallInput,
+            );
+        });
+        // The same with the snapshot handed over, as the monitor's feed can (no copy of the tick). Both variants
+        // drop the tick they replace inside the timed part.
+        group.bench_function(BenchmarkId::new("ingest_owned_and_advice", spec), |b| {
+            b.iter_batched(
+                || {
+                    n += 1;
+                    Snapshot { machine: machine.clone(), tick: source.tick_at(n) }
+                },
+                |snapshot| pipeline.ingest_owned(snapshot),
+                BatchSize::SmallInput,
+            );
+        });
+    }
+    group.finish();
+}
+
 fn serialize(c: &mut Criterion) {
     let mut group = c.benchmark_group("serialize");
     for spec in ["compute:1", "scale:8x1000"] {
@@ -65,9 +107,18 @@ fn serialize(c: &mut Criterion) {
         group.bench_function(BenchmarkId::new("once_table", spec), |b| {
             b.iter(|| black_box(gpusight::output::table::render(&pipeline, false).len()));
         });
+        let xids = gpusight::export::metrics::XidMemory::default();
+        let (machine, tick) = (pipeline.history.machine(), pipeline.history.latest());
+        group.bench_function(BenchmarkId::new("prometheus", spec), |b| {
+            b.iter(|| {
+                let text = gpusight::export::metrics::render(machine, tick, pipeline.findings(), "bench", &xids)
+                    .expect("render");
+                black_box(text.len())
+            });
+        });
     }
     group.finish();
 }
 
-criterion_group!(benches, ingest, advice, serialize);
+criterion_group!(benches, ingest, advice, step, serialize);
 criterion_main!(benches);

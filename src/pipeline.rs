@@ -37,6 +37,16 @@ impl Pipeline {
     /// Takes in one snapshot and re-evaluates the findings.
     pub fn ingest(&mut self, snapshot: &Snapshot) {
         self.history.push(snapshot);
+        self.evaluate();
+    }
+
+    /// [`Pipeline::ingest`] for a snapshot the caller no longer needs (the monitor's feed): no copy of the tick.
+    pub fn ingest_owned(&mut self, snapshot: Snapshot) {
+        self.history.push_owned(snapshot);
+        self.evaluate();
+    }
+
+    fn evaluate(&mut self) {
         self.findings = self.advisor.update(&self.history, &self.thresholds).to_vec();
         for finding in &self.findings {
             let same = |f: &Finding| (f.rule, f.gpu_index, f.pid) == (finding.rule, finding.gpu_index, finding.pid);

@@ -179,23 +179,36 @@ pub fn share_of(flags: impl Iterator<Item = bool>) -> f64 {
 /// same time. Process samples are pushed with the machine's, so every one has a match; a walk finds them.
 #[must_use]
 pub fn align(history: &History, process: &ProcessSeries, span: &Span) -> Vec<(usize, Option<usize>)> {
-    let times = &history.times;
-    let Some(first_ms) = process.times.get(span.window.start).copied() else {
-        return Vec::new();
-    };
-    let Some(now_ms) = history.now_ms() else {
-        return Vec::new();
-    };
-    let mut m = window_of(times, now_ms.saturating_sub(first_ms)).map_or(times.len(), |w| w.start);
     let mut pairs = Vec::with_capacity(span.window.len);
-    for (offset, t) in process.times.iter_from(span.window.start).enumerate() {
+    pairs.extend(align_iter(history, process, span));
+    pairs
+}
+
+/// [`align`] without the vector: the pairs one at a time, for rules that can decide without keeping them.
+pub fn align_iter<'h>(
+    history: &'h History,
+    process: &'h ProcessSeries,
+    span: &Span,
+) -> impl Iterator<Item = (usize, Option<usize>)> + 'h {
+    let times = &history.times;
+    let start = span.window.start;
+    let first_ms = process.times.get(start).copied();
+    let now_ms = history.now_ms();
+    let mut m = match (first_ms, now_ms) {
+        (Some(first_ms), Some(now_ms)) => {
+            window_of(times, now_ms.saturating_sub(first_ms)).map_or(times.len(), |w| w.start)
+        }
+        // Nothing to align: an empty walk.
+        _ => times.len(),
+    };
+    let n = if first_ms.is_some() && now_ms.is_some() { span.window.len } else { 0 };
+    process.times.iter_from(start).take(n).enumerate().map(move |(offset, t)| {
         while times.get(m).is_some_and(|mt| mt < t) {
             m += 1;
         }
         let matched = times.get(m).is_some_and(|mt| mt == t).then_some(m);
-        pairs.push((span.window.start + offset, matched));
-    }
-    pairs
+        (start + offset, matched)
+    })
 }
 
 /// The value of a series at an index, flattening gaps and missing indices.

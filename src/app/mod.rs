@@ -281,7 +281,7 @@ impl App {
         match event {
             FeedEvent::Snapshot(snapshot) => {
                 self.stalled_ms = None;
-                self.pipeline.ingest(&snapshot);
+                self.pipeline.ingest_owned(*snapshot);
             }
             FeedEvent::Stalled { for_ms } => self.stalled_ms = Some(for_ms),
             FeedEvent::Note(message) => self.status = Some(message),

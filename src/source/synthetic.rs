@@ -44,7 +44,16 @@ pub enum Workload {
     Lost,
     /// A parent fed by DataLoader worker children.
     Loader,
+    /// Short jobs that come and go: each slot's process exits after [`CHURN_LIFETIME_MS`] and a new one with a
+    /// new PID takes its place, so per-process history must be forgotten (for soaks).
+    Churn,
 }
+
+/// How long a `churn` process lives (virtual time).
+pub const CHURN_LIFETIME_MS: u64 = 5_000;
+
+/// Process slots per GPU in `churn` (plus `processes_per_gpu`).
+const CHURN_SLOTS: u32 = 6;
 
 /// Ticks before a `Lost` GPU disappears.
 pub const LOST_AFTER_TICKS: u64 = 20;
@@ -74,7 +83,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 12] = [
+    pub const NAMES: [&'static str; 13] = [
         "idle",
         "compute",
         "input-bound",
@@ -85,6 +94,7 @@ impl Scenario {
         "leak",
         "gpu-lost",
         "loader",
+        "churn",
         "mixed",
         "scale",
     ];
@@ -115,6 +125,7 @@ impl FromStr for Scenario {
             "leak" => Self::Uniform(Workload::Leak),
             "gpu-lost" | "lost" => Self::Uniform(Workload::Lost),
             "loader" => Self::Uniform(Workload::Loader),
+            "churn" => Self::Uniform(Workload::Churn),
             "mixed" => Self::Mixed,
             "scale" => Self::Scale,
             other => {
@@ -138,6 +149,18 @@ pub struct SyntheticSpec {
     /// Real PIDs to list as GPU processes on GPU 0 (with their start ticks, if known), so tests can exercise the
     /// signal path against a real child process.
     pub attach_pids: Vec<(u32, Option<u64>)>,
+    /// Milliseconds [`SyntheticSource::next_tick`] sleeps before it returns, like a slow NVML call, so the
+    /// sampler thread is busy while the UI must stay responsive. A measurement knob: `parse` sets it from the
+    /// environment variable [`DELAY_ENV`] (0 when unset); `tick_at` never sleeps.
+    pub slow_ms: u64,
+}
+
+/// The environment variable that makes every synthetic sample slow (milliseconds), for latency measurements.
+pub const DELAY_ENV: &str = "GPUSIGHT_SYNTHETIC_DELAY_MS";
+
+/// The delay [`DELAY_ENV`] asks for; 0 when unset or not a whole number of milliseconds.
+fn delay_ms(value: Option<&str>) -> u64 {
+    value.and_then(|v| v.trim().parse().ok()).unwrap_or(0)
 }
 
 impl SyntheticSpec {
@@ -149,7 +172,7 @@ impl SyntheticSpec {
         let (name, size) = text.split_once(':').unwrap_or((text, ""));
         let scenario: Scenario = name.parse()?;
         let default_gpus = match scenario {
-            Scenario::Mixed | Scenario::Scale => 8,
+            Scenario::Mixed | Scenario::Scale | Scenario::Uniform(Workload::Churn) => 8,
             Scenario::Uniform(_) => 1,
         };
         let bad_size = || format!("bad synthetic size '{size}' in '{text}': expected GPUS or GPUSxPROCS, e.g. 8x1000");
@@ -174,6 +197,7 @@ impl SyntheticSpec {
             start_ms: DEFAULT_START_MS,
             seed: 1,
             attach_pids: Vec::new(),
+            slow_ms: delay_ms(std::env::var(DELAY_ENV).ok().as_deref()),
         })
     }
 }
@@ -206,6 +230,10 @@ impl Source for SyntheticSource {
     }
 
     fn next_tick(&mut self) -> Result<Option<Tick>, SourceError> {
+        if self.spec.slow_ms > 0 {
+            // A measurement knob (see `SyntheticSpec::slow_ms`): this runs on the sampler thread, as NVML does.
+            std::thread::sleep(std::time::Duration::from_millis(self.spec.slow_ms));
+        }
         let tick = self.tick_at(self.n_ticks);
         self.n_ticks += 1;
         Ok(Some(tick))
@@ -403,6 +431,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
             (j(0, 35.0, 5.0), j(1, 260.0, 10.0), j(2, 45.0, 1.0), 1980, 0, 30.0, 25.0, 5.0, 2 + grown, 200)
         }
         Workload::Loader => (j(0, 20.0, 6.0), j(1, 283.0, 20.0), j(2, 48.0, 1.0), 1980, 0, 18.0, 15.0, 3.0, 14, 1200),
+        Workload::Churn => (j(0, 60.0, 30.0), j(1, 400.0, 80.0), j(2, 55.0, 5.0), 1800, 0, 50.0, 40.0, 8.0, 24, 400),
     };
     if workload == Workload::Lost && n >= LOST_AFTER_TICKS {
         return GpuTick { index: info.index, state: GpuState::Lost, ..GpuTick::default() };
@@ -573,7 +602,7 @@ fn add_processes(
     // The input-bound process's states over ten reads on the real H200: RDRRDDRDRR.
     const INPUT_STATES: &[u8; 10] = b"RDRRDDRDRR";
     match workload {
-        Workload::Idle => {}
+        Workload::Idle | Workload::Churn => {}
         Workload::Compute | Workload::Lost | Workload::Thermal | Workload::PcieDowngraded => {
             let cmd = "python train.py --model llama-8b --batch-size 16 --bf16".to_owned();
             main("python", cmd, 'R', 100.0, 0, used, sm, 3600);
@@ -639,6 +668,10 @@ fn add_processes(
             load.psi_io = load.psi_io.max(30.2);
         }
     }
+    if workload == Workload::Churn {
+        add_churn(spec, info, n, at_ms, tick);
+        load.busy_cores += f64::from(CHURN_SLOTS) * 0.5;
+    }
     // Extra processes for scale tests: small compute jobs on this GPU.
     for k in 0..spec.processes_per_gpu {
         let pid = base_pid + 100 + k;
@@ -669,6 +702,59 @@ fn add_processes(
             used_gpu_memory_bytes: Some(256 * MIB),
             sm_util_pct: Some(jitter(seed, n, stream + 1, 5.0, 5.0)),
             mem_util_pct: Some(1),
+            enc_util_pct: Some(0),
+            dec_util_pct: Some(0),
+        });
+    }
+}
+
+/// The `churn` processes of one GPU at one tick: slot `k` runs generation `g` of its job, which started at
+/// `g * CHURN_LIFETIME_MS - offset_k` and exits `CHURN_LIFETIME_MS` later; each generation has a new PID (PIDs
+/// wrap below the kernel's `pid_max`, so a long run also reuses PIDs with new start times), plus one worker child.
+fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: &mut Tick) {
+    const FIRST_PID: u64 = 100_000;
+    const PID_SPAN: u64 = 4_000_000;
+    let elapsed_ms = at_ms - spec.start_ms;
+    let seed = spec.seed ^ u64::from(info.index) << 40;
+    let slots = u64::from(CHURN_SLOTS);
+    let n_gpus = u64::from(spec.n_gpus.max(1));
+    for k in 0..slots {
+        // Whole seconds, so a job's start time (in clock ticks, derived at second resolution) stays put.
+        let offset_ms = k * CHURN_LIFETIME_MS / slots / 1000 * 1000;
+        let generation = (elapsed_ms + offset_ms) / CHURN_LIFETIME_MS;
+        let born_ms = (generation * CHURN_LIFETIME_MS).saturating_sub(offset_ms);
+        // Two PIDs per job (the job and its worker), unique per (generation, GPU, slot) until they wrap.
+        let serial = (generation * n_gpus + u64::from(info.index)) * slots + k;
+        let pid = u32::try_from(FIRST_PID + (serial * 2) % PID_SPAN).unwrap_or(u32::MAX);
+        let age_s = (elapsed_ms - born_ms) / 1000;
+        let stream = 300 + k;
+        let cpu = jitter(seed, n, stream, 60.0, 40.0) as f32;
+        let job = |pid, ppid, role, name: &str, cpu_pct, state| ProcSpec {
+            pid,
+            ppid,
+            role,
+            user: ["alice", "bob", "carol", "dave"][(serial % 4) as usize],
+            uid: 1001 + u32::try_from(serial % 4).unwrap_or(0),
+            name: "python",
+            cmdline: format!("python {name} --job {serial}"),
+            state,
+            cpu_pct,
+            rss_bytes: (1 + serial % 4) * GIB,
+            read_bytes_per_s: u64::from(jitter(seed, n, stream + 1, 40.0, 40.0)) * MIB,
+            started_secs_before: age_s,
+        };
+        tick.processes.push(host_process(spec, info, at_ms, job(pid, 1, ProcessRole::Gpu, "sweep.py", cpu, 'R')));
+        let worker =
+            job(pid + 1, pid, ProcessRole::Child, "sweep.py worker", cpu / 2.0, if n.is_multiple_of(7) { 'D' } else { 'S' });
+        tick.processes.push(host_process(spec, info, at_ms, worker));
+        tick.gpu_processes.push(GpuProcess {
+            gpu_index: info.index,
+            pid: Some(pid),
+            kind: ProcessKind::Compute,
+            // Grows over the job's life, as a job warming its caches does.
+            used_gpu_memory_bytes: Some((2 + age_s.min(4)) * GIB),
+            sm_util_pct: Some(jitter(seed, n, stream + 2, 50.0, 40.0)),
+            mem_util_pct: Some(10),
             enc_util_pct: Some(0),
             dec_util_pct: Some(0),
         });
@@ -781,6 +867,55 @@ mod tests {
         assert!(after.gpu_processes.iter().all(|p| p.gpu_index != 0));
         assert_eq!(after.gpus[1].state, GpuState::Ok, "the other GPU keeps going");
         assert!(after.gpus[1].util_pct.is_some());
+    }
+
+    #[test]
+    fn churn_replaces_processes_with_new_pids() {
+        let s = source("churn:2");
+        let pids = |n: u64| -> Vec<u32> {
+            let mut pids: Vec<u32> = s.tick_at(n).gpu_processes.iter().filter_map(|p| p.pid).collect();
+            pids.sort_unstable();
+            pids
+        };
+        let first = pids(0);
+        assert_eq!(first.len(), 2 * CHURN_SLOTS as usize);
+        // One second later (1 s interval), at most the slot whose generation turned over has a new PID.
+        let later = pids(CHURN_LIFETIME_MS / 1000);
+        assert!(later.iter().all(|p| !first.contains(p)), "every job was replaced after a lifetime");
+        // A job keeps one start time over its life, at any interval, so it keeps one history.
+        let fast =
+            SyntheticSource::new(SyntheticSpec { interval_ms: 10, ..SyntheticSpec::parse("churn:1").expect("spec") });
+        let start_of = |n: u64| {
+            let tick = fast.tick_at(n);
+            tick.gpu_processes
+                .iter()
+                .filter_map(|p| tick.process(p.pid?))
+                .map(|h| (h.pid, h.start_ticks))
+                .collect::<Vec<_>>()
+        };
+        let early = start_of(1);
+        for n in 2..100 {
+            for (pid, start) in start_of(n) {
+                if let Some((_, was)) = early.iter().find(|(p, _)| *p == pid) {
+                    assert_eq!(start, *was, "PID {pid} at tick {n}");
+                }
+            }
+        }
+        let tick = s.tick_at(3);
+        for gpu_process in &tick.gpu_processes {
+            let pid = gpu_process.pid.expect("pid");
+            let host = tick.process(pid).expect("host process");
+            assert!(tick.processes.iter().any(|c| c.ppid == Some(pid)), "PID {pid} has a worker");
+            assert!(host.start_ticks.is_some());
+        }
+    }
+
+    #[test]
+    fn the_delay_knob_reads_whole_milliseconds() {
+        assert_eq!(delay_ms(None), 0);
+        assert_eq!(delay_ms(Some("80")), 80);
+        assert_eq!(delay_ms(Some(" 900\n")), 900);
+        assert_eq!(delay_ms(Some("slow")), 0, "a malformed value is ignored, not a panic");
     }
 
     #[test]

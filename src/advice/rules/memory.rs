@@ -71,6 +71,12 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     Some((slope, r2))
 }
 
+/// Whether every present value is the same (true when none is present).
+fn is_flat(values: impl Iterator<Item = Option<u64>>) -> bool {
+    let mut first = None;
+    values.flatten().all(|v| *first.get_or_insert(v) == v)
+}
+
 /// vram-growing: a process's GPU memory grows steadily over the window.
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
@@ -79,6 +85,12 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(process) = ctx.process(pid) else { continue };
         let Some(span) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
+        // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
+        // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
+        let positive = t.vram_growth_min_mib_per_min > 0.0 || t.vram_growth_min_total_mib > 0.0;
+        if positive && is_flat(span.values(&process.gpu_mem_bytes)) {
+            continue;
+        }
         let origin = span.window.first_ms;
         #[allow(clippy::cast_precision_loss)]
         let points: Vec<(f64, f64)> = process
@@ -214,7 +226,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
         if pids.len() < 2 {
             continue;
         }
-        // Enter only once at least two of them have shared the GPU for the whole window.
+        // Enter only once at least two of them have shared the GPU for the whole window (counting stops at two).
         #[allow(clippy::cast_precision_loss)]
         let settled = pids
             .iter()
@@ -224,6 +236,7 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
                     (ctx.now_ms.saturating_sub(*first)) as f64 >= t.window_s as f64 * 1000.0 * t.min_window_coverage
                 })
             })
+            .take(2)
             .count();
         let listed: Vec<String> = pids
             .iter()

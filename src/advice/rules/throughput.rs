@@ -4,9 +4,12 @@
 //! read the GPU process's own signals instead: its D-state share (process, threads, DataLoader children), the
 //! read rate of the process tree, PSI io, and its CPU use.
 
-use super::super::window::{Ctx, MIB, Num, Span, align, at, bytes_label, median, pct_label, share_label, share_of};
+use super::super::window::{
+    Ctx, MIB, Num, Span, align_iter, at, bytes_label, median, pct_label, share_label, share_of,
+};
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
+use crate::history::{GpuSeries, ProcessSeries};
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
 struct ProcessSamples {
@@ -23,27 +26,70 @@ struct ProcessSamples {
     iowait: Vec<Option<f32>>,
 }
 
-impl ProcessSamples {
-    fn read(ctx: &Ctx<'_>, gpu_index: u32, pid: u32) -> Option<Self> {
+/// A GPU process, its GPU and its window: what both rules need before they look at the samples.
+struct Subject<'a> {
+    process: &'a ProcessSeries,
+    gpu: &'a GpuSeries,
+    span: Span,
+}
+
+impl<'a> Subject<'a> {
+    fn of(ctx: &Ctx<'a>, gpu_index: u32, pid: u32) -> Option<Self> {
         let process = ctx.process(pid)?;
         let gpu = ctx.history.gpu(gpu_index)?;
         let span = Span::of(&process.times, ctx.t.window_s, ctx.t.min_window_coverage)?;
-        let pairs = align(ctx.history, process, &span);
+        Some(Self { process, gpu, span })
+    }
+
+    /// For each GPU (by NVML index), whether it has a starved sample in the machine's `window_s` window. A
+    /// compute process's window ends at the newest sample (it is in the newest tick) and spans at most
+    /// `window_s`, so its samples match machine samples inside that window: on a GPU with none starved there,
+    /// every process has a starved share of 0 and neither rule can fire.
+    fn starved_gpus(ctx: &Ctx<'_>) -> Vec<(u32, bool)> {
+        let limit = ctx.t.starved_util_pct;
+        let span = ctx.window(ctx.t.window_s);
+        ctx.history
+            .gpus
+            .iter()
+            .map(|gpu| {
+                let any = span
+                    .is_some_and(|span| span.values(&gpu.util_pct).any(|u| u.is_some_and(|u| f64::from(u) < limit)));
+                (gpu.index, any)
+            })
+            .collect()
+    }
+
+    /// The share of the window's samples in which the GPU was starved, as [`ProcessSamples::starved`] counts
+    /// it, without building the samples. Both rules need at least `exit_share` of it, so at 8 GPUs × 1,000 busy
+    /// processes almost every process stops here.
+    fn starved_share(&self, ctx: &Ctx<'_>) -> f64 {
+        let limit = ctx.t.starved_util_pct;
+        share_of(
+            align_iter(ctx.history, self.process, &self.span)
+                .map(|(_, m)| at(&self.gpu.util_pct, m).is_some_and(|u| f64::from(u) < limit)),
+        )
+    }
+}
+
+impl ProcessSamples {
+    fn read(ctx: &Ctx<'_>, subject: &Subject<'_>) -> Self {
+        let Subject { process, gpu, span } = *subject;
         let host = &ctx.history.host;
+        let n = span.window.len;
         let mut s = Self {
             span,
-            times: Vec::new(),
-            starved: Vec::new(),
-            util: Vec::new(),
-            self_in_d: Vec::new(),
-            child_in_d: Vec::new(),
-            read: Vec::new(),
-            cpu: Vec::new(),
-            child_cpu: Vec::new(),
-            psi_io: Vec::new(),
-            iowait: Vec::new(),
+            times: Vec::with_capacity(n),
+            starved: Vec::with_capacity(n),
+            util: Vec::with_capacity(n),
+            self_in_d: Vec::with_capacity(n),
+            child_in_d: Vec::with_capacity(n),
+            read: Vec::with_capacity(n),
+            cpu: Vec::with_capacity(n),
+            child_cpu: Vec::with_capacity(n),
+            psi_io: Vec::with_capacity(n),
+            iowait: Vec::with_capacity(n),
         };
-        for (p, m) in pairs {
+        for (p, m) in align_iter(ctx.history, process, &span) {
             let util = at(&gpu.util_pct, m);
             s.times.push(process.times.get(p).copied().unwrap_or(0));
             s.starved.push(util.is_some_and(|u| f64::from(u) < ctx.t.starved_util_pct));
@@ -57,7 +103,7 @@ impl ProcessSamples {
             s.psi_io.push(at(&host.psi_io_some, m));
             s.iowait.push(at(&host.iowait_pct, m));
         }
-        Some(s)
+        s
     }
 
     fn share(flags: &[bool]) -> f64 {
@@ -86,8 +132,17 @@ fn opt_rate(value: Option<f64>) -> String {
 pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
+    let starved_gpus = Subject::starved_gpus(ctx);
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(s) = ProcessSamples::read(ctx, gpu_index, pid) else { continue };
+        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
+            continue;
+        }
+        let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
+        // The finding needs `starved_share >= exit_share` whatever the I/O evidence.
+        if subject.starved_share(ctx) < t.exit_share {
+            continue;
+        }
+        let s = ProcessSamples::read(ctx, &subject);
         let starved_share = ProcessSamples::share(&s.starved);
         let d_share = ProcessSamples::share(&s.any_in_d());
         let self_d = ProcessSamples::share(&s.self_in_d);
@@ -138,8 +193,17 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
 pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
+    let starved_gpus = Subject::starved_gpus(ctx);
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(s) = ProcessSamples::read(ctx, gpu_index, pid) else { continue };
+        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
+            continue;
+        }
+        let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
+        // Every sample that counts is a starved one, so the share cannot exceed the starved share.
+        if subject.starved_share(ctx) < t.exit_share {
+            continue;
+        }
+        let s = ProcessSamples::read(ctx, &subject);
         let pegged = |v: &Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
         let flags: Vec<bool> = (0..s.times.len())
             .map(|i| {

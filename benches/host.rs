@@ -1,0 +1,45 @@
+//! Benchmarks of the host sampler over the fixture /proc tree in `tests/fixtures/proc/tree`: one tick of the
+//! host-wide readings plus the GPU processes and their relatives, the work the sampler thread does each tick
+//! besides NVML. Run with `cargo bench --bench host`; figures go to docs/performance.md.
+//!
+//! The tree is read in place (the sampler only reads), so every iteration after the first has previous
+//! counters and computes rates, as a running monitor does.
+
+#![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
+
+use std::hint::black_box;
+use std::path::Path;
+
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use gpusight::host::{HostRoot, HostSampler};
+
+/// The fixture tree: a session with a launcher, a GPU process (1200) with DataLoader workers, a second GPU
+/// process (2000) in a container, and unrelated processes the sampler must not read.
+fn root() -> HostRoot {
+    HostRoot::under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/proc/tree"))
+}
+
+fn host(c: &mut Criterion) {
+    let mut group = c.benchmark_group("host");
+    let cases: [(&str, &[u32]); 3] =
+        [("machine_only", &[]), ("one_gpu_process", &[1200]), ("two_gpu_processes", &[1200, 2000])];
+    for (name, gpu_pids) in cases {
+        group.bench_function(BenchmarkId::new("sample", name), |b| {
+            let mut sampler = HostSampler::new(root()).with_ticks_per_second(100);
+            let mut now_ms = 1_000_000;
+            b.iter(|| {
+                now_ms += 1000;
+                let (tick, processes) = sampler.sample(now_ms, black_box(gpu_pids));
+                black_box((tick.mem_total_bytes, processes.len()))
+            });
+        });
+    }
+    group.bench_function("machine_info", |b| {
+        let sampler = HostSampler::new(root()).with_ticks_per_second(100);
+        b.iter(|| black_box(sampler.machine_info().n_cpus));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, host);
+criterion_main!(benches);
