@@ -1,0 +1,81 @@
+//! What each NVML call gpusight makes costs on this machine: wall time, CPU time of the calling thread, and the
+//! process's RSS and thread count after it (a call that loads libcuda shows up as a jump in both).
+//!
+//! Run on a GPU machine: `cargo run --release --example nvml_probe`. Prints one line per call.
+#![allow(clippy::print_stdout, clippy::expect_used)] // A diagnostic tool: printing is its job.
+
+use std::time::Instant;
+
+use nvml_wrapper::Nvml;
+use nvml_wrapper::enum_wrappers::device::{Clock, PcieUtilCounter, TemperatureSensor};
+use nvml_wrapper::structs::device::FieldId;
+
+fn thread_cpu_us() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0) / 1000
+}
+
+fn status(field: &str) -> String {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .map_or_else(String::new, |l| l.split_whitespace().nth(1).unwrap_or("").to_owned())
+}
+
+fn libcuda_loaded() -> bool {
+    std::fs::read_to_string("/proc/self/maps").unwrap_or_default().contains("libcuda.so")
+}
+
+fn probe<T, E: std::fmt::Debug>(name: &str, times: u32, mut call: impl FnMut() -> Result<T, E>) {
+    let (wall, cpu) = (Instant::now(), thread_cpu_us());
+    let mut last = None;
+    for _ in 0..times {
+        last = Some(call().map(|_| ()));
+    }
+    let (wall_us, cpu_us) = (wall.elapsed().as_micros() / u128::from(times), (thread_cpu_us() - cpu) / u64::from(times));
+    println!(
+        "{name:<34} wall {wall_us:>7} us  cpu {cpu_us:>6} us  rss {:>6} kB  threads {:>2}  libcuda {}  {:?}",
+        status("VmRSS:"),
+        status("Threads:"),
+        libcuda_loaded(),
+        last.expect("called at least once")
+    );
+}
+
+fn main() {
+    println!("start: rss {} kB, threads {}", status("VmRSS:"), status("Threads:"));
+    let (wall, cpu) = (Instant::now(), thread_cpu_us());
+    let nvml = Nvml::init().expect("NVML");
+    println!(
+        "{:<34} wall {:>7} us  cpu {:>6} us  rss {:>6} kB  threads {:>2}  libcuda {}",
+        "Nvml::init",
+        wall.elapsed().as_micros(),
+        thread_cpu_us() - cpu,
+        status("VmRSS:"),
+        status("Threads:"),
+        libcuda_loaded()
+    );
+    let device = nvml.device_by_index(0).expect("GPU 0");
+    probe("sys_driver_version", 1, || nvml.sys_driver_version());
+    probe("name / uuid / pci_info", 1, || device.name().and(device.uuid()).and(device.pci_info().map(|_| ())));
+    probe("cuda_compute_capability", 1, || device.cuda_compute_capability());
+    probe("utilization_rates x10", 10, || device.utilization_rates());
+    probe("memory_info x10", 10, || device.memory_info());
+    probe("power_usage x10", 10, || device.power_usage());
+    probe("temperature x10", 10, || device.temperature(TemperatureSensor::Gpu));
+    probe("clock_info(SM) x10", 10, || device.clock_info(Clock::SM));
+    probe("current_throttle_reasons x10", 10, || device.current_throttle_reasons());
+    probe("pcie gen+width x10", 10, || device.current_pcie_link_gen().and(device.current_pcie_link_width()));
+    probe("running_compute_processes x10", 10, || device.running_compute_processes());
+    probe("process_utilization_stats x10", 10, || device.process_utilization_stats(0));
+    probe("total_energy_consumption x10", 10, || device.total_energy_consumption());
+    probe("field_values_for(5 counters) x10", 10, || {
+        device.field_values_for(&[FieldId(74), FieldId(76), FieldId(251), FieldId(252), FieldId(253)])
+    });
+    probe("encoder+decoder utilization x10", 10, || device.encoder_utilization().and(device.decoder_utilization()));
+    probe("gpm_sample x10", 10, || device.gpm_sample());
+    probe("pcie_throughput(Receive) x3", 3, || device.pcie_throughput(PcieUtilCounter::Receive));
+    probe("sys_cuda_driver_version", 1, || nvml.sys_cuda_driver_version());
+    probe("utilization_rates after CUDA x10", 10, || device.utilization_rates());
+}
