@@ -27,8 +27,18 @@ struct Gpu<'a> {
 }
 
 impl Gpu<'_> {
+    /// Whether the GPU has no readings to show: lost, or its calls did not return in time.
     fn lost(&self) -> bool {
-        self.tick.is_none_or(|t| t.state == GpuState::Lost)
+        self.tick.is_none_or(|t| t.state != GpuState::Ok)
+    }
+
+    /// The badge and the one-line reason for a GPU without readings.
+    fn down_label(&self) -> (&'static str, &'static str) {
+        if self.tick.is_some_and(|t| t.state == GpuState::NotAnswering) {
+            (" NOT ANSWERING ", " NVML calls to this GPU did not return in time; the other GPUs keep updating")
+        } else {
+            (" GPU LOST ", " fell off the bus or needs a reset; the other GPUs keep updating")
+        }
     }
 
     fn mem_pct(&self) -> Option<f64> {
@@ -172,8 +182,8 @@ impl Gpu<'_> {
             return Line::from(vec![
                 index,
                 name,
-                Span::styled(" GPU LOST ", theme.alarm),
-                Span::styled(" fell off the bus or needs a reset; the other GPUs keep updating", theme.high),
+                Span::styled(self.down_label().0, theme.alarm),
+                Span::styled(self.down_label().1, theme.high),
             ]);
         }
         let bw = usize::from(width.saturating_sub(70) / 2).clamp(4, 20);
@@ -203,7 +213,9 @@ impl Gpu<'_> {
 
     fn detail_line<'s>(&self, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
         if self.lost() {
-            return Line::from(Span::styled("    no readings since the GPU was lost", theme.dim));
+            let what =
+                if self.down_label().0 == " GPU LOST " { "since the GPU was lost" } else { "while it does not answer" };
+            return Line::from(Span::styled(format!("    no readings {what}"), theme.dim));
         }
         let mut spans = vec![Span::raw("    "), Span::raw(self.clocks()), Span::raw("  ")];
         spans.extend(self.pcie(theme));
@@ -241,6 +253,14 @@ impl Gpu<'_> {
             .title(Span::styled(title, theme.title));
         let inner = block.inner(area);
         frame.render_widget(block, area);
+        if self.lost() && self.tick.is_some_and(|t| t.state == GpuState::NotAnswering) {
+            let lines = vec![
+                Line::from(Span::styled(self.down_label().0, theme.alarm)),
+                Line::from(Span::styled(self.down_label().1.trim_start(), theme.high)),
+            ];
+            paint(frame, inner, lines, theme.base);
+            return;
+        }
         if self.lost() {
             let lines = vec![
                 Line::from(Span::styled(" GPU LOST ", theme.alarm)),
