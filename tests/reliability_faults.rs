@@ -306,3 +306,17 @@ fn a_failing_source_is_said_and_the_last_readings_stay() {
     assert!(text.contains("sampling stopped: the NVIDIA driver went away"), "{text}");
     assert!(app.tick().gpus[0].util_pct.is_some());
 }
+
+#[test]
+fn the_host_sampler_says_exited_for_a_gpu_pid_gone_from_proc() {
+    // The real reader's side of "vanished between the list and the /proc reads": a listed PID with no /proc entry.
+    let root = gpusight::host::HostRoot::under(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/proc/tree"
+    )));
+    let mut host = gpusight::host::HostSampler::new(root);
+    let (_, processes) = host.sample(1_763_942_400_000, &[3_999_999]);
+    let gone = processes.iter().find(|p| p.pid == 3_999_999).expect("the listed PID keeps a row");
+    assert!(gone.unreadable.as_deref().is_some_and(|r| r.contains("exited")), "{gone:?}");
+    assert!(gone.cpu_pct.is_none() && gone.rss_bytes.is_none());
+}
