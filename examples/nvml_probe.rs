@@ -33,7 +33,8 @@ fn probe<T, E: std::fmt::Debug>(name: &str, times: u32, mut call: impl FnMut() -
     for _ in 0..times {
         last = Some(call().map(|_| ()));
     }
-    let (wall_us, cpu_us) = (wall.elapsed().as_micros() / u128::from(times), (thread_cpu_us() - cpu) / u64::from(times));
+    let (wall_us, cpu_us) =
+        (wall.elapsed().as_micros() / u128::from(times), (thread_cpu_us() - cpu) / u64::from(times));
     println!(
         "{name:<34} wall {wall_us:>7} us  cpu {cpu_us:>6} us  rss {:>6} kB  threads {:>2}  libcuda {}  {:?}",
         status("VmRSS:"),

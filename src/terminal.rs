@@ -79,5 +79,11 @@ pub fn suspend(terminal: &mut Tui) -> io::Result<()> {
     // SIGSTOP cannot be caught, so the process stops here and continues on SIGCONT.
     signal_hook::low_level::raise(signal_hook::consts::SIGSTOP)?;
     enter()?;
-    terminal.clear()
+    // Not `terminal.clear()`: it asks the terminal for the cursor position, and the input thread, blocked reading
+    // events, holds crossterm's reader, so the answer never arrives and the monitor quit with "the cursor
+    // position could not be read" after `fg`. Clear the screen directly and start from empty buffers instead, so
+    // the next frame is drawn whole.
+    execute!(io::stdout(), crossterm::terminal::Clear(crossterm::terminal::ClearType::All))?;
+    *terminal = Terminal::new(CrosstermBackend::new(io::stdout()))?;
+    Ok(())
 }

@@ -281,6 +281,10 @@ impl App {
         match event {
             FeedEvent::Snapshot(snapshot) => {
                 self.stalled_ms = None;
+                // The source's notes (a GPU lost, a field needing privilege) are written once: show them once.
+                if !snapshot.tick.health.notes.is_empty() {
+                    self.status = Some(snapshot.tick.health.notes.join("; "));
+                }
                 self.pipeline.ingest_owned(*snapshot);
             }
             FeedEvent::Stalled { for_ms } => self.stalled_ms = Some(for_ms),

@@ -63,7 +63,8 @@ impl Player {
         let first = self.times_ms.first().copied().unwrap_or(0);
         let last = self.times_ms.last().copied().unwrap_or(first);
         let now = self.times_ms.get(self.shown.saturating_sub(1)).copied().unwrap_or(first);
-        (Duration::from_millis(now - first), Duration::from_millis(last - first))
+        // Saturating: a recording whose clock stepped back (NTP during a run, an edited file) must not panic.
+        (Duration::from_millis(now.saturating_sub(first)), Duration::from_millis(last.saturating_sub(first)))
     }
 
     /// Pauses or resumes.

@@ -84,8 +84,14 @@ pub(crate) fn event_loop<B: Backend>(
     mut suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
 ) -> std::io::Result<i32> {
     let mut last_frame = Instant::now();
+    // Test-only: GPUSIGHT_TEST_PANIC=1 panics after the first frame, so tests can check the terminal is restored.
+    // Debug builds only: release builds have no such path.
+    #[cfg(debug_assertions)]
+    let test_panic = std::env::var_os("GPUSIGHT_TEST_PANIC").is_some_and(|v| v == "1");
     loop {
         terminal.draw(|frame| ui::draw(frame, app)).map_err(backend_error)?;
+        #[cfg(debug_assertions)]
+        assert!(!test_panic, "GPUSIGHT_TEST_PANIC: a panic after the first frame, as asked");
         let area = terminal.size().map_err(backend_error)?;
         app.page_rows = ui::table_rows(Rect::new(0, 0, area.width, area.height), app).max(1);
         let event = match app.until_next_frame() {

@@ -126,8 +126,30 @@ fn outcome_of(errno: Errno, target: &SignalTarget) -> SignalOutcome {
     }
 }
 
+/// Who owns `/proc/PID`, by name from the passwd file next to `proc_root` (`/etc/passwd` for `/proc`), else by
+/// uid; `None` when the process cannot be looked at.
+fn owner_of(proc_root: &Path, pid: u32) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(proc_root.join(pid.to_string())).ok()?.uid();
+    let passwd = proc_root.parent().unwrap_or(Path::new("/")).join("etc/passwd");
+    let names = std::fs::read(passwd).map(|b| crate::host::parse_passwd(&String::from_utf8_lossy(&b)));
+    Some(names.ok().and_then(|n| n.get(&uid).cloned()).unwrap_or_else(|| format!("uid {uid}")))
+}
+
 impl SignalSender for PidfdSender {
     fn send(&self, target: &SignalTarget, kind: SignalKind) -> SignalOutcome {
+        match self.send_checked(target, kind) {
+            // The row did not know the owner (its details were not read): look it up for the message.
+            SignalOutcome::PermissionDenied { owner: None } => {
+                SignalOutcome::PermissionDenied { owner: owner_of(&self.proc_root, target.pid) }
+            }
+            other => other,
+        }
+    }
+}
+
+impl PidfdSender {
+    fn send_checked(&self, target: &SignalTarget, kind: SignalKind) -> SignalOutcome {
         let own_pid = std::process::id();
         if target.pid <= 1 || target.pid == own_pid {
             return SignalOutcome::Refused(format!("PID {} is init or gpusight itself", target.pid));

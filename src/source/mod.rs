@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::sample::{MachineInfo, Snapshot, Tick};
 
+pub mod fault;
 pub mod live;
 pub mod nvml;
 pub mod replay;

@@ -744,8 +744,14 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
             started_secs_before: age_s,
         };
         tick.processes.push(host_process(spec, info, at_ms, job(pid, 1, ProcessRole::Gpu, "sweep.py", cpu, 'R')));
-        let worker =
-            job(pid + 1, pid, ProcessRole::Child, "sweep.py worker", cpu / 2.0, if n.is_multiple_of(7) { 'D' } else { 'S' });
+        let worker = job(
+            pid + 1,
+            pid,
+            ProcessRole::Child,
+            "sweep.py worker",
+            cpu / 2.0,
+            if n.is_multiple_of(7) { 'D' } else { 'S' },
+        );
         tick.processes.push(host_process(spec, info, at_ms, worker));
         tick.gpu_processes.push(GpuProcess {
             gpu_index: info.index,

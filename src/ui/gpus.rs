@@ -29,8 +29,23 @@ pub(super) struct Gpu<'a> {
 }
 
 impl Gpu<'_> {
+    /// Whether the GPU has no readings to show: lost, or its calls did not return in time.
     pub(super) fn lost(&self) -> bool {
-        self.tick.is_none_or(|t| t.state == GpuState::Lost)
+        self.tick.is_none_or(|t| t.state != GpuState::Ok)
+    }
+
+    /// Whether the GPU's calls did not return in time this tick (as opposed to lost).
+    pub(super) fn not_answering(&self) -> bool {
+        self.tick.is_some_and(|t| t.state == GpuState::NotAnswering)
+    }
+
+    /// The badge and the one-line reason for a GPU without readings.
+    pub(super) fn down_label(&self) -> (&'static str, &'static str) {
+        if self.not_answering() {
+            (" NOT ANSWERING ", " NVML calls to this GPU did not return in time; the other GPUs keep updating")
+        } else {
+            (" GPU LOST ", " fell off the bus or needs a reset; the other GPUs keep updating")
+        }
     }
 
     fn mem_pct(&self) -> Option<f64> {
@@ -175,8 +190,8 @@ impl Gpu<'_> {
             return Line::from(vec![
                 index,
                 name,
-                Span::styled(" GPU LOST ", theme.alarm),
-                Span::styled(" fell off the bus or needs a reset; the other GPUs keep updating", theme.high),
+                Span::styled(self.down_label().0, theme.alarm),
+                Span::styled(self.down_label().1, theme.high),
             ]);
         }
         let bw = usize::from(width.saturating_sub(70) / 2).clamp(4, 20);
@@ -281,7 +296,8 @@ impl Gpu<'_> {
             return lines;
         }
         if self.lost() {
-            lines.push(Line::from(Span::styled("    no readings since the GPU was lost", theme.dim)));
+            let what = if self.not_answering() { "while it does not answer" } else { "since the GPU was lost" };
+            lines.push(Line::from(Span::styled(format!("    no readings {what}"), theme.dim)));
             lines.resize(usize::from(per_gpu), Line::default());
             return lines;
         }

@@ -147,9 +147,23 @@ pub(super) fn draw(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64
     frame.render_widget(block, area);
     if gpu.lost() {
         let lines = vec![
-            Line::from(Span::styled(" GPU LOST ", theme.alarm)),
-            Line::from(Span::styled("NVML reports the GPU lost or in need of a reset; no readings since.", theme.high)),
-            Line::from(Span::styled("The other GPUs keep updating. Check the kernel log for Xid 79.", theme.dim)),
+            Line::from(Span::styled(gpu.down_label().0, theme.alarm)),
+            Line::from(Span::styled(
+                if gpu.not_answering() {
+                    "NVML calls to this GPU did not return in time; no readings this tick."
+                } else {
+                    "NVML reports the GPU lost or in need of a reset; no readings since."
+                },
+                theme.high,
+            )),
+            Line::from(Span::styled(
+                if gpu.not_answering() {
+                    "The other GPUs keep updating. A GPU that stays silent may be hung: check the kernel log for Xids."
+                } else {
+                    "The other GPUs keep updating. Check the kernel log for Xid 79."
+                },
+                theme.dim,
+            )),
         ];
         paint(frame, inner, lines, theme.base);
         return;

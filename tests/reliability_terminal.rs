@@ -1,0 +1,287 @@
+//! The terminal is given back on every exit path, checked on the real binary in a pseudo-terminal: a panic (the
+//! debug-only `GPUSIGHT_TEST_PANIC=1` trigger), SIGTERM and SIGHUP (a closed tmux pane or SSH session), and Ctrl-Z
+//! followed by `fg`. "Given back" means the raw bytes leave the alternate screen (`ESC[?1049l`) and show the
+//! cursor (`ESC[?25h`), and the pty's line discipline has ECHO and ICANON on again (raw mode left).
+//! Also the signal path as an unprivileged user against a root-owned process, and `--readonly`.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests spawn children.
+
+use std::io::{Read, Write};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+
+const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
+const ENTER_ALT: &[u8] = b"\x1b[?1049h";
+const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
+/// Linux termios local flags.
+const ECHO: u32 = 0o10;
+const ICANON: u32 = 0o2;
+
+struct Session {
+    child: Box<dyn portable_pty::Child + Send + Sync>,
+    master: Box<dyn MasterPty + Send>,
+    writer: Box<dyn Write + Send>,
+    output: mpsc::Receiver<Vec<u8>>,
+    raw: Vec<u8>,
+    parser: vt100::Parser,
+}
+
+impl Session {
+    fn start(program: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
+        let pair =
+            native_pty_system().openpty(PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 }).expect("pty");
+        let mut command = CommandBuilder::new(program);
+        command.args(args);
+        command.env("TERM", "xterm-256color");
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let child = pair.slave.spawn_command(command).expect("spawn");
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().expect("reader");
+        let writer = pair.master.take_writer().expect("writer");
+        let (tx, output) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Self {
+            child,
+            master: pair.master,
+            writer,
+            output,
+            raw: Vec::new(),
+            parser: vt100::Parser::new(40.try_into().expect("rows"), 120.try_into().expect("cols"), 0),
+        }
+    }
+
+    fn gpusight(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start(env!("CARGO_BIN_EXE_gpusight"), args, env)
+    }
+
+    fn pid(&self) -> i32 {
+        i32::try_from(self.child.process_id().expect("pid")).expect("pid fits")
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        self.raw.extend_from_slice(bytes);
+        self.parser.process(bytes);
+    }
+
+    /// Reads output until `done` holds or 20 s pass.
+    fn wait_until(&mut self, what: &str, mut done: impl FnMut(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !done(self) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "{what} never happened; the screen was:\n{}", self.parser.screen().contents());
+            if let Ok(bytes) = self.output.recv_timeout(left.min(Duration::from_millis(100))) {
+                self.take(&bytes);
+            }
+        }
+    }
+
+    fn wait_for(&mut self, text: &str) -> String {
+        self.wait_until(&format!("'{text}' on screen"), |s| s.parser.screen().contents().contains(text));
+        self.parser.screen().contents()
+    }
+
+    fn send(&mut self, keys: &str) {
+        self.writer.write_all(keys.as_bytes()).expect("write");
+        self.writer.flush().expect("flush");
+    }
+
+    fn signal(&self, signal: rustix::process::Signal) {
+        let pid = rustix::process::Pid::from_raw(self.pid()).expect("pid");
+        rustix::process::kill_process(pid, signal).expect("kill");
+    }
+
+    /// Waits for the exit and drains the output; returns the exit status.
+    fn exit_status(&mut self) -> portable_pty::ExitStatus {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                // Drain what the child wrote before it exited.
+                while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(200)) {
+                    self.take(&bytes);
+                }
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the child did not exit");
+            if let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(100)) {
+                self.take(&bytes);
+            }
+        }
+    }
+
+    /// The pty's local flags (ECHO, ICANON...), as the line discipline has them now.
+    fn local_flags(&self) -> u32 {
+        self.master.get_termios().expect("termios").local_flags.bits()
+    }
+
+    /// The process state letter from `/proc/PID/stat`.
+    fn state(&self) -> Option<char> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
+        stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+    }
+}
+
+fn last_index_of(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).rposition(|w| w == needle)
+}
+
+/// The restore sequences come after the last time the alternate screen was entered, and raw mode is off.
+fn assert_restored(session: &Session) {
+    let raw = &session.raw;
+    let entered = last_index_of(raw, ENTER_ALT).expect("the monitor entered the alternate screen");
+    let left = last_index_of(raw, LEAVE_ALT).expect("the alternate screen was left");
+    let shown = last_index_of(raw, SHOW_CURSOR).expect("the cursor was shown");
+    assert!(left > entered && shown > entered, "restore sequences must follow the last entry");
+    let flags = session.local_flags();
+    assert!(flags & ECHO != 0 && flags & ICANON != 0, "raw mode left: local flags {flags:o}");
+}
+
+/// Waits until the monitor has drawn (it is in raw mode then).
+fn wait_drawn(session: &mut Session) {
+    session.wait_for("Processes");
+    let flags = session.local_flags();
+    assert!(flags & ECHO == 0 && flags & ICANON == 0, "the monitor runs in raw mode: {flags:o}");
+}
+
+#[test]
+fn a_panic_restores_the_terminal_before_the_message() {
+    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[("GPUSIGHT_TEST_PANIC", "1")]);
+    let status = session.exit_status();
+    assert!(!status.success(), "a panic exits non-zero");
+    assert_eq!(status.exit_code(), 101);
+    assert_restored(&session);
+    let left = last_index_of(&session.raw, LEAVE_ALT).expect("left");
+    let message = last_index_of(&session.raw, b"GPUSIGHT_TEST_PANIC").expect("the panic message is printed");
+    assert!(message > left, "the panic message comes after leaving the alternate screen, on the normal screen");
+}
+
+#[test]
+fn sigterm_and_sighup_restore_the_terminal_and_exit_128_plus_the_signal() {
+    for (signal, code) in [(rustix::process::Signal::TERM, 143), (rustix::process::Signal::HUP, 129)] {
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+        wait_drawn(&mut session);
+        session.signal(signal);
+        let status = session.exit_status();
+        assert_eq!(status.exit_code(), code, "{signal:?}");
+        assert_restored(&session);
+    }
+}
+
+#[test]
+fn ctrl_z_restores_and_stops_and_fg_redraws() {
+    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+    wait_drawn(&mut session);
+    let before = session.raw.len();
+    session.send("\x1a");
+    session.wait_until("the process stopped", |s| s.state() == Some('T'));
+    // Drain what it wrote before stopping, then check it gave the terminal back.
+    session.wait_until("the restore sequences", |s| last_index_of(&s.raw[before..], LEAVE_ALT).is_some());
+    assert_restored(&session);
+    // `fg`: SIGCONT. The monitor re-enters raw mode and the alternate screen, and draws again.
+    let before = session.raw.len();
+    session.signal(rustix::process::Signal::CONT);
+    session.wait_until("the alternate screen again", |s| last_index_of(&s.raw[before..], ENTER_ALT).is_some());
+    session.wait_until("a redraw", |s| {
+        last_index_of(&s.raw[before..], b"Processes").is_some() && s.parser.screen().contents().contains("Processes")
+    });
+    let flags = session.local_flags();
+    assert!(flags & ECHO == 0, "raw mode again after fg: {flags:o}");
+    session.send("q");
+    assert_eq!(session.exit_status().exit_code(), 0);
+    assert_restored(&session);
+}
+
+#[test]
+fn readonly_k_sends_nothing_and_says_why() {
+    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let pid = victim.id().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let attach = format!("{pid}:{start}");
+    let mut session = Session::gpusight(&["--synthetic", "compute", "--synthetic-attach", &attach, "--readonly"], &[]);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    session.send("\x1b[B");
+    session.send("K");
+    let screen = session.wait_for("read-only mode");
+    assert!(screen.contains("signals are off"), "{screen}");
+    assert!(!screen.contains("SIGKILL ]"), "no dialog in --readonly: {screen}");
+    session.send("e");
+    session.wait_for("environment screen is off");
+    assert!(victim.try_wait().expect("try_wait").is_none(), "the process is alive");
+    session.send("q");
+    assert_eq!(session.exit_status().exit_code(), 0);
+    victim.kill().expect("kill");
+    victim.wait().expect("wait");
+}
+
+/// Why the unprivileged test cannot run here, if it cannot.
+fn cannot_drop_privileges() -> Option<&'static str> {
+    if !rustix::process::getuid().is_root() {
+        return Some("not root: cannot start a root-owned process and drop to nobody");
+    }
+    if !std::path::Path::new("/usr/bin/setpriv").exists() {
+        return Some("no /usr/bin/setpriv");
+    }
+    None
+}
+
+#[test]
+fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
+    if let Some(why) = cannot_drop_privileges() {
+        println!("skipped: {why}");
+        return;
+    }
+    // A copy of the binary that nobody can execute (the build tree may sit under a private directory).
+    let dir = tempfile::tempdir().expect("tempdir");
+    let binary = dir.path().join("gpusight");
+    std::fs::copy(env!("CARGO_BIN_EXE_gpusight"), &binary).expect("copy binary");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
+        std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod binary");
+    }
+    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let pid = victim.id().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let attach = format!("{pid}:{start}");
+    let binary = binary.to_str().expect("utf-8 path");
+    let args = [
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+        binary,
+        "--synthetic",
+        "compute",
+        "--synthetic-attach",
+        &attach,
+    ];
+    let mut session = Session::start("/usr/bin/setpriv", &args, &[("HOME", "/tmp"), ("XDG_CONFIG_HOME", "/tmp")]);
+    session.wait_for(&pid);
+    session.send(&format!("/{pid}\r"));
+    session.send("\x1b[B");
+    // The environment screen is for the user's own processes only.
+    session.send("e");
+    session.wait_for("is not yours");
+    session.send("K");
+    session.wait_for("SIGKILL ]");
+    session.send("\r");
+    let screen = session.wait_for("permission denied");
+    assert!(screen.contains("owned by root"), "{screen}");
+    assert!(victim.try_wait().expect("try_wait").is_none(), "the root-owned process is alive");
+    session.send("q");
+    assert_eq!(session.exit_status().exit_code(), 0);
+    victim.kill().expect("kill");
+    victim.wait().expect("wait");
+}
