@@ -111,11 +111,14 @@ impl ProcessRow<'_> {
         let Some(host) = self.host else {
             return Some(format!("PID {pid} is not visible here (outside this PID namespace)"));
         };
-        if let Some(why) = &host.unreadable {
-            return Some(format!("PID {pid} could not be read ({why})"));
-        }
+        // The start time is what makes a signal safe (it is re-checked through a pidfd before sending). Details
+        // that could not be read beside it (another user's I/O counters) do not matter: the kernel decides
+        // whether we may signal, and a refusal is shown with the owner.
         if host.start_ticks.is_none() {
-            return Some(format!("PID {pid} has no start time to check its identity"));
+            return Some(match &host.unreadable {
+                Some(why) => format!("PID {pid} could not be read ({why})"),
+                None => format!("PID {pid} has no start time to check its identity"),
+            });
         }
         None
     }
@@ -315,6 +318,24 @@ mod tests {
 
     fn tick(spec: &str) -> Tick {
         SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec")).tick_at(5)
+    }
+
+    #[test]
+    fn another_users_process_with_unreadable_io_can_still_be_signalled() {
+        // What the host sampler reports for a root-owned process seen by an unprivileged user: stat readable
+        // (start time known), I/O counters denied. The kernel, not the table, decides whether the signal goes.
+        let tick = tick("compute");
+        let gpu = tick.gpu_processes.first().expect("a GPU process");
+        let mut host = tick.process(gpu.pid.expect("pid")).expect("host").clone();
+        host.unreadable = Some("I/O counters: permission denied".to_owned());
+        let key = RowKey { gpu_index: Some(gpu.gpu_index), pid: gpu.pid, start_ticks: host.start_ticks, nth: 0 };
+        let row = ProcessRow { key, pid: gpu.pid, gpus: vec![gpu], host: Some(&host), depth: 0, last_child: vec![] };
+        assert_eq!(row.why_not_signalable(), None);
+        // Without a start time there is nothing to check the identity against: no signal.
+        host.start_ticks = None;
+        host.unreadable = Some("permission denied".to_owned());
+        let row = ProcessRow { key, pid: gpu.pid, gpus: vec![gpu], host: Some(&host), depth: 0, last_child: vec![] };
+        assert!(row.why_not_signalable().is_some_and(|why| why.contains("permission denied")));
     }
 
     #[test]
