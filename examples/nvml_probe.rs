@@ -76,6 +76,23 @@ fn main() {
     });
     probe("encoder+decoder utilization x10", 10, || device.encoder_utilization().and(device.decoder_utilization()));
     probe("gpm_sample x10", 10, || device.gpm_sample());
+    let metrics = [
+        nvml_wrapper::enums::gpm::GpmMetricId::SmUtil,
+        nvml_wrapper::enums::gpm::GpmMetricId::SmOccupancy,
+        nvml_wrapper::enums::gpm::GpmMetricId::AnyTensorUtil,
+        nvml_wrapper::enums::gpm::GpmMetricId::DramBwUtil,
+        nvml_wrapper::enums::gpm::GpmMetricId::GraphicsUtil,
+    ];
+    let mut previous = device.gpm_sample().ok();
+    probe("gpm_sample + gpm_metrics_get x10", 10, || {
+        let current = device.gpm_sample()?;
+        let result = match &previous {
+            Some(prev) => nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &metrics).map(|_| ()),
+            None => Ok(()),
+        };
+        previous = Some(current);
+        result
+    });
     probe("pcie_throughput(Receive) x3", 3, || device.pcie_throughput(PcieUtilCounter::Receive));
     probe("sys_cuda_driver_version", 1, || nvml.sys_cuda_driver_version());
     probe("utilization_rates after CUDA x10", 10, || device.utilization_rates());
