@@ -18,8 +18,11 @@
 //! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs.
 //! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history.
-//! - [`app`] and [`ui`]: the interactive monitor; [`output`]: `--once` and JSON; [`export`]: Prometheus.
-//! - [`config`] and [`cli`]: the config file and the command line; `main.rs` only calls [`cli::main`].
+//! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
+//! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
+//!   Prometheus metrics and the fleet view.
+//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
+//!   [`cli::main`].
 //!
 //! # Architecture invariants
 //!
