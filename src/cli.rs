@@ -34,7 +34,7 @@ pub struct DataArgs {
     /// Play a recording made with --record.
     #[arg(long, value_name = "FILE", global = true, conflicts_with = "synthetic")]
     pub replay: Option<PathBuf>,
-    /// Use a synthetic machine: SCENARIO[:GPUS[xPROCS]], e.g. input-bound, mixed:8, scale:8x1000.
+    /// Use a synthetic machine: `SCENARIO[:GPUS[xPROCS]]`, e.g. input-bound, mixed:8, scale:8x1000.
     #[arg(long, value_name = "SPEC", global = true)]
     pub synthetic: Option<String>,
     /// For tests: list a real PID (with its start ticks) as a GPU process of the synthetic machine.

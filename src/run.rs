@@ -157,7 +157,13 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
     if cli.view.json {
         println!("{}", crate::output::json::render(&pipeline));
     } else {
-        print!("{}", crate::output::table::render(&pipeline, cli.view.ascii));
+        let options = crate::output::table::TableOptions {
+            ascii: cli.view.ascii,
+            only_gpus: cli.view.only.clone(),
+            user: cli.view.user.clone(),
+            pids: cli.view.pid.clone(),
+        };
+        print!("{}", crate::output::table::render(&pipeline, &options));
     }
     Ok(0)
 }

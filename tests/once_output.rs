@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used)] // Fixtures that fail to build should stop the test loudly.
 
 use gpusight::advice::Thresholds;
+use gpusight::output::table::TableOptions;
 use gpusight::pipeline::Pipeline;
 use gpusight::sample::Snapshot;
 use gpusight::source::Source;
@@ -34,17 +35,26 @@ fn demo(seconds: f64) -> Pipeline {
 
 #[test]
 fn once_table_on_a_mixed_8_gpu_box_with_findings() {
-    insta::assert_snapshot!("once_mixed8", gpusight::output::table::render(&synthetic("mixed:8", 40), false));
+    insta::assert_snapshot!(
+        "once_mixed8",
+        gpusight::output::table::render(&synthetic("mixed:8", 40), &TableOptions::default())
+    );
 }
 
 #[test]
 fn once_table_on_a_lost_gpu() {
-    insta::assert_snapshot!("once_gpu_lost", gpusight::output::table::render(&synthetic("gpu-lost:2", 25), true));
+    insta::assert_snapshot!(
+        "once_gpu_lost",
+        gpusight::output::table::render(
+            &synthetic("gpu-lost:2", 25),
+            &TableOptions { ascii: true, ..TableOptions::default() }
+        )
+    );
 }
 
 #[test]
 fn once_table_on_the_demo_in_its_input_bound_phase() {
-    let text = gpusight::output::table::render(&demo(150.0), false);
+    let text = gpusight::output::table::render(&demo(150.0), &TableOptions::default());
     assert!(text.contains("gpu_load.py input"), "{text}");
     insta::assert_snapshot!("once_demo_150s", text);
 }
@@ -57,4 +67,20 @@ fn once_json_on_a_two_gpu_box() {
     // The version changes with every release; the document's shape is what the snapshot is about.
     json["gpusight_version"] = serde_json::Value::String("[version]".to_owned());
     insta::assert_json_snapshot!("once_json_loader2", json);
+}
+
+#[test]
+fn once_table_filters_by_gpu_user_and_pid() {
+    let pipeline = synthetic("mixed:8", 3);
+    let only = |options: TableOptions| gpusight::output::table::render(&pipeline, &options);
+    let text = only(TableOptions { only_gpus: vec![1, 2], ..TableOptions::default() });
+    let gpu_rows: Vec<&str> = text.lines().filter(|l| l.contains(" H200 ")).collect();
+    assert_eq!(gpu_rows.len(), 2, "{text}");
+    assert!(text.contains("3001") && text.contains("4001") && !text.contains("2001"), "{text}");
+    let text = only(TableOptions { user: Some("carol".to_owned()), ..TableOptions::default() });
+    assert!(text.contains("4001") && !text.contains("3001"), "{text}");
+    let text = only(TableOptions { pids: vec![5001], ..TableOptions::default() });
+    assert!(text.contains("5001") && !text.contains("4001"), "{text}");
+    let text = only(TableOptions { user: Some("nobody".to_owned()), ..TableOptions::default() });
+    assert!(text.contains("No GPU processes match."), "{text}");
 }

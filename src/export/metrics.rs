@@ -2,7 +2,7 @@
 //! read, plus our own `gpusight_*` series (throttle reasons, PCIe link, NUMA, processes, host pressure, findings).
 //!
 //! A pure function of the data: the same snapshot always gives the same text. Every series is encoded by
-//! prometheus-client from a [`Registry`] of [`SampleFamily`] metrics, so no text is formatted by hand here. A reading
+//! prometheus-client from a [`Registry`] of `SampleFamily` metrics, so no text is formatted by hand here. A reading
 //! that is `None` gives no sample at all (never a 0), and a family without samples is left out entirely.
 //!
 //! dcgm-exporter types a few monotonic fields (`DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`, the PCIe replay counter and

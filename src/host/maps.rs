@@ -21,7 +21,7 @@ const CUDA_LIBRARIES: [&str; 8] =
     ["libcuda", "libnvidia-ml", "libcudart", "libcublas", "libcublasLt", "libcudnn", "libnccl", "libnvrtc"];
 
 /// Parses the text of `/proc/PID/maps` into the CUDA libraries it maps, each (name, path) once, in the order of
-/// [`CUDA_LIBRARIES`] and then by path. Two copies of one library at different paths are both kept: that is
+/// `CUDA_LIBRARIES` and then by path. Two copies of one library at different paths are both kept: that is
 /// worth seeing (a wheel's libcudart next to the system one).
 #[must_use]
 pub fn parse_maps(text: &str) -> Vec<CudaLibrary> {

@@ -9,18 +9,38 @@ use crate::sample::{GpuInfo, GpuState, GpuTick, HostProcess, MachineInfo, Tick, 
 
 use super::format::{NA, bytes, cuda_version, elapsed, opt, truncate, utc};
 
+/// What the table shows: `--only`, `--user`, `--pid` and `--ascii`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TableOptions {
+    pub ascii: bool,
+    /// Only these GPUs (empty: all).
+    pub only_gpus: Vec<u32>,
+    /// Only processes of this user.
+    pub user: Option<String>,
+    /// Only these processes (empty: all).
+    pub pids: Vec<u32>,
+}
+
+impl TableOptions {
+    fn shows_gpu(&self, index: u32) -> bool {
+        self.only_gpus.is_empty() || self.only_gpus.contains(&index)
+    }
+}
+
 /// Renders the pipeline's latest snapshot as the `--once` table.
 #[must_use]
-pub fn render(pipeline: &Pipeline, ascii: bool) -> String {
+pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     let history = &pipeline.history;
     let machine = history.machine();
     let tick = history.latest();
     let mut out = String::new();
     header(&mut out, machine, tick);
-    gpus(&mut out, machine, tick);
+    gpus(&mut out, machine, tick, options);
     host(&mut out, tick);
-    processes(&mut out, tick, ascii);
-    findings(&mut out, pipeline.findings());
+    processes(&mut out, tick, options);
+    let shown: Vec<Finding> =
+        pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
+    findings(&mut out, &shown);
     out
 }
 
@@ -40,7 +60,7 @@ fn pct(value: Option<u32>) -> String {
     opt(value, |v| format!("{v}%"))
 }
 
-fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick) {
+fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOptions) {
     let _ = writeln!(
         out,
         "\n{:>3} {:<14} {:>5} {:>22} {:>13} {:>9} {:>11} {:>6} {:>11} {:>4}  THROTTLE",
@@ -55,7 +75,7 @@ fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick) {
         "PCIe NOW/MAX",
         "NUMA",
     );
-    for info in &machine.gpus {
+    for info in machine.gpus.iter().filter(|g| options.shows_gpu(g.index)) {
         let Some(gpu) = tick.gpu(info.index) else { continue };
         let _ = writeln!(out, "{}", gpu_row(info, gpu));
     }
@@ -139,17 +159,28 @@ fn host(out: &mut String, tick: &Tick) {
     let _ = writeln!(out, "\nHost: {cpu} | {mem} | {swap} | {load} | {psi}");
 }
 
-fn processes(out: &mut String, tick: &Tick, ascii: bool) {
+fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
+    let ascii = options.ascii;
     let _ = writeln!(
         out,
         "\n{:>3} {:>8} {:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {:>9}  COMMAND",
         "GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "SM%", "MEM%", "CPU%", "HOST-MEM", "S", "TIME"
     );
-    if tick.gpu_processes.is_empty() {
-        let _ = writeln!(out, "  No GPU processes.");
+    let mut rows: Vec<_> = tick
+        .gpu_processes
+        .iter()
+        .filter(|p| options.shows_gpu(p.gpu_index))
+        .filter(|p| options.pids.is_empty() || p.pid.is_some_and(|pid| options.pids.contains(&pid)))
+        .filter(|p| {
+            options.user.as_deref().is_none_or(|user| {
+                p.pid.and_then(|pid| tick.process(pid)).and_then(|h| h.user.as_deref()) == Some(user)
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        let _ = writeln!(out, "  No GPU processes{}.", if tick.gpu_processes.is_empty() { "" } else { " match" });
         return;
     }
-    let mut rows: Vec<_> = tick.gpu_processes.iter().collect();
     rows.sort_by_key(|p| (p.gpu_index, p.pid));
     for entry in rows {
         let host: Option<&HostProcess> = entry.pid.and_then(|pid| tick.process(pid));
