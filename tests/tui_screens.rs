@@ -188,3 +188,25 @@ fn advice_pane_shows_findings() {
     assert!(lines[2].contains("WARN") && lines[2].contains("GPU 0 is power capped"), "{lines:?}");
     assert!(lines[3].contains("why SM util 4 %") && lines[4].contains("→ Raise"), "{lines:?}");
 }
+
+/// The monitor on the embedded demo recording (a real H200), played to `seconds` from its start.
+fn demo_at(seconds: u64) -> App {
+    let recording = gpusight::source::replay::Recording::demo().expect("demo");
+    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let mut app = App::new(options(), &feed).expect("app");
+    app.advance_playback(std::time::Duration::from_secs(seconds));
+    app
+}
+
+#[test]
+fn demo_frames_at_three_sizes() {
+    // 150 s: the input-bound phase beside the idle holder; 200 s: the DataLoader tree; 300 s: the holder alone.
+    for (seconds, name) in [(150, "input"), (200, "loader"), (300, "holder")] {
+        let app = demo_at(seconds);
+        let small = screen(&app, 80, 24);
+        assert!(small.contains("REC"), "{small}");
+        insta::assert_snapshot!(format!("demo_{name}_80x24"), small);
+        insta::assert_snapshot!(format!("demo_{name}_120x40"), screen(&app, 120, 40));
+        insta::assert_snapshot!(format!("demo_{name}_200x60"), screen(&app, 200, 60));
+    }
+}
