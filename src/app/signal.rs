@@ -97,13 +97,11 @@ impl Default for PidfdSender {
     }
 }
 
-/// The start time (field 22) of a `/proc/PID/stat` line. The command name may contain spaces and parentheses,
-/// so the fields are counted from the last ')'.
+/// The start time (field 22) of a `/proc/PID/stat` line, through the host's stat parser (the command name may
+/// contain spaces and parentheses).
 #[must_use]
 pub fn parse_start_ticks(stat: &str) -> Option<u64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    // Fields after the name start at field 3 (state); field 22 is the 20th of them.
-    after_name.split_whitespace().nth(19)?.parse().ok()
+    crate::host::pid_parse::parse_pid_stat(stat).map(|s| s.starttime)
 }
 
 fn read_start_ticks(proc_root: &Path, pid: u32) -> Result<u64, Errno> {
