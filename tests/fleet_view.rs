@@ -100,3 +100,35 @@ fn drill_down_shows_gpus_processes_and_findings() {
     assert!(screen.contains("warning input-bound GPU 0 PID 4242"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+/// The interactive fleet screen: results and errors come in, keys move and drill down, q leaves.
+#[test]
+fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
+    use gpusight::app::Action;
+    use gpusight::app::fleet::FleetScreen;
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    let draw = |screen: &FleetScreen| {
+        let mut terminal = Terminal::new(TestBackend::new(100, 20)).unwrap();
+        terminal.draw(|frame| screen.draw(frame)).unwrap();
+        let buffer = terminal.backend().buffer().clone();
+        (0..20).map(|y| (0..100).map(|x| buffer[(x, y)].symbol()).collect::<String>() + "\n").collect::<String>()
+    };
+    let mut screen = FleetScreen { url: "http://prom:9090".to_owned(), view: None, error: None };
+    assert!(draw(&screen).contains("querying"));
+    screen.on_result(Ok(fleet()));
+    let text = draw(&screen);
+    assert!(text.contains("alpha") && text.contains("beta"), "{text}");
+    // Prometheus goes away: the error is said and the last grid stays.
+    screen.on_result(Err("cannot reach Prometheus at http://prom:9090".to_owned()));
+    let text = draw(&screen);
+    assert!(text.contains("cannot reach Prometheus") && text.contains("alpha"), "{text}");
+    // Open the selected node, then back out with q (which closes the drill-down before leaving).
+    assert!(screen.on_action(Action::Down));
+    assert!(screen.on_action(Action::Details));
+    assert!(screen.view.as_ref().unwrap().drilled);
+    assert!(screen.on_action(Action::Quit), "q closes the drill-down first");
+    assert!(!screen.view.as_ref().unwrap().drilled);
+    assert!(!screen.on_action(Action::Quit), "q on the grid leaves");
+}
