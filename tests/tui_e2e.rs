@@ -131,15 +131,8 @@ fn too_small_terminal_says_so() {
 
 #[test]
 fn kill_from_the_monitor_reaches_a_real_process() {
-    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
-    let pid = victim.id().to_string();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
-    let attach = format!("{pid}:{start}");
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
-    session.wait_for(&pid);
-    // The filter's Enter selects the attached process; then K and Enter.
-    session.send(&format!("/{pid}\r"));
+    let (mut victim, pid, start) = victim();
+    let mut session = attached(&pid, start);
     session.send("K");
     session.wait_for("SIGKILL ]");
     session.send("\r");
@@ -158,6 +151,16 @@ fn victim() -> (std::process::Child, String, u64) {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
     let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
     (child, pid, start)
+}
+
+/// The monitor on a synthetic machine that lists `pid` (believed to have started at `start_ticks`) as a GPU
+/// process, with that process selected through the filter (`/PID` Enter selects the first match).
+fn attached(pid: &str, start_ticks: u64) -> Session {
+    let attach = format!("{pid}:{start_ticks}");
+    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
+    session.wait_for(pid);
+    session.send(&format!("/{pid}\r"));
+    session
 }
 
 #[test]
@@ -197,10 +200,7 @@ fn the_demo_draws_and_every_screen_opens_and_closes() {
 #[test]
 fn k_then_esc_sends_nothing() {
     let (mut victim, pid, start) = victim();
-    let attach = format!("{pid}:{start}");
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
-    session.wait_for(&pid);
-    session.send(&format!("/{pid}\r"));
+    let mut session = attached(&pid, start);
     session.send("K");
     session.wait_for("Send a signal");
     session.send("\x1b");
@@ -216,10 +216,7 @@ fn k_then_esc_sends_nothing() {
 #[test]
 fn sigterm_from_the_monitor_reaches_a_real_process() {
     let (mut victim, pid, start) = victim();
-    let attach = format!("{pid}:{start}");
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
-    session.wait_for(&pid);
-    session.send(&format!("/{pid}\r"));
+    let mut session = attached(&pid, start);
     session.send("T");
     session.wait_for("SIGTERM ]");
     session.send("\r");
@@ -234,10 +231,7 @@ fn sigterm_from_the_monitor_reaches_a_real_process() {
 #[test]
 fn a_process_that_already_exited_is_reported_as_such() {
     let (mut victim, pid, start) = victim();
-    let attach = format!("{pid}:{start}");
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
-    session.wait_for(&pid);
-    session.send(&format!("/{pid}\r"));
+    let mut session = attached(&pid, start);
     victim.kill().expect("kill");
     victim.wait().expect("wait");
     session.send("T");
@@ -252,10 +246,7 @@ fn a_process_that_already_exited_is_reported_as_such() {
 fn a_reused_pid_is_refused_and_nothing_is_sent() {
     let (mut victim, pid, start) = victim();
     // The monitor believes the process started at another time: the PID now belongs to someone else.
-    let attach = format!("{pid}:{}", start + 1);
-    let mut session = Session::start(&["--synthetic", "compute", "--synthetic-attach", &attach], 120, 40);
-    session.wait_for(&pid);
-    session.send(&format!("/{pid}\r"));
+    let mut session = attached(&pid, start + 1);
     session.send("K");
     session.wait_for("SIGKILL ]");
     session.send("\r");
