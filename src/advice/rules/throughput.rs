@@ -127,22 +127,32 @@ fn opt_rate(value: Option<f64>) -> String {
     value.map_or_else(|| "N/A".to_owned(), |r| format!("{}/s", bytes_label(r)))
 }
 
-/// input-bound: the GPU is starved while its process tree waits for storage.
-#[must_use]
-pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
-    let t = ctx.t;
-    let mut out = Vec::new();
+/// The compute processes whose GPU was starved often enough for an input rule to hold, with their samples: both
+/// input rules need `starved_share >= exit_share` whatever else they find, so the others are skipped before any
+/// sample is built.
+fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
     let starved_gpus = Subject::starved_gpus(ctx);
+    let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
             continue;
         }
         let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
-        // The finding needs `starved_share >= exit_share` whatever the I/O evidence.
-        if subject.starved_share(ctx) < t.exit_share {
+        if subject.starved_share(ctx) < ctx.t.exit_share {
             continue;
         }
-        let s = ProcessSamples::read(ctx, &subject);
+        let samples = ProcessSamples::read(ctx, &subject);
+        out.push((gpu_index, pid, samples));
+    }
+    out
+}
+
+/// input-bound: the GPU is starved while its process tree waits for storage.
+#[must_use]
+pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, s) in starved_processes(ctx) {
         let starved_share = ProcessSamples::share(&s.starved);
         let d_share = ProcessSamples::share(&s.any_in_d());
         let self_d = ProcessSamples::share(&s.self_in_d);
@@ -193,17 +203,7 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
 pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
-    let starved_gpus = Subject::starved_gpus(ctx);
-    for (gpu_index, pid) in ctx.compute_processes() {
-        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
-            continue;
-        }
-        let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
-        // Every sample that counts is a starved one, so the share cannot exceed the starved share.
-        if subject.starved_share(ctx) < t.exit_share {
-            continue;
-        }
-        let s = ProcessSamples::read(ctx, &subject);
+    for (gpu_index, pid, s) in starved_processes(ctx) {
         let pegged = |v: &Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
         let flags: Vec<bool> = (0..s.times.len())
             .map(|i| {
