@@ -3,6 +3,9 @@
 //! other GPUs keep fresh values, and the findings stay sane.
 #![allow(clippy::expect_used)] // Helpers outside #[test] functions build fixtures; failing there fails the test.
 
+mod common;
+
+use common::screen;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -14,8 +17,6 @@ use gpusight::source::fault::{Fault, FaultSource, InitFault};
 use gpusight::source::sampler::{Sampler, Sink};
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 use gpusight::source::{Source, SourceError};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 fn faulty(spec: &str, faults: Vec<Fault>) -> FaultSource {
     FaultSource::new(SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec")), faults)
@@ -36,20 +37,6 @@ fn run_app(mut source: FaultSource, n_ticks: u64) -> App {
         let _ = screen(&app, 120, 40);
     }
     app
-}
-
-fn screen(app: &App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
-    terminal.draw(|frame| gpusight::ui::draw(frame, app)).expect("draw");
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..height {
-        for x in 0..width {
-            out.push_str(buffer[(x, y)].symbol());
-        }
-        out.push('\n');
-    }
-    out
 }
 
 /// Every size the monitor supports draws without a panic.

@@ -2,6 +2,9 @@
 //! screen comes from the ticks, so these are stable.
 #![allow(clippy::expect_used)] // Helpers outside #[test] functions build fixtures; failing there fails the test.
 
+mod common;
+
+use common::screen;
 use std::sync::mpsc;
 
 use gpusight::advice::{Finding, Rule, Severity};
@@ -9,8 +12,6 @@ use gpusight::app::{App, AppOptions, Feed, FeedEvent, ProcessInspector};
 use gpusight::sample::Snapshot;
 use gpusight::source::Source;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 #[derive(Debug)]
 struct FakeInspector;
@@ -45,22 +46,6 @@ fn app(spec: &str, n_ticks: u64) -> App {
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
     }
     app
-}
-
-fn screen(app: &App, width: u16, height: u16) -> String {
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).expect("terminal");
-    terminal.draw(|frame| gpusight::ui::draw(frame, app)).expect("draw");
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..height {
-        let mut line = String::new();
-        for x in 0..width {
-            line.push_str(buffer[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
 }
 
 #[test]

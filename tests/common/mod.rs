@@ -1,4 +1,5 @@
-//! Helpers shared by the end-to-end tests that start other programs (Prometheus, exporters).
+//! Helpers shared by the integration tests: programs they start (Prometheus, exporters) and the monitor drawn
+//! into a test terminal.
 #![allow(dead_code, clippy::unwrap_used, clippy::disallowed_methods)] // Each test file uses some of them.
 
 use std::path::PathBuf;
@@ -36,4 +37,18 @@ pub fn poll<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Result
             Err(_) => std::thread::sleep(Duration::from_millis(200)),
         }
     }
+}
+
+/// The monitor drawn into a `width` x `height` test terminal, as text (trailing spaces trimmed).
+pub fn screen(app: &gpusight::app::App, width: u16, height: u16) -> String {
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
+    terminal.draw(|frame| gpusight::ui::draw(frame, app)).unwrap();
+    let buffer = terminal.backend().buffer();
+    let mut out = String::new();
+    for y in 0..height {
+        let line: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
