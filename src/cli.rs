@@ -43,6 +43,9 @@ pub struct DataArgs {
     /// Seconds between samples (0.1 to 60).
     #[arg(long, value_name = "SECONDS", global = true)]
     pub interval: Option<f64>,
+    /// Only these GPUs (NVML indices, e.g. 0,2): the others are not read, shown, judged, exported or recorded.
+    #[arg(long, value_name = "GPU", num_args = 1.., value_delimiter = ',', global = true)]
+    pub only: Vec<u32>,
     /// Record what is sampled to FILE (JSON Lines).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
@@ -69,9 +72,6 @@ pub struct ViewArgs {
     /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
     #[arg(long, value_name = "SECONDS")]
     pub at: Option<f64>,
-    /// Show only these GPUs (NVML indices).
-    #[arg(long, value_name = "GPU", num_args = 1.., value_delimiter = ',')]
-    pub only: Vec<u32>,
     /// Show only processes of this user.
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
@@ -144,6 +144,8 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Runs gpusight with the process's arguments and returns the exit code.
 #[must_use]
 pub fn main() -> i32 {
+    // First of all, so that a driver library that crashes the process leaves the terminal usable and says why.
+    crate::crash::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -32,13 +32,23 @@ pub struct General {
     pub process_period_s: f64,
     /// Seconds between PCIe throughput reads (each blocks 20 ms on its own thread); 0 turns them off.
     pub pcie_period_s: f64,
+    /// Seconds between GPM reads (SM activity, occupancy, tensor and DRAM activity) on the GPM thread; 0 turns
+    /// them off.
+    pub gpm_period_s: f64,
     /// Seconds between reads of ECC counts, retired pages and remapped rows.
     pub health_period_s: f64,
 }
 
 impl Default for General {
     fn default() -> Self {
-        Self { interval_s: 1.0, history_s: 900, process_period_s: 2.0, pcie_period_s: 2.0, health_period_s: 30.0 }
+        Self {
+            interval_s: 1.0,
+            history_s: 900,
+            process_period_s: 2.0,
+            pcie_period_s: 2.0,
+            gpm_period_s: 2.0,
+            health_period_s: 30.0,
+        }
     }
 }
 
@@ -122,7 +132,8 @@ impl General {
             medium_ms: ms(self.process_period_s).max(100),
             slow_ms: ms(self.health_period_s).max(1000),
             pcie_ms: ms(self.pcie_period_s),
-            ..crate::source::nvml::TierPeriods::default()
+            // Not more often than once a second: the metrics compare two samples, and each costs driver time.
+            gpm_ms: if self.gpm_period_s > 0.0 { ms(self.gpm_period_s).max(1000) } else { 0 },
         }
     }
 }

@@ -39,6 +39,7 @@ pub mod advice;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod crash;
 pub mod doctor;
 pub mod export;
 pub mod history;

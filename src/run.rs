@@ -11,6 +11,7 @@ use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
 use crate::source::replay::{Recorder, Recording};
 use crate::source::sampler::{FeedEvent, Sampler, Sink};
+use crate::source::select::{GpuSelection, Selected};
 use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 use crate::source::{Source, live::LiveSource};
 
@@ -19,10 +20,10 @@ use crate::source::{Source, live::LiveSource};
 pub enum Data {
     /// A recording in memory (a file or the embedded demo).
     Recording(Recording),
-    /// A synthetic machine.
-    Synthetic(SyntheticSpec),
-    /// NVML and /proc on this machine.
-    Live,
+    /// A synthetic machine, with the GPUs chosen with `--only`.
+    Synthetic(SyntheticSpec, Option<GpuSelection>),
+    /// NVML and /proc on this machine, with the GPUs chosen with `--only`.
+    Live(Option<GpuSelection>),
 }
 
 impl Data {
@@ -31,11 +32,19 @@ impl Data {
     /// # Errors
     /// An unreadable recording or a bad synthetic spec.
     pub fn from_args(data: &DataArgs, interval: Duration) -> Result<Self, RunError> {
-        if data.demo {
-            return Ok(Self::Recording(Recording::demo()?));
-        }
-        if let Some(path) = &data.replay {
-            return Ok(Self::Recording(Recording::open(path)?));
+        let only = GpuSelection::new(&data.only);
+        let recording = if data.demo {
+            Some(Recording::demo()?)
+        } else if let Some(path) = &data.replay {
+            Some(Recording::open(path)?)
+        } else {
+            None
+        };
+        if let Some(mut recording) = recording {
+            if let Some(only) = &only {
+                only.recording(&mut recording)?;
+            }
+            return Ok(Self::Recording(recording));
         }
         if let Some(text) = &data.synthetic {
             let mut spec = SyntheticSpec::parse(text).map_err(RunError::Usage)?;
@@ -47,16 +56,27 @@ impl Data {
                 let start = start.map(str::parse).transpose().map_err(|_| bad())?;
                 spec.attach_pids.push((pid, start));
             }
-            return Ok(Self::Synthetic(spec));
+            return Ok(Self::Synthetic(spec, only));
         }
-        Ok(Self::Live)
+        Ok(Self::Live(only))
     }
 
     /// A source that produces ticks in real time (live or synthetic); recordings are played, not sampled.
+    /// Every source passes on only the GPUs of `--only` (a recording was filtered when it was read).
     fn open_source(&self, config: &Config, interval: Duration) -> Result<Box<dyn Source>, RunError> {
+        let select = |source: Box<dyn Source>, only: &Option<GpuSelection>| -> Result<Box<dyn Source>, RunError> {
+            Ok(match only {
+                Some(only) => Box::new(Selected::new(source, only.clone())?),
+                None => source,
+            })
+        };
         match self {
-            Self::Live => Ok(Box::new(LiveSource::open(interval, config.general.tier_periods())?)),
-            Self::Synthetic(spec) => Ok(Box::new(SyntheticSource::new(spec.clone()))),
+            Self::Live(only) => {
+                let indices = only.as_ref().map(GpuSelection::indices).unwrap_or_default();
+                let live = LiveSource::open_only(interval, config.general.tier_periods(), indices)?;
+                select(Box::new(live), only)
+            }
+            Self::Synthetic(spec, only) => select(Box::new(SyntheticSource::new(spec.clone())), only),
             Self::Recording(recording) => Ok(Box::new(crate::source::replay::ReplaySource::new(recording.clone()))),
         }
     }
@@ -137,18 +157,18 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             let last = last.ok_or_else(|| empty_recording(recording))?;
             replay_into(recording, last, config, capacity).ok_or_else(|| empty_recording(recording))?
         }
-        Data::Synthetic(spec) => {
+        Data::Synthetic(spec, _) => {
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
             let n = cli.view.at.map_or(2, |s| (s * 1000.0 / spec.interval_ms as f64) as u64 + 1).max(1);
-            let mut source = SyntheticSource::new(spec.clone());
-            collect(&mut source, n, config, capacity)?
+            let mut source = data.open_source(config, interval)?;
+            collect(source.as_mut(), n, config, capacity)?
         }
-        Data::Live => {
+        Data::Live(_) => {
             // Two samples: CPU %, I/O rates and GPM need a previous reading.
-            let mut source = LiveSource::open(interval, config.general.tier_periods())?;
-            let first = next_snapshot(&mut source)?;
+            let mut source = data.open_source(config, interval)?;
+            let first = next_snapshot(source.as_mut())?;
             std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
-            let second = next_snapshot(&mut source)?;
+            let second = next_snapshot(source.as_mut())?;
             let mut pipeline = Pipeline::new(&first, capacity, config.thresholds.clone());
             pipeline.ingest(&second);
             pipeline
@@ -159,7 +179,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
     } else {
         let options = crate::output::table::TableOptions {
             ascii: cli.view.ascii,
-            only_gpus: cli.view.only.clone(),
+            only_gpus: cli.data.only.clone(),
             user: cli.view.user.clone(),
             pids: cli.view.pid.clone(),
         };
@@ -200,11 +220,11 @@ fn watch(
             replay_into(recording, last, config, needed.max(recording.ticks.len()))
                 .ok_or_else(|| empty_recording(recording))
         }
-        Data::Synthetic(spec) => {
-            let mut source = SyntheticSource::new(spec.clone());
-            collect(&mut source, duration_samples(duration, interval) as u64 + 1, config, needed)
+        Data::Synthetic(..) => {
+            let mut source = data.open_source(config, interval)?;
+            collect(source.as_mut(), duration_samples(duration, interval) as u64 + 1, config, needed)
         }
-        Data::Live => {
+        Data::Live(_) => {
             let (tx, rx) = mpsc::channel();
             let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
             let sampler = Sampler::spawn(data.open_source(config, interval)?, interval, sink, false)
@@ -234,19 +254,37 @@ fn duration_samples(duration: Duration, interval: Duration) -> usize {
     n.max(1)
 }
 
-/// `--record FILE --headless`: sample and write until a signal asks to stop.
+/// `--record FILE --headless`: sample and write until a signal asks to stop. Each tick is written (and flushed) on
+/// the sampler thread before the next is sampled, so a crash while sampling loses no tick that was taken.
 fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
     let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
-    let mut recorder = Recorder::create(path, &machine, args.overwrite)?;
+    let recorder = Arc::new(std::sync::Mutex::new(Recorder::create(path, &machine, args.overwrite)?));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| RunError::Other(format!("cannot install the signal handler: {e}")))?;
     }
     let (tx, rx) = mpsc::channel();
-    let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
+    let writer = Arc::clone(&recorder);
+    let sink: Sink = Arc::new(move |event| {
+        let event = match event {
+            FeedEvent::Snapshot(snapshot) => {
+                let written = writer
+                    .lock()
+                    .map_err(|_| "the recorder failed earlier".to_string())
+                    .and_then(|mut recorder| recorder.write(&snapshot.tick).map_err(|e| e.to_string()));
+                match written {
+                    Ok(()) => return true,
+                    Err(message) => FeedEvent::Failed(message),
+                }
+            }
+            other => other,
+        };
+        let failed = matches!(event, FeedEvent::Failed(_));
+        tx.send(event).is_ok() && !failed
+    });
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
     eprintln!(
@@ -257,12 +295,6 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let mut result = Ok(0);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(FeedEvent::Snapshot(snapshot)) => {
-                if let Err(e) = recorder.write(&snapshot.tick) {
-                    result = Err(RunError::Record(e));
-                    break;
-                }
-            }
             Ok(FeedEvent::Failed(message)) => {
                 result = Err(RunError::Other(message));
                 break;
@@ -270,10 +302,11 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
             Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Ok(FeedEvent::Stalled { for_ms }) => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
             Ok(FeedEvent::Note(note)) => eprintln!("gpusight: {note}"),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(FeedEvent::Snapshot(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
     sampler.stop();
+    let recorder = recorder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
     result
 }
@@ -294,7 +327,7 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
     let options = AppOptions {
         interval,
         readonly: cli.view.readonly,
-        only_gpus: (!cli.view.only.is_empty()).then(|| cli.view.only.clone()),
+        only_gpus: (!cli.data.only.is_empty()).then(|| cli.data.only.clone()),
         user: cli.view.user.clone(),
         pids: cli.view.pid.clone(),
         ui,

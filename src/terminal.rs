@@ -30,6 +30,8 @@ pub fn init(mouse: bool) -> io::Result<Tui> {
 }
 
 fn enter() -> io::Result<()> {
+    // Saves the modes to put back if a driver library kills the process with a fatal signal.
+    crate::crash::terminal_entered(MOUSE.load(Ordering::SeqCst));
     enable_raw_mode()?;
     ACTIVE.store(true, Ordering::SeqCst);
     let mut stdout = io::stdout();
@@ -54,6 +56,7 @@ pub fn restore() {
     let _ = execute!(stdout, LeaveAlternateScreen, crossterm::cursor::Show);
     let _ = disable_raw_mode();
     let _ = stdout.flush();
+    crate::crash::terminal_left();
 }
 
 /// Installs (once) a panic hook that restores the terminal and then runs the previous hook, so the panic message

@@ -180,3 +180,24 @@ fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
     assert!(stderr(&again).contains("already exists") && stderr(&again).contains("--overwrite"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text, "the file is untouched");
 }
+
+/// Headless recording killed by a fatal signal inside a driver call: the process dies of SIGSEGV with one message
+/// naming the call, and every line written before it replays.
+#[test]
+fn a_crash_during_a_headless_recording_keeps_every_line() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .args(["--synthetic", "compute:2", "--interval", "0.1", "--headless", "--record"])
+        .arg(&path)
+        .env("GPUSIGHT_SYNTHETIC_CRASH_AFTER", "12")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.signal(), Some(11), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("killed by SIGSEGV") && stderr.contains("GPM"), "{stderr}");
+    let recording = gpusight::source::replay::Recording::open(&path).expect("the recording reads");
+    assert!(!recording.truncated_tail);
+    assert_eq!(recording.ticks.len(), 12);
+}

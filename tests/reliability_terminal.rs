@@ -285,3 +285,29 @@ fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
     victim.kill().expect("kill");
     victim.wait().expect("wait");
 }
+
+/// A fatal signal inside a driver call (the synthetic source's `GPUSIGHT_SYNTHETIC_CRASH_AFTER` dies of SIGSEGV
+/// inside a marked GPM call, as libnvidia-ml did on two GPUs): the terminal is given back before the process dies,
+/// the message names the call family and the GPU, the process dies of the signal itself (so a core dump and the
+/// shell's "Segmentation fault" are as they would be), and the recording keeps every line written before it.
+#[test]
+fn a_fatal_signal_in_a_driver_call_restores_the_terminal_names_the_call_and_keeps_the_recording() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("crash.jsonl");
+    let path_text = path.to_str().expect("utf-8 path");
+    let mut session = Session::gpusight(
+        &["--synthetic", "mixed:2", "--interval", "0.1", "--record", path_text],
+        &[("GPUSIGHT_SYNTHETIC_CRASH_AFTER", "8")],
+    );
+    let status = session.exit_status();
+    assert!(!status.success(), "the process dies of the signal");
+    assert!(status.signal().is_some_and(|s| s.contains("Segmentation")), "{status:?}");
+    assert_restored(&session);
+    let left = last_index_of(&session.raw, LEAVE_ALT).expect("left");
+    let text = String::from_utf8_lossy(&session.raw[left..]).to_string();
+    assert!(text.contains("killed by SIGSEGV"), "{text}");
+    assert!(text.contains("GPM") && text.contains("on GPU 0"), "the call family and the GPU are named: {text}");
+    let recording = gpusight::source::replay::Recording::open(&path).expect("the recording reads");
+    assert!(!recording.truncated_tail, "no line was cut");
+    assert_eq!(recording.ticks.len(), 8, "every tick sampled before the crash was written");
+}

@@ -23,8 +23,17 @@ impl LiveSource {
     /// # Errors
     /// NVML cannot start: the message names what is missing and suggests `--demo`.
     pub fn open(interval: Duration, periods: TierPeriods) -> Result<Self, SourceError> {
-        let gpus =
-            NvmlGpus::open_with(NvmlOptions { deadline: deadline_for(interval), periods, ..NvmlOptions::default() })?;
+        Self::open_only(interval, periods, &[])
+    }
+
+    /// Starts NVML for only these GPUs (NVML indices; empty: all); the others are not opened.
+    ///
+    /// # Errors
+    /// As [`LiveSource::open`].
+    pub fn open_only(interval: Duration, periods: TierPeriods, only: &[u32]) -> Result<Self, SourceError> {
+        let options =
+            NvmlOptions { deadline: deadline_for(interval), periods, only: only.to_vec(), ..NvmlOptions::default() };
+        let gpus = NvmlGpus::open_with(options)?;
         let host = HostSampler::new(HostRoot::default());
         let host_info = host.machine_info();
         let driver = gpus.driver_info();

@@ -13,6 +13,7 @@ pub mod live;
 pub mod nvml;
 pub mod replay;
 pub mod sampler;
+pub mod select;
 pub mod synthetic;
 pub mod xid;
 

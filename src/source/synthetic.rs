@@ -153,10 +153,18 @@ pub struct SyntheticSpec {
     /// sampler thread is busy while the UI must stay responsive. A measurement knob: `parse` sets it from the
     /// environment variable [`DELAY_ENV`] (0 when unset); `tick_at` never sleeps.
     pub slow_ms: u64,
+    /// After this many ticks, [`SyntheticSource::next_tick`] dies of SIGSEGV inside a marked GPM call on GPU 0, as
+    /// a driver library can: the crash path (terminal restore, message, recording kept) tested without a GPU.
+    /// `parse` sets it from the environment variable [`CRASH_ENV`].
+    pub crash_after_ticks: Option<u64>,
 }
 
 /// The environment variable that makes every synthetic sample slow (milliseconds), for latency measurements.
 pub const DELAY_ENV: &str = "GPUSIGHT_SYNTHETIC_DELAY_MS";
+
+/// The environment variable that makes the synthetic source crash after that many ticks (see
+/// [`SyntheticSpec::crash_after_ticks`]).
+pub const CRASH_ENV: &str = "GPUSIGHT_SYNTHETIC_CRASH_AFTER";
 
 /// The delay [`DELAY_ENV`] asks for; 0 when unset or not a whole number of milliseconds.
 fn delay_ms(value: Option<&str>) -> u64 {
@@ -198,6 +206,7 @@ impl SyntheticSpec {
             seed: 1,
             attach_pids: Vec::new(),
             slow_ms: delay_ms(std::env::var(DELAY_ENV).ok().as_deref()),
+            crash_after_ticks: std::env::var(CRASH_ENV).ok().and_then(|v| v.trim().parse().ok()),
         })
     }
 }
@@ -234,10 +243,19 @@ impl Source for SyntheticSource {
             // A measurement knob (see `SyntheticSpec::slow_ms`): this runs on the sampler thread, as NVML does.
             std::thread::sleep(std::time::Duration::from_millis(self.spec.slow_ms));
         }
+        if self.spec.crash_after_ticks.is_some_and(|n| self.n_ticks >= n) {
+            crash_like_a_driver();
+        }
         let tick = self.tick_at(self.n_ticks);
         self.n_ticks += 1;
         Ok(Some(tick))
     }
+}
+
+/// Dies of SIGSEGV on this thread inside a marked GPM call on GPU 0 (see [`SyntheticSpec::crash_after_ticks`]).
+fn crash_like_a_driver() {
+    let _running = crate::crash::enter(crate::crash::Family::Gpm, Some(0));
+    let _ = signal_hook::low_level::raise(signal_hook::consts::SIGSEGV);
 }
 
 fn machine_for(spec: &SyntheticSpec) -> MachineInfo {

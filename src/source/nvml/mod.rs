@@ -2,9 +2,10 @@
 //! the others.
 //!
 //! [`NvmlGpus::open`] starts NVML, reads the static [`GpuInfo`] of every GPU once and starts one worker thread
-//! per GPU (plus a PCIe-throughput thread per GPU and the Xid watch). [`NvmlGpus::read`] asks every worker to
-//! read and waits until a deadline; a GPU that has not answered by then is reported as
-//! [`GpuState::NotAnswering`] while the others are filled in.
+//! per GPU, a PCIe-throughput thread per GPU, one GPM thread for all GPUs (GPM calls must never overlap across
+//! GPUs: see [`gpm`]) and the Xid watch. [`NvmlGpus::read`] asks every worker to read and waits until a
+//! deadline; a GPU that has not answered by then is reported as [`GpuState::NotAnswering`] while the others are
+//! filled in. Which thread makes which NVML calls, and why, is in ARCHITECTURE.md ("NVML and threads").
 
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
@@ -18,6 +19,7 @@ use crate::source::xid::XidWatch;
 
 pub mod errors;
 pub mod fields;
+pub mod gpm;
 pub mod info;
 pub mod pcie;
 pub mod procs;
@@ -27,6 +29,10 @@ pub mod worker;
 pub use errors::open_error_message;
 pub use info::DriverInfo;
 pub use tiers::TierPeriods;
+
+use crate::crash::{self, Family};
+use gpm::{GpmMonitor, GpmReader, NvmlGpm};
+use tiers::Every;
 
 /// How long [`NvmlGpus::read`] waits for the GPUs by default.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_millis(400);
@@ -51,7 +57,7 @@ pub struct GpuReadout {
 }
 
 /// Options for [`NvmlGpus::open_with`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct NvmlOptions {
     /// How long a read waits for the GPUs before reporting the late ones as not answering.
     pub deadline: Duration,
@@ -59,11 +65,13 @@ pub struct NvmlOptions {
     pub periods: TierPeriods,
     /// Whether to watch for Xid/ECC events (NVML events and the kernel log).
     pub watch_xid: bool,
+    /// Read only these GPUs (NVML indices); empty: all. The others are not opened at all.
+    pub only: Vec<u32>,
 }
 
 impl Default for NvmlOptions {
     fn default() -> Self {
-        Self { deadline: DEFAULT_DEADLINE, periods: TierPeriods::default(), watch_xid: true }
+        Self { deadline: DEFAULT_DEADLINE, periods: TierPeriods::default(), watch_xid: true, only: Vec::new() }
     }
 }
 
@@ -87,6 +95,9 @@ pub struct NvmlGpus {
     seq: u64,
     deadline: Duration,
     xid: Option<XidWatch>,
+    /// The GPM thread, when GPM is on and some GPU supports it; asked for a round every `gpm_every`.
+    gpm: Option<GpmMonitor>,
+    gpm_every: Every,
     notes: Vec<String>,
 }
 
@@ -120,6 +131,7 @@ impl NvmlGpus {
     /// # Errors
     /// [`SourceError::NoDriver`] with one line naming what is missing (library, driver, permission).
     pub fn open_with(options: NvmlOptions) -> Result<Self, SourceError> {
+        let _running = crash::enter(Family::Open, None);
         let nvml = nvml()?;
         let mut notes = Vec::new();
         let driver = DriverInfo {
@@ -140,7 +152,9 @@ impl NvmlGpus {
         let mut gpus = Vec::new();
         let mut slots = Vec::new();
         let mut devices: Vec<(u32, Arc<Device<'static>>)> = Vec::new();
-        for index in 0..count {
+        let mut gpm_readers: Vec<(u32, Box<dyn GpmReader>)> = Vec::new();
+        for index in (0..count).filter(|i| options.only.is_empty() || options.only.contains(i)) {
+            let _running = crash::enter(Family::Open, Some(index));
             let device = match nvml.device_by_index(index) {
                 Ok(d) => Arc::new(d),
                 Err(e) => {
@@ -167,11 +181,36 @@ impl NvmlGpus {
             };
             let lost = requests.is_none();
             slots.push(Slot { index, requests, busy: false, lost });
+            if gpu.gpm_supported && options.periods.gpm_ms > 0 {
+                gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device)))));
+            }
             devices.push((index, device));
             gpus.push(gpu);
         }
+        // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
+        let gpm_stale_ms = (options.periods.gpm_ms * 3).max(10_000);
+        let gpm = if gpm_readers.is_empty() {
+            None
+        } else {
+            let monitor = GpmMonitor::start(gpm_readers, gpm_stale_ms);
+            if monitor.is_none() {
+                notes.push("could not start the GPM thread; SM activity is not read".to_string());
+            }
+            monitor
+        };
         let xid = options.watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
-        Ok(Self { driver, gpus, slots, replies, seq: 0, deadline: options.deadline, xid, notes })
+        Ok(Self {
+            driver,
+            gpus,
+            slots,
+            replies,
+            seq: 0,
+            deadline: options.deadline,
+            xid,
+            gpm,
+            gpm_every: Every::new(options.periods.gpm_ms),
+            notes,
+        })
     }
 
     /// The driver and library versions.
@@ -199,6 +238,12 @@ impl NvmlGpus {
     /// Reads every GPU at sample time `now_ms`, waiting at most `deadline` for them.
     pub fn read_within(&mut self, now_ms: UnixMs, deadline: Duration) -> GpuReadout {
         let mut out = GpuReadout { notes: std::mem::take(&mut self.notes), ..GpuReadout::default() };
+        if let Some(gpm) = &self.gpm {
+            if self.gpm_every.due(now_ms) {
+                gpm.request(now_ms);
+            }
+            out.notes.extend(gpm.take_notes());
+        }
         // Late answers to earlier requests: the worker is free again; its data is too old to use.
         while let Ok(late) = self.replies.try_recv() {
             self.settle(&late, &mut out.notes);
@@ -237,7 +282,8 @@ impl NvmlGpus {
         }
         for (slot, reply) in self.slots.iter().zip(fresh) {
             match reply {
-                Some(reply) => {
+                Some(mut reply) => {
+                    reply.tick.gpm = self.gpm.as_ref().and_then(|g| g.latest(slot.index, now_ms));
                     out.gpus.push(reply.tick);
                     out.gpu_processes.extend(reply.processes);
                 }

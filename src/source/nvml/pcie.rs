@@ -41,7 +41,7 @@ impl PcieMonitor {
         let shared = Arc::clone(&latest);
         std::thread::Builder::new()
             .name(format!("gpusight-pcie-{gpu_index}"))
-            .spawn(move || run(&device, &shared, &stop_rx, period))
+            .spawn(move || run(gpu_index, &device, &shared, &stop_rx, period))
             .ok()?;
         Some(Self { latest, stale_after: PCIE_STALE_AFTER.max(period * 3), _stop: stop_tx })
     }
@@ -63,7 +63,8 @@ impl PcieMonitor {
     }
 }
 
-fn run(device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<()>, period: Duration) {
+fn run(gpu_index: u32, device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<()>, period: Duration) {
+    let _running = crate::crash::enter(crate::crash::Family::Pcie, Some(gpu_index));
     let mut rx_ok = true;
     let mut tx_ok = true;
     loop {

@@ -32,48 +32,58 @@ impl Default for TierPeriods {
 pub struct Due {
     pub medium: bool,
     pub slow: bool,
-    pub gpm: bool,
 }
 
-/// Says which tiers are due, given the sample time. The first call makes every tier due.
+/// One period on the sample clock: due on the first call, then once each period has passed.
+#[derive(Debug, Clone, Copy)]
+pub struct Every {
+    period_ms: u64,
+    last_ms: Option<UnixMs>,
+}
+
+impl Every {
+    /// Due every `period_ms` of sample time.
+    #[must_use]
+    pub const fn new(period_ms: u64) -> Self {
+        Self { period_ms, last_ms: None }
+    }
+
+    /// Whether the period has passed at `now_ms`, and if so records a read at `now_ms`.
+    ///
+    /// Due when the period has passed, less a tenth of the period (at most [`MAX_EARLY_MS`]) so that a read arriving
+    /// a little early (sampling jitter) does not push it a whole interval later. A clock that went backwards makes it
+    /// due, so a stepped clock never stalls it.
+    pub fn due(&mut self, now_ms: UnixMs) -> bool {
+        let due = match self.last_ms {
+            None => true,
+            Some(prev) if now_ms < prev => true,
+            Some(prev) => now_ms - prev + (self.period_ms / 10).min(MAX_EARLY_MS) >= self.period_ms,
+        };
+        if due {
+            self.last_ms = Some(now_ms);
+        }
+        due
+    }
+}
+
+/// Says which of the workers' tiers are due, given the sample time. The first call makes every tier due. (GPM has
+/// its own [`Every`] on the reader's side, which asks the GPM thread.)
 #[derive(Debug, Clone)]
 pub struct TierScheduler {
-    periods: TierPeriods,
-    last_medium_ms: Option<UnixMs>,
-    last_slow_ms: Option<UnixMs>,
-    last_gpm_ms: Option<UnixMs>,
+    medium: Every,
+    slow: Every,
 }
 
 impl TierScheduler {
     /// A scheduler with these periods; nothing has been read yet.
     #[must_use]
     pub fn new(periods: TierPeriods) -> Self {
-        Self { periods, last_medium_ms: None, last_slow_ms: None, last_gpm_ms: None }
+        Self { medium: Every::new(periods.medium_ms), slow: Every::new(periods.slow_ms) }
     }
 
     /// The tiers due at `now_ms`, and records them as read.
-    ///
-    /// A tier is due when its period has passed, less a tenth of the period (at most [`MAX_EARLY_MS`]) so that a read arriving a little
-    /// early (sampling jitter) does not push the tier a whole interval later. A clock that went backwards makes
-    /// the tier due, so a stepped clock never stalls it.
     pub fn due(&mut self, now_ms: UnixMs) -> Due {
-        Due {
-            medium: Self::check(&mut self.last_medium_ms, self.periods.medium_ms, now_ms),
-            slow: Self::check(&mut self.last_slow_ms, self.periods.slow_ms, now_ms),
-            gpm: Self::check(&mut self.last_gpm_ms, self.periods.gpm_ms, now_ms),
-        }
-    }
-
-    fn check(last: &mut Option<UnixMs>, period_ms: u64, now_ms: UnixMs) -> bool {
-        let due = match *last {
-            None => true,
-            Some(prev) if now_ms < prev => true,
-            Some(prev) => now_ms - prev + (period_ms / 10).min(MAX_EARLY_MS) >= period_ms,
-        };
-        if due {
-            *last = Some(now_ms);
-        }
-        due
+        Due { medium: self.medium.due(now_ms), slow: self.slow.due(now_ms) }
     }
 }
 
@@ -100,8 +110,8 @@ mod tests {
     #[test]
     fn first_read_makes_everything_due() {
         let mut s = TierScheduler::new(TierPeriods::default());
-        assert_eq!(s.due(5), Due { medium: true, slow: true, gpm: true });
-        assert_eq!(s.due(6), Due { medium: false, slow: false, gpm: false });
+        assert_eq!(s.due(5), Due { medium: true, slow: true });
+        assert_eq!(s.due(6), Due { medium: false, slow: false });
     }
 
     #[test]
@@ -136,8 +146,8 @@ mod tests {
 
     #[test]
     fn gpm_is_read_every_two_seconds_at_10_hz() {
-        let mut s = TierScheduler::new(TierPeriods::default());
-        let gpm_reads: Vec<u64> = (0..60u64).map(|i| i * 100).filter(|&t| s.due(t).gpm).collect();
+        let mut gpm = Every::new(TierPeriods::default().gpm_ms);
+        let gpm_reads: Vec<u64> = (0..60u64).map(|i| i * 100).filter(|&t| gpm.due(t)).collect();
         // A tenth of the period may come early (sampling jitter), so reads land 1.8–2 s apart.
         assert_eq!(gpm_reads, vec![0, 1_800, 3_600, 5_400]);
     }
@@ -146,6 +156,6 @@ mod tests {
     fn clock_going_back_makes_due() {
         let mut s = TierScheduler::new(TierPeriods::default());
         s.due(10_000);
-        assert_eq!(s.due(4_000), Due { medium: true, slow: true, gpm: true });
+        assert_eq!(s.due(4_000), Due { medium: true, slow: true });
     }
 }

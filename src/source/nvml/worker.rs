@@ -7,19 +7,17 @@ use std::time::Duration;
 
 use nvml_wrapper::enum_wrappers::device::{Clock, EccCounter, MemoryError, TemperatureSensor};
 use nvml_wrapper::enums::device::UsedGpuMemory;
-use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::structs::device::FieldId;
-use nvml_wrapper::{Device, GpmSample, Nvml};
+use nvml_wrapper::{Device, Nvml};
 
 use super::errors::FieldMemo;
-use super::fields::{THROTTLE_COUNTER_FIELDS, answer_matches, as_counter, gpm_pct, throttle_counters};
+use super::fields::{THROTTLE_COUNTER_FIELDS, answer_matches, as_counter, throttle_counters};
 use super::pcie::PcieMonitor;
 use super::procs::{ProcUtilTracker, RawProcess, RawUtilSample, merge_processes};
 use super::tiers::{TierPeriods, TierScheduler};
-use crate::sample::{
-    EccCounts, GpmMetrics, GpuInfo, GpuProcess, GpuState, GpuTick, RemappedRows, ThrottleCounters, UnixMs,
-};
+use crate::crash::{self, Family};
+use crate::sample::{EccCounts, GpuInfo, GpuProcess, GpuState, GpuTick, RemappedRows, ThrottleCounters, UnixMs};
 
 /// The readings a GPU can fail to give, each memoised on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -53,15 +51,6 @@ pub enum Field {
     RemappedRows,
     PcieReplay,
 }
-
-/// The GPM metrics we ask for, in the order of [`GpmMetrics`]'s fields.
-const GPM_METRICS: [GpmMetricId; 5] = [
-    GpmMetricId::SmUtil,
-    GpmMetricId::SmOccupancy,
-    GpmMetricId::AnyTensorUtil,
-    GpmMetricId::DramBwUtil,
-    GpmMetricId::GraphicsUtil,
-];
 
 /// A request to read at this sample time.
 #[derive(Debug, Clone, Copy)]
@@ -102,9 +91,6 @@ pub struct GpuReader {
     remapped_rows: Option<RemappedRows>,
     retired_pages_pending: Option<bool>,
     pcie_replay_count: Option<u64>,
-    gpm_prev: Option<GpmSample<'static>>,
-    /// The last GPM metrics, repeated on ticks between GPM reads.
-    gpm: Option<GpmMetrics>,
     pcie: Option<PcieMonitor>,
 }
 
@@ -119,9 +105,6 @@ impl GpuReader {
         periods: TierPeriods,
     ) -> Self {
         let mut memo = FieldMemo::new(info.index);
-        if !info.gpm_supported {
-            memo.mark_unsupported(Field::Gpm);
-        }
         if info.ecc_enabled == Some(false) {
             for f in [
                 Field::EccVolatileCorrected,
@@ -157,8 +140,6 @@ impl GpuReader {
             remapped_rows: None,
             retired_pages_pending: None,
             pcie_replay_count: None,
-            gpm_prev: None,
-            gpm: None,
             pcie,
         }
     }
@@ -172,10 +153,6 @@ impl GpuReader {
         }
         let due = self.schedule.due(now_ms);
         self.read_fast(&mut tick);
-        if due.gpm {
-            self.gpm = self.read_gpm();
-        }
-        tick.gpm = self.gpm;
         if due.medium {
             self.read_medium();
         }
@@ -214,6 +191,7 @@ impl GpuReader {
     }
 
     fn read_fast(&mut self, tick: &mut GpuTick) {
+        let _running = crash::enter(Family::Fast, Some(self.index));
         let d = &self.device;
         let m = &mut self.memo;
         if let Some(u) = m.call(Field::Util, || d.utilization_rates()) {
@@ -237,31 +215,9 @@ impl GpuReader {
         tick.fan_pct = m.call(Field::Fan, || d.fan_speed(0));
     }
 
-    fn read_gpm(&mut self) -> Option<GpmMetrics> {
-        let d = &self.device;
-        let sample = self.memo.call(Field::Gpm, || d.gpm_sample())?;
-        let prev = self.gpm_prev.replace(sample)?;
-        let current = self.gpm_prev.as_ref()?;
-        let nvml = self.nvml;
-        let results =
-            self.memo.call(Field::Gpm, || nvml_wrapper::gpm::gpm_metrics_get(nvml, &prev, current, &GPM_METRICS))?;
-        let value = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).and_then(|r| gpm_pct(r.value));
-        let metrics = GpmMetrics {
-            sm_active_pct: value(0),
-            sm_occupancy_pct: value(1),
-            tensor_active_pct: value(2),
-            dram_active_pct: value(3),
-            gr_engine_active_pct: value(4),
-        };
-        let any = [metrics.sm_active_pct, metrics.sm_occupancy_pct, metrics.tensor_active_pct, metrics.dram_active_pct]
-            .iter()
-            .chain(std::iter::once(&metrics.gr_engine_active_pct))
-            .any(Option::is_some);
-        any.then_some(metrics)
-    }
-
     fn read_medium(&mut self) {
         self.read_processes();
+        let _running = crash::enter(Family::Fields, Some(self.index));
         let d = &self.device;
         let m = &mut self.memo;
         self.enc_util_pct = m.call(Field::EncUtil, || d.encoder_utilization()).map(|u| u.utilization);
@@ -270,6 +226,7 @@ impl GpuReader {
     }
 
     fn read_processes(&mut self) {
+        let _running = crash::enter(Family::Processes, Some(self.index));
         let d = &self.device;
         let m = &mut self.memo;
         let to_raw = |list: Vec<nvml_wrapper::struct_wrappers::device::ProcessInfo>| -> Vec<RawProcess> {
@@ -354,6 +311,7 @@ impl GpuReader {
     }
 
     fn read_slow(&mut self) {
+        let _running = crash::enter(Family::Health, Some(self.index));
         let d = &self.device;
         let m = &mut self.memo;
         // Energy costs ~3 ms of driver time per read on an H200 and nothing needs it fresher: power is read each

@@ -131,6 +131,7 @@ fn run(
     status: &AtomicU8,
     stop: &AtomicBool,
 ) {
+    let _running = crate::crash::enter(crate::crash::Family::Events, None);
     let Some((set, registered)) = register(nvml, devices, notes) else {
         status.store(STATUS_UNAVAILABLE, Ordering::Relaxed);
         return;

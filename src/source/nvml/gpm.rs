@@ -1,0 +1,350 @@
+//! GPM (GPU Performance Monitoring) for every GPU, on one thread of its own.
+//!
+//! NVML's GPM calls cannot run at the same time on two GPUs: on two H200s (driver 580.159.04) one GPU's
+//! `nvmlGpmMetricsGet` while the other GPU's `nvmlGpmSampleGet` was running crashed inside libnvidia-ml with
+//! SIGSEGV within seconds, 4 runs in 5. So the GPM calls (sample alloc, get, free, metrics get) are made by this
+//! thread alone, one GPU after the other: two of them cannot overlap because there is only one caller. The GPU
+//! workers never call GPM; they take the latest metrics from [`GpmMonitor::latest`] without waiting.
+//!
+//! A GPM call that hangs holds up GPM alone: the workers keep reading everything else, GPM requests made while the
+//! thread is busy are dropped (never queued), and metrics older than [`GpmMonitor`]'s staleness limit read as
+//! unknown.
+
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use nvml_wrapper::enums::gpm::GpmMetricId;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::{Device, GpmSample, Nvml};
+
+use super::errors::FieldMemo;
+use super::fields::gpm_pct;
+use super::worker::Field;
+use crate::crash::{self, Family};
+use crate::sample::{GpmMetrics, UnixMs};
+
+/// The GPM metrics asked for, in the order of [`GpmMetrics`]'s fields.
+const GPM_METRICS: [GpmMetricId; 5] = [
+    GpmMetricId::SmUtil,
+    GpmMetricId::SmOccupancy,
+    GpmMetricId::AnyTensorUtil,
+    GpmMetricId::DramBwUtil,
+    GpmMetricId::GraphicsUtil,
+];
+
+/// One GPU's GPM reads. Implemented over NVML by [`NvmlGpm`]; tests give instrumented fakes.
+pub trait GpmReader: Send + 'static {
+    /// Takes a sample and returns the metrics between it and the previous one (`None` for the first).
+    ///
+    /// # Errors
+    /// What NVML said.
+    fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError>;
+}
+
+/// GPM over NVML for one device. Its samples are allocated, filled, compared and freed on the GPM thread only.
+#[derive(Debug)]
+pub struct NvmlGpm {
+    nvml: &'static Nvml,
+    device: Arc<Device<'static>>,
+    previous: Option<GpmSample<'static>>,
+}
+
+impl NvmlGpm {
+    /// A reader for this device.
+    #[must_use]
+    pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>) -> Self {
+        Self { nvml, device, previous: None }
+    }
+}
+
+impl GpmReader for NvmlGpm {
+    fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
+        let sample = self.device.gpm_sample()?;
+        // The sample two reads back is freed here, on this thread, when `replace` hands it back and it drops.
+        let Some(previous) = self.previous.replace(sample) else { return Ok(None) };
+        let Some(current) = self.previous.as_ref() else { return Ok(None) };
+        let results = nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &GPM_METRICS)?;
+        drop(previous);
+        let value = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).and_then(|r| gpm_pct(r.value));
+        let metrics = GpmMetrics {
+            sm_active_pct: value(0),
+            sm_occupancy_pct: value(1),
+            tensor_active_pct: value(2),
+            dram_active_pct: value(3),
+            gr_engine_active_pct: value(4),
+        };
+        let any = [
+            metrics.sm_active_pct,
+            metrics.sm_occupancy_pct,
+            metrics.tensor_active_pct,
+            metrics.dram_active_pct,
+            metrics.gr_engine_active_pct,
+        ]
+        .iter()
+        .any(Option::is_some);
+        Ok(any.then_some(metrics))
+    }
+}
+
+/// The latest metrics of one GPU and the sample time of the request that produced them.
+#[derive(Debug, Clone, Copy, Default)]
+struct Latest {
+    metrics: Option<GpmMetrics>,
+    at_ms: Option<UnixMs>,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    latest: Vec<Latest>,
+    notes: Vec<String>,
+}
+
+/// One GPU on the GPM thread.
+struct Entry {
+    index: u32,
+    reader: Box<dyn GpmReader>,
+    memo: FieldMemo<Field>,
+}
+
+/// The workers' side of the GPM thread. Dropping it ends the thread after the round it is in.
+#[derive(Debug)]
+pub struct GpmMonitor {
+    /// NVML indices, in slot order.
+    indices: Vec<u32>,
+    requests: SyncSender<UnixMs>,
+    shared: Arc<Mutex<Shared>>,
+    stale_ms: u64,
+}
+
+impl GpmMonitor {
+    /// Starts the thread for these GPUs (NVML index and reader). Metrics older than `stale_ms` (sample time) read
+    /// as unknown. `None` if the thread could not be spawned.
+    #[must_use]
+    pub fn start(gpus: Vec<(u32, Box<dyn GpmReader>)>, stale_ms: u64) -> Option<Self> {
+        let indices: Vec<u32> = gpus.iter().map(|(i, _)| *i).collect();
+        let shared = Arc::new(Mutex::new(Shared { latest: vec![Latest::default(); gpus.len()], notes: Vec::new() }));
+        // Room for one request: a request made while a round is running waits for the next round, and any more
+        // are dropped, so a hung call never builds a queue.
+        let (requests, rx) = mpsc::sync_channel(1);
+        let entries: Vec<Entry> =
+            gpus.into_iter().map(|(index, reader)| Entry { index, reader, memo: FieldMemo::new(index) }).collect();
+        let thread_shared = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("gpusight-gpm".to_string())
+            .spawn(move || run(entries, &rx, &thread_shared))
+            .ok()?;
+        Some(Self { indices, requests, shared, stale_ms })
+    }
+
+    /// Asks for a round of GPM reads for sample time `now_ms`. Never blocks: if a round is already waiting, this
+    /// request is dropped.
+    pub fn request(&self, now_ms: UnixMs) {
+        match self.requests.try_send(now_ms) {
+            Ok(()) | Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// The latest metrics of the GPU with this NVML index, unless older than the staleness limit at `now_ms`.
+    #[must_use]
+    pub fn latest(&self, index: u32, now_ms: UnixMs) -> Option<GpmMetrics> {
+        let slot = self.indices.iter().position(|&i| i == index)?;
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let latest = shared.latest.get(slot)?;
+        let at_ms = latest.at_ms?;
+        // A clock that stepped back leaves `at_ms` in the future: keep the value rather than hide it.
+        (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.metrics).flatten()
+    }
+
+    /// Notes raised on the GPM thread since the last call (a GPU without GPM, a failed call).
+    pub fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut self.shared.lock().unwrap_or_else(PoisonError::into_inner).notes)
+    }
+}
+
+fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shared>) {
+    while let Ok(now_ms) = requests.recv() {
+        for (slot, entry) in entries.iter_mut().enumerate() {
+            if entry.memo.is_lost() || !entry.memo.should_ask(Field::Gpm) {
+                continue;
+            }
+            let read = {
+                let _running = crash::enter(Family::Gpm, Some(entry.index));
+                let reader = &mut entry.reader;
+                entry.memo.call(Field::Gpm, || reader.read())
+            };
+            let notes = entry.memo.take_notes();
+            let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
+            shared.notes.extend(notes);
+            if let (Some(Some(metrics)), Some(latest)) = (read, shared.latest.get_mut(slot)) {
+                *latest = Latest { metrics: Some(metrics), at_ms: Some(now_ms) };
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Barrier, mpsc};
+
+    use super::*;
+
+    /// Counts how many GPM reads are running at once across every fake GPU, and the most ever seen.
+    #[derive(Debug, Default)]
+    struct Overlap {
+        running: AtomicUsize,
+        most: AtomicUsize,
+        reads: AtomicUsize,
+    }
+
+    /// A fake GPU whose read stays "inside the driver" long enough for another thread to come in if it could.
+    struct FakeGpu {
+        overlap: Arc<Overlap>,
+        value: f32,
+        done: mpsc::Sender<()>,
+    }
+
+    impl GpmReader for FakeGpu {
+        fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
+            let now = self.overlap.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.overlap.most.fetch_max(now, Ordering::SeqCst);
+            // Stay inside: give every other thread many chances to run.
+            for _ in 0..200 {
+                std::thread::yield_now();
+            }
+            self.overlap.running.fetch_sub(1, Ordering::SeqCst);
+            self.overlap.reads.fetch_add(1, Ordering::SeqCst);
+            let _ = self.done.send(());
+            Ok(Some(GpmMetrics { sm_active_pct: Some(self.value), ..GpmMetrics::default() }))
+        }
+    }
+
+    #[test]
+    fn gpm_calls_of_eight_gpus_never_overlap_when_read_from_eight_threads() {
+        const GPUS: u32 = 8;
+        const ROUNDS: usize = 20;
+        let overlap = Arc::new(Overlap::default());
+        let (done_tx, done_rx) = mpsc::channel();
+        let gpus: Vec<(u32, Box<dyn GpmReader>)> = (0..GPUS)
+            .map(|i| {
+                let fake = FakeGpu { overlap: Arc::clone(&overlap), value: i as f32, done: done_tx.clone() };
+                (i, Box::new(fake) as Box<dyn GpmReader>)
+            })
+            .collect();
+        let monitor = Arc::new(GpmMonitor::start(gpus, u64::MAX).expect("thread"));
+        // Eight worker threads, one per GPU, each asking for rounds and reading their GPU's latest metrics at the
+        // same moments, as the per-GPU workers do.
+        let barrier = Arc::new(Barrier::new(GPUS as usize));
+        let workers: Vec<_> = (0..GPUS)
+            .map(|gpu| {
+                let (monitor, barrier) = (Arc::clone(&monitor), Arc::clone(&barrier));
+                std::thread::spawn(move || {
+                    for round in 0..ROUNDS {
+                        barrier.wait();
+                        monitor.request(round as u64);
+                        let _ = monitor.latest(gpu, round as u64);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().expect("worker");
+        }
+        // At least one whole round ran (requests made while a round runs are dropped, by design).
+        for _ in 0..GPUS {
+            done_rx.recv().expect("a read");
+        }
+        assert_eq!(overlap.most.load(Ordering::SeqCst), 1, "two GPM reads ran at the same time");
+        assert!(overlap.reads.load(Ordering::SeqCst) >= GPUS as usize);
+    }
+
+    #[test]
+    fn the_instrument_sees_overlap_when_eight_threads_call_gpm_directly() {
+        // The control for the test above: were the workers to call GPM themselves, as they did before the GPM
+        // thread, the instrument would see two reads at once.
+        let overlap = Arc::new(Overlap::default());
+        let (done_tx, _done_rx) = mpsc::channel();
+        for _ in 0..50 {
+            let barrier = Arc::new(Barrier::new(8));
+            let threads: Vec<_> = (0..8)
+                .map(|i| {
+                    let mut fake = FakeGpu { overlap: Arc::clone(&overlap), value: i as f32, done: done_tx.clone() };
+                    let barrier = Arc::clone(&barrier);
+                    std::thread::spawn(move || {
+                        barrier.wait();
+                        let _ = fake.read();
+                    })
+                })
+                .collect();
+            for t in threads {
+                t.join().expect("thread");
+            }
+            if overlap.most.load(Ordering::SeqCst) > 1 {
+                return;
+            }
+        }
+        panic!("eight threads calling at once never overlapped: the instrument cannot see overlap");
+    }
+
+    /// A fake GPU that hangs until told to go on.
+    struct HangingGpu {
+        go_on: Receiver<()>,
+        entered: mpsc::Sender<()>,
+    }
+
+    impl GpmReader for HangingGpu {
+        fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
+            let _ = self.entered.send(());
+            let _ = self.go_on.recv();
+            Ok(Some(GpmMetrics::default()))
+        }
+    }
+
+    #[test]
+    fn a_hung_gpm_call_never_blocks_the_caller_and_its_metrics_go_stale() {
+        let (go_tx, go_rx) = mpsc::channel();
+        let (entered_tx, entered_rx) = mpsc::channel();
+        let (done_tx, _done_rx) = mpsc::channel();
+        let overlap = Arc::new(Overlap::default());
+        let gpus: Vec<(u32, Box<dyn GpmReader>)> = vec![
+            (0, Box::new(FakeGpu { overlap, value: 42.0, done: done_tx })),
+            (1, Box::new(HangingGpu { go_on: go_rx, entered: entered_tx })),
+        ];
+        let monitor = GpmMonitor::start(gpus, 5_000).expect("thread");
+        monitor.request(1_000);
+        entered_rx.recv().expect("GPU 1 entered its read");
+        // GPU 0 was read before GPU 1 hung.
+        assert_eq!(monitor.latest(0, 1_000).and_then(|m| m.sm_active_pct), Some(42.0));
+        // Requests while hung return at once and do not pile up.
+        for t in 0..1_000 {
+            monitor.request(2_000 + t);
+        }
+        // Past the staleness limit the value is unknown, not a frozen number.
+        assert_eq!(monitor.latest(0, 6_001), None);
+        assert_eq!(monitor.latest(7, 1_000), None, "no such GPU");
+        go_tx.send(()).expect("release");
+    }
+
+    struct Unsupported;
+
+    impl GpmReader for Unsupported {
+        fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
+            Err(NvmlError::NotSupported)
+        }
+    }
+
+    #[test]
+    fn a_gpu_without_gpm_is_asked_once() {
+        let (done_tx, done_rx) = mpsc::channel();
+        let overlap = Arc::new(Overlap::default());
+        let gpus: Vec<(u32, Box<dyn GpmReader>)> =
+            vec![(0, Box::new(Unsupported)), (1, Box::new(FakeGpu { overlap, value: 7.0, done: done_tx }))];
+        let monitor = GpmMonitor::start(gpus, 10_000).expect("thread");
+        monitor.request(0);
+        done_rx.recv().expect("GPU 1 read");
+        monitor.request(1);
+        done_rx.recv().expect("GPU 1 read again");
+        assert_eq!(monitor.latest(0, 1), None);
+        assert_eq!(monitor.latest(1, 1).and_then(|m| m.sm_active_pct), Some(7.0));
+    }
+}
