@@ -103,6 +103,10 @@ pub struct GpuReport {
     pub temp_slowdown_c: Option<u32>,
     pub persistence_mode: Option<bool>,
     pub ecc_enabled: Option<bool>,
+    /// Active NVLink links.
+    pub nvlinks_active: Option<u32>,
+    /// How this GPU reaches each other GPU (NVLink links, PCIe path), as `nvidia-smi topo -m` says it.
+    pub peers: Vec<crate::sample::GpuPeer>,
     pub power_w: Option<Summary>,
     pub temp_c: Option<Summary>,
     pub sm_clock_mhz: Option<Summary>,
@@ -182,6 +186,8 @@ fn gpu_report(info: &GpuInfo, series: Option<&GpuSeries>, history: &History, bas
         temp_slowdown_c: info.temp_slowdown_c,
         persistence_mode: info.persistence_mode,
         ecc_enabled: info.ecc_enabled,
+        nvlinks_active: info.nvlinks_active,
+        peers: info.peers.clone(),
         power_w: series.and_then(|s| summary(&s.power_mw, 0.001)),
         temp_c: series.and_then(|s| summary(&s.temp_c, 1.0)),
         sm_clock_mhz: series.and_then(|s| summary(&s.sm_clock_mhz, 1.0)),

@@ -99,6 +99,67 @@ pub struct GpuInfo {
     pub display_active: Option<bool>,
     /// Whether the GPU has GPM metrics (Hopper and newer).
     pub gpm_supported: bool,
+    /// Active NVLink links of this GPU (0 without NVLink); `None` when unknown.
+    pub nvlinks_active: Option<u32>,
+    /// How this GPU reaches each other GPU, as `nvidia-smi topo -m` says it.
+    pub peers: Vec<GpuPeer>,
+}
+
+/// How one GPU reaches another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct GpuPeer {
+    /// The other GPU's NVML index.
+    pub index: u32,
+    /// NVLink links that reach it (directly, or through NVSwitch); 0 when peer-to-peer over NVLink is not possible.
+    pub nvlinks: Option<u32>,
+    /// The closest PCIe ancestor the two share.
+    pub pcie: Option<PciePath>,
+}
+
+/// The closest PCIe ancestor two GPUs share, in `nvidia-smi topo -m`'s terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PciePath {
+    /// Two GPUs on one board.
+    Board,
+    /// At most one PCIe bridge (PIX).
+    Bridge,
+    /// Several PCIe bridges, no host bridge (PXB).
+    Bridges,
+    /// Through a PCIe host bridge (PHB).
+    HostBridge,
+    /// Between host bridges within one NUMA node (NODE).
+    Node,
+    /// Across NUMA nodes, over the CPU interconnect (SYS).
+    System,
+}
+
+impl PciePath {
+    /// `nvidia-smi topo -m`'s code.
+    #[must_use]
+    pub const fn code(self) -> &'static str {
+        match self {
+            Self::Board => "BOARD",
+            Self::Bridge => "PIX",
+            Self::Bridges => "PXB",
+            Self::HostBridge => "PHB",
+            Self::Node => "NODE",
+            Self::System => "SYS",
+        }
+    }
+}
+
+impl GpuPeer {
+    /// The connection as `nvidia-smi topo -m` prints it: `NV18` over NVLink, otherwise the PCIe code.
+    #[must_use]
+    pub fn label(&self) -> String {
+        match (self.nvlinks, self.pcie) {
+            (Some(n), _) if n > 0 => format!("NV{n}"),
+            (_, Some(p)) => p.code().to_owned(),
+            _ => "?".to_owned(),
+        }
+    }
 }
 
 /// What was read at one moment.

@@ -3,8 +3,44 @@
 use std::fmt::Write as _;
 
 use super::{GpuReport, Report, Summary, size, span};
+use crate::sample::GpuPeer;
 
 const UNKNOWN: &str = "unknown";
+
+/// The GPU-to-GPU matrix of `nvidia-smi topo -m` (NV# over NVLink, else the shared PCIe ancestor), with each
+/// GPU's NUMA node and local CPUs; only with two GPUs or more.
+fn topology(out: &mut String, report: &Report) {
+    if report.gpus.len() < 2 {
+        return;
+    }
+    out.push_str("\n## Topology\n\nAs `nvidia-smi topo -m`: NV# = peer-to-peer over # NVLink links; PIX, PXB, PHB, NODE, SYS = the PCIe path.\n\n|");
+    for g in &report.gpus {
+        let _ = write!(out, " | GPU{}", g.index);
+    }
+    out.push_str(" | NVLinks up | NUMA node | Local CPUs |\n|---|");
+    for _ in 0..report.gpus.len() + 3 {
+        out.push_str("---|");
+    }
+    out.push('\n');
+    for g in &report.gpus {
+        let _ = write!(out, "| GPU{}", g.index);
+        for other in &report.gpus {
+            let cell = if other.index == g.index {
+                "X".to_owned()
+            } else {
+                g.peers.iter().find(|p| p.index == other.index).map_or_else(|| UNKNOWN.to_owned(), GpuPeer::label)
+            };
+            let _ = write!(out, " | {cell}");
+        }
+        let _ = writeln!(
+            out,
+            " | {} | {} | {} |",
+            or_unknown(g.nvlinks_active),
+            or_unknown(g.numa_node),
+            or_unknown(g.local_cpus.as_deref())
+        );
+    }
+}
 
 fn or_unknown<T: ToString>(value: Option<T>) -> String {
     value.map_or_else(|| UNKNOWN.to_owned(), |v| v.to_string())
@@ -148,6 +184,7 @@ pub fn render(report: &Report) -> String {
     row(&mut out, "CUDA driver version", &or_unknown(h.cuda_driver_version.as_deref()));
     row(&mut out, "NVML version", &or_unknown(h.nvml_version.as_deref()));
     row(&mut out, "GPUs", &report.gpus.len().to_string());
+    topology(&mut out, report);
     for g in &report.gpus {
         gpu_section(&mut out, g, report);
     }

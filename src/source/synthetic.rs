@@ -7,7 +7,7 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::sample::{
+use crate::sample::{GpuPeer, PciePath, 
     CpuBreakdown, GpmMetrics, GpuInfo, GpuProcess, GpuState, GpuTick, HostProcess, HostTick, MachineInfo, ProcessKind,
     ProcessRole, Psi, SourceHealth, SourceKind, ThrottleCounters, Tick, UnixMs, throttle,
 };
@@ -292,6 +292,21 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
                 ecc_enabled: Some(true),
                 display_active: Some(false),
                 gpm_supported: workload != Workload::Lost || index > 0,
+                // An HGX board: every GPU reaches every other over 18 NVLinks through NVSwitch; PCIe paths cross
+                // the CPU interconnect between the two NUMA halves.
+                nvlinks_active: Some(18),
+                peers: (0..spec.n_gpus)
+                    .filter(|&peer| peer != index)
+                    .map(|peer| GpuPeer {
+                        index: peer,
+                        nvlinks: Some(18),
+                        pcie: Some(if (peer >= spec.n_gpus.div_ceil(2)) == (node == 1) {
+                            PciePath::Node
+                        } else {
+                            PciePath::System
+                        }),
+                    })
+                    .collect(),
             }
         })
         .collect();

@@ -8,7 +8,7 @@ use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureThreshold};
 use nvml_wrapper::error::NvmlError;
 
 use crate::host::parse::parse_cpulist;
-use crate::sample::GpuInfo;
+use crate::sample::{GpuInfo, GpuPeer, PciePath};
 
 /// The driver and library versions, read once.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -133,6 +133,82 @@ pub fn read_gpu_info(index: u32, device: &Device<'_>, notes: &mut Vec<String>) -
         ecc_enabled: device.is_ecc_enabled().ok().map(|e| e.currently_enabled),
         display_active: device.is_display_active().ok(),
         gpm_supported: device.gpm_support().unwrap_or(false),
+        nvlinks_active: active_nvlinks(device),
+        peers: Vec::new(),
+    }
+}
+
+/// NVLink link slots NVML knows (`NVML_NVLINK_MAX_LINKS`).
+const MAX_NVLINKS: u32 = 18;
+
+/// How many NVLink links of this GPU are up; `None` when NVML does not say for the first link.
+fn active_nvlinks(device: &Device<'_>) -> Option<u32> {
+    let mut active = 0;
+    for link in 0..MAX_NVLINKS {
+        match device.link_wrapper_for(link).is_active() {
+            Ok(true) => active += 1,
+            Ok(false) => {}
+            Err(_) if link == 0 => return None,
+            Err(_) => break,
+        }
+    }
+    Some(active)
+}
+
+/// NVLink links of `device` whose far end is the GPU with this PCI bus id.
+fn direct_nvlinks(device: &Device<'_>, peer_bus: Option<(u32, u32, u32)>) -> u32 {
+    let mut direct = 0;
+    for link in 0..MAX_NVLINKS {
+        let wrapper = device.link_wrapper_for(link);
+        if !wrapper.is_active().unwrap_or(false) {
+            continue;
+        }
+        let remote = wrapper.remote_pci_info().ok().map(|p| (p.domain, p.bus, p.device));
+        if remote.is_some() && remote == peer_bus {
+            direct += 1;
+        }
+    }
+    direct
+}
+
+/// Fills in each GPU's `peers`: NVLink links to the other GPU (directly, or all of them when the two reach each
+/// other over NVLink through NVSwitch) and the closest PCIe ancestor the two share. Called once at start-up.
+pub fn read_topology(
+    nvml: &nvml_wrapper::Nvml,
+    gpus: &mut [GpuInfo],
+    devices: &[(u32, std::sync::Arc<Device<'static>>)],
+) {
+    use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, P2pStatus, TopologyLevel};
+    let bus = |index: u32| gpus.iter().find(|g| g.index == index).and_then(|g| parse_bus_id(&g.pci_bus_id));
+    let mut peers: Vec<(u32, GpuPeer)> = Vec::new();
+    for (a, da) in devices {
+        let active = gpus.iter().find(|g| g.index == *a).and_then(|g| g.nvlinks_active).unwrap_or(0);
+        for (b, db) in devices.iter().filter(|(b, _)| b != a) {
+            // nvml-wrapper takes the other device by value: a second handle to it, from its index.
+            let other = nvml.device_by_index(*b).ok();
+            let pcie = other.and_then(|o| da.topology_common_ancestor(o).ok()).map(|level| match level {
+                TopologyLevel::Internal => PciePath::Board,
+                TopologyLevel::Single => PciePath::Bridge,
+                TopologyLevel::Multiple => PciePath::Bridges,
+                TopologyLevel::HostBridge => PciePath::HostBridge,
+                TopologyLevel::Node => PciePath::Node,
+                TopologyLevel::System => PciePath::System,
+            });
+            let nvlinks = if active == 0 {
+                Some(0)
+            } else {
+                let direct = direct_nvlinks(da, bus(*b));
+                let over_nvlink = matches!(da.p2p_status(db, P2pCapabilitiesIndex::NvLink), Ok(P2pStatus::Ok));
+                // Through NVSwitch every active link reaches every peer, as nvidia-smi counts them.
+                Some(if direct > 0 { direct } else if over_nvlink { active } else { 0 })
+            };
+            peers.push((*a, GpuPeer { index: *b, nvlinks, pcie }));
+        }
+    }
+    for (a, peer) in peers {
+        if let Some(g) = gpus.iter_mut().find(|g| g.index == a) {
+            g.peers.push(peer);
+        }
     }
 }
 

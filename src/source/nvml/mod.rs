@@ -187,6 +187,7 @@ impl NvmlGpus {
             devices.push((index, device));
             gpus.push(gpu);
         }
+        info::read_topology(nvml, &mut gpus, &devices);
         // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
         let gpm_stale_ms = (options.periods.gpm_ms * 3).max(10_000);
         let gpm = if gpm_readers.is_empty() {
