@@ -14,7 +14,7 @@
 //! - [`sample`]: the plain data every part shares: `MachineInfo` (read once), `Tick` (each sample), `Snapshot`.
 //! - [`source`]: where ticks come from: [`source::nvml`] (live), [`source::replay`] (recordings),
 //!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
-//!   [`source::xid`] (Xid/ECC events).
+//!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`).
 //! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs.
 //! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history.
@@ -22,7 +22,7 @@
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics and the fleet view.
 //! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
-//!   [`cli::main`].
+//!   [`cli::main`]. [`crash`]: what a fatal signal inside a driver library leaves behind.
 //!
 //! # Architecture invariants
 //!
@@ -33,7 +33,10 @@
 //! - Units are in names and types: `power_mw`, `mem_used_bytes`, `util_pct`, `interval: Duration`.
 //! - Replay and synthetic data go through the same pipeline as live data; nothing branches on the source
 //!   except the header that says which it is.
-//! - One module owns terminal setup and restore; a panic restores the terminal before printing.
+//! - One module owns terminal setup and restore; a panic restores the terminal before printing, and so does a
+//!   fatal signal ([`crash`]).
+//! - GPM calls are made by one thread for all GPUs (NVML crashes when two overlap); every other NVML family runs
+//!   on per-GPU threads. ARCHITECTURE.md, "NVML and threads", says which thread calls what.
 
 pub mod advice;
 pub mod app;

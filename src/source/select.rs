@@ -195,7 +195,7 @@ mod tests {
         let children = tick.processes.iter().filter(|p| p.role == ProcessRole::Child).count();
         assert!(children > 0, "the loader scenario has DataLoader workers");
         let gpu0 = GpuSelection::new(&[0]).expect("one");
-        let mut kept = tick.clone();
+        let mut kept = tick;
         gpu0.tick(&mut kept);
         // Every child left has a kept GPU process above it; every GPU process left is on GPU 0.
         let kept_pids: HashSet<u32> = kept.gpu_processes.iter().filter_map(|p| p.pid).collect();

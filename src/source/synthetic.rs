@@ -7,9 +7,9 @@
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::sample::{GpuPeer, PciePath, 
-    CpuBreakdown, GpmMetrics, GpuInfo, GpuProcess, GpuState, GpuTick, HostProcess, HostTick, MachineInfo, ProcessKind,
-    ProcessRole, Psi, SourceHealth, SourceKind, ThrottleCounters, Tick, UnixMs, throttle,
+use crate::sample::{
+    CpuBreakdown, GpmMetrics, GpuInfo, GpuPeer, GpuProcess, GpuState, GpuTick, HostProcess, HostTick, MachineInfo,
+    PciePath, ProcessKind, ProcessRole, Psi, SourceHealth, SourceKind, ThrottleCounters, Tick, UnixMs, throttle,
 };
 
 use super::{Source, SourceError};

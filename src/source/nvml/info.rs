@@ -200,7 +200,13 @@ pub fn read_topology(
                 let direct = direct_nvlinks(da, bus(*b));
                 let over_nvlink = matches!(da.p2p_status(db, P2pCapabilitiesIndex::NvLink), Ok(P2pStatus::Ok));
                 // Through NVSwitch every active link reaches every peer, as nvidia-smi counts them.
-                Some(if direct > 0 { direct } else if over_nvlink { active } else { 0 })
+                Some(if direct > 0 {
+                    direct
+                } else if over_nvlink {
+                    active
+                } else {
+                    0
+                })
             };
             peers.push((*a, GpuPeer { index: *b, nvlinks, pcie }));
         }

@@ -131,6 +131,7 @@ impl NvmlGpus {
     /// # Errors
     /// [`SourceError::NoDriver`] with one line naming what is missing (library, driver, permission).
     pub fn open_with(options: NvmlOptions) -> Result<Self, SourceError> {
+        let NvmlOptions { deadline, periods, watch_xid, only } = options;
         let _running = crash::enter(Family::Open, None);
         let nvml = nvml()?;
         let mut notes = Vec::new();
@@ -153,7 +154,7 @@ impl NvmlGpus {
         let mut slots = Vec::new();
         let mut devices: Vec<(u32, Arc<Device<'static>>)> = Vec::new();
         let mut gpm_readers: Vec<(u32, Box<dyn GpmReader>)> = Vec::new();
-        for index in (0..count).filter(|i| options.only.is_empty() || options.only.contains(i)) {
+        for index in (0..count).filter(|i| only.is_empty() || only.contains(i)) {
             let _running = crash::enter(Family::Open, Some(index));
             let device = match nvml.device_by_index(index) {
                 Ok(d) => Arc::new(d),
@@ -165,7 +166,7 @@ impl NvmlGpus {
                 }
             };
             let gpu = info::read_gpu_info(index, &device, &mut notes);
-            let reader = worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, options.periods);
+            let reader = worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, periods);
             let (req_tx, req_rx) = mpsc::channel();
             let slot_no = slots.len();
             let replies_tx = reply_tx.clone();
@@ -181,7 +182,7 @@ impl NvmlGpus {
             };
             let lost = requests.is_none();
             slots.push(Slot { index, requests, busy: false, lost });
-            if gpu.gpm_supported && options.periods.gpm_ms > 0 {
+            if gpu.gpm_supported && periods.gpm_ms > 0 {
                 gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device)))));
             }
             devices.push((index, device));
@@ -189,7 +190,7 @@ impl NvmlGpus {
         }
         info::read_topology(nvml, &mut gpus, &devices);
         // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
-        let gpm_stale_ms = (options.periods.gpm_ms * 3).max(10_000);
+        let gpm_stale_ms = (periods.gpm_ms * 3).max(10_000);
         let gpm = if gpm_readers.is_empty() {
             None
         } else {
@@ -199,17 +200,17 @@ impl NvmlGpus {
             }
             monitor
         };
-        let xid = options.watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
+        let xid = watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
         Ok(Self {
             driver,
             gpus,
             slots,
             replies,
             seq: 0,
-            deadline: options.deadline,
+            deadline,
             xid,
             gpm,
-            gpm_every: Every::new(options.periods.gpm_ms),
+            gpm_every: Every::new(periods.gpm_ms),
             notes,
         })
     }
