@@ -1,5 +1,6 @@
 //! The command line: flags, subcommands, picking the source, and exit codes. `main.rs` only calls [`main`].
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -154,7 +155,8 @@ pub fn main() -> i32 {
     match crate::run::run(&cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpusight: {e}");
+            // Messages can quote what came from outside (a path, a server's answer): no control character passes.
+            let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
             match e {
                 RunError::Source(SourceError::NoDriver(_)) | RunError::Usage(_) => EXIT_NO_DRIVER,
                 _ => EXIT_FAILURE,

@@ -21,6 +21,7 @@
 //! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics and the fleet view.
+//! - [`text`]: text from outside (command lines, names, labels) made safe to print on a terminal.
 //! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
 //!   [`cli::main`].
 //!
@@ -50,4 +51,5 @@ pub mod run;
 pub mod sample;
 pub mod source;
 pub mod terminal;
+pub mod text;
 pub mod ui;

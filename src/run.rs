@@ -75,9 +75,9 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
             let report = crate::doctor::DoctorReport::new(&pipeline);
             if cli.view.json {
-                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+                emit_json(&report.to_json())?;
             } else {
-                print!("{}", report.to_text(use_color(cli)));
+                emit(&report.to_text(use_color(cli)))?;
             }
             Ok(report.exit_code())
         }
@@ -85,9 +85,9 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
             let report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
             if cli.view.json {
-                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+                emit_json(&report.to_json())?;
             } else {
-                print!("{}", report.to_markdown());
+                emit(&report.to_markdown())?;
             }
             Ok(0)
         }
@@ -97,6 +97,22 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
         None if cli.view.once => once(&data, cli, &config, interval),
         None => monitor(data, cli, &config, interval),
     }
+}
+
+/// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
+/// does for other command-line tools; any other write error (a full disk) is one line, not a panic.
+fn emit(text: &str) -> Result<(), RunError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(RunError::Other(format!("cannot write to standard output: {e}"))),
+    }
+}
+
+fn emit_json(value: &serde_json::Value) -> Result<(), RunError> {
+    emit(&(serde_json::to_string_pretty(value).unwrap_or_default() + "\n"))
 }
 
 fn use_color(cli: &Cli) -> bool {
@@ -155,7 +171,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
         }
     };
     if cli.view.json {
-        println!("{}", crate::output::json::render(&pipeline));
+        emit(&(crate::output::json::render(&pipeline) + "\n"))?;
     } else {
         let options = crate::output::table::TableOptions {
             ascii: cli.view.ascii,
@@ -163,7 +179,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             user: cli.view.user.clone(),
             pids: cli.view.pid.clone(),
         };
-        print!("{}", crate::output::table::render(&pipeline, &options));
+        emit(&crate::output::table::render(&pipeline, &options))?;
     }
     Ok(0)
 }
@@ -423,15 +439,16 @@ fn fleet(cli: &Cli, interval: Duration) -> Result<i32, RunError> {
     use crate::export::fleet::{Fleet, FleetOptions};
 
     let url = cli.view.prometheus.as_deref().unwrap_or_default();
+    crate::export::fleet::check_url(url).map_err(|e| RunError::Usage(e.to_string()))?;
     if !cli.view.once {
         return crate::app::fleet::run(url, interval.max(Duration::from_secs(1)), !use_color(cli))
             .map_err(|e| RunError::Other(format!("{e}")));
     }
     let fleet = Fleet::query(url, &FleetOptions::default()).map_err(|e| RunError::Other(e.to_string()))?;
     if cli.view.json {
-        println!("{}", serde_json::to_string_pretty(&fleet.to_json()).unwrap_or_default());
+        emit_json(&fleet.to_json())?;
     } else {
-        print!("{}", fleet.to_text());
+        emit(&fleet.to_text())?;
     }
     Ok(0)
 }

@@ -125,7 +125,7 @@ pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<
         })?;
     }
     let mut terminal = crate::terminal::init(false)?;
-    let mut screen = FleetScreen { url: url.to_owned(), view: None, error: None };
+    let mut screen = FleetScreen { url: crate::export::fleet::redact_url(url), view: None, error: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
             terminal.draw(|frame| screen.draw(frame))?;

@@ -10,6 +10,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
 
 use super::fleet::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
+use crate::text::{visible, visible_lines};
 
 /// The schema name of [`Fleet::to_json`].
 pub const FLEET_SCHEMA: &str = "gpusight.fleet/1";
@@ -58,7 +59,7 @@ fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     let index = if gpu.answering == Some(false) { format!("{} LOST", gpu.index) } else { gpu.index.to_string() };
     [
         index,
-        gpu.model.clone().unwrap_or_else(|| "N/A".to_owned()),
+        gpu.model.as_deref().map_or_else(|| "N/A".to_owned(), |m| visible(m).into_owned()),
         na(gpu.util_pct, |u| format!("{u:.0} %")),
         memory_cell(gpu),
         power_cell(gpu),
@@ -72,17 +73,17 @@ fn process_cells(p: &FleetProcess) -> [String; 6] {
     [
         p.gpu_index.to_string(),
         p.pid.to_string(),
-        p.user.clone().unwrap_or_else(|| "N/A".to_owned()),
+        p.user.as_deref().map_or_else(|| "N/A".to_owned(), |u| visible(u).into_owned()),
         na(p.gpu_memory_bytes, |b| format!("{:.1} GiB", b as f64 / GIB)),
         na(p.sm_util_pct, |u| format!("{u:.0} %")),
-        p.command.clone().unwrap_or_else(|| "N/A".to_owned()),
+        p.command.as_deref().map_or_else(|| "N/A".to_owned(), |c| visible(c).into_owned()),
     ]
 }
 
 fn node_header(node: &Node) -> String {
     let age = na(node.last_scrape_age_s, |a| format!("scraped {a:.0} s ago"));
-    let instance = if node.name == node.instance { String::new() } else { format!(" ({})", node.instance) };
-    format!("{}{instance}  {}  {age}  {} GPUs", node.name, state_word(node.state), node.gpus.len())
+    let instance = if node.name == node.instance { String::new() } else { format!(" ({})", visible(&node.instance)) };
+    format!("{}{instance}  {}  {age}  {} GPUs", visible(&node.name), state_word(node.state), node.gpus.len())
 }
 
 impl Fleet {
@@ -112,16 +113,16 @@ impl Fleet {
             for f in &node.findings {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", f.severity, f.rule);
+                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", visible(&f.severity), visible(&f.rule));
             }
         }
         if !self.missing_columns.is_empty() {
             let _ = writeln!(out, "\nNot shown:");
             for (column, why) in &self.missing_columns {
-                let _ = writeln!(out, "  {column}: {why}");
+                let _ = writeln!(out, "  {column}: {}", visible(why));
             }
         }
-        out
+        visible_lines(&out).into_owned()
     }
 
     /// The fleet as JSON: `{"schema": "gpusight.fleet/1", "source": ..., "nodes": [...], "missing_columns": [...]}`.

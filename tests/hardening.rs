@@ -1,0 +1,218 @@
+//! Issue 12, the adversarial pass: each defect it found, through the binary where that is where it showed. The
+//! unit-level ones live next to their code; docs/reliability.md ("Hardening") lists every one with its test.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::disallowed_methods)] // Tests run the binary.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpusight::sample::{EventOrigin, GpuEvent, GpuEventKind, MachineInfo};
+use gpusight::source::Source;
+use gpusight::source::replay::Recorder;
+use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gpusight"));
+    command
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .stdin(Stdio::null());
+    command
+}
+
+fn gpusight(args: &[&str]) -> Output {
+    command(args).output().expect("run gpusight")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// What another user can put in argv, a user name, a GPU name or a host name: an OSC 52 clipboard write, a screen
+/// clear, a cursor move, a C1 CSI and a newline that would start a fake row.
+const EVIL: &str = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x1b[H\u{9b}31m\nCRITICAL fake";
+
+/// A recording of an input-bound synthetic machine where every string from outside carries [`EVIL`].
+fn evil_recording(dir: &Path) -> PathBuf {
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("input-bound:2").expect("spec"));
+    let mut machine: MachineInfo = (*source.machine()).clone();
+    machine.hostname = format!("node{EVIL}");
+    machine.driver_version = Some(format!("580{EVIL}"));
+    for gpu in &mut machine.gpus {
+        gpu.name = format!("H200{EVIL}");
+    }
+    let path = dir.join("evil.jsonl");
+    let mut recorder = Recorder::create(&path, &Arc::new(machine), false).expect("create");
+    for _ in 0..40 {
+        let mut tick = source.next_tick().expect("tick").expect("some");
+        for process in &mut tick.processes {
+            process.cmdline = format!("python train.py {EVIL}");
+            process.name = format!("python{EVIL}");
+            process.user = Some(format!("mallory{EVIL}"));
+        }
+        tick.events.push(GpuEvent {
+            at_ms: tick.at_ms,
+            gpu_index: Some(0),
+            kind: GpuEventKind::Xid { code: 79, pid: None, process_name: Some(format!("python{EVIL}")) },
+            origin: EventOrigin::KernelLog,
+            message: format!("NVRM: Xid 79 {EVIL}"),
+        });
+        recorder.write(&tick).expect("write");
+    }
+    path
+}
+
+fn assert_no_control(what: &str, text: &str) {
+    let bad: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(bad.is_empty(), "{what}: control characters {bad:?} reach the terminal:\n{text}");
+}
+
+#[test]
+fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = evil_recording(dir.path());
+    let file = path.to_str().expect("utf-8");
+    for args in [
+        vec!["--replay", file, "--once"],
+        vec!["doctor", "--replay", file],
+        vec!["doctor", "--replay", file, "--no-color"],
+        vec!["report", "--replay", file],
+    ] {
+        let output = gpusight(&args);
+        let mut text = stdout(&output);
+        // doctor's own colours on its severities are the only escapes allowed.
+        for ours in ["\x1b[1;31m", "\x1b[1;33m", "\x1b[1;36m", "\x1b[0m"] {
+            text = text.replace(ours, "");
+        }
+        assert_no_control(&args.join(" "), &text);
+        assert!(text.contains("^[]52;c;"), "{args:?}: the sequence is shown, made visible:\n{text}");
+        assert!(!text.lines().any(|l| l.starts_with("CRITICAL fake")), "{args:?}: a newline made a fake row:\n{text}");
+    }
+    // JSON stays exact: the bytes of the command line come back as they were.
+    let output = gpusight(&["--replay", file, "--once", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let first = &doc["tick"]["processes"][0]["cmdline"];
+    assert_eq!(first.as_str(), Some(format!("python train.py {EVIL}").as_str()));
+}
+
+#[test]
+fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let recording = gpusight::source::replay::Recording::open(&evil_recording(dir.path())).expect("open");
+    let feed = gpusight::app::Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
+    let mut app = gpusight::app::App::new(options, &feed).expect("app");
+    app.advance_playback(Duration::from_secs(60));
+    for (width, height) in [(200, 60), (80, 24)] {
+        let mut terminal =
+            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
+        terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
+        let buffer = terminal.backend().buffer();
+        for cell in &buffer.content {
+            assert!(!cell.symbol().contains(char::is_control), "cell {:?}", cell.symbol());
+        }
+    }
+}
+
+/// A stand-in Prometheus on 127.0.0.1 that answers every query with one `up` sample whose labels carry
+/// [`EVIL`], and remembers the Authorization headers it saw.
+fn fake_prometheus(requests: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for _ in 0..requests {
+            let Ok((mut stream, _)) = listener.accept() else { break };
+            stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&request).into_owned();
+            seen.extend(text.lines().filter(|l| l.to_ascii_lowercase().starts_with("authorization")).map(str::to_owned));
+            let labels = serde_json::json!({"instance": format!("node-a{EVIL}:9400"), "job": "gpusight",
+                "Hostname": format!("node-a{EVIL}"), "gpu": "0", "modelName": format!("H200{EVIL}")});
+            let body = serde_json::json!({"status": "success", "data": {"resultType": "vector",
+                "result": [{"metric": labels, "value": [1_700_000_000.0, "1"]}]}})
+            .to_string();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+        seen
+    });
+    (format!("http://{addr}"), handle)
+}
+
+#[test]
+fn item1_and_item3_fleet_once_shows_labels_made_visible_and_never_the_password() {
+    let queries = gpusight::export::fleet::QUERIES.len();
+    let (url, server) = fake_prometheus(queries * 2);
+    let with_password = url.replace("http://", "http://admin:s3cr3t-pw@");
+    let text = gpusight(&["--prometheus", &with_password, "--once"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let json = gpusight(&["--prometheus", &with_password, "--once", "--json"]);
+    let seen = server.join().expect("server");
+    assert!(seen.iter().all(|h| h.contains("Basic")), "the password is still sent: {seen:?}");
+    let shown = stdout(&text);
+    assert_no_control("fleet --once", &shown);
+    assert!(shown.contains("node-a^[]52"), "{shown}");
+    for output in [&text, &json] {
+        let all = stdout(output) + &stderr(output);
+        assert!(!all.contains("s3cr3t-pw"), "the password is printed:\n{all}");
+    }
+    assert!(stdout(&json).contains("admin:***@"), "{}", stdout(&json));
+    // And in an error: nothing listens on port 1.
+    let error = gpusight(&["--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:1", "--once"]);
+    assert_eq!(error.status.code(), Some(1));
+    assert!(!stderr(&error).contains("s3cr3t-pw") && stderr(&error).contains("admin:***@"), "{}", stderr(&error));
+}
+
+#[test]
+fn item4_https_prometheus_is_refused_plainly() {
+    let output = gpusight(&["--prometheus", "https://user:pw@prometheus.example:9090", "--once"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("https is not supported") && err.contains("http://"), "{err}");
+    assert!(!err.contains("pw@"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn item5_a_closed_pipe_ends_quietly() {
+    let mut child = command(&["--synthetic", "scale:8x1000", "--once", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The reader goes away before the first byte is written, as `| head -1` does after its line.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked") && err.is_empty(), "{err}");
+}
+
+#[test]
+fn item5_a_full_disk_is_one_line() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let output = command(&["--demo", "--once"]).stdout(full).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
