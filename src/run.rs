@@ -35,7 +35,11 @@ impl Data {
             return Ok(Self::Recording(Recording::demo()?));
         }
         if let Some(path) = &data.replay {
-            return Ok(Self::Recording(Recording::open(path)?));
+            let recording = Recording::open(path)?;
+            if let Some(note) = &recording.stopped_early {
+                warn(note);
+            }
+            return Ok(Self::Recording(recording));
         }
         if let Some(text) = &data.synthetic {
             let mut spec = SyntheticSpec::parse(text).map_err(RunError::Usage)?;
@@ -97,6 +101,12 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
         None if cli.view.once => once(&data, cli, &config, interval),
         None => monitor(data, cli, &config, interval),
     }
+}
+
+/// A one-line warning on stderr (never a panic, even with stderr closed); text from outside is made visible.
+pub(crate) fn warn(message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
 }
 
 /// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
