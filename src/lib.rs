@@ -22,7 +22,8 @@
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics and the fleet view.
 //! - [`text`]: text from outside (command lines, names, labels) made safe to print on a terminal.
-//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
+//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch ([`flag_checks`]: flags
+//!   that would do nothing where they were given); `main.rs` only calls
 //!   [`cli::main`].
 //!
 //! # Architecture invariants
@@ -42,6 +43,7 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod export;
+pub mod flag_checks;
 pub mod history;
 pub mod host;
 pub mod output;

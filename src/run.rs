@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cli::{Cli, Command, DataArgs, RunError, effective_config};
 use crate::config::Config;
+use crate::flag_checks::dumb_terminal;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
 use crate::source::replay::{Recorder, Recording};
@@ -71,6 +72,9 @@ impl Data {
 /// # Errors
 /// Any failure, phrased for a person.
 pub fn run(cli: &Cli) -> Result<i32, RunError> {
+    for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
+        warn(&warning);
+    }
     let config = effective_config(&cli.data)?;
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
@@ -104,7 +108,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
 }
 
 /// A one-line warning on stderr (never a panic, even with stderr closed); text from outside is made visible.
-pub(crate) fn warn(message: &str) {
+pub fn warn(message: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
 }
@@ -126,8 +130,16 @@ fn emit_json(value: &serde_json::Value) -> Result<(), RunError> {
 }
 
 fn use_color(cli: &Cli) -> bool {
-    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
 }
+
+/// `--ascii`, or a terminal that says it is dumb.
+fn use_ascii(cli: &Cli) -> bool {
+    cli.view.ascii || dumb_terminal()
+}
+
+/// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
+const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
 
 fn capacity(config: &Config, interval: Duration) -> usize {
     let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
@@ -164,8 +176,18 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             replay_into(recording, last, config, capacity).ok_or_else(|| empty_recording(recording))?
         }
         Data::Synthetic(spec) => {
+            let interval_ms = spec.interval_ms.max(1) as f64;
+            let seconds = cli.view.at.unwrap_or(0.0);
+            if seconds * 1000.0 / interval_ms >= MAX_SYNTHETIC_AT_SAMPLES as f64 {
+                #[allow(clippy::cast_precision_loss)]
+                let most = (MAX_SYNTHETIC_AT_SAMPLES - 1) as f64 * interval_ms / 1000.0;
+                return Err(RunError::Usage(format!(
+                    "--at {seconds} is past what a synthetic machine is run to: at most {most} s at this interval \
+                     ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
+                )));
+            }
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let n = cli.view.at.map_or(2, |s| (s * 1000.0 / spec.interval_ms as f64) as u64 + 1).max(1);
+            let n = cli.view.at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
             let mut source = SyntheticSource::new(spec.clone());
             collect(&mut source, n, config, capacity)?
         }
@@ -180,11 +202,12 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             pipeline
         }
     };
+    crate::flag_checks::check_only(&cli.view.only, pipeline.history.machine()).map_err(RunError::Usage)?;
     if cli.view.json {
         emit(&(crate::output::json::render(&pipeline) + "\n"))?;
     } else {
         let options = crate::output::table::TableOptions {
-            ascii: cli.view.ascii,
+            ascii: use_ascii(cli),
             only_gpus: cli.view.only.clone(),
             user: cli.view.user.clone(),
             pids: cli.view.pid.clone(),
@@ -325,7 +348,7 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         pids: cli.view.pid.clone(),
         ui,
         no_color: !use_color(cli),
-        ascii: cli.view.ascii,
+        ascii: use_ascii(cli),
         keys: config.keys.clone(),
         thresholds: config.thresholds.clone(),
         history_capacity: capacity(config, interval),
@@ -339,11 +362,13 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             if recording.ticks.is_empty() {
                 return Err(empty_recording(&recording));
             }
+            crate::flag_checks::check_only(&cli.view.only, &recording.machine).map_err(RunError::Usage)?;
             (Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label }, None)
         }
         live_or_synthetic => {
             let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
+            crate::flag_checks::check_only(&cli.view.only, &first.machine).map_err(RunError::Usage)?;
             let recorder = match &cli.data.record {
                 Some(path) => {
                     let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?;

@@ -216,3 +216,155 @@ fn item5_a_full_disk_is_one_line() {
     assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn item6_replaying_dev_zero_is_refused_naming_the_line() {
+    let output = gpusight(&["--replay", "/dev/zero", "--once"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("/dev/zero, line 1") && err.contains("without a line break"), "{err}");
+}
+
+#[test]
+fn item7_at_is_bounded() {
+    let output = gpusight(&["--synthetic", "idle", "--at", "1e9", "--once"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--at 1000000000 is past what a synthetic machine is run to"), "{err}");
+    // On a recording, past the end is the last frame.
+    let last: serde_json::Value = serde_json::from_slice(&gpusight(&["--demo", "--once", "--json"]).stdout).unwrap();
+    for at in ["inf", "1e17"] {
+        let output = gpusight(&["--demo", "--once", "--json", "--at", at]);
+        let frame: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(frame["tick"]["at_ms"], last["tick"]["at_ms"], "--at {at}");
+    }
+}
+
+fn with_config(text: &str, args: &[&str]) -> Output {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).expect("write");
+    let mut full = vec!["--config", path.to_str().expect("utf-8")];
+    full.extend_from_slice(args);
+    gpusight(&full)
+}
+
+#[test]
+fn item10_a_keymap_with_no_way_out_is_refused_by_every_command() {
+    for args in [&["--demo", "--once"][..], &["doctor", "--demo"], &["report", "--demo", "--json"]] {
+        let output = with_config("[keys]\nquit = []\n", args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("quit = []") && err.contains("no key to quit"), "{args:?}: {err}");
+    }
+    let output = with_config("[keys]\nexplain = [\"z\"]\nquit = [\"z\"]\n", &["--demo", "--once"]);
+    assert!(stderr(&output).contains("'z' is given to both explain and quit"), "{}", stderr(&output));
+}
+
+#[test]
+fn item15_config_values_are_range_checked() {
+    for (text, says) in [
+        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = null: not a finite number"),
+        ("[thresholds]\nenter_share = 1.5\n", "is a share"),
+        ("[thresholds]\nstarved_util_pct = -3.0\n", "must not be negative"),
+        ("[thresholds]\nwindow_s = 0\n", "is a window"),
+        ("[thresholds]\nexit_share = 0.9\n", "exit_share = 0.9 is above enter_share"),
+        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s"),
+    ] {
+        let output = with_config(text, &["--demo", "--once"]);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{text}: {err}");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+}
+
+#[test]
+fn item15_a_dangling_symlink_at_the_default_config_path_is_a_warning() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let dir = home.path().join("gpusight");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::os::unix::fs::symlink("/nonexistent/dotfiles/gpusight.toml", dir.join("config.toml")).expect("symlink");
+    let output = command(&["--demo", "--once"]).env("XDG_CONFIG_HOME", home.path()).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("is a symlink to /nonexistent/dotfiles/gpusight.toml, which does not exist"), "{err}");
+}
+
+#[test]
+fn item15_flags_that_would_be_ignored_are_said() {
+    for (args, code, says) in [
+        (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 2, "--record with --once records nothing"),
+        (&["--demo", "--record", "x.jsonl", "--headless"][..], 2, "recorded already"),
+        (&["--demo", "--json"][..], 2, "add --once"),
+        (&["--demo", "--at", "5"][..], 2, "add --once"),
+        (&["--demo", "--prometheus", "http://127.0.0.1:1"][..], 2, "do not apply"),
+        (&["--demo", "--once", "--only", "99"][..], 2, "there is no GPU 99; the GPUs are 0"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new("x.jsonl").exists());
+    }
+    for (args, says) in [
+        (&["--demo", "--once", "--theme", "light"][..], "--theme has no effect"),
+        (&["doctor", "--demo", "--duration", "1m"][..], "--duration has no effect on a recording"),
+    ] {
+        let output = gpusight(args);
+        assert!(output.status.code() != Some(2) && stderr(&output).contains(says), "{args:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn item16_negative_numbers_get_a_real_message_and_localhost_is_an_address() {
+    for (args, says) in [
+        (&["--demo", "--once", "--interval", "-1"][..], "interval -1 s is out of range"),
+        (&["--demo", "--once", "--at", "-5"][..], "--at -5: give the seconds from the start, 0 or more"),
+        (&["--demo", "--once", "--only", "-1"][..], "'-1' is negative"),
+        (&["doctor", "--demo", "--duration", "-5s"][..], "'-5s' is negative"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let cli = <gpusight::cli::Cli as clap::Parser>::try_parse_from(["gpusight", "export", "--listen", "localhost:9400"])
+        .expect("localhost:9400 parses");
+    let Some(gpusight::cli::Command::Export { listen }) = cli.command else { panic!("export") };
+    assert!(listen.ip().is_loopback() && listen.port() == 9400, "{listen}");
+    assert!(gpusight::cli::parse_listen("localhost").expect_err("no port").contains("no port"));
+}
+
+#[test]
+fn item16_term_dumb_gets_the_ascii_colourless_view() {
+    let output = command(&["doctor", "--demo"]).env("TERM", "dumb").output().expect("run");
+    assert!(!stdout(&output).contains('\x1b'), "{}", stdout(&output));
+    let output = command(&["--demo", "--once"]).env("TERM", "dumb").output().expect("run");
+    assert!(stdout(&output).is_ascii(), "{}", stdout(&output));
+}
+
+#[test]
+fn item16_a_byte_order_mark_before_a_recording_is_accepted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = evil_recording(dir.path());
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend(std::fs::read(&path).expect("read"));
+    std::fs::write(&path, bytes).expect("write");
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let plain = std::fs::read(evil_recording(dir.path())).expect("read");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).expect("gz");
+    let whole = gz.finish().expect("finish");
+    let path = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&path, &whole[..whole.len() * 3 / 4]).expect("write");
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--json"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("cut.jsonl.gz: the compressed data ends early at line"), "{err}");
+}
