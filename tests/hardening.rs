@@ -368,3 +368,34 @@ fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert!(err.contains("cut.jsonl.gz: the compressed data ends early at line"), "{err}");
 }
+
+#[test]
+fn item12_absurd_fleet_values_neither_wrap_nor_print_309_digits() {
+    use gpusight::export::fleet::{Answers, Fleet, FleetOptions, VectorSample};
+    let sample = |value: f64| VectorSample {
+        labels: [("instance", "n1:9400"), ("Hostname", "n1"), ("gpu", "0"), ("modelName", "H200")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        at_s: 1_700_000_000.0,
+        value: Some(value),
+    };
+    let answers = Answers::from([
+        ("up".to_owned(), vec![sample(1.0)]),
+        ("DCGM_FI_DEV_FB_USED".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_FB_FREE".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_FB_RESERVED".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_POWER_USAGE".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_GPU_TEMP".to_owned(), vec![sample(f64::INFINITY)]),
+        ("DCGM_FI_DEV_GPU_UTIL".to_owned(), vec![sample(1e300)]),
+    ]);
+    let fleet = Fleet::from_answers("http://p:9090", &answers, 1_700_000_000.0, &FleetOptions::default());
+    let gpu = &fleet.nodes[0].gpus[0];
+    if let (Some(used), Some(total)) = (gpu.mem_used_bytes, gpu.mem_total_bytes) {
+        assert!(total >= used, "the total wrapped below used: {used} {total}");
+    }
+    let text = fleet.to_text();
+    assert!(text.contains("absurd"), "{text}");
+    let longest_number = text.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
+    assert!(longest_number < 20, "{text}");
+}

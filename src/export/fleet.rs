@@ -409,7 +409,9 @@ impl Fleet {
                     if let (Some(used), Some(free), Some(reserved)) =
                         (gpu.mem_used_bytes, free.get(&key), reserved.get(&key))
                     {
-                        gpu.mem_total_bytes = Some(used + mib_to_bytes(*free) + mib_to_bytes(*reserved));
+                        // Checked: absurd values from a scraped node must not wrap to a total smaller than used.
+                        gpu.mem_total_bytes =
+                            used.checked_add(mib_to_bytes(*free)).and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
                     }
                 }
                 let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));

@@ -29,19 +29,36 @@ fn state_word(state: NodeState) -> &'static str {
     }
 }
 
+/// What a reading from a scraped node past any real GPU shows as (1e308 W is not a power draw, and printing it
+/// is a 309-digit number).
+const ABSURD: &str = "absurd";
+
+/// A number for a cell when it is finite and at most `max`; otherwise "absurd".
+fn sane(value: f64, max: f64, show: impl Fn(f64) -> String) -> String {
+    if value.is_finite() && (0.0..=max).contains(&value) { show(value) } else { ABSURD.to_owned() }
+}
+
+/// No GPU has a pebibyte of memory: past it, the number is garbage.
+const MAX_BYTES: u64 = 1 << 50;
+
 #[allow(clippy::cast_precision_loss)]
 fn memory_cell(gpu: &FleetGpu) -> String {
     match (gpu.mem_used_bytes, gpu.mem_total_bytes) {
-        (Some(used), Some(total)) => format!("{:.1}/{:.0} GiB", used as f64 / GIB, total as f64 / GIB),
+        (Some(used), _) if used > MAX_BYTES => ABSURD.to_owned(),
+        (Some(used), Some(total)) if total <= MAX_BYTES && total >= used => {
+            format!("{:.1}/{:.0} GiB", used as f64 / GIB, total as f64 / GIB)
+        }
+        (Some(used), Some(_)) => format!("{:.1}/{ABSURD} GiB", used as f64 / GIB),
         (Some(used), None) => format!("{:.1} GiB", used as f64 / GIB),
         _ => "N/A".to_owned(),
     }
 }
 
 fn power_cell(gpu: &FleetGpu) -> String {
+    let watts = |w: f64| sane(w, 100_000.0, |w| format!("{w:.0}"));
     match (gpu.power_w, gpu.power_limit_w) {
-        (Some(p), Some(l)) => format!("{p:.0}/{l:.0} W"),
-        (Some(p), None) => format!("{p:.0} W"),
+        (Some(p), Some(l)) => format!("{}/{} W", watts(p), watts(l)),
+        (Some(p), None) => format!("{} W", watts(p)),
         _ => "N/A".to_owned(),
     }
 }
@@ -60,10 +77,10 @@ fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     [
         index,
         gpu.model.as_deref().map_or_else(|| "N/A".to_owned(), |m| visible(m).into_owned()),
-        na(gpu.util_pct, |u| format!("{u:.0} %")),
+        na(gpu.util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
         memory_cell(gpu),
         power_cell(gpu),
-        na(gpu.temp_c, |t| format!("{t:.0} C")),
+        na(gpu.temp_c, |t| sane(t, 1000.0, |t| format!("{t:.0} C"))),
         throttle_cell(gpu),
     ]
 }
@@ -74,8 +91,8 @@ fn process_cells(p: &FleetProcess) -> [String; 6] {
         p.gpu_index.to_string(),
         p.pid.to_string(),
         p.user.as_deref().map_or_else(|| "N/A".to_owned(), |u| visible(u).into_owned()),
-        na(p.gpu_memory_bytes, |b| format!("{:.1} GiB", b as f64 / GIB)),
-        na(p.sm_util_pct, |u| format!("{u:.0} %")),
+        na(p.gpu_memory_bytes, |b| if b > MAX_BYTES { ABSURD.to_owned() } else { format!("{:.1} GiB", b as f64 / GIB) }),
+        na(p.sm_util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
         p.command.as_deref().map_or_else(|| "N/A".to_owned(), |c| visible(c).into_owned()),
     ]
 }
