@@ -107,6 +107,44 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     }
 }
 
+/// Says a stall once per stall, naming the source, and once more when samples come again; the watchdog reports
+/// a stall every 250 ms while it lasts.
+#[derive(Debug)]
+pub struct StallNotice {
+    source: &'static str,
+    stalled_ms: Option<u64>,
+}
+
+impl StallNotice {
+    #[must_use]
+    pub fn new(machine: &MachineInfo) -> Self {
+        let source = match machine.source {
+            crate::sample::SourceKind::Live => "NVML",
+            crate::sample::SourceKind::Replay => "the recording",
+            crate::sample::SourceKind::Synthetic => "the synthetic source",
+        };
+        Self { source, stalled_ms: None }
+    }
+
+    /// The watchdog says the sample in progress has taken `for_ms`: a line the first time in a stall.
+    pub fn on_stall(&mut self, for_ms: u64) -> Option<String> {
+        let first = self.stalled_ms.is_none();
+        self.stalled_ms = Some(for_ms);
+        first.then(|| format!("{} has not answered for {:.1} s; waiting", self.source, ms_to_s(for_ms)))
+    }
+
+    /// A sample arrived: a line if it ends a stall.
+    pub fn on_sample(&mut self) -> Option<String> {
+        let for_ms = self.stalled_ms.take()?;
+        Some(format!("{} answered again after more than {:.1} s", self.source, ms_to_s(for_ms)))
+    }
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn ms_to_s(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
 /// A one-line warning on stderr (never a panic, even with stderr closed); text from outside is made visible.
 pub fn warn(message: &str) {
     use std::io::Write as _;
@@ -288,6 +326,7 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
     let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
+    let mut stalls = StallNotice::new(&machine);
     let mut recorder = Recorder::create(path, &machine, args.overwrite)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
@@ -307,6 +346,9 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
             Ok(FeedEvent::Snapshot(snapshot)) => {
+                if let Some(line) = stalls.on_sample() {
+                    warn(&line);
+                }
                 if let Err(e) = recorder.write(&snapshot.tick) {
                     result = Err(RunError::Record(e));
                     break;
@@ -317,8 +359,12 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
                 break;
             }
             Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Ok(FeedEvent::Stalled { for_ms }) => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
-            Ok(FeedEvent::Note(note)) => eprintln!("gpusight: {note}"),
+            Ok(FeedEvent::Stalled { for_ms }) => {
+                if let Some(line) = stalls.on_stall(for_ms) {
+                    warn(&line);
+                }
+            }
+            Ok(FeedEvent::Note(note)) => warn(&note),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
@@ -418,14 +464,20 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
     use crate::export::{ExportHandle, ExportServer};
 
     let source = data.open_source(config, interval)?;
-    let handle = ExportHandle::with_hostname(source.machine().hostname.clone());
+    let handle = ExportHandle::with_hostname(source.machine().hostname.clone())
+        .stale_after(crate::export::server::stale_after(interval));
+    let stalls = std::sync::Mutex::new(StallNotice::new(&source.machine()));
     let server = ExportServer::bind(listen, handle.clone()).map_err(|e| RunError::Other(e.to_string()))?;
     let capacity = capacity(config, interval);
     let thresholds = config.thresholds.clone();
+    let handle_for_end = handle.clone();
     let pipeline: std::sync::Mutex<Option<Pipeline>> = std::sync::Mutex::new(None);
     let sink: Sink = Arc::new(move |event| {
         match event {
             FeedEvent::Snapshot(snapshot) => {
+                if let Some(line) = stalls.lock().ok().and_then(|mut s| s.on_sample()) {
+                    warn(&line);
+                }
                 let Ok(mut slot) = pipeline.lock() else { return false };
                 let pipeline = match slot.as_mut() {
                     Some(pipeline) => {
@@ -438,11 +490,15 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
                     eprintln!("gpusight: cannot render metrics: {e}");
                 }
             }
-            FeedEvent::Stalled { for_ms } => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
-            FeedEvent::Note(note) => eprintln!("gpusight: {note}"),
-            FeedEvent::Failed(message) => eprintln!("gpusight: sampling stopped: {message}"),
-            // A recording played to its end keeps serving its last sample.
-            FeedEvent::Ended => {}
+            FeedEvent::Stalled { for_ms } => {
+                if let Some(line) = stalls.lock().ok().and_then(|mut s| s.on_stall(for_ms)) {
+                    warn(&line);
+                }
+            }
+            FeedEvent::Note(note) => warn(&note),
+            FeedEvent::Failed(message) => warn(&format!("sampling stopped: {message}")),
+            // A recording played to its end keeps serving its last sample, and is not called stale.
+            FeedEvent::Ended => handle_for_end.mark_ended(),
         }
         true
     });
@@ -486,4 +542,25 @@ fn fleet(cli: &Cli, interval: Duration) -> Result<i32, RunError> {
         emit(&fleet.to_text())?;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_is_said_once_naming_the_source_and_its_end_once() {
+        let machine = MachineInfo { source: crate::sample::SourceKind::Synthetic, ..MachineInfo::default() };
+        let mut notice = StallNotice::new(&machine);
+        assert_eq!(notice.on_sample(), None);
+        let first = notice.on_stall(2000).expect("said once");
+        assert!(first.contains("the synthetic source has not answered for 2.0 s"), "{first}");
+        for ms in (2250..10_000).step_by(250) {
+            assert_eq!(notice.on_stall(ms), None, "said again at {ms} ms");
+        }
+        let end = notice.on_sample().expect("the end is said");
+        assert!(end.contains("answered again after more than 9.8 s"), "{end}");
+        assert_eq!(notice.on_sample(), None);
+        assert!(StallNotice::new(&MachineInfo::default()).on_stall(2000).expect("live").starts_with("NVML "));
+    }
 }

@@ -399,3 +399,94 @@ fn item12_absurd_fleet_values_neither_wrap_nor_print_309_digits() {
     let longest_number = text.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
     assert!(longest_number < 20, "{text}");
 }
+
+/// An exporter on 127.0.0.1 with small limits, serving one synthetic sample.
+fn small_exporter() -> gpusight::export::server::RunningServer {
+    use gpusight::export::server::{ExportHandle, ExportServer, ServerLimits};
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("compute:1").expect("spec"));
+    let snapshot = source.next_snapshot().expect("tick").expect("some");
+    let handle = ExportHandle::new();
+    handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        max_request_bytes: 8192,
+        max_connections: 8,
+    };
+    ExportServer::bind("127.0.0.1:0".parse().expect("addr"), handle)
+        .expect("bind")
+        .with_limits(limits)
+        .spawn()
+        .expect("spawn")
+}
+
+/// Reads until the server closes the connection or `within` passes; true when it closed.
+fn closed_by_server(stream: &mut std::net::TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn scrape(addr: std::net::SocketAddr) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+#[test]
+fn item2_slow_idle_and_oversized_clients_are_closed_and_real_scrapes_are_served() {
+    let server = small_exporter();
+    let addr = server.local_addr();
+    // A flood of half-sent requests, five times the connection cap.
+    let mut slow: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ").expect("send");
+            s
+        })
+        .collect();
+    // A real scrape is answered during the flood.
+    let response = scrape(addr);
+    assert!(response.starts_with("HTTP/1.1 200") && response.contains("DCGM_FI_DEV_GPU_UTIL"), "{response}");
+    // The half-sent ones are closed by the server, not held forever.
+    assert!(closed_by_server(&mut slow[0], Duration::from_secs(5)), "a half-sent request is held open");
+    assert!(closed_by_server(&mut slow[39], Duration::from_secs(5)), "a half-sent request is held open");
+    // An idle keep-alive connection is closed too.
+    let mut idle = std::net::TcpStream::connect(addr).expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+    assert!(closed_by_server(&mut idle, Duration::from_secs(5)), "an idle keep-alive connection is held open");
+    // Headers past the byte cap are refused at once, not buffered (350 KB each took RSS to 412 MB).
+    let mut big = std::net::TcpStream::connect(addr).expect("connect");
+    let _ = big.write_all(b"GET /metrics HTTP/1.1\r\nX-Big: ");
+    let _ = big.write_all(&vec![b'a'; 64 << 10]);
+    big.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut answer = String::new();
+    let _ = big.read_to_string(&mut answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    drop(slow);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn item14_healthz_says_503_on_stale_data() {
+    use axum::http::StatusCode;
+    use gpusight::export::server::{health, stale_after};
+    let limit = Some(stale_after(Duration::from_secs(1)));
+    assert_eq!(limit, Some(Duration::from_secs(5)));
+    assert_eq!(stale_after(Duration::from_secs(10)), Duration::from_secs(30));
+    assert_eq!(health(Some((Duration::from_secs(1), 7)), limit, false).0, StatusCode::OK);
+    let (status, text) = health(Some((Duration::from_secs(60), 7)), limit, false);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
+    assert!(text.starts_with("stale\nlast sample 60.0 s ago"), "{text}");
+    assert_eq!(health(Some((Duration::from_secs(60), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
+    assert_eq!(health(None, limit, false).0, StatusCode::SERVICE_UNAVAILABLE);
+}
