@@ -285,3 +285,20 @@ fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
     victim.kill().expect("kill");
     victim.wait().expect("wait");
 }
+
+#[test]
+fn every_terminating_signal_restores_the_terminal() {
+    // Issue 12: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
+    for (signal, code) in [
+        (rustix::process::Signal::QUIT, 131),
+        (rustix::process::Signal::USR1, 138),
+        (rustix::process::Signal::ALARM, 142),
+    ] {
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+        wait_drawn(&mut session);
+        session.signal(signal);
+        let status = session.exit_status();
+        assert_eq!(status.exit_code(), code, "{signal:?}");
+        assert_restored(&session);
+    }
+}

@@ -19,7 +19,8 @@ use crate::ui;
 pub(crate) enum LoopEvent {
     Input(Event),
     Feed(Box<FeedEvent>),
-    /// SIGTERM, SIGHUP or SIGINT arrived: restore and exit with 128 + the signal.
+    /// A terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, ...) arrived: restore and exit with 128 +
+    /// the signal.
     Terminate(i32),
     InputFailed(String),
 }
@@ -62,8 +63,7 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
 }
 
 fn spawn_signal_thread(tx: Sender<LoopEvent>) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])?;
+    let mut signals = signal_hook::iterator::Signals::new(terminal::TERMINATING_SIGNALS)?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(signal) = signals.forever().next() {
             let _ = tx.send(LoopEvent::Terminate(signal));
