@@ -177,10 +177,8 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
         return Err(format!("'{text}' has no port: write HOST:PORT, e.g. 127.0.0.1:9400 or localhost:9400"));
     };
     let port: u16 = port.parse().map_err(|_| format!("'{port}' in '{text}' is not a port (0 to 65535)"))?;
-    let mut addrs: Vec<std::net::SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("cannot resolve '{host}' in '{text}': {e}"))?
-        .collect();
+    let mut addrs: Vec<std::net::SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|e| format!("cannot resolve '{host}' in '{text}': {e}"))?.collect();
     // Prefer IPv4, as the default does, when a name has both.
     addrs.sort_by_key(std::net::SocketAddr::is_ipv6);
     addrs.first().copied().ok_or_else(|| format!("'{host}' in '{text}' has no address"))

@@ -120,10 +120,7 @@ impl Config {
             return None;
         }
         let target = std::fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_default();
-        Some(format!(
-            "config {} is a symlink to {target}, which does not exist; using the defaults",
-            path.display()
-        ))
+        Some(format!("config {} is a symlink to {target}, which does not exist; using the defaults", path.display()))
     }
 
     /// The explicit file if given, else the platform file if it exists, else the defaults.

@@ -44,8 +44,9 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
     }
     if let Some(at) = view.at {
         if cli.command.is_some() || !view.once {
-            return Err("--at picks the frame --once prints: add --once (in the monitor, seek with Left and Right)"
-                .into());
+            return Err(
+                "--at picks the frame --once prints: add --once (in the monitor, seek with Left and Right)".into()
+            );
         }
         if at.is_nan() || at < 0.0 {
             return Err(format!("--at {at}: give the seconds from the start, 0 or more"));
@@ -124,7 +125,8 @@ mod tests {
         assert!(warnings[0].contains("--theme has no effect"), "{warnings:?}");
         let warnings = check_args(&["doctor", "--demo", "--duration", "5m"]).expect("a warning");
         assert!(warnings[0].contains("--duration has no effect on a recording"), "{warnings:?}");
-        for fine in [&["--demo", "--once", "--json", "--at", "60"][..], &["doctor", "--demo", "--json"][..], &["--demo"]]
+        for fine in
+            [&["--demo", "--once", "--json", "--at", "60"][..], &["doctor", "--demo", "--json"][..], &["--demo"]]
         {
             assert_eq!(check_args(fine), Ok(vec![]), "{fine:?}");
         }
@@ -132,8 +134,8 @@ mod tests {
 
     #[test]
     fn only_a_gpu_that_is_not_there_is_said() {
-        let mut machine = MachineInfo::default();
-        machine.gpus = (0..2).map(|index| crate::sample::GpuInfo { index, ..Default::default() }).collect();
+        let gpus = (0..2).map(|index| crate::sample::GpuInfo { index, ..Default::default() }).collect();
+        let machine = MachineInfo { gpus, ..MachineInfo::default() };
         assert_eq!(check_only(&[1], &machine), Ok(()));
         let error = check_only(&[0, 99], &machine).expect_err("no GPU 99");
         assert!(error.contains("no GPU 99") && error.contains("0, 1"), "{error}");

@@ -107,13 +107,13 @@ fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
 fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
     let dir = tempfile::tempdir().expect("tempdir");
     let recording = gpusight::source::replay::Recording::open(&evil_recording(dir.path())).expect("open");
-    let feed = gpusight::app::Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let feed =
+        gpusight::app::Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
     let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
     let mut app = gpusight::app::App::new(options, &feed).expect("app");
     app.advance_playback(Duration::from_secs(60));
     for (width, height) in [(200, 60), (80, 24)] {
-        let mut terminal =
-            ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
+        let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
         terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
         let buffer = terminal.backend().buffer();
         for cell in &buffer.content {
@@ -141,7 +141,9 @@ fn fake_prometheus(requests: usize) -> (String, std::thread::JoinHandle<Vec<Stri
                 }
             }
             let text = String::from_utf8_lossy(&request).into_owned();
-            seen.extend(text.lines().filter(|l| l.to_ascii_lowercase().starts_with("authorization")).map(str::to_owned));
+            seen.extend(
+                text.lines().filter(|l| l.to_ascii_lowercase().starts_with("authorization")).map(str::to_owned),
+            );
             let labels = serde_json::json!({"instance": format!("node-a{EVIL}:9400"), "job": "gpusight",
                 "Hostname": format!("node-a{EVIL}"), "gpu": "0", "modelName": format!("H200{EVIL}")});
             let body = serde_json::json!({"status": "success", "data": {"resultType": "vector",
@@ -328,8 +330,9 @@ fn item16_negative_numbers_get_a_real_message_and_localhost_is_an_address() {
         assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
-    let cli = <gpusight::cli::Cli as clap::Parser>::try_parse_from(["gpusight", "export", "--listen", "localhost:9400"])
-        .expect("localhost:9400 parses");
+    let cli =
+        <gpusight::cli::Cli as clap::Parser>::try_parse_from(["gpusight", "export", "--listen", "localhost:9400"])
+            .expect("localhost:9400 parses");
     let Some(gpusight::cli::Command::Export { listen }) = cli.command else { panic!("export") };
     assert!(listen.ip().is_loopback() && listen.port() == 9400, "{listen}");
     assert!(gpusight::cli::parse_listen("localhost").expect_err("no port").contains("no port"));
@@ -407,11 +410,8 @@ fn small_exporter() -> gpusight::export::server::RunningServer {
     let snapshot = source.next_snapshot().expect("tick").expect("some");
     let handle = ExportHandle::new();
     handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
-    let limits = ServerLimits {
-        header_read_timeout: Duration::from_millis(300),
-        max_request_bytes: 8192,
-        max_connections: 8,
-    };
+    let limits =
+        ServerLimits { header_read_timeout: Duration::from_millis(300), max_request_bytes: 8192, max_connections: 8 };
     ExportServer::bind("127.0.0.1:0".parse().expect("addr"), handle)
         .expect("bind")
         .with_limits(limits)

@@ -211,6 +211,12 @@ fn rules_are_linear_in_the_number_of_gpus() {
     // The lookup itself: a GPU list in index order is read at the index, once.
     let calls = std::cell::Cell::new(0);
     let list: Vec<u32> = (0..8192).collect();
-    assert_eq!(crate::sample::by_index(&list, 5000, |i| { calls.set(calls.get() + 1); *i }), Some(&5000));
+    assert_eq!(
+        crate::sample::by_index(&list, 5000, |i| {
+            calls.set(calls.get() + 1);
+            *i
+        }),
+        Some(&5000)
+    );
     assert_eq!(calls.get(), 1);
 }

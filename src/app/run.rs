@@ -206,7 +206,8 @@ mod tests {
         let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
         let first = source.next_snapshot().expect("tick").expect("some");
         let (_feed_tx, feed_rx) = mpsc::channel();
-        let mut app = App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), rx: feed_rx }).expect("app");
+        let mut app =
+            App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), rx: feed_rx }).expect("app");
         // The sampler ran far ahead: thousands of snapshots, one slot, one wake-up, then the user's q.
         let latest = Arc::new(super::super::feed::Latest::default());
         let (tx, rx) = mpsc::channel();

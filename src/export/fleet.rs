@@ -410,8 +410,9 @@ impl Fleet {
                         (gpu.mem_used_bytes, free.get(&key), reserved.get(&key))
                     {
                         // Checked: absurd values from a scraped node must not wrap to a total smaller than used.
-                        gpu.mem_total_bytes =
-                            used.checked_add(mib_to_bytes(*free)).and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
+                        gpu.mem_total_bytes = used
+                            .checked_add(mib_to_bytes(*free))
+                            .and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
                     }
                 }
                 let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));
@@ -480,11 +481,10 @@ impl Fleet {
         let mut now_s = None;
         for query in QUERIES {
             let url = format!("{base}/api/v1/query");
-            let mut response = agent
-                .get(&url)
-                .query("query", query)
-                .call()
-                .map_err(|e| FleetError::Unreachable { url: shown.clone(), why: hide_password(&e.to_string(), base) })?;
+            let mut response = agent.get(&url).query("query", query).call().map_err(|e| FleetError::Unreachable {
+                url: shown.clone(),
+                why: hide_password(&e.to_string(), base),
+            })?;
             let status = response.status();
             let text = response.body_mut().read_to_string().map_err(|e| FleetError::Unreachable {
                 url: shown.clone(),

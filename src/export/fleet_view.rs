@@ -91,7 +91,10 @@ fn process_cells(p: &FleetProcess) -> [String; 6] {
         p.gpu_index.to_string(),
         p.pid.to_string(),
         p.user.as_deref().map_or_else(|| "N/A".to_owned(), |u| visible(u).into_owned()),
-        na(p.gpu_memory_bytes, |b| if b > MAX_BYTES { ABSURD.to_owned() } else { format!("{:.1} GiB", b as f64 / GIB) }),
+        na(
+            p.gpu_memory_bytes,
+            |b| if b > MAX_BYTES { ABSURD.to_owned() } else { format!("{:.1} GiB", b as f64 / GIB) },
+        ),
         na(p.sm_util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
         p.command.as_deref().map_or_else(|| "N/A".to_owned(), |c| visible(c).into_owned()),
     ]

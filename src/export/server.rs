@@ -153,11 +153,8 @@ async fn metrics(State(handle): State<ExportHandle>) -> Response {
 async fn healthz(State(handle): State<ExportHandle>) -> Response {
     let latest = handle.latest();
     let ended = handle.ended.load(std::sync::atomic::Ordering::Relaxed);
-    let (status, text) = health(
-        latest.as_ref().map(|p| (p.published.elapsed(), p.sample_at_ms)),
-        handle.stale_after,
-        ended,
-    );
+    let (status, text) =
+        health(latest.as_ref().map(|p| (p.published.elapsed(), p.sample_at_ms)), handle.stale_after, ended);
     (status, text).into_response()
 }
 

@@ -206,8 +206,7 @@ impl Recording {
 }
 
 fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
-    let header: Header =
-        serde_json::from_str(text).map_err(|e| format!("not a gpusight recording header ({e})"))?;
+    let header: Header = serde_json::from_str(text).map_err(|e| format!("not a gpusight recording header ({e})"))?;
     if header.format != FORMAT_NAME {
         return Err(format!("format is '{}', expected '{FORMAT_NAME}'", header.format));
     }
@@ -485,7 +484,7 @@ mod tests {
         let (path, _, _) = record(dir.path(), 1);
         let text = std::fs::read_to_string(&path).expect("read");
         let tick = text.lines().nth(1).expect("tick").to_owned() + "\n";
-        let mut plain = text.clone();
+        let mut plain = text;
         while plain.len() < 2 << 20 {
             plain.push_str(&tick);
         }
@@ -497,8 +496,7 @@ mod tests {
 
     #[test]
     fn an_absurd_gpu_count_is_refused() {
-        let mut machine = MachineInfo::default();
-        machine.gpus = vec![crate::sample::GpuInfo::default(); 9];
+        let machine = MachineInfo { gpus: vec![crate::sample::GpuInfo::default(); 9], ..MachineInfo::default() };
         let header = Header { format: FORMAT_NAME.into(), schema: SCHEMA_VERSION, writer: "t".into(), machine };
         let text = serde_json::to_string(&header).expect("json") + "\n";
         let err = Recording::from_reader_with_limits(text.as_bytes(), "big", "b".into(), SMALL)
