@@ -145,7 +145,8 @@ fn ms_to_s(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }
 
-/// A one-line warning on stderr (never a panic, even with stderr closed); text from outside is made visible.
+/// A line on stderr, "gpusight: " first (never a panic, even when stderr is a closed pipe); text from outside is
+/// made visible.
 pub fn warn(message: &str) {
     use std::io::Write as _;
     let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
@@ -337,11 +338,11 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-    eprintln!(
-        "gpusight: recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM",
+    warn(&format!(
+        "recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM",
         path.display(),
         interval.as_secs_f64()
-    );
+    ));
     let mut result = Ok(0);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
@@ -369,7 +370,7 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
         }
     }
     sampler.stop();
-    eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
+    warn(&format!("wrote {} samples to {}", recorder.n_ticks(), recorder.path().display()));
     result
 }
 
@@ -487,7 +488,7 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
                     None => slot.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),
                 };
                 if let Err(e) = handle.publish(pipeline) {
-                    eprintln!("gpusight: cannot render metrics: {e}");
+                    warn(&format!("cannot render metrics: {e}"));
                 }
             }
             FeedEvent::Stalled { for_ms } => {
@@ -504,7 +505,7 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
     });
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-    eprintln!("gpusight: serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr());
+    warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
     let stop = async {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let term = async {
