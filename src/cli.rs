@@ -1,5 +1,6 @@
 //! The command line: flags, subcommands, picking the source, and exit codes. `main.rs` only calls [`main`].
 
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,6 +24,9 @@ pub struct Cli {
     pub data: DataArgs,
     #[command(flatten)]
     pub view: ViewArgs,
+    /// Whether `--duration` was given (not its default), so that it can be said to do nothing on a recording.
+    #[arg(skip)]
+    pub duration_given: bool,
 }
 
 /// Where the data comes from, and recording. Shared by every command.
@@ -41,10 +45,11 @@ pub struct DataArgs {
     #[arg(long, value_name = "PID[:START_TICKS]", global = true, hide = true)]
     pub synthetic_attach: Vec<String>,
     /// Seconds between samples (0.1 to 60).
-    #[arg(long, value_name = "SECONDS", global = true)]
+    #[arg(long, value_name = "SECONDS", global = true, allow_negative_numbers = true)]
     pub interval: Option<f64>,
     /// Only these GPUs (NVML indices, e.g. 0,2): the others are not read, shown, judged, exported or recorded.
-    #[arg(long, value_name = "GPU", num_args = 1.., value_delimiter = ',', global = true)]
+    #[arg(long, value_name = "GPU", num_args = 1.., value_delimiter = ',', global = true,
+          allow_negative_numbers = true, value_parser = parse_index)]
     pub only: Vec<u32>,
     /// Record what is sampled to FILE (JSON Lines).
     #[arg(long, value_name = "FILE")]
@@ -70,13 +75,14 @@ pub struct ViewArgs {
     #[arg(long, global = true)]
     pub json: bool,
     /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub at: Option<f64>,
     /// Show only processes of this user.
     #[arg(long, value_name = "USER")]
     pub user: Option<String>,
     /// Show only these processes.
-    #[arg(long, value_name = "PID", num_args = 1.., value_delimiter = ',')]
+    #[arg(long, value_name = "PID", num_args = 1.., value_delimiter = ',', allow_negative_numbers = true,
+          value_parser = parse_index)]
     pub pid: Vec<u32>,
     /// No signals and no environment screen.
     #[arg(long)]
@@ -102,19 +108,20 @@ pub enum Command {
     /// 2 (critical).
     Doctor {
         /// How long to watch, e.g. 30s, 2m.
-        #[arg(long, default_value = "30s", value_parser = parse_duration)]
+        #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
     },
     /// A reproducibility record of the machine and its steady state (Markdown, or --json).
     Report {
         /// How long to watch, e.g. 10m.
-        #[arg(long, default_value = "10m", value_parser = parse_duration)]
+        #[arg(long, default_value = "10m", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
     },
     /// Serve Prometheus metrics with dcgm-exporter's names on /metrics.
     Export {
-        /// Address to listen on. Loopback by default; give 0.0.0.0:9400 to serve the network.
-        #[arg(long, default_value = "127.0.0.1:9400")]
+        /// Address to listen on (HOST:PORT; a name such as localhost:9400 is looked up). Loopback by default;
+        /// give 0.0.0.0:9400 to serve the network.
+        #[arg(long, default_value = "127.0.0.1:9400", value_parser = parse_listen)]
         listen: std::net::SocketAddr,
     },
 }
@@ -125,6 +132,9 @@ pub enum Command {
 /// Text that is not a duration, phrased for a person.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("'{text}' is negative: a duration is more than 0, e.g. 30s, 10m or 1h"));
+    }
     let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let value: f64 = number.parse().map_err(|_| format!("'{text}' is not a duration; try 30s, 10m or 1h"))?;
@@ -141,12 +151,54 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Parses a GPU index or a PID, saying plainly what a negative number or a word is not.
+///
+/// # Errors
+/// Anything but a whole number from 0 to 4294967295.
+pub fn parse_index(text: &str) -> Result<u32, String> {
+    let text = text.trim();
+    if text.starts_with('-') {
+        return Err(format!("'{text}' is negative: GPU indices and PIDs are 0 or more"));
+    }
+    text.parse().map_err(|_| format!("'{text}' is not a whole number"))
+}
+
+/// Parses `--listen`: `HOST:PORT` with an address (`127.0.0.1:9400`, `[::1]:9400`) or a name that is looked up
+/// (`localhost:9400`; the first address it gives is used).
+///
+/// # Errors
+/// No port, a port out of range, or a name that does not resolve.
+pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs as _;
+    if let Ok(addr) = text.parse() {
+        return Ok(addr);
+    }
+    let Some((host, port)) = text.rsplit_once(':') else {
+        return Err(format!("'{text}' has no port: write HOST:PORT, e.g. 127.0.0.1:9400 or localhost:9400"));
+    };
+    let port: u16 = port.parse().map_err(|_| format!("'{port}' in '{text}' is not a port (0 to 65535)"))?;
+    let mut addrs: Vec<std::net::SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|e| format!("cannot resolve '{host}' in '{text}': {e}"))?.collect();
+    // Prefer IPv4, as the default does, when a name has both.
+    addrs.sort_by_key(std::net::SocketAddr::is_ipv6);
+    addrs.first().copied().ok_or_else(|| format!("'{host}' in '{text}' has no address"))
+}
+
 /// Runs gpusight with the process's arguments and returns the exit code.
 #[must_use]
 pub fn main() -> i32 {
+    use clap::{CommandFactory as _, FromArgMatches as _};
     // First of all, so that a driver library that crashes the process leaves the terminal usable and says why.
     crate::crash::install();
-    let cli = match Cli::try_parse() {
+    let parsed = Cli::command().try_get_matches().and_then(|matches| {
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        cli.duration_given = matches.subcommand().is_some_and(|(_, sub)| {
+            sub.try_get_raw("duration").is_ok()
+                && sub.value_source("duration") == Some(clap::parser::ValueSource::CommandLine)
+        });
+        Ok(cli)
+    });
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
@@ -156,9 +208,12 @@ pub fn main() -> i32 {
     match crate::run::run(&cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("gpusight: {e}");
+            // Messages can quote what came from outside (a path, a server's answer): no control character passes.
+            let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
             match e {
-                RunError::Source(SourceError::NoDriver(_)) | RunError::Usage(_) => EXIT_NO_DRIVER,
+                RunError::Source(SourceError::NoDriver(_) | SourceError::Usage(_)) | RunError::Usage(_) => {
+                    EXIT_NO_DRIVER
+                }
                 _ => EXIT_FAILURE,
             }
         }
@@ -185,6 +240,11 @@ pub enum RunError {
 /// # Errors
 /// A bad config file or an out-of-range interval.
 pub fn effective_config(data: &DataArgs) -> Result<Config, RunError> {
+    if data.config.is_none()
+        && let Some(warning) = Config::default_path_warning()
+    {
+        crate::run::warn(&warning);
+    }
     let mut config = Config::load_or_default(data.config.as_deref())?;
     if let Some(interval) = data.interval {
         config.general.interval_s = interval;

@@ -67,7 +67,41 @@ impl Config {
     /// # Errors
     /// A syntax error, an unknown key or a wrong type, naming the key.
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e, text) })
+        let config: Self = toml::from_str(text)
+            .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e, text) })?;
+        config.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
+        Ok(config)
+    }
+
+    /// Values that parse but cannot be meant: a NaN or negative threshold (`enter_share = nan` silently turned
+    /// every finding off), a share above 1, a zero window, and a keymap with no way out or a key on two actions.
+    /// Checked when the file is loaded, so every command refuses it, not only the monitor.
+    ///
+    /// # Errors
+    /// The first bad value, naming its section and key.
+    pub fn check(&self) -> Result<(), String> {
+        crate::app::Keymap::with_overrides(&self.keys).map_err(|e| e.to_string())?;
+        let mut sections = Vec::new();
+        if let Ok(value) = serde_json::to_value(&self.general) {
+            sections.push(("general", value));
+        }
+        if let Ok(value) = serde_json::to_value(&self.thresholds) {
+            sections.push(("thresholds", value));
+        }
+        for (section, value) in &sections {
+            let Some(fields) = value.as_object() else { continue };
+            for (key, value) in fields {
+                check_value(key, value).map_err(|why| format!("[{section}] {key} = {value}: {why}"))?;
+            }
+        }
+        let t = &self.thresholds;
+        if t.exit_share > t.enter_share {
+            return Err(format!(
+                "[thresholds] exit_share = {} is above enter_share = {}: a finding would clear before it appears",
+                t.exit_share, t.enter_share
+            ));
+        }
+        Ok(())
     }
 
     /// Reads the file at `path`.
@@ -86,6 +120,19 @@ impl Config {
         directories::ProjectDirs::from("", "", "gpusight").map(|dirs| dirs.config_dir().join("config.toml"))
     }
 
+    /// A config file at the platform path that is there but cannot be followed (a dangling symlink): the defaults
+    /// are used, and this says why, instead of nothing.
+    #[must_use]
+    pub fn default_path_warning() -> Option<String> {
+        let path = Self::default_path()?;
+        let link = std::fs::symlink_metadata(&path).ok()?;
+        if path.exists() || !link.file_type().is_symlink() {
+            return None;
+        }
+        let target = std::fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_default();
+        Some(format!("config {} is a symlink to {target}, which does not exist; using the defaults", path.display()))
+    }
+
     /// The explicit file if given, else the platform file if it exists, else the defaults.
     ///
     /// # Errors
@@ -99,6 +146,26 @@ impl Config {
             },
         }
     }
+}
+
+/// The range a setting may take, by the unit in its name: shares and fits from 0 to 1, percentages from 0 to
+/// 100, windows from 1 s to 30 days, everything else finite and not negative.
+fn check_value(key: &str, value: &serde_json::Value) -> Result<(), String> {
+    // serde_json writes a NaN or an infinity as null.
+    let Some(number) = value.as_f64() else { return Err("not a finite number".to_owned()) };
+    if number < 0.0 {
+        return Err("must not be negative".to_owned());
+    }
+    if (key.ends_with("_share") || key.ends_with("_r2") || key.ends_with("_coverage")) && number > 1.0 {
+        return Err("is a share: use 0 to 1".to_owned());
+    }
+    if key.ends_with("_pct") && number > 100.0 {
+        return Err("is a percentage: use 0 to 100".to_owned());
+    }
+    if key.ends_with("window_s") && !(1.0..=30.0 * 86_400.0).contains(&number) {
+        return Err("is a window: use 1 s to 30 days".to_owned());
+    }
+    Ok(())
 }
 
 /// toml's errors span several lines with a caret picture; say it on one line with the line number, the section

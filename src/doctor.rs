@@ -7,6 +7,7 @@ use crate::advice::window::duration_label;
 use crate::advice::{Finding, Severity};
 use crate::pipeline::Pipeline;
 use crate::sample::UnixMs;
+use crate::text::visible;
 
 /// The JSON schema name and version of [`DoctorReport::to_json`].
 pub const SCHEMA: &str = "gpusight.doctor/1";
@@ -114,9 +115,9 @@ impl DoctorReport {
         let n = self.gpus.len();
         out.push_str(&format!(
             "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)\n\n",
-            self.hostname,
-            self.source_label,
-            self.driver_version.as_deref().unwrap_or("unknown"),
+            visible(&self.hostname),
+            visible(&self.source_label),
+            visible(self.driver_version.as_deref().unwrap_or("unknown")),
             if n == 1 { "" } else { "s" },
             duration_label(self.duration_s()),
             self.samples,
@@ -136,9 +137,9 @@ impl DoctorReport {
                 about.push(format!("PID {p}"));
             }
             let about = if about.is_empty() { "host".to_owned() } else { about.join(" ") };
-            out.push_str(&format!("{label} [{}] {about}: {}\n", f.rule.name(), f.title));
-            out.push_str(&format!("         evidence: {}\n", f.evidence));
-            out.push_str(&format!("         remedy:   {}\n\n", f.remedy));
+            out.push_str(&format!("{label} [{}] {about}: {}\n", f.rule.name(), visible(&f.title)));
+            out.push_str(&format!("         evidence: {}\n", visible(&f.evidence)));
+            out.push_str(&format!("         remedy:   {}\n\n", visible(&f.remedy)));
         }
         let (crit, warn, info) =
             (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
@@ -154,7 +155,7 @@ impl DoctorReport {
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n");
             for note in &self.notes {
-                out.push_str(&format!("  - {note}\n"));
+                out.push_str(&format!("  - {}\n", visible(note)));
             }
         }
         out

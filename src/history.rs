@@ -138,7 +138,7 @@ pub struct GpuSeries {
 }
 
 impl GpuSeries {
-    fn new(index: u32, capacity: usize) -> Self {
+    pub(crate) fn new(index: u32, capacity: usize) -> Self {
         Self {
             index,
             lost: Ring::new(capacity),
@@ -162,7 +162,7 @@ impl GpuSeries {
         }
     }
 
-    fn push(&mut self, gpu: Option<&GpuTick>) {
+    pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
         let gpm = gpu.and_then(|g| g.gpm);
         self.lost.push(gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost));
         self.util_pct.push(gpu.and_then(|g| g.util_pct));
@@ -373,7 +373,7 @@ impl History {
     /// Series of the GPU with this NVML index.
     #[must_use]
     pub fn gpu(&self, index: u32) -> Option<&GpuSeries> {
-        self.gpus.iter().find(|g| g.index == index)
+        crate::sample::by_index(&self.gpus, index, |g| g.index)
     }
 
     /// The newest series of the process with this PID (the live one if the PID was reused).
@@ -402,7 +402,16 @@ impl History {
     }
 
     /// Takes in a tick of this history's machine.
-    pub fn push_tick(&mut self, tick: Tick) {
+    ///
+    /// A clock that steps back (an NTP step while recording, recordings spliced together) does not make time run
+    /// backwards here: every window, binary search and "for how long" assumes times that never decrease, so such
+    /// a tick is placed at the newest time already held, and later ticks count on from there.
+    pub fn push_tick(&mut self, mut tick: Tick) {
+        if let Some(&newest) = self.times.last()
+            && tick.at_ms < newest
+        {
+            tick.at_ms = newest;
+        }
         let at_ms = tick.at_ms;
         self.times.push(at_ms);
         for series in &mut self.gpus {

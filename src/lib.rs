@@ -21,8 +21,10 @@
 //! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics and the fleet view.
-//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
-//!   [`cli::main`]. [`crash`]: what a fatal signal inside a driver library leaves behind.
+//! - [`text`]: text from outside (command lines, names, labels) made safe to print on a terminal.
+//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch ([`flag_checks`]: flags
+//!   that would do nothing where they were given); `main.rs` only calls [`cli::main`]. [`crash`]: what a fatal
+//!   signal inside a driver library leaves behind.
 //!
 //! # Architecture invariants
 //!
@@ -45,6 +47,7 @@ pub mod config;
 pub mod crash;
 pub mod doctor;
 pub mod export;
+pub mod flag_checks;
 pub mod history;
 pub mod host;
 pub mod output;
@@ -54,4 +57,5 @@ pub mod run;
 pub mod sample;
 pub mod source;
 pub mod terminal;
+pub mod text;
 pub mod ui;

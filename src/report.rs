@@ -252,7 +252,8 @@ impl Report {
     /// The record as Markdown, with "unknown" for every field that could not be read.
     #[must_use]
     pub fn to_markdown(&self) -> String {
-        markdown::render(self)
+        // Names and labels come from outside; no control character reaches the terminal.
+        crate::text::visible_lines(&markdown::render(self)).into_owned()
     }
 }
 

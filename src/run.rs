@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cli::{Cli, Command, DataArgs, RunError, effective_config};
 use crate::config::Config;
+use crate::flag_checks::dumb_terminal;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
 use crate::source::replay::{Recorder, Recording};
@@ -36,7 +37,11 @@ impl Data {
         let recording = if data.demo {
             Some(Recording::demo()?)
         } else if let Some(path) = &data.replay {
-            Some(Recording::open(path)?)
+            let recording = Recording::open(path)?;
+            if let Some(note) = &recording.stopped_early {
+                warn(note);
+            }
+            Some(recording)
         } else {
             None
         };
@@ -87,6 +92,9 @@ impl Data {
 /// # Errors
 /// Any failure, phrased for a person.
 pub fn run(cli: &Cli) -> Result<i32, RunError> {
+    for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
+        warn(&warning);
+    }
     let config = effective_config(&cli.data)?;
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
@@ -95,9 +103,9 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
             let report = crate::doctor::DoctorReport::new(&pipeline);
             if cli.view.json {
-                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+                emit_json(&report.to_json())?;
             } else {
-                print!("{}", report.to_text(use_color(cli)));
+                emit(&report.to_text(use_color(cli)))?;
             }
             Ok(report.exit_code())
         }
@@ -105,9 +113,9 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
             let report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
             if cli.view.json {
-                println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
+                emit_json(&report.to_json())?;
             } else {
-                print!("{}", report.to_markdown());
+                emit(&report.to_markdown())?;
             }
             Ok(0)
         }
@@ -119,9 +127,78 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     }
 }
 
-fn use_color(cli: &Cli) -> bool {
-    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+/// Says a stall once per stall, naming the source, and once more when samples come again; the watchdog reports
+/// a stall every 250 ms while it lasts.
+#[derive(Debug)]
+pub struct StallNotice {
+    source: &'static str,
+    stalled_ms: Option<u64>,
 }
+
+impl StallNotice {
+    #[must_use]
+    pub fn new(machine: &MachineInfo) -> Self {
+        let source = match machine.source {
+            crate::sample::SourceKind::Live => "NVML",
+            crate::sample::SourceKind::Replay => "the recording",
+            crate::sample::SourceKind::Synthetic => "the synthetic source",
+        };
+        Self { source, stalled_ms: None }
+    }
+
+    /// The watchdog says the sample in progress has taken `for_ms`: a line the first time in a stall.
+    pub fn on_stall(&mut self, for_ms: u64) -> Option<String> {
+        let first = self.stalled_ms.is_none();
+        self.stalled_ms = Some(for_ms);
+        first.then(|| format!("{} has not answered for {:.1} s; waiting", self.source, ms_to_s(for_ms)))
+    }
+
+    /// A sample arrived: a line if it ends a stall.
+    pub fn on_sample(&mut self) -> Option<String> {
+        let for_ms = self.stalled_ms.take()?;
+        Some(format!("{} answered again after more than {:.1} s", self.source, ms_to_s(for_ms)))
+    }
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn ms_to_s(ms: u64) -> f64 {
+    ms as f64 / 1000.0
+}
+
+/// A line on stderr, "gpusight: " first (never a panic, even when stderr is a closed pipe); text from outside is
+/// made visible.
+pub fn warn(message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
+}
+
+/// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
+/// does for other command-line tools; any other write error (a full disk) is one line, not a panic.
+fn emit(text: &str) -> Result<(), RunError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(RunError::Other(format!("cannot write to standard output: {e}"))),
+    }
+}
+
+fn emit_json(value: &serde_json::Value) -> Result<(), RunError> {
+    emit(&(serde_json::to_string_pretty(value).unwrap_or_default() + "\n"))
+}
+
+fn use_color(cli: &Cli) -> bool {
+    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
+}
+
+/// `--ascii`, or a terminal that says it is dumb.
+fn use_ascii(cli: &Cli) -> bool {
+    cli.view.ascii || dumb_terminal()
+}
+
+/// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
+const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
 
 fn capacity(config: &Config, interval: Duration) -> usize {
     let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
@@ -158,8 +235,18 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             replay_into(recording, last, config, capacity).ok_or_else(|| empty_recording(recording))?
         }
         Data::Synthetic(spec, _) => {
+            let interval_ms = spec.interval_ms.max(1) as f64;
+            let seconds = cli.view.at.unwrap_or(0.0);
+            if seconds * 1000.0 / interval_ms >= MAX_SYNTHETIC_AT_SAMPLES as f64 {
+                #[allow(clippy::cast_precision_loss)]
+                let most = (MAX_SYNTHETIC_AT_SAMPLES - 1) as f64 * interval_ms / 1000.0;
+                return Err(RunError::Usage(format!(
+                    "--at {seconds} is past what a synthetic machine is run to: at most {most} s at this interval \
+                     ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
+                )));
+            }
             #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let n = cli.view.at.map_or(2, |s| (s * 1000.0 / spec.interval_ms as f64) as u64 + 1).max(1);
+            let n = cli.view.at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
             let mut source = data.open_source(config, interval)?;
             collect(source.as_mut(), n, config, capacity)?
         }
@@ -175,15 +262,15 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
         }
     };
     if cli.view.json {
-        println!("{}", crate::output::json::render(&pipeline));
+        emit(&(crate::output::json::render(&pipeline) + "\n"))?;
     } else {
         let options = crate::output::table::TableOptions {
-            ascii: cli.view.ascii,
+            ascii: use_ascii(cli),
             only_gpus: cli.data.only.clone(),
             user: cli.view.user.clone(),
             pids: cli.view.pid.clone(),
         };
-        print!("{}", crate::output::table::render(&pipeline, &options));
+        emit(&crate::output::table::render(&pipeline, &options))?;
     }
     Ok(0)
 }
@@ -260,6 +347,7 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
     let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
+    let mut stalls = StallNotice::new(&machine);
     let recorder = Arc::new(std::sync::Mutex::new(Recorder::create(path, &machine, args.overwrite)?));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
@@ -276,7 +364,7 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
                     .map_err(|_| "the recorder failed earlier".to_string())
                     .and_then(|mut recorder| recorder.write(&snapshot.tick).map_err(|e| e.to_string()));
                 match written {
-                    Ok(()) => return true,
+                    Ok(()) => FeedEvent::Snapshot(snapshot),
                     Err(message) => FeedEvent::Failed(message),
                 }
             }
@@ -287,27 +375,37 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     });
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-    eprintln!(
-        "gpusight: recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM",
+    warn(&format!(
+        "recording to {} every {:.1} s; stop with Ctrl-C or SIGTERM",
         path.display(),
         interval.as_secs_f64()
-    );
+    ));
     let mut result = Ok(0);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
+            // Written on the sampler thread already; here only to say that a stall is over.
+            Ok(FeedEvent::Snapshot(_)) => {
+                if let Some(line) = stalls.on_sample() {
+                    warn(&line);
+                }
+            }
             Ok(FeedEvent::Failed(message)) => {
                 result = Err(RunError::Other(message));
                 break;
             }
             Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
-            Ok(FeedEvent::Stalled { for_ms }) => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
-            Ok(FeedEvent::Note(note)) => eprintln!("gpusight: {note}"),
-            Ok(FeedEvent::Snapshot(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(FeedEvent::Stalled { for_ms }) => {
+                if let Some(line) = stalls.on_stall(for_ms) {
+                    warn(&line);
+                }
+            }
+            Ok(FeedEvent::Note(note)) => warn(&note),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
     sampler.stop();
     let recorder = recorder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
+    warn(&format!("wrote {} samples to {}", recorder.n_ticks(), recorder.path().display()));
     result
 }
 
@@ -332,7 +430,7 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         pids: cli.view.pid.clone(),
         ui,
         no_color: !use_color(cli),
-        ascii: cli.view.ascii,
+        ascii: use_ascii(cli),
         keys: config.keys.clone(),
         thresholds: config.thresholds.clone(),
         history_capacity: capacity(config, interval),
@@ -400,14 +498,20 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
     use crate::export::{ExportHandle, ExportServer};
 
     let source = data.open_source(config, interval)?;
-    let handle = ExportHandle::with_hostname(source.machine().hostname.clone());
+    let handle = ExportHandle::with_hostname(source.machine().hostname.clone())
+        .stale_after(crate::export::server::stale_after(interval));
+    let stalls = std::sync::Mutex::new(StallNotice::new(&source.machine()));
     let server = ExportServer::bind(listen, handle.clone()).map_err(|e| RunError::Other(e.to_string()))?;
     let capacity = capacity(config, interval);
     let thresholds = config.thresholds.clone();
+    let handle_for_end = handle.clone();
     let pipeline: std::sync::Mutex<Option<Pipeline>> = std::sync::Mutex::new(None);
     let sink: Sink = Arc::new(move |event| {
         match event {
             FeedEvent::Snapshot(snapshot) => {
+                if let Some(line) = stalls.lock().ok().and_then(|mut s| s.on_sample()) {
+                    warn(&line);
+                }
                 let Ok(mut slot) = pipeline.lock() else { return false };
                 let pipeline = match slot.as_mut() {
                     Some(pipeline) => {
@@ -417,20 +521,24 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
                     None => slot.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),
                 };
                 if let Err(e) = handle.publish(pipeline) {
-                    eprintln!("gpusight: cannot render metrics: {e}");
+                    warn(&format!("cannot render metrics: {e}"));
                 }
             }
-            FeedEvent::Stalled { for_ms } => eprintln!("gpusight: NVML has not answered for {for_ms} ms"),
-            FeedEvent::Note(note) => eprintln!("gpusight: {note}"),
-            FeedEvent::Failed(message) => eprintln!("gpusight: sampling stopped: {message}"),
-            // A recording played to its end keeps serving its last sample.
-            FeedEvent::Ended => {}
+            FeedEvent::Stalled { for_ms } => {
+                if let Some(line) = stalls.lock().ok().and_then(|mut s| s.on_stall(for_ms)) {
+                    warn(&line);
+                }
+            }
+            FeedEvent::Note(note) => warn(&note),
+            FeedEvent::Failed(message) => warn(&format!("sampling stopped: {message}")),
+            // A recording played to its end keeps serving its last sample, and is not called stale.
+            FeedEvent::Ended => handle_for_end.mark_ended(),
         }
         true
     });
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-    eprintln!("gpusight: serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr());
+    warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
     let stop = async {
         let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
         let term = async {
@@ -456,15 +564,37 @@ fn fleet(cli: &Cli, interval: Duration) -> Result<i32, RunError> {
     use crate::export::fleet::{Fleet, FleetOptions};
 
     let url = cli.view.prometheus.as_deref().unwrap_or_default();
+    crate::export::fleet::check_url(url).map_err(|e| RunError::Usage(e.to_string()))?;
     if !cli.view.once {
         return crate::app::fleet::run(url, interval.max(Duration::from_secs(1)), !use_color(cli))
             .map_err(|e| RunError::Other(format!("{e}")));
     }
     let fleet = Fleet::query(url, &FleetOptions::default()).map_err(|e| RunError::Other(e.to_string()))?;
     if cli.view.json {
-        println!("{}", serde_json::to_string_pretty(&fleet.to_json()).unwrap_or_default());
+        emit_json(&fleet.to_json())?;
     } else {
-        print!("{}", fleet.to_text());
+        emit(&fleet.to_text())?;
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_is_said_once_naming_the_source_and_its_end_once() {
+        let machine = MachineInfo { source: crate::sample::SourceKind::Synthetic, ..MachineInfo::default() };
+        let mut notice = StallNotice::new(&machine);
+        assert_eq!(notice.on_sample(), None);
+        let first = notice.on_stall(2000).expect("said once");
+        assert!(first.contains("the synthetic source has not answered for 2.0 s"), "{first}");
+        for ms in (2250..10_000).step_by(250) {
+            assert_eq!(notice.on_stall(ms), None, "said again at {ms} ms");
+        }
+        let end = notice.on_sample().expect("the end is said");
+        assert!(end.contains("answered again after more than 9.8 s"), "{end}");
+        assert_eq!(notice.on_sample(), None);
+        assert!(StallNotice::new(&MachineInfo::default()).on_stall(2000).expect("live").starts_with("NVML "));
+    }
 }

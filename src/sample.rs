@@ -504,7 +504,7 @@ impl Tick {
     /// The GPU reading with this NVML index.
     #[must_use]
     pub fn gpu(&self, index: u32) -> Option<&GpuTick> {
-        self.gpus.iter().find(|g| g.index == index)
+        by_index(&self.gpus, index, |g| g.index)
     }
 
     /// Host details of a process, if read.
@@ -512,4 +512,13 @@ impl Tick {
     pub fn process(&self, pid: u32) -> Option<&HostProcess> {
         self.processes.iter().find(|p| p.pid == pid)
     }
+}
+
+/// The item of a GPU list with this index. GPUs are almost always listed in index order from 0, so the slot at
+/// `index` is tried first and the search is O(1); otherwise every item is looked at. Rules and history look a GPU
+/// up for every GPU of every tick, so a linear search made them quadratic in the number of GPUs.
+#[must_use]
+pub fn by_index<T>(items: &[T], index: u32, key: impl Fn(&T) -> u32) -> Option<&T> {
+    let slot = usize::try_from(index).ok().and_then(|i| items.get(i)).filter(|item| key(item) == index);
+    slot.or_else(|| items.iter().find(|item| key(item) == index))
 }

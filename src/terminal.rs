@@ -1,6 +1,7 @@
 //! The only module that touches the terminal's modes: raw mode, the alternate screen and mouse capture. It puts
-//! them back on every exit path: a normal return, an error, a panic (the hook restores before printing),
-//! SIGTERM/SIGHUP (the app restores, then exits) and Ctrl-Z (restore, stop, re-enter on `fg`).
+//! them back on every exit path: a normal return, an error, a panic (the hook restores before printing), every
+//! signal whose default action ends the process and that can be caught ([`TERMINATING_SIGNALS`]: the screens
+//! restore, then exit with 128 + the signal) and Ctrl-Z (restore, stop, re-enter on `fg`).
 
 use std::io::{self, Stdout, Write};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -10,6 +11,16 @@ use crossterm::execute;
 use crossterm::terminal::{EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode};
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
+
+/// The signals that end a process by default and can be handled in an orderly way (not the fatal ones a fault
+/// raises, which a crash handler deals with): each screen that owns the terminal listens for all of them, restores,
+/// and exits with 128 + the signal. SIGPIPE is left out: Rust ignores it, and a closed pipe is a write error.
+pub const TERMINATING_SIGNALS: [i32; 11] = {
+    use signal_hook::consts::signal::{
+        SIGALRM, SIGHUP, SIGINT, SIGPROF, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGVTALRM, SIGXCPU, SIGXFSZ,
+    };
+    [SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ]
+};
 
 /// The terminal type the monitor draws on.
 pub type Tui = Terminal<CrosstermBackend<Stdout>>;

@@ -311,3 +311,20 @@ fn a_fatal_signal_in_a_driver_call_restores_the_terminal_names_the_call_and_keep
     assert!(!recording.truncated_tail, "no line was cut");
     assert_eq!(recording.ticks.len(), 8, "every tick sampled before the crash was written");
 }
+
+#[test]
+fn every_terminating_signal_restores_the_terminal() {
+    // Issue 12: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
+    for (signal, code) in [
+        (rustix::process::Signal::QUIT, 131),
+        (rustix::process::Signal::USR1, 138),
+        (rustix::process::Signal::ALARM, 142),
+    ] {
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+        wait_drawn(&mut session);
+        session.signal(signal);
+        let status = session.exit_status();
+        assert_eq!(status.exit_code(), code, "{signal:?}");
+        assert_restored(&session);
+    }
+}

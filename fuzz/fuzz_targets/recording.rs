@@ -1,16 +1,20 @@
-//! Fuzzes the recording reader, then everything a recording reaches: the pipeline (history and advice) and one
-//! frame of the monitor drawn into a test terminal.
+//! Fuzzes the size-limited recording reader (with small limits, so the bounds are reached), then everything a
+//! recording reaches: the pipeline (history and advice), the `--once` table, `doctor`, `report`, and one frame of
+//! the monitor drawn into a test terminal. No text output may carry a control character from the input.
 #![no_main]
 
 use std::sync::Arc;
 
 use gpusight::pipeline::Pipeline;
 use gpusight::sample::Snapshot;
-use gpusight::source::replay::Recording;
+use gpusight::source::replay::{ReadLimits, Recording};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(recording) = Recording::from_reader(data, "fuzz input", "fuzz".to_owned()) else { return };
+    let limits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 64 };
+    let Ok(recording) = Recording::from_reader_with_limits(data, "fuzz input", "fuzz".to_owned(), limits) else {
+        return;
+    };
     let mut ticks = recording.ticks.iter().take(16);
     let Some(first) = ticks.next() else { return };
     let snapshot = |tick: &gpusight::sample::Tick| Snapshot { machine: Arc::clone(&recording.machine), tick: tick.clone() };
@@ -19,6 +23,13 @@ fuzz_target!(|data: &[u8]| {
         pipeline.ingest(&snapshot(tick));
     }
     let _ = pipeline.findings_seen();
+    let table = gpusight::output::table::render(&pipeline, &gpusight::output::table::TableOptions::default());
+    let doctor = gpusight::doctor::DoctorReport::new(&pipeline);
+    let report = gpusight::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
+    for text in [table, doctor.to_text(false), report.to_markdown()] {
+        assert!(!text.chars().any(|c| c.is_control() && c != '\n'), "a control character reached a text output");
+    }
+    let _ = (doctor.to_json(), report.to_json(), gpusight::output::json::render(&pipeline));
     let feed = gpusight::app::Feed::Recording {
         machine: Arc::clone(&recording.machine),
         ticks: recording.ticks.iter().take(16).cloned().collect(),

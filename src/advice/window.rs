@@ -56,7 +56,7 @@ impl<'a> Ctx<'a> {
     /// The static description of the GPU with this index.
     #[must_use]
     pub fn gpu_info(&self, index: u32) -> Option<&'a GpuInfo> {
-        self.machine.gpus.iter().find(|g| g.index == index)
+        crate::sample::by_index(&self.machine.gpus, index, |g| g.index)
     }
 
     /// A window of the machine's samples over the last `secs`, and whether the history covers it.

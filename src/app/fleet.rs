@@ -20,6 +20,8 @@ enum Message {
     Key(KeyBinding),
     Redraw,
     InputClosed,
+    /// A terminating signal: restore and exit with 128 + the signal.
+    Terminate(i32),
 }
 
 /// The state of the fleet screen: the latest answer, or why there is none.
@@ -94,6 +96,7 @@ impl FleetScreen {
 pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<i32> {
     let keymap = Keymap::default();
     let (tx, rx) = mpsc::channel::<Message>();
+    let signal_tx = tx.clone();
     {
         let (tx, url) = (tx.clone(), url.to_owned());
         std::thread::Builder::new().name("fleet-query".into()).spawn(move || {
@@ -124,8 +127,17 @@ pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<
             }
         })?;
     }
+    {
+        let tx = signal_tx;
+        let mut signals = signal_hook::iterator::Signals::new(crate::terminal::TERMINATING_SIGNALS)?;
+        std::thread::Builder::new().name("fleet-signals".into()).spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let _ = tx.send(Message::Terminate(signal));
+            }
+        })?;
+    }
     let mut terminal = crate::terminal::init(false)?;
-    let mut screen = FleetScreen { url: url.to_owned(), view: None, error: None };
+    let mut screen = FleetScreen { url: crate::export::fleet::redact_url(url), view: None, error: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
             terminal.draw(|frame| screen.draw(frame))?;
@@ -140,6 +152,7 @@ pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<
                 }
                 Ok(Message::Redraw) => {}
                 Ok(Message::InputClosed) | Err(_) => return Ok(0),
+                Ok(Message::Terminate(signal)) => return Ok(128 + signal),
             }
         }
     })();

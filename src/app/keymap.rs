@@ -24,6 +24,10 @@ pub enum KeymapError {
         "[keys] {action}: unknown key '{key}'; write a character (\"q\"), a name (\"Enter\", \"F5\", \"PageUp\") or a modifier and a key (\"ctrl-c\", \"shift-Left\")"
     )]
     UnknownKey { action: String, key: String },
+    #[error("[keys] {0} = []: that leaves no key to {1}; bind at least one key (the default is {2})")]
+    NoWayOut(String, &'static str, String),
+    #[error("[keys]: '{key}' is given to both {first} and {second}; a key can do one thing")]
+    TwoActions { key: String, first: String, second: String },
 }
 
 const NAMED: [(&str, KeyCode); 17] = [
@@ -213,6 +217,7 @@ impl Keymap {
     /// An unknown action or key name, naming it.
     pub fn with_overrides(overrides: &KeyOverrides) -> Result<Self, KeymapError> {
         let mut keymap = Self::default();
+        let mut given: Vec<(KeyBinding, Scope, &str, &str)> = Vec::new();
         for (name, keys) in overrides {
             let action = Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
             let parsed = keys
@@ -222,6 +227,18 @@ impl Keymap {
                         .ok_or_else(|| KeymapError::UnknownKey { action: name.clone(), key: key.clone() })
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            for (binding, key) in parsed.iter().zip(keys) {
+                if let Some((_, _, first, _)) =
+                    given.iter().find(|(b, scope, other, _)| b == binding && *scope == action.scope() && other != name)
+                {
+                    return Err(KeymapError::TwoActions {
+                        key: key.clone(),
+                        first: (*first).to_owned(),
+                        second: name.clone(),
+                    });
+                }
+                given.push((*binding, action.scope(), name, key));
+            }
             for (other, other_keys) in &mut keymap.bindings {
                 if *other != action && other.scope() == action.scope() {
                     other_keys.retain(|k| !parsed.contains(k));
@@ -231,6 +248,12 @@ impl Keymap {
                 if *each == action {
                     each_keys.clone_from(&parsed);
                 }
+            }
+        }
+        // A keymap with no way out traps the user: q, Ctrl-C and Esc all ignored.
+        for (action, what) in [(Action::Quit, "quit the monitor"), (Action::DialogCancel, "cancel a dialog")] {
+            if keymap.keys(action).is_empty() {
+                return Err(KeymapError::NoWayOut(action.name().to_owned(), what, defaults(action).join(" ")));
             }
         }
         Ok(keymap)
@@ -301,6 +324,27 @@ mod tests {
         assert_eq!(keymap.lookup(key("x"), false), Some(Action::Quit));
         assert_eq!(keymap.lookup(key("q"), false), None);
         assert_eq!(keymap.describe(Action::Explain), "", "x was taken from explain");
+    }
+
+    #[test]
+    fn a_keymap_without_a_way_out_or_with_a_key_on_two_actions_is_refused() {
+        let no_quit = KeyOverrides::from([("quit".to_owned(), vec![])]);
+        let error = Keymap::with_overrides(&no_quit).expect_err("no way out").to_string();
+        assert!(error.contains("quit = []") && error.contains("q Q ctrl-c"), "{error}");
+        let no_cancel = KeyOverrides::from([("dialog-cancel".to_owned(), vec![])]);
+        assert!(Keymap::with_overrides(&no_cancel).is_err());
+        let twice = KeyOverrides::from([
+            ("explain".to_owned(), vec!["z".to_owned()]),
+            ("quit".to_owned(), vec!["z".to_owned(), "q".to_owned()]),
+        ]);
+        let error = Keymap::with_overrides(&twice).expect_err("two actions").to_string();
+        assert!(error.contains("'z'") && error.contains("explain") && error.contains("quit"), "{error}");
+        // A key in the dialog scope and the normal scope is two places, not two actions.
+        let scopes = KeyOverrides::from([
+            ("quit".to_owned(), vec!["q".to_owned()]),
+            ("dialog-cancel".to_owned(), vec!["q".to_owned(), "Esc".to_owned()]),
+        ]);
+        assert!(Keymap::with_overrides(&scopes).is_ok());
     }
 
     #[test]

@@ -19,7 +19,10 @@ use crate::ui;
 pub(crate) enum LoopEvent {
     Input(Event),
     Feed(Box<FeedEvent>),
-    /// SIGTERM, SIGHUP or SIGINT arrived: restore and exit with 128 + the signal.
+    /// A snapshot is waiting in this slot (the newest; older ones not yet drawn were replaced).
+    Snapshot(std::sync::Arc<super::feed::Latest>),
+    /// A terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, ...) arrived: restore and exit with 128 +
+    /// the signal.
     Terminate(i32),
     InputFailed(String),
 }
@@ -34,9 +37,16 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
     spawn_signal_thread(tx.clone())?;
     if let Feed::Live { rx: feed_rx, .. } = feed {
         let tx = tx.clone();
+        let latest = std::sync::Arc::new(super::feed::Latest::default());
         std::thread::Builder::new().name("feed".into()).spawn(move || {
             while let Ok(event) = feed_rx.recv() {
-                if tx.send(LoopEvent::Feed(Box::new(event))).is_err() {
+                let sent = match event {
+                    FeedEvent::Snapshot(snapshot) => {
+                        !latest.put(snapshot) || tx.send(LoopEvent::Snapshot(std::sync::Arc::clone(&latest))).is_ok()
+                    }
+                    other => tx.send(LoopEvent::Feed(Box::new(other))).is_ok(),
+                };
+                if !sent {
                     break;
                 }
             }
@@ -62,8 +72,7 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
 }
 
 fn spawn_signal_thread(tx: Sender<LoopEvent>) -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGHUP, SIGINT])?;
+    let mut signals = signal_hook::iterator::Signals::new(terminal::TERMINATING_SIGNALS)?;
     std::thread::Builder::new().name("signals".into()).spawn(move || {
         if let Some(signal) = signals.forever().next() {
             let _ = tx.send(LoopEvent::Terminate(signal));
@@ -94,7 +103,7 @@ pub(crate) fn event_loop<B: Backend>(
         assert!(!test_panic, "GPUSIGHT_TEST_PANIC: a panic after the first frame, as asked");
         let area = terminal.size().map_err(backend_error)?;
         app.page_rows = ui::table_rows(Rect::new(0, 0, area.width, area.height), app).max(1);
-        let event = match app.until_next_frame() {
+        let first = match app.until_next_frame() {
             Some(wait) => match rx.recv_timeout(wait) {
                 Ok(event) => Some(event),
                 Err(RecvTimeoutError::Timeout) => None,
@@ -108,13 +117,52 @@ pub(crate) fn event_loop<B: Backend>(
         let now = Instant::now();
         app.advance_playback(now - last_frame);
         last_frame = now;
+        // Everything that is already waiting is handled before the next frame, keys first in their order and the
+        // newest snapshot last, so `q` is never stuck behind snapshots and frames.
+        let mut batch: Vec<Option<LoopEvent>> = vec![first];
+        batch.extend(rx.try_iter().take(256).map(Some));
+        let mut snapshot = None;
+        for event in batch {
+            let event = match event {
+                Some(LoopEvent::Snapshot(latest)) => {
+                    snapshot = Some(latest);
+                    continue;
+                }
+                other => other,
+            };
+            if let Some(code) = handle(terminal, app, event, area, &mut suspend, &mut last_frame)? {
+                return Ok(code);
+            }
+        }
+        if let Some(newest) = snapshot.and_then(|latest| latest.take()) {
+            app.on_feed(FeedEvent::Snapshot(newest));
+        }
+    }
+}
+
+/// Handles one event; `Some(code)` when the monitor ends.
+fn handle<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    event: Option<LoopEvent>,
+    area: ratatui::layout::Size,
+    suspend: &mut impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
+    last_frame: &mut Instant,
+) -> std::io::Result<Option<i32>> {
+    {
         let effect = match event {
             None => Effect::None,
             Some(LoopEvent::Feed(feed)) => {
                 app.on_feed(*feed);
                 Effect::None
             }
-            Some(LoopEvent::Terminate(signal)) => return Ok(128 + signal),
+            Some(LoopEvent::Terminate(signal)) => return Ok(Some(128 + signal)),
+            Some(LoopEvent::Snapshot(latest)) => {
+                if let Some(newest) = latest.take() {
+                    app.on_feed(FeedEvent::Snapshot(newest));
+                }
+                Effect::None
+            }
             Some(LoopEvent::InputFailed(message)) => {
                 return Err(std::io::Error::other(format!("cannot read the terminal: {message}")));
             }
@@ -133,11 +181,46 @@ pub(crate) fn event_loop<B: Backend>(
         };
         match effect {
             Effect::None => {}
-            Effect::Quit => return Ok(0),
+            Effect::Quit => return Ok(Some(0)),
             Effect::Suspend => {
                 suspend(terminal)?;
-                last_frame = Instant::now();
+                *last_frame = Instant::now();
             }
         }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+    use crate::source::Source as _;
+    use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+    #[test]
+    fn q_is_answered_before_a_waiting_snapshot_is_taken_in() {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
+        let first = source.next_snapshot().expect("tick").expect("some");
+        let (_feed_tx, feed_rx) = mpsc::channel();
+        let mut app =
+            App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), rx: feed_rx }).expect("app");
+        // The sampler ran far ahead: thousands of snapshots, one slot, one wake-up, then the user's q.
+        let latest = Arc::new(super::super::feed::Latest::default());
+        let (tx, rx) = mpsc::channel();
+        for _ in 0..2000 {
+            if latest.put(Box::new(source.next_snapshot().expect("tick").expect("some"))) {
+                tx.send(LoopEvent::Snapshot(Arc::clone(&latest))).expect("send");
+            }
+        }
+        tx.send(LoopEvent::Input(Event::Key(KeyEvent::new(KeyCode::Char('q'), KeyModifiers::NONE)))).expect("q");
+        let mut terminal = Terminal::new(ratatui::backend::TestBackend::new(120, 40)).expect("terminal");
+        let code = event_loop(&mut terminal, &mut app, &rx, |_| Ok(())).expect("loop");
+        assert_eq!(code, 0);
+        assert_eq!(app.view().history.n_ticks(), 1, "q ended the monitor before the waiting snapshot was taken in");
+        assert!(latest.take().is_some(), "the snapshot was left waiting");
     }
 }

@@ -38,6 +38,57 @@ pub enum FleetError {
     /// Prometheus answered, but not with a query result we understand.
     #[error("Prometheus at {url} gave an unusable answer to '{query}': {why}")]
     BadAnswer { url: String, query: String, why: String },
+    /// `https://`: this build has no TLS.
+    #[error(
+        "{url}: https is not supported (gpusight is built without TLS); give an http:// URL, or reach the server \
+         through a TLS-terminating proxy such as `stunnel` or an SSH tunnel"
+    )]
+    NoTls { url: String },
+    /// Not an http URL at all.
+    #[error("'{url}' is not an http:// URL; give the Prometheus server's address, e.g. http://prometheus:9090")]
+    NotHttp { url: String },
+}
+
+/// The URL as it may be printed: a password in it (`http://user:pass@host`) is shown as `***`, in the output,
+/// the JSON and every message.
+#[must_use]
+pub fn redact_url(url: &str) -> String {
+    match password(url) {
+        Some(secret) => url.replacen(&format!(":{secret}@"), ":***@", 1),
+        None => url.to_owned(),
+    }
+}
+
+/// The password of `scheme://user:password@host/...`, if there is one.
+fn password(url: &str) -> Option<&str> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let userinfo = authority.rsplit_once('@')?.0;
+    let secret = userinfo.split_once(':')?.1;
+    (!secret.is_empty()).then_some(secret)
+}
+
+/// Any text (an HTTP library's error) with the URL's password blanked wherever it appears.
+fn hide_password(text: &str, url: &str) -> String {
+    match password(url) {
+        Some(secret) => text.replace(secret, "***"),
+        None => text.to_owned(),
+    }
+}
+
+/// Checks that `url` is one this build can query: `http://`, not `https://`.
+///
+/// # Errors
+/// [`FleetError::NoTls`] for https, [`FleetError::NotHttp`] for anything else.
+pub fn check_url(url: &str) -> Result<(), FleetError> {
+    let lower = url.trim().to_ascii_lowercase();
+    if lower.starts_with("https://") {
+        Err(FleetError::NoTls { url: redact_url(url) })
+    } else if lower.starts_with("http://") {
+        Ok(())
+    } else {
+        Err(FleetError::NotHttp { url: redact_url(url) })
+    }
 }
 
 /// One sample of an instant vector.
@@ -358,7 +409,10 @@ impl Fleet {
                     if let (Some(used), Some(free), Some(reserved)) =
                         (gpu.mem_used_bytes, free.get(&key), reserved.get(&key))
                     {
-                        gpu.mem_total_bytes = Some(used + mib_to_bytes(*free) + mib_to_bytes(*reserved));
+                        // Checked: absurd values from a scraped node must not wrap to a total smaller than used.
+                        gpu.mem_total_bytes = used
+                            .checked_add(mib_to_bytes(*free))
+                            .and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
                     }
                 }
                 let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));
@@ -415,7 +469,9 @@ impl Fleet {
     /// [`FleetError::Unreachable`] naming the URL when the server does not answer; [`FleetError::BadAnswer`] when an
     /// answer is not a query result.
     pub fn query(base_url: &str, options: &FleetOptions) -> Result<Self, FleetError> {
+        check_url(base_url)?;
         let base = base_url.trim_end_matches('/');
+        let shown = redact_url(base);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(options.timeout))
             .http_status_as_error(false)
@@ -425,17 +481,20 @@ impl Fleet {
         let mut now_s = None;
         for query in QUERIES {
             let url = format!("{base}/api/v1/query");
-            let mut response = agent
-                .get(&url)
-                .query("query", query)
-                .call()
-                .map_err(|e| FleetError::Unreachable { url: base.to_owned(), why: e.to_string() })?;
+            let mut response = agent.get(&url).query("query", query).call().map_err(|e| FleetError::Unreachable {
+                url: shown.clone(),
+                why: hide_password(&e.to_string(), base),
+            })?;
             let status = response.status();
             let text = response.body_mut().read_to_string().map_err(|e| FleetError::Unreachable {
-                url: base.to_owned(),
-                why: format!("reading the answer failed: {e}"),
+                url: shown.clone(),
+                why: hide_password(&format!("reading the answer failed: {e}"), base),
             })?;
-            let bad = |why: String| FleetError::BadAnswer { url: base.to_owned(), query: query.to_owned(), why };
+            let bad = |why: String| FleetError::BadAnswer {
+                url: shown.clone(),
+                query: query.to_owned(),
+                why: hide_password(&why, base),
+            };
             let samples = parse_vector(&text).map_err(|why| bad(format!("HTTP {status}: {why}")))?;
             if now_s.is_none() && query == "up" {
                 now_s = samples.first().map(|s| s.at_s);
@@ -445,7 +504,7 @@ impl Fleet {
         let now_s = now_s.unwrap_or_else(|| {
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
         });
-        Ok(Self::from_answers(base, &answers, now_s, options))
+        Ok(Self::from_answers(&shown, &answers, now_s, options))
     }
 
     /// GPUs across every node.

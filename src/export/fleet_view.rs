@@ -10,6 +10,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
 
 use super::fleet::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
+use crate::text::{visible, visible_lines};
 
 /// The schema name of [`Fleet::to_json`].
 pub const FLEET_SCHEMA: &str = "gpusight.fleet/1";
@@ -28,19 +29,36 @@ fn state_word(state: NodeState) -> &'static str {
     }
 }
 
+/// What a reading from a scraped node past any real GPU shows as (1e308 W is not a power draw, and printing it
+/// is a 309-digit number).
+const ABSURD: &str = "absurd";
+
+/// A number for a cell when it is finite and at most `max`; otherwise "absurd".
+fn sane(value: f64, max: f64, show: impl Fn(f64) -> String) -> String {
+    if value.is_finite() && (0.0..=max).contains(&value) { show(value) } else { ABSURD.to_owned() }
+}
+
+/// No GPU has a pebibyte of memory: past it, the number is garbage.
+const MAX_BYTES: u64 = 1 << 50;
+
 #[allow(clippy::cast_precision_loss)]
 fn memory_cell(gpu: &FleetGpu) -> String {
     match (gpu.mem_used_bytes, gpu.mem_total_bytes) {
-        (Some(used), Some(total)) => format!("{:.1}/{:.0} GiB", used as f64 / GIB, total as f64 / GIB),
+        (Some(used), _) if used > MAX_BYTES => ABSURD.to_owned(),
+        (Some(used), Some(total)) if total <= MAX_BYTES && total >= used => {
+            format!("{:.1}/{:.0} GiB", used as f64 / GIB, total as f64 / GIB)
+        }
+        (Some(used), Some(_)) => format!("{:.1}/{ABSURD} GiB", used as f64 / GIB),
         (Some(used), None) => format!("{:.1} GiB", used as f64 / GIB),
         _ => "N/A".to_owned(),
     }
 }
 
 fn power_cell(gpu: &FleetGpu) -> String {
+    let watts = |w: f64| sane(w, 100_000.0, |w| format!("{w:.0}"));
     match (gpu.power_w, gpu.power_limit_w) {
-        (Some(p), Some(l)) => format!("{p:.0}/{l:.0} W"),
-        (Some(p), None) => format!("{p:.0} W"),
+        (Some(p), Some(l)) => format!("{}/{} W", watts(p), watts(l)),
+        (Some(p), None) => format!("{} W", watts(p)),
         _ => "N/A".to_owned(),
     }
 }
@@ -58,11 +76,11 @@ fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     let index = if gpu.answering == Some(false) { format!("{} LOST", gpu.index) } else { gpu.index.to_string() };
     [
         index,
-        gpu.model.clone().unwrap_or_else(|| "N/A".to_owned()),
-        na(gpu.util_pct, |u| format!("{u:.0} %")),
+        gpu.model.as_deref().map_or_else(|| "N/A".to_owned(), |m| visible(m).into_owned()),
+        na(gpu.util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
         memory_cell(gpu),
         power_cell(gpu),
-        na(gpu.temp_c, |t| format!("{t:.0} C")),
+        na(gpu.temp_c, |t| sane(t, 1000.0, |t| format!("{t:.0} C"))),
         throttle_cell(gpu),
     ]
 }
@@ -72,17 +90,20 @@ fn process_cells(p: &FleetProcess) -> [String; 6] {
     [
         p.gpu_index.to_string(),
         p.pid.to_string(),
-        p.user.clone().unwrap_or_else(|| "N/A".to_owned()),
-        na(p.gpu_memory_bytes, |b| format!("{:.1} GiB", b as f64 / GIB)),
-        na(p.sm_util_pct, |u| format!("{u:.0} %")),
-        p.command.clone().unwrap_or_else(|| "N/A".to_owned()),
+        p.user.as_deref().map_or_else(|| "N/A".to_owned(), |u| visible(u).into_owned()),
+        na(
+            p.gpu_memory_bytes,
+            |b| if b > MAX_BYTES { ABSURD.to_owned() } else { format!("{:.1} GiB", b as f64 / GIB) },
+        ),
+        na(p.sm_util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
+        p.command.as_deref().map_or_else(|| "N/A".to_owned(), |c| visible(c).into_owned()),
     ]
 }
 
 fn node_header(node: &Node) -> String {
     let age = na(node.last_scrape_age_s, |a| format!("scraped {a:.0} s ago"));
-    let instance = if node.name == node.instance { String::new() } else { format!(" ({})", node.instance) };
-    format!("{}{instance}  {}  {age}  {} GPUs", node.name, state_word(node.state), node.gpus.len())
+    let instance = if node.name == node.instance { String::new() } else { format!(" ({})", visible(&node.instance)) };
+    format!("{}{instance}  {}  {age}  {} GPUs", visible(&node.name), state_word(node.state), node.gpus.len())
 }
 
 impl Fleet {
@@ -112,16 +133,16 @@ impl Fleet {
             for f in &node.findings {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", f.severity, f.rule);
+                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", visible(&f.severity), visible(&f.rule));
             }
         }
         if !self.missing_columns.is_empty() {
             let _ = writeln!(out, "\nNot shown:");
             for (column, why) in &self.missing_columns {
-                let _ = writeln!(out, "  {column}: {why}");
+                let _ = writeln!(out, "  {column}: {}", visible(why));
             }
         }
-        out
+        visible_lines(&out).into_owned()
     }
 
     /// The fleet as JSON: `{"schema": "gpusight.fleet/1", "source": ..., "nodes": [...], "missing_columns": [...]}`.

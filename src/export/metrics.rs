@@ -361,7 +361,9 @@ pub fn render(
     }
 
     for process in &tick.gpu_processes {
-        let (Some(pid), Some(info)) = (process.pid, machine.gpus.iter().find(|i| i.index == process.gpu_index)) else {
+        let (Some(pid), Some(info)) =
+            (process.pid, crate::sample::by_index(&machine.gpus, process.gpu_index, |i| i.index))
+        else {
             continue;
         };
         let host = tick.process(pid);

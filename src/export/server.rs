@@ -5,6 +5,12 @@
 //! in behind a lock, so a scrape only clones an `Arc` and never renders or waits for the sampler. The server runs on
 //! its own small tokio runtime; each connection is its own task, so a slow or malformed client holds only its own
 //! connection.
+//!
+//! Every connection is bounded ([`ServerLimits`]): its request headers must arrive within a few seconds (an idle
+//! keep-alive connection waiting for its next request is on the same clock), they may not exceed a few KiB, and
+//! at most so many connections are served at once; past that, new ones wait in the kernel's backlog until slow
+//! ones are closed, and a line on stderr says so. A flood of slow or half-sent connections costs a bounded amount
+//! of memory and file descriptors, and real scrapes keep being answered.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -26,6 +32,33 @@ use crate::sample::{MachineInfo, Tick, UnixMs};
 /// How long a stop waits for open connections to finish.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// What one client may hold of the exporter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerLimits {
+    /// A request's headers must be whole within this long; an idle keep-alive connection is closed after it too.
+    pub header_read_timeout: std::time::Duration,
+    /// The most bytes buffered for one connection's request (headers included; at least 8 KiB).
+    pub max_request_bytes: usize,
+    /// The most connections served at once.
+    pub max_connections: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: std::time::Duration::from_secs(5),
+            max_request_bytes: 16 << 10,
+            max_connections: 256,
+        }
+    }
+}
+
+/// How long `/healthz` calls a sample fresh: a few sampling intervals, and never under 5 s.
+#[must_use]
+pub fn stale_after(interval: std::time::Duration) -> std::time::Duration {
+    (interval * 3).max(std::time::Duration::from_secs(5))
+}
+
 /// One rendered exposition and when it was made.
 #[derive(Debug)]
 struct Published {
@@ -43,6 +76,10 @@ pub struct ExportHandle {
     latest: Arc<RwLock<Option<Arc<Published>>>>,
     xids: Arc<Mutex<XidMemory>>,
     hostname: Option<Arc<str>>,
+    /// Past this age `/healthz` answers 503; `None`: never stale.
+    stale_after: Option<std::time::Duration>,
+    /// Set when a recording was played to its end: its last sample is served on purpose.
+    ended: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl ExportHandle {
@@ -56,6 +93,17 @@ impl ExportHandle {
     #[must_use]
     pub fn with_hostname(hostname: impl Into<Arc<str>>) -> Self {
         Self { hostname: Some(hostname.into()), ..Self::default() }
+    }
+
+    /// The same handle, whose `/healthz` says 503 once the last sample is older than `age` (see [`stale_after`]).
+    #[must_use]
+    pub fn stale_after(self, age: std::time::Duration) -> Self {
+        Self { stale_after: Some(age), ..self }
+    }
+
+    /// The source ended (a recording played to its end): its last sample stays served and is not called stale.
+    pub fn mark_ended(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Renders the pipeline's latest snapshot and its findings and makes it what `/metrics` serves.
@@ -103,12 +151,39 @@ async fn metrics(State(handle): State<ExportHandle>) -> Response {
 }
 
 async fn healthz(State(handle): State<ExportHandle>) -> Response {
-    match handle.latest() {
-        Some(p) => {
-            let age = p.published.elapsed().as_secs_f64();
-            format!("ok\nlast sample {age:.1} s ago (sample time {} ms)\n", p.sample_at_ms).into_response()
-        }
-        None => (StatusCode::SERVICE_UNAVAILABLE, "waiting for the first sample\n").into_response(),
+    let latest = handle.latest();
+    let ended = handle.ended.load(std::sync::atomic::Ordering::Relaxed);
+    let (status, text) =
+        health(latest.as_ref().map(|p| (p.published.elapsed(), p.sample_at_ms)), handle.stale_after, ended);
+    (status, text).into_response()
+}
+
+/// What `/healthz` answers for a last sample published `age` ago (or none yet): 200 while fresh (or when a
+/// recording ended on purpose), 503 when there is none yet or it is older than `stale_after`.
+#[must_use]
+pub fn health(
+    latest: Option<(std::time::Duration, UnixMs)>,
+    stale_after: Option<std::time::Duration>,
+    ended: bool,
+) -> (StatusCode, String) {
+    let Some((age, sample_at_ms)) = latest else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "waiting for the first sample\n".to_owned());
+    };
+    let seconds = age.as_secs_f64();
+    match stale_after {
+        _ if ended => (
+            StatusCode::OK,
+            format!("ok\nthe recording ended; serving its last sample (sample time {sample_at_ms} ms)\n"),
+        ),
+        Some(limit) if age > limit => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "stale\nlast sample {seconds:.1} s ago, more than {:.0} s: the sampler is stalled or stopped \
+                 (sample time {sample_at_ms} ms)\n",
+                limit.as_secs_f64()
+            ),
+        ),
+        _ => (StatusCode::OK, format!("ok\nlast sample {seconds:.1} s ago (sample time {sample_at_ms} ms)\n")),
     }
 }
 
@@ -128,6 +203,7 @@ pub struct ExportServer {
     listener: std::net::TcpListener,
     addr: SocketAddr,
     handle: ExportHandle,
+    limits: ServerLimits,
 }
 
 impl ExportServer {
@@ -145,7 +221,13 @@ impl ExportServer {
         })?;
         let addr = listener.local_addr().map_err(|source| ExportError::Bind { addr: listen, source })?;
         listener.set_nonblocking(true).map_err(|source| ExportError::Bind { addr: listen, source })?;
-        Ok(Self { listener, addr, handle })
+        Ok(Self { listener, addr, handle, limits: ServerLimits::default() })
+    }
+
+    /// The same server with other limits (tests use small ones).
+    #[must_use]
+    pub fn with_limits(self, limits: ServerLimits) -> Self {
+        Self { limits, ..self }
     }
 
     /// The address actually bound (the real port when `listen` asked for port 0).
@@ -171,21 +253,8 @@ impl ExportServer {
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ExportError::Server)?;
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(self.listener).map_err(ExportError::Server)?;
-            let stopping = Arc::new(tokio::sync::Notify::new());
-            let notify = Arc::clone(&stopping);
-            let graceful = axum::serve(listener, router(self.handle)).with_graceful_shutdown(async move {
-                stop.await;
-                notify.notify_one();
-            });
-            // Graceful shutdown waits for open connections; a client that stalls mid-request gets this long.
-            let deadline = async {
-                stopping.notified().await;
-                tokio::time::sleep(SHUTDOWN_GRACE).await;
-            };
-            tokio::select! {
-                result = graceful => result.map_err(ExportError::Server),
-                () = deadline => Ok(()),
-            }
+            serve_bounded(listener, router(self.handle), self.limits, stop).await;
+            Ok(())
         })
     }
 
@@ -206,6 +275,100 @@ impl ExportServer {
             .map_err(ExportError::Server)?;
         Ok(RunningServer { addr, stop: Some(stop_tx), thread: Some(thread) })
     }
+}
+
+/// The accept loop: one task per connection under [`ServerLimits`], until `stop`; then open connections get
+/// [`SHUTDOWN_GRACE`] to finish.
+async fn serve_bounded(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    limits: ServerLimits,
+    stop: impl Future<Output = ()> + Send + 'static,
+) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let timed_out = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let mut connections = tokio::task::JoinSet::new();
+    let mut full_since: Option<Instant> = None;
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        // At the cap, new connections wait in the kernel's backlog (costing no descriptor here) until one ends.
+        let permit = match Arc::clone(&slots).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if full_since.is_none() {
+                    full_since = Some(Instant::now());
+                    shed_note(&format!(
+                        "{} connections open, the most served at once; new ones wait until slow or idle ones are \
+                         closed (after {} s without a whole request)",
+                        limits.max_connections,
+                        limits.header_read_timeout.as_secs_f64()
+                    ));
+                }
+                tokio::select! {
+                    () = &mut stop => break,
+                    permit = Arc::clone(&slots).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                }
+            }
+        };
+        if let Some(since) = full_since.take() {
+            shed_note(&format!(
+                "serving new connections again after {:.1} s at the cap; {} connections closed so far for sending \
+                 their request too slowly",
+                since.elapsed().as_secs_f64(),
+                timed_out.load(std::sync::atomic::Ordering::Relaxed)
+            ));
+        }
+        let (stream, _) = tokio::select! {
+            () = &mut stop => break,
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors (EMFILE) or a connection reset before accept: say so, wait, go on.
+                    shed_note(&format!("cannot accept a connection: {e}; retrying in 1 s"));
+                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    continue;
+                }
+            },
+        };
+        let service = hyper_util::service::TowerToHyperService::new(router.clone());
+        let mut stop_rx = stop_rx.clone();
+        let timed_out = Arc::clone(&timed_out);
+        connections.spawn(async move {
+            let _permit = permit;
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .max_buf_size(limits.max_request_bytes.max(8192));
+            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
+            let result = tokio::select! {
+                result = connection.as_mut() => result,
+                _ = stop_rx.changed() => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if result.is_err_and(|e| e.is_timeout()) {
+                timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
+        // Reap finished connections so the set does not grow.
+        while connections.try_join_next().is_some() {}
+    }
+    let _ = stop_tx.send(true);
+    let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
+    connections.abort_all();
+}
+
+/// A line on stderr when the exporter sheds load.
+fn shed_note(message: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "gpusight export: {message}");
 }
 
 /// An exporter serving on its own thread; stops when dropped.

@@ -8,6 +8,7 @@ use crate::pipeline::Pipeline;
 use crate::sample::{GpuInfo, GpuState, GpuTick, HostProcess, MachineInfo, Tick, throttle};
 
 use super::format::{NA, bytes, cuda_version, elapsed, opt, truncate, utc};
+use crate::text::{visible, visible_lines};
 
 /// What the table shows: `--only`, `--user`, `--pid` and `--ascii`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -41,17 +42,18 @@ pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     let shown: Vec<Finding> =
         pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
     findings(&mut out, &shown);
-    out
+    // Every field from outside is made visible where it is written; this is the net under them.
+    visible_lines(&out).into_owned()
 }
 
 fn header(out: &mut String, machine: &MachineInfo, tick: &Tick) {
-    let driver = machine.driver_version.as_deref().unwrap_or(NA);
+    let driver = visible(machine.driver_version.as_deref().unwrap_or(NA));
     let cuda = opt(machine.cuda_driver_version, cuda_version);
     let _ = writeln!(
         out,
         "gpusight {} | {} | driver {driver} | CUDA driver {cuda} | {}",
         env!("CARGO_PKG_VERSION"),
-        machine.source_label,
+        visible(&machine.source_label),
         utc(tick.at_ms)
     );
 }
@@ -82,7 +84,7 @@ fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOpt
 }
 
 fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
-    let name = truncate(info.name.trim_start_matches("NVIDIA "), 14, true);
+    let name = truncate(&visible(info.name.trim_start_matches("NVIDIA ")), 14, true);
     if gpu.state == GpuState::Lost {
         return format!("{:>3} {name:<14} GPU LOST: NVML reports it fell off the bus or needs a reset", info.index);
     }
@@ -201,7 +203,7 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
             out,
             "{:>3} {pid:>8} {cpid:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {time:>9}  {}",
             entry.gpu_index,
-            truncate(&user, 9, ascii),
+            truncate(&visible(&user), 9, ascii),
             entry.kind.letter(),
             opt(entry.used_gpu_memory_bytes, bytes),
             opt(entry.sm_util_pct, |v| v.to_string()),
@@ -209,7 +211,7 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
             opt(host.and_then(|h| h.cpu_pct), |v| format!("{v:.1}")),
             opt(host.and_then(|h| h.rss_bytes), bytes),
             host.and_then(|h| h.state).unwrap_or('?'),
-            truncate(&command, 60, ascii),
+            truncate(&visible(&command), 60, ascii),
         );
     }
 }
@@ -227,8 +229,8 @@ fn findings(out: &mut String, findings: &[Finding]) {
         };
         let gpu = opt(finding.gpu_index, |g| format!("GPU {g}"));
         let pid = finding.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-        let _ = writeln!(out, "  {severity:<8} {gpu}{pid}: {}", finding.title);
-        let _ = writeln!(out, "           evidence: {}", finding.evidence);
-        let _ = writeln!(out, "           do: {}", finding.remedy);
+        let _ = writeln!(out, "  {severity:<8} {gpu}{pid}: {}", visible(&finding.title));
+        let _ = writeln!(out, "           evidence: {}", visible(&finding.evidence));
+        let _ = writeln!(out, "           do: {}", visible(&finding.remedy));
     }
 }

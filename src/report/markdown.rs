@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::{GpuReport, Report, Summary, size, span};
 use crate::sample::GpuPeer;
+use crate::text::visible;
 
 const UNKNOWN: &str = "unknown";
 
@@ -52,8 +53,9 @@ fn yes_no(value: Option<bool>, yes: &str, no: &str) -> String {
 
 pub use crate::output::format::utc;
 
+/// One table row; the value may quote the machine (names, versions), so it is made visible and kept on its row.
 fn row(out: &mut String, field: &str, value: &str) {
-    let _ = writeln!(out, "| {field} | {value} |");
+    let _ = writeln!(out, "| {field} | {} |", visible(value));
 }
 
 fn stat_row(out: &mut String, what: &str, s: Option<Summary>, fmt: impl Fn(f64) -> String) {
@@ -80,7 +82,7 @@ fn link(generation: Option<u32>, width: Option<u32>) -> String {
 
 fn gpu_section(out: &mut String, g: &GpuReport, report: &Report) {
     let w = |v: Option<f64>| v.map_or_else(|| UNKNOWN.to_owned(), |v| format!("{v:.0} W"));
-    let _ = writeln!(out, "\n## GPU {}: {}\n", g.index, g.name);
+    let _ = writeln!(out, "\n## GPU {}: {}\n", g.index, visible(&g.name));
     out.push_str("| Field | Value |\n|---|---|\n");
     row(out, "UUID", &g.uuid);
     row(out, "PCI bus id", &g.pci_bus_id);
@@ -154,7 +156,7 @@ fn gpu_section(out: &mut String, g: &GpuReport, report: &Report) {
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let h = &report.host;
-    let _ = writeln!(out, "# gpusight report: {}\n", h.hostname);
+    let _ = writeln!(out, "# gpusight report: {}\n", visible(&h.hostname));
     let window = match (report.window.from_ms, report.window.to_ms) {
         (Some(from), Some(to)) => format!(
             "{} to {} ({}, {} samples)",
@@ -165,7 +167,7 @@ pub fn render(report: &Report) -> String {
         ),
         _ => "no samples".to_owned(),
     };
-    let _ = writeln!(out, "Source: {}. Window: {window}.\n", h.source);
+    let _ = writeln!(out, "Source: {}. Window: {window}.\n", visible(&h.source));
     out.push_str("## Host\n\n| Field | Value |\n|---|---|\n");
     row(&mut out, "Hostname", &h.hostname);
     row(&mut out, "CPUs", &format!("{} logical, {} NUMA node(s)", h.n_cpus, h.n_numa_nodes));

@@ -79,22 +79,23 @@ pub fn detect(times: &Ring<UnixMs>, gpu: &GpuSeries, criterion: &SteadyCriterion
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return SteadyState::unknown();
     };
-    let watched_s = (last.0 - first.0) / 1000;
+    // Saturating: a clock that stepped back must not wrap to 5124095576030 h.
+    let watched_s = last.0.saturating_sub(first.0) / 1000;
     let window_ms = criterion.window_s * 1000;
     let mut state = SteadyState { reached: Some(false), watched_s, ..SteadyState::unknown() };
     for (i, start) in points.iter().enumerate() {
-        let end_ms = start.0 + window_ms;
+        let end_ms = start.0.saturating_add(window_ms);
         if last.0 < end_ms {
             break;
         }
-        let mid_ms = start.0 + window_ms / 2;
+        let mid_ms = start.0.saturating_add(window_ms / 2);
         let window = points[i..].iter().take_while(|p| p.0 <= end_ms);
         let (a, b): (Vec<&Point>, Vec<&Point>) = window.partition(|p| p.0 < mid_ms);
         let (Some(ta), Some(tb)) = (mean(a.iter().map(|p| p.1)), mean(b.iter().map(|p| p.1))) else { continue };
         let (Some(ca), Some(cb)) = (mean(a.iter().map(|p| p.2)), mean(b.iter().map(|p| p.2))) else { continue };
         if (tb - ta).abs() <= criterion.max_temp_drift_c && (cb - ca).abs() <= criterion.max_clock_drift_mhz {
             state.reached = Some(true);
-            state.after_s = Some((start.0 - first.0) / 1000);
+            state.after_s = Some(start.0.saturating_sub(first.0) / 1000);
             state.temp_c = Some((ta + tb) / 2.0);
             state.sm_clock_mhz = Some((ca + cb) / 2.0);
             break;

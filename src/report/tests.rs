@@ -99,3 +99,43 @@ fn utc_dates_are_civil_dates() {
     assert_eq!(utc(1_763_942_400_000), "2025-11-24 00:00:00 UTC");
     assert_eq!(utc(951_782_400_000 + 3_723_000), "2000-02-29 01:02:03 UTC");
 }
+
+#[test]
+fn a_clock_that_steps_back_neither_wraps_nor_panics() {
+    // Times as an NTP step leaves them in a ring that was filled directly (the history itself never goes back).
+    let mut times = crate::history::Ring::new(400);
+    let mut gpu = crate::history::GpuSeries::new(0, 400);
+    for i in 0..300_u64 {
+        let at = 1_000_000 + i * 1000;
+        times.push(if i >= 150 { at - 5000 } else { at });
+        gpu.push(Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }));
+    }
+    let state = super::steady::detect(&times, &gpu, &super::steady::SteadyCriterion::default());
+    assert!(state.watched_s < 400, "{state:?}");
+    // Ends before it starts: the first sample is the newest.
+    let mut times = crate::history::Ring::new(4);
+    let mut gpu = crate::history::GpuSeries::new(0, 4);
+    for at in [10_000_000, 1000] {
+        times.push(at);
+        gpu.push(Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }));
+    }
+    let state = super::steady::detect(&times, &gpu, &super::steady::SteadyCriterion::default());
+    assert_eq!(state.watched_s, 0);
+}
+
+#[test]
+fn the_history_never_runs_backwards_when_the_clock_does() {
+    let history = Build::new("compute")
+        .tick(|i, tick| {
+            if i >= 100 {
+                tick.at_ms -= 5000;
+            }
+        })
+        .history(200);
+    let times: Vec<u64> = history.times.iter().copied().collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "times go back");
+    let md = Report::new(&history, None).to_markdown();
+    assert!(!md.contains("5124095576030"), "{md}");
+    // 200 samples a second apart with a 5 s step back: 194 s of clock, as the samples held it.
+    assert!(md.contains("(3 min 14 s, 200 samples)") || md.contains("194"), "{md}");
+}

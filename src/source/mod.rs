@@ -26,6 +26,9 @@ pub enum SourceError {
     /// A recording could not be read.
     #[error("{0}")]
     Recording(String),
+    /// The command line asks for what the source does not have (`--only` a GPU that is not there).
+    #[error("{0}")]
+    Usage(String),
     /// Anything else, already phrased for a person.
     #[error("{0}")]
     Other(String),

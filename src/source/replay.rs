@@ -31,6 +31,24 @@ pub struct Header {
     pub machine: MachineInfo,
 }
 
+/// What a recording may hold before the reader refuses it: the bounds that keep `--replay /dev/zero`, a gzip
+/// that inflates to one huge line, or a recording claiming a million GPUs from exhausting memory or time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The longest line (header or tick). A tick of 64 GPUs with 100,000 processes is about 40 MiB.
+    pub max_line_bytes: usize,
+    /// The most a recording may read (after inflating a gzip).
+    pub max_total_bytes: u64,
+    /// The most GPUs in the machine or in any tick.
+    pub max_gpus: usize,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self { max_line_bytes: 64 << 20, max_total_bytes: 4 << 30, max_gpus: 1024 }
+    }
+}
+
 /// A recording read into memory: the machine and every whole tick, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recording {
@@ -38,6 +56,9 @@ pub struct Recording {
     pub ticks: Vec<Tick>,
     /// Set when the last line was cut short (the writer was killed) and was left out.
     pub truncated_tail: bool,
+    /// Where and why reading stopped before the end of the file (a cut line, a gzip cut short), for a one-line
+    /// note; `None` when the file was whole.
+    pub stopped_early: Option<String>,
     /// A name for messages and the header: the file name or "demo".
     pub label: String,
 }
@@ -62,95 +83,177 @@ impl Recording {
         Self::from_reader(DEMO_RECORDING, "embedded demo recording", "demo (H200)".to_owned())
     }
 
-    /// Reads a recording from any reader; `name` is used in error messages.
+    /// Reads a recording from any reader with the default [`ReadLimits`]; `name` is used in error messages.
     ///
     /// # Errors
     /// As [`Recording::open`].
     pub fn from_reader(reader: impl Read, name: &str, label: String) -> Result<Self, SourceError> {
+        Self::from_reader_with_limits(reader, name, label, ReadLimits::default())
+    }
+
+    /// Reads a recording from any reader within `limits`.
+    ///
+    /// # Errors
+    /// As [`Recording::open`], and a line, a total size or a GPU count over `limits`, naming the line.
+    pub fn from_reader_with_limits(
+        reader: impl Read,
+        name: &str,
+        label: String,
+        limits: ReadLimits,
+    ) -> Result<Self, SourceError> {
         let mut reader = BufReader::new(reader);
         let is_gzip = reader.fill_buf().map(|buf| buf.starts_with(&[0x1f, 0x8b])).unwrap_or(false);
         if is_gzip {
             let decoder = flate2::bufread::MultiGzDecoder::new(reader);
-            Self::parse_lines(BufReader::new(decoder), name, label)
+            Self::parse_lines(BufReader::new(decoder), name, label, limits, true)
         } else {
-            Self::parse_lines(reader, name, label)
+            Self::parse_lines(reader, name, label, limits, false)
         }
     }
 
-    fn parse_lines(reader: impl BufRead, name: &str, label: String) -> Result<Self, SourceError> {
+    fn parse_lines(
+        mut reader: impl BufRead,
+        name: &str,
+        label: String,
+        limits: ReadLimits,
+        gzip: bool,
+    ) -> Result<Self, SourceError> {
         let err = |line_no: usize, what: &str| SourceError::Recording(format!("{name}, line {line_no}: {what}"));
-        let mut lines = Vec::new();
-        let mut ended_with_newline = true;
-        for (i, line) in split_lines(reader).enumerate() {
-            let (text, had_newline) = line.map_err(|e| err(i + 1, &format!("cannot read: {e}")))?;
-            ended_with_newline = had_newline;
-            lines.push(text);
-        }
-        let Some(first) = lines.first() else {
-            return Err(SourceError::Recording(format!("{name} is empty: not a gpusight recording")));
-        };
-        let header: Header =
-            serde_json::from_str(first).map_err(|e| err(1, &format!("not a gpusight recording header ({e})")))?;
-        if header.format != FORMAT_NAME {
-            return Err(err(1, &format!("format is '{}', expected '{FORMAT_NAME}'", header.format)));
-        }
-        if header.schema != SCHEMA_VERSION {
-            return Err(err(
-                1,
-                &format!(
-                    "recording schema {} is not supported by this gpusight (schema {SCHEMA_VERSION}); it was written \
-                     by gpusight {}",
-                    header.schema, header.writer
-                ),
-            ));
-        }
-        let n_lines = lines.len();
-        let mut ticks = Vec::with_capacity(n_lines.saturating_sub(1));
+        let mut total: u64 = 0;
+        let mut header: Option<Header> = None;
+        let mut ticks = Vec::new();
         let mut truncated_tail = false;
-        for (i, text) in lines.iter().enumerate().skip(1) {
+        let mut stopped_early = None;
+        for line_no in 1.. {
+            let (bytes, had_newline) = match read_line(&mut reader, limits.max_line_bytes) {
+                Ok(None) => break,
+                Ok(Some(line)) => line,
+                Err(LineError::TooLong) => {
+                    return Err(err(
+                        line_no,
+                        &format!(
+                            "longer than {} without a line break: not a gpusight recording (or damaged)",
+                            size_label(limits.max_line_bytes as u64)
+                        ),
+                    ));
+                }
+                // A gzip cut short (a copy that stopped, a writer killed before the compressor finished): what
+                // came before the cut is whole; replay it and say where it stopped.
+                Err(LineError::Io(e)) if header.is_some() && gzip => {
+                    stopped_early = Some(format!(
+                        "{name}: the compressed data ends early at line {line_no} ({e}); replaying the {} samples \
+                         before it",
+                        ticks.len()
+                    ));
+                    break;
+                }
+                Err(LineError::Io(e)) => return Err(err(line_no, &format!("cannot read: {e}"))),
+            };
+            total = total.saturating_add(bytes.len() as u64 + 1);
+            if total > limits.max_total_bytes {
+                return Err(err(
+                    line_no,
+                    &format!("the recording is larger than {}; cut it into parts", size_label(limits.max_total_bytes)),
+                ));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let Some(machine_header) = &header else {
+                // A UTF-8 byte order mark (some editors add one) is not part of the JSON.
+                let first = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                header = Some(parse_header(first, limits).map_err(|what| err(1, &what))?);
+                continue;
+            };
             if text.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Tick>(text) {
+            match serde_json::from_str::<Tick>(&text) {
+                Ok(tick) if tick.gpus.len() > limits.max_gpus.max(machine_header.machine.gpus.len()) => {
+                    return Err(err(line_no, &format!("{} GPUs in one sample is not a real machine", tick.gpus.len())));
+                }
                 Ok(tick) => ticks.push(tick),
-                // The last line without a newline is where a killed writer stopped: replay what came before.
-                Err(_) if i + 1 == n_lines && !ended_with_newline => truncated_tail = true,
-                Err(e) => return Err(err(i + 1, &format!("corrupt tick ({e})"))),
+                // A last line without a newline is where a killed writer stopped: replay what came before.
+                Err(_) if !had_newline => {
+                    truncated_tail = true;
+                    stopped_early = Some(format!(
+                        "{name}: line {line_no} was cut short (the writer stopped mid-line); replaying the {} \
+                         samples before it",
+                        ticks.len()
+                    ));
+                }
+                Err(e) => return Err(err(line_no, &format!("corrupt tick ({e})"))),
             }
         }
+        let Some(header) = header else {
+            return Err(SourceError::Recording(format!("{name} is empty: not a gpusight recording")));
+        };
         let mut machine = header.machine;
         machine.source = SourceKind::Replay;
         machine.source_label.clone_from(&label);
-        Ok(Self { machine: Arc::new(machine), ticks, truncated_tail, label })
+        Ok(Self { machine: Arc::new(machine), ticks, truncated_tail, stopped_early, label })
     }
 
-    /// The index of the last tick at or before `seconds` after the first tick.
+    /// The index of the last tick at or before `seconds` after the first tick. Past the end (or `inf`) is the last
+    /// tick; before the start (or NaN) is the first.
     #[must_use]
     pub fn index_at(&self, seconds: f64) -> Option<usize> {
         let first = self.ticks.first()?.at_ms;
+        let ms = if seconds.is_nan() { 0.0 } else { (seconds * 1000.0).clamp(0.0, u64::MAX as f64) };
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let target = first + (seconds.max(0.0) * 1000.0) as u64;
+        let target = first.saturating_add(ms as u64);
         let after = self.ticks.partition_point(|t| t.at_ms <= target);
         Some(after.saturating_sub(1))
     }
 }
 
-/// Splits into lines, telling whether each ended with a newline (a line cut by a kill does not).
-fn split_lines(mut reader: impl BufRead) -> impl Iterator<Item = std::io::Result<(String, bool)>> {
-    std::iter::from_fn(move || {
-        let mut buf = Vec::new();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) => None,
-            Ok(_) => {
-                let had_newline = buf.last() == Some(&b'\n');
-                if had_newline {
-                    buf.pop();
-                }
-                Some(Ok((String::from_utf8_lossy(&buf).into_owned(), had_newline)))
+fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
+    let header: Header = serde_json::from_str(text).map_err(|e| format!("not a gpusight recording header ({e})"))?;
+    if header.format != FORMAT_NAME {
+        return Err(format!("format is '{}', expected '{FORMAT_NAME}'", header.format));
+    }
+    if header.schema != SCHEMA_VERSION {
+        return Err(format!(
+            "recording schema {} is not supported by this gpusight (schema {SCHEMA_VERSION}); it was written by \
+             gpusight {}",
+            header.schema, header.writer
+        ));
+    }
+    if header.machine.gpus.len() > limits.max_gpus {
+        return Err(format!(
+            "the machine has {} GPUs; gpusight reads recordings of at most {}",
+            header.machine.gpus.len(),
+            limits.max_gpus
+        ));
+    }
+    Ok(header)
+}
+
+fn size_label(bytes: u64) -> String {
+    if bytes >= 1 << 20 { format!("{} MiB", bytes >> 20) } else { format!("{} KiB", bytes >> 10) }
+}
+
+enum LineError {
+    TooLong,
+    Io(std::io::Error),
+}
+
+/// Reads one line of at most `max` bytes (without its newline), telling whether it ended with a newline (a line
+/// cut by a kill does not). `None` at the end.
+fn read_line(reader: &mut impl BufRead, max: usize) -> Result<Option<(Vec<u8>, bool)>, LineError> {
+    let mut buf = Vec::new();
+    let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
+    match reader.take(limit).read_until(b'\n', &mut buf) {
+        Ok(0) => Ok(None),
+        Ok(_) => {
+            let had_newline = buf.last() == Some(&b'\n');
+            if had_newline {
+                buf.pop();
+            } else if buf.len() > max {
+                return Err(LineError::TooLong);
             }
-            Err(e) => Some(Err(e)),
+            Ok(Some((buf, had_newline)))
         }
-    })
+        Err(e) => Err(LineError::Io(e)),
+    }
 }
 
 /// A source that hands out a recording's ticks in order.
@@ -345,6 +448,105 @@ mod tests {
         let bytes = gz.finish().expect("finish");
         let recording = Recording::from_reader(bytes.as_slice(), "x.gz", "x".into()).expect("read");
         assert_eq!(recording.ticks, ticks);
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).expect("gz");
+        gz.finish().expect("finish")
+    }
+
+    const SMALL: ReadLimits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 8 };
+
+    #[test]
+    fn a_line_without_end_is_refused_naming_it_not_read_into_memory_whole() {
+        // `--replay /dev/zero`: bytes without a newline, forever.
+        let err = Recording::from_reader_with_limits(std::io::repeat(0), "/dev/zero", "z".into(), SMALL)
+            .expect_err("endless line")
+            .to_string();
+        assert!(err.contains("/dev/zero, line 1") && err.contains("without a line break"), "{err}");
+        // A small gzip that inflates to one huge line, after a good header.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, _) = record(dir.path(), 2);
+        let mut plain = std::fs::read(&path).expect("read");
+        plain.extend(std::iter::repeat_n(b'x', 200 << 10));
+        let bomb = gzip(&plain);
+        assert!(bomb.len() < 8 << 10, "{}", bomb.len());
+        let err = Recording::from_reader_with_limits(bomb.as_slice(), "bomb.gz", "b".into(), SMALL)
+            .expect_err("too long")
+            .to_string();
+        assert!(err.contains("bomb.gz, line 4: longer than 64 KiB without a line break"), "{err}");
+    }
+
+    #[test]
+    fn what_a_gzip_inflates_to_is_bounded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, _) = record(dir.path(), 1);
+        let text = std::fs::read_to_string(&path).expect("read");
+        let tick = text.lines().nth(1).expect("tick").to_owned() + "\n";
+        let mut plain = text;
+        while plain.len() < 2 << 20 {
+            plain.push_str(&tick);
+        }
+        let err = Recording::from_reader_with_limits(gzip(plain.as_bytes()).as_slice(), "many.gz", "m".into(), SMALL)
+            .expect_err("too big")
+            .to_string();
+        assert!(err.contains("many.gz, line") && err.contains("larger than 1 MiB"), "{err}");
+    }
+
+    #[test]
+    fn an_absurd_gpu_count_is_refused() {
+        let machine = MachineInfo { gpus: vec![crate::sample::GpuInfo::default(); 9], ..MachineInfo::default() };
+        let header = Header { format: FORMAT_NAME.into(), schema: SCHEMA_VERSION, writer: "t".into(), machine };
+        let text = serde_json::to_string(&header).expect("json") + "\n";
+        let err = Recording::from_reader_with_limits(text.as_bytes(), "big", "b".into(), SMALL)
+            .expect_err("too many")
+            .to_string();
+        assert!(err.contains("9 GPUs") && err.contains("at most 8"), "{err}");
+        let tick = Tick { gpus: vec![crate::sample::GpuTick::default(); 9], ..Tick::default() };
+        let header = Header { machine: MachineInfo::default(), ..header };
+        let text = serde_json::to_string(&header).expect("json") + "\n" + &serde_json::to_string(&tick).expect("json");
+        let err = Recording::from_reader_with_limits(text.as_bytes(), "big", "b".into(), SMALL)
+            .expect_err("too many")
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("9 GPUs"), "{err}");
+    }
+
+    #[test]
+    fn a_gzip_cut_short_replays_up_to_the_cut_and_says_where() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 40);
+        let whole = gzip(&std::fs::read(&path).expect("read"));
+        let cut = &whole[..whole.len() * 2 / 3];
+        let recording = Recording::from_reader(cut, "run.jsonl.gz", "run".into()).expect("replays up to the cut");
+        assert!(!recording.ticks.is_empty() && recording.ticks.len() < 40, "{}", recording.ticks.len());
+        assert_eq!(recording.ticks, ticks[..recording.ticks.len()]);
+        let note = recording.stopped_early.expect("says where it stopped");
+        assert!(note.contains("run.jsonl.gz") && note.contains("ends early at line"), "{note}");
+        // A cut inside the header is still an error.
+        assert!(Recording::from_reader(&whole[..40], "h.gz", "h".into()).is_err());
+    }
+
+    #[test]
+    fn a_byte_order_mark_before_the_header_is_accepted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 2);
+        let mut bytes = "\u{feff}".as_bytes().to_vec();
+        bytes.extend(std::fs::read(&path).expect("read"));
+        let recording = Recording::from_reader(bytes.as_slice(), "bom", "bom".into()).expect("bom");
+        assert_eq!(recording.ticks, ticks);
+    }
+
+    #[test]
+    fn at_past_the_end_or_infinite_is_the_last_frame() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, _) = record(dir.path(), 5);
+        let recording = Recording::open(&path).expect("open");
+        for seconds in [f64::INFINITY, 1e17, 1e300, 1e9] {
+            assert_eq!(recording.index_at(seconds), Some(4), "{seconds}");
+        }
+        assert_eq!(recording.index_at(f64::NEG_INFINITY), Some(0));
+        assert_eq!(recording.index_at(f64::NAN), Some(0));
     }
 
     #[test]

@@ -41,22 +41,15 @@ impl GpuSelection {
     /// # Errors
     /// The missing GPUs and the ones the machine has, in one line.
     pub fn check(&self, machine: &MachineInfo) -> Result<(), SourceError> {
-        let have: Vec<u32> = machine.gpus.iter().map(|g| g.index).collect();
-        let missing: Vec<String> = self.indices.iter().filter(|i| !have.contains(i)).map(ToString::to_string).collect();
-        if missing.is_empty() {
+        let have: Vec<String> = machine.gpus.iter().map(|g| g.index.to_string()).collect();
+        let Some(missing) = self.indices.iter().find(|i| !machine.gpus.iter().any(|g| g.index == **i)) else {
             return Ok(());
-        }
-        let have = if have.is_empty() {
-            "it has no GPUs".to_string()
-        } else {
-            format!("its GPUs are {}", have.iter().map(ToString::to_string).collect::<Vec<_>>().join(", "))
         };
-        let noun = if missing.len() == 1 { "GPU" } else { "GPUs" };
-        Err(SourceError::Other(format!(
-            "--only: no {noun} {} on {}; {have}",
-            missing.join(", "),
-            if machine.source_label.is_empty() { "this machine" } else { machine.source_label.as_str() }
-        )))
+        Err(SourceError::Usage(if have.is_empty() {
+            format!("--only {missing}: this machine has no GPUs")
+        } else {
+            format!("--only {missing}: there is no GPU {missing}; the GPUs are {}", have.join(", "))
+        }))
     }
 
     /// The machine with only the selected GPUs.
@@ -209,6 +202,6 @@ mod tests {
     fn a_missing_gpu_is_named_with_the_ones_there_are() {
         let err = Selected::new(source("compute:2"), GpuSelection::new(&[1, 7]).expect("two")).expect_err("no GPU 7");
         let text = err.to_string();
-        assert!(text.contains("no GPU 7") && text.contains("its GPUs are 0, 1"), "{text}");
+        assert!(text.contains("there is no GPU 7") && text.contains("the GPUs are 0, 1"), "{text}");
     }
 }

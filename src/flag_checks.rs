@@ -1,0 +1,119 @@
+//! Flags that parse but do nothing in the mode they were given in: each is an error (when the user clearly
+//! expected something the mode cannot do) or a one-line warning (when it is harmless), never silence.
+
+use crate::cli::Cli;
+
+/// Whether the data flags name a recording (`--demo` or `--replay`).
+fn on_recording(cli: &Cli) -> bool {
+    cli.data.demo || cli.data.replay.is_some()
+}
+
+/// Checks the combination of flags before anything starts.
+///
+/// # Errors
+/// A flag that cannot work where it was given, phrased as what to do instead. On success, the warnings to print.
+pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
+    let view = &cli.view;
+    let data = &cli.data;
+    let mut warnings = Vec::new();
+    let monitor = cli.command.is_none() && !view.once && !data.headless && view.prometheus.is_none();
+    if view.prometheus.is_some() {
+        if data.demo || data.replay.is_some() || data.synthetic.is_some() {
+            return Err("--prometheus shows the fleet that Prometheus scrapes; --demo, --replay and --synthetic do \
+                        not apply to it"
+                .into());
+        }
+        if data.record.is_some() {
+            return Err("--record records this machine, not a fleet; drop --record or --prometheus".into());
+        }
+    }
+    if data.record.is_some() {
+        if on_recording(cli) {
+            return Err("--record on a recording: it is recorded already; record live or --synthetic data".into());
+        }
+        if view.once {
+            return Err("--record with --once records nothing: --record goes with the monitor or --headless".into());
+        }
+        if cli.command.is_some() {
+            return Err("--record goes with the monitor or --headless, not with doctor, report or export".into());
+        }
+    }
+    if view.json && cli.command.is_none() && !view.once {
+        return Err("--json prints one snapshot: add --once (doctor and report take --json too)".into());
+    }
+    if let Some(at) = view.at {
+        if cli.command.is_some() || !view.once {
+            return Err(
+                "--at picks the frame --once prints: add --once (in the monitor, seek with Left and Right)".into()
+            );
+        }
+        if at.is_nan() || at < 0.0 {
+            return Err(format!("--at {at}: give the seconds from the start, 0 or more"));
+        }
+        if !on_recording(cli) && data.synthetic.is_none() {
+            return Err("--at needs a recording (--replay, --demo) or --synthetic: live data has only now".into());
+        }
+    }
+    if let Some(theme) = &view.theme {
+        if !matches!(theme.as_str(), "default" | "dark" | "light" | "colorblind" | "no-color") {
+            return Err(format!("unknown theme '{theme}': use default, light, colorblind or no-color"));
+        }
+        if !monitor {
+            warnings.push("--theme has no effect here: only the monitor has colours to theme".to_owned());
+        }
+    }
+    if cli.duration_given && on_recording(cli) {
+        warnings.push("--duration has no effect on a recording: doctor and report read all of it".to_owned());
+    }
+    Ok(warnings)
+}
+
+/// Whether the terminal says it can do neither colour nor cursor drawing beyond plain text (`TERM=dumb`): such a
+/// terminal gets the ASCII, colourless view.
+#[must_use]
+pub fn dumb_terminal() -> bool {
+    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    fn check_args(args: &[&str]) -> Result<Vec<String>, String> {
+        let mut full = vec!["gpusight"];
+        full.extend_from_slice(args);
+        let cli = Cli::try_parse_from(full).map_err(|e| e.to_string())?;
+        let cli = Cli { duration_given: args.contains(&"--duration"), ..cli };
+        check(&cli)
+    }
+
+    #[test]
+    fn flags_that_do_nothing_are_errors_or_warnings() {
+        for (args, says) in [
+            (&["--synthetic", "idle", "--record", "x", "--once"][..], "--record with --once"),
+            (&["--demo", "--record", "x"][..], "recorded already"),
+            (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
+            (&["--demo", "--json"][..], "--json prints one snapshot"),
+            (&["--demo", "--at", "5"][..], "add --once"),
+            (&["--demo", "--prometheus", "http://p:9090"][..], "do not apply"),
+            (&["--once", "--at", "-5"][..], "0 or more"),
+            (&["--once", "--at", "NaN", "--demo"][..], "0 or more"),
+            (&["--once", "--at", "5"][..], "needs a recording"),
+            (&["--theme", "neon", "--demo"][..], "unknown theme"),
+        ] {
+            let error = check_args(args).expect_err(&args.join(" "));
+            assert!(error.contains(says), "{args:?}: {error}");
+        }
+        let warnings = check_args(&["--demo", "--once", "--theme", "light"]).expect("a warning");
+        assert!(warnings[0].contains("--theme has no effect"), "{warnings:?}");
+        let warnings = check_args(&["doctor", "--demo", "--duration", "5m"]).expect("a warning");
+        assert!(warnings[0].contains("--duration has no effect on a recording"), "{warnings:?}");
+        for fine in
+            [&["--demo", "--once", "--json", "--at", "60"][..], &["doctor", "--demo", "--json"][..], &["--demo"]]
+        {
+            assert_eq!(check_args(fine), Ok(vec![]), "{fine:?}");
+        }
+    }
+}

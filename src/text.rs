@@ -1,0 +1,84 @@
+//! Text from outside made safe for a terminal.
+//!
+//! Process command lines and names, user names, host names, GPU names, Xid messages and Prometheus label values
+//! are written by other people: any local user can put `ESC ] 52 ; …` (a clipboard write), a screen clear or a
+//! cursor move in a GPU job's argv, and any scraped node can put them in its labels. Every text output (the
+//! `--once` table, `doctor`, `report`, `--prometheus --once`, error messages) passes such strings through
+//! [`visible`] or the whole document through [`visible_lines`], which show control characters the way `less`
+//! and `cat -v` do: C0 controls and DEL in caret notation (`^[`, `^G`, `^?`), C1 controls and the bidirectional
+//! overrides as `<U+009B>`. JSON needs none of this: serde_json escapes every control character exactly.
+//! The monitor needs none either: ratatui drops control characters before they reach a cell.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+/// Whether `c` must not reach a terminal as it is.
+fn hidden(c: char, keep_newlines: bool) -> bool {
+    match c {
+        '\n' => !keep_newlines,
+        // C0, DEL and C1: what terminals interpret.
+        '\0'..='\x1f' | '\x7f'..='\u{9f}' => true,
+        // Bidirectional embeddings, overrides and isolates: they reorder what is shown (CVE-2021-42574).
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+fn escape(text: &str, keep_newlines: bool) -> Cow<'_, str> {
+    if !text.chars().any(|c| hidden(c, keep_newlines)) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !hidden(c, keep_newlines) {
+            out.push(c);
+        } else if c <= '\x1f' {
+            out.push('^');
+            out.push(char::from(b'@' + c as u8));
+        } else if c == '\x7f' {
+            out.push_str("^?");
+        } else {
+            let _ = write!(out, "<U+{:04X}>", u32::from(c));
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// One field (a name, a command line, a label value) with every control character made visible, newlines and
+/// tabs included, so it stays on its row.
+#[must_use]
+pub fn visible(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// A whole document with every control character made visible except the newlines that end its lines.
+#[must_use]
+pub fn visible_lines(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_text_is_borrowed_unchanged() {
+        assert!(matches!(visible("python train.py --lr 3e-4 é 日本"), Cow::Borrowed(_)));
+        assert!(matches!(visible_lines("a\nb\n"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn escapes_and_controls_become_visible() {
+        // OSC 52 (clipboard write), a screen clear, a bell, DEL and a C1 CSI.
+        let evil = "x\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x7f\u{9b}31m";
+        assert_eq!(visible(evil), "x^[]52;c;cm0gLXJmIH4=^G^[[2J^?<U+009B>31m");
+        assert_eq!(visible("a\nb\tc\r"), "a^Jb^Ic^M");
+        assert_eq!(visible_lines("a\nb\x1b[H\n"), "a\nb^[[H\n");
+        assert_eq!(visible("evil\u{202e}txt.exe"), "evil<U+202E>txt.exe");
+        assert_eq!(visible("\0"), "^@");
+        for c in (0u32..0x20).chain(0x7f..0xa0).filter_map(char::from_u32) {
+            let shown = visible(&c.to_string()).into_owned();
+            assert!(shown.chars().all(|s| !s.is_control()), "{c:?} -> {shown:?}");
+        }
+    }
+}
