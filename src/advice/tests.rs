@@ -193,8 +193,9 @@ fn findings_sort_worst_first_then_gpu_then_rule() {
 #[test]
 fn rules_are_linear_in_the_number_of_gpus() {
     // 8,192 GPUs through the history and every rule: each GPU is found by its index in O(1), so this is about
-    // 8,000 times the work of one GPU (under a second in a debug build), not 64 million (a minute; 20,000 GPUs
-    // took 21 s in a release build before).
+    // 8,000 times the work of one GPU, not 64 million (20,000 GPUs took 21 s in a release build before). The time
+    // is not asserted (tests never time); the lookup count below is what proves the linearity, and
+    // `cargo bench --bench pipeline` measures it.
     let many = |gpus: &mut Vec<crate::sample::GpuInfo>| {
         let one = gpus[0].clone();
         *gpus = (0..8192).map(|index| crate::sample::GpuInfo { index, ..one.clone() }).collect();
@@ -203,11 +204,8 @@ fn rules_are_linear_in_the_number_of_gpus() {
         let one = t.gpus[0].clone();
         t.gpus = (0..8192).map(|index| crate::sample::GpuTick { index, ..one.clone() }).collect();
     });
-    let started = std::time::Instant::now();
     let findings = build.findings(40);
-    let took = started.elapsed();
     assert!(findings.iter().any(|f| f.gpu_index == Some(8191)), "the last GPU is judged too: {findings:?}");
-    assert!(took < std::time::Duration::from_secs(15), "8,192 GPUs x 40 ticks took {took:?}");
     // The lookup itself: a GPU list in index order is read at the index, once.
     let calls = std::cell::Cell::new(0);
     let list: Vec<u32> = (0..8192).collect();
