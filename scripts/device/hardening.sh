@@ -5,6 +5,7 @@
 #  2. The live once/doctor outputs on the real GPUs carry no control character from outside.
 #  3. The exporter under a flood of 1,100 half-sent connections with `ulimit -n 1024` keeps answering real scrapes
 #     and says on stderr that it sheds load.
+# EXPORT_ARGS adds flags to the exporter (e.g. "--synthetic mixed:8" on a machine without a GPU).
 # Results in $OUT (default /tmp/out): log.txt, q_latency.txt, flood.txt, export.err.
 set -u
 B=${BIN:-target/release/gpusight}; O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -50,7 +51,7 @@ for args in "--once" "doctor --duration 5s" "report --duration 5s"; do
 done
 
 echo "== 3. exporter flood under ulimit -n 1024"
-( ulimit -n 1024; exec $B export --listen 127.0.0.1:19400 2> "$O/export.err" ) & EXP=$!
+( ulimit -n 1024; exec $B export ${EXPORT_ARGS:-} --listen 127.0.0.1:19400 2> "$O/export.err" ) & EXP=$!
 sleep 3
 python3 - <<'PY' | tee "$O/flood.txt"
 import resource, socket, time, urllib.request
