@@ -3,7 +3,7 @@
 use crate::advice::testkit::{Build, get, has};
 use crate::advice::{Rule, Severity, Thresholds};
 use crate::sample::{
-    EccCounts, EventOrigin, GpuEvent, GpuEventKind, GpuProcess, ProcessKind, RemappedRows, Tick, throttle,
+    EccCounts, EventOrigin, GpuEvent, GpuEventKind, GpuProcess, ProcessKind, RemappedRows, ThreadCpu, Tick, throttle,
 };
 
 const GIB: u64 = 1 << 30;
@@ -13,6 +13,12 @@ fn set_process(tick: &mut Tick, pid: u32, f: impl Fn(&mut crate::sample::HostPro
     for p in tick.processes.iter_mut().filter(|p| p.pid == pid) {
         f(p);
     }
+}
+
+/// Sets a process's whole CPU use and its busiest thread's.
+fn set_cpu(p: &mut crate::sample::HostProcess, whole: f32, thread: f32) {
+    p.cpu_pct = Some(whole);
+    p.busiest_thread = Some(ThreadCpu { tid: p.pid, name: "python".to_owned(), cpu_pct: thread });
 }
 
 fn quiet_io(tick: &mut Tick) {
@@ -61,7 +67,7 @@ fn input_bound_fires_on_d_state_alone_when_reads_are_unreadable() {
 fn cpu_bound_input_needs_a_pegged_core() {
     let findings = Build::new("cpu-bound").findings(60);
     assert_eq!(get(&findings, Rule::CpuBoundInput).pid, Some(2001));
-    let relaxed = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| p.cpu_pct = Some(60.0)));
+    let relaxed = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| set_cpu(p, 60.0, 60.0)));
     assert!(relaxed.findings(60).is_empty());
     // A pegged DataLoader child counts too.
     let child = Build::new("loader").tick(|_, t| {
@@ -83,6 +89,7 @@ fn thermal_throttle_fires_on_slowdown_bits_or_a_hot_gpu() {
     // The same load without the thermal bits and 20 °C cooler: quiet.
     let cool = Build::new("thermal").tick(|_, t| {
         t.gpus[0].throttle_bits = Some(throttle::SW_POWER_CAP);
+        t.gpus[0].throttle_ns = None;
         t.gpus[0].temp_c = Some(69);
     });
     assert!(!has(&cool.findings(60), Rule::ThermalThrottle));
@@ -108,17 +115,46 @@ fn power_capped_is_info_at_the_default_limit_and_a_warning_below_it() {
     assert!(!has(&light.findings(60), Rule::PowerCapped));
 }
 
+fn hw_bits(ticks: &'static [u64], bits: u64) -> Build {
+    Build::new("compute").tick(move |i, t| {
+        if ticks.contains(&i) {
+            t.gpus[0].throttle_bits = Some(bits);
+        }
+    })
+}
+
 #[test]
-fn hw_slowdown_is_critical_at_the_first_sample() {
-    let braked = Build::new("compute").tick(|i, t| {
-        if i == 55 {
-            t.gpus[0].throttle_bits = Some(throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN);
+fn hw_slowdown_is_critical_only_when_it_lasts() {
+    // One sample, as around a P-state change: info, not "drain the node".
+    let blip = hw_bits(&[55], throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN).findings(60);
+    let f = get(&blip, Rule::HwSlowdown);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.title.contains("for a moment") && f.title.contains("power brake"), "{}", f.title);
+    let scenario = Build::new("hw-blip").findings(30);
+    assert_eq!(get(&scenario, Rule::HwSlowdown).severity, Severity::Info);
+    // Three samples: sustained, critical.
+    let lasting = hw_bits(&[50, 53, 57], throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN).findings(60);
+    let f = get(&lasting, Rule::HwSlowdown);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.remedy.contains("power delivery"));
+    // One sample, but the driver's power-brake counter grew by half the window: sustained.
+    let counted = hw_bits(&[55], throttle::HW_SLOWDOWN).tick(|i, t| {
+        if let Some(ns) = t.gpus[0].throttle_ns.as_mut() {
+            ns.hw_power_brake_ns = Some(i * 500_000_000);
         }
     });
-    let findings = braked.findings(56);
-    let f = get(&findings, Rule::HwSlowdown);
-    assert_eq!(f.severity, Severity::Critical);
-    assert!(f.title.contains("power brake"));
+    assert_eq!(get(&counted.findings(60), Rule::HwSlowdown).severity, Severity::Critical);
+    // One sample with the clock cut to half its maximum: a real slowdown.
+    let cut = hw_bits(&[55], throttle::HW_SLOWDOWN).tick(|i, t| {
+        if i == 55 {
+            t.gpus[0].sm_clock_mhz = Some(800);
+        }
+    });
+    assert_eq!(get(&cut.findings(60), Rule::HwSlowdown).severity, Severity::Critical);
+    // HW thermal slowdown names heat, not the PSU.
+    let hot = hw_bits(&[50, 53, 57], throttle::HW_SLOWDOWN | throttle::HW_THERMAL_SLOWDOWN).findings(60);
+    let f = get(&hot, Rule::HwSlowdown);
+    assert!(f.title.contains("overheats") && f.remedy.contains("cooling"), "{f:#?}");
     assert!(!has(&Build::new("compute").findings(60), Rule::HwSlowdown));
 }
 
