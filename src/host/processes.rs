@@ -418,9 +418,7 @@ mod tests {
     fn thread_cpu_from_two_readings_of_a_task_stat() {
         let clock = |now_ms| Clock { now_ms, ticks_per_s: 100, boot_time_ms: None };
         let line = |utime: u64, start: u64| {
-            format!(
-                "4243 (pt_data_worker) R 4242 4242 4000 0 -1 0 0 0 0 0 {utime} 10 0 0 20 0 1 0 {start} 1 1 1\n"
-            )
+            format!("4243 (pt_data_worker) R 4242 4242 4000 0 -1 0 0 0 0 0 {utime} 10 0 0 20 0 1 0 {start} 1 1 1\n")
         };
         let first = parse_pid_stat(&line(100, 5000)).expect("stat");
         let (pct, kept) = thread_cpu(None, &first, clock(1_000));

@@ -471,7 +471,11 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
     }
     let bits = if workload == Workload::HwBlip && n == BLIP_TICK { bits | throttle::HW_SLOWDOWN } else { bits };
     if workload == Workload::EccCorrected && n >= BLIP_TICK {
-        gpu.ecc = gpu.ecc.map(|e| crate::sample::EccCounts { volatile_corrected: Some(1), aggregate_corrected: Some(1), ..e });
+        gpu.ecc = gpu.ecc.map(|e| crate::sample::EccCounts {
+            volatile_corrected: Some(1),
+            aggregate_corrected: Some(1),
+            ..e
+        });
     }
     let reserved = 615 * MIB;
     let used = (mem_gib * GIB + if mem_gib > 0 { 560 * MIB } else { 0 }).min(H200_MEM_BYTES - reserved);

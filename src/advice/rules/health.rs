@@ -157,7 +157,10 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
                     if high {
                         format!("{name} corrects many single-bit ECC errors")
                     } else {
-                        format!("{name} corrected {corrected} single-bit ECC error{}", if corrected == 1 { "" } else { "s" })
+                        format!(
+                            "{name} corrected {corrected} single-bit ECC error{}",
+                            if corrected == 1 { "" } else { "s" }
+                        )
                     }
                 });
                 lines.push(format!(

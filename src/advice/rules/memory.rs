@@ -193,8 +193,8 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
             evidence: format!(
-                "holds {} (median) while its own SM util stays at most {} (GPU {gpu_index} util up to {}) over {} \
-                 (idle in {} of samples); process{command}{user}",
+                "holds {} (median) while its own GPU util (NVML, per process) stays at most {} (GPU {gpu_index} \
+                 util up to {}) over {} (idle in {} of samples); process{command}{user}",
                 held.map_or_else(|| "N/A".to_owned(), bytes_label),
                 own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),

@@ -84,6 +84,107 @@ fn cpu_bound_input_needs_a_pegged_core() {
 }
 
 #[test]
+fn a_checkpoint_writer_in_d_is_not_input_bound() {
+    let writer = Build::new("writer").findings(60);
+    assert!(!has(&writer, Rule::InputBound), "{writer:#?}");
+    // The same job reading what it wrote before instead: its D state is an input wait.
+    let reader = Build::new("writer").tick(|_, t| {
+        set_process(t, 2001, |p| {
+            p.read_bytes_per_s = p.write_bytes_per_s;
+            p.write_bytes_per_s = Some(0);
+        });
+    });
+    assert!(has(&reader.findings(60), Rule::InputBound));
+    // D with a trickle of reads while writes dominate (a logger on NFS plus a tiny config read): not input-bound.
+    let logger = Build::new("writer").tick(|_, t| set_process(t, 2001, |p| p.read_bytes_per_s = Some(8 * MIB)));
+    assert!(!has(&logger.findings(60), Rule::InputBound));
+}
+
+/// A job that waits 2 s of every 3 for input: 1 s samples read 0, 0, 100.
+fn bursty(busy_every: u64) -> Build {
+    Build::new("input-bound").tick(move |i, t| t.gpus[0].util_pct = Some(if i % 3 == busy_every { 100 } else { 0 }))
+}
+
+#[test]
+fn starvation_is_judged_by_mean_utilization() {
+    // Mean 33 %: starved, though a third of the samples read 100 %.
+    let findings = bursty(0).findings(60);
+    let f = get(&findings, Rule::InputBound);
+    assert!(f.evidence.contains("GPU util mean 3"), "{}", f.evidence);
+    assert!(!f.evidence.contains("SM util"), "NVML utilization is GPU util: {}", f.evidence);
+    // Computing 2 s of every 3 (mean 67 %) with the same I/O: not starved.
+    let busy = Build::new("input-bound").tick(|i, t| t.gpus[0].util_pct = Some(if i % 3 == 0 { 0 } else { 100 }));
+    assert!(!has(&busy.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn starvation_under_mig_uses_gpm_sm_activity() {
+    // MIG: NVML utilization is N/A; GPM SM activity says whether the slice works.
+    let mig = Build::new("input-bound").tick(|_, t| t.gpus[0].util_pct = None);
+    assert!(has(&mig.findings(60), Rule::InputBound));
+    let busy_mig = Build::new("input-bound").tick(|_, t| {
+        t.gpus[0].util_pct = None;
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(90.0);
+        }
+    });
+    assert!(!has(&busy_mig.findings(60), Rule::InputBound));
+}
+
+/// The loader scenario with both workers pegged, decoding from disk at a high rate, never in D, calm PSI.
+fn decoding_workers() -> Build {
+    Build::new("loader").tick(|_, t| {
+        for p in t.processes.iter_mut().filter(|p| p.ppid == Some(2001)) {
+            p.cpu_pct = Some(99.0);
+            p.state = Some('R');
+            p.read_bytes_per_s = Some(60 * MIB);
+        }
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(2.0);
+        }
+    })
+}
+
+#[test]
+fn a_high_read_rate_does_not_override_pegged_workers() {
+    let findings = decoding_workers().findings(60);
+    assert!(!has(&findings, Rule::InputBound), "{findings:#?}");
+    let f = get(&findings, Rule::CpuBoundInput);
+    // The worker is named by PID, with the number of workers and idle cores, and the remedy is a number.
+    assert!(f.evidence.contains("DataLoader worker PID 2003 (pt_data_worker)"), "{}", f.evidence);
+    assert!(f.evidence.contains("2 DataLoader workers") && f.evidence.contains("of 32 cores idle"), "{}", f.evidence);
+    assert!(f.remedy.contains("num_workers from 2 to about"), "{}", f.remedy);
+    // The same reads under real I/O pressure: storage again.
+    let pressured = decoding_workers().tick(|_, t| {
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(35.0);
+        }
+    });
+    assert!(has(&pressured.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn cpu_bound_input_reads_threads_not_the_whole_process() {
+    // The whole process at 150 % of a core over its threads, none of them pegged: a normal PyTorch process.
+    let spread = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| set_cpu(p, 150.0, 60.0)));
+    assert!(!has(&spread.findings(60), Rule::CpuBoundInput));
+    // One helper thread pegged: named by TID and name.
+    let helper = Build::new("cpu-bound").tick(|_, t| {
+        set_process(t, 2001, |p| {
+            p.busiest_thread = Some(ThreadCpu { tid: 2017, name: "pt_pin_memory".to_owned(), cpu_pct: 99.0 });
+        });
+    });
+    let findings = helper.findings(60);
+    let f = get(&findings, Rule::CpuBoundInput);
+    assert!(f.evidence.contains("its thread TID 2017 (pt_pin_memory)"), "{}", f.evidence);
+    // The main thread pegged with no workers: set num_workers, with a number.
+    let findings = Build::new("cpu-bound").findings(60);
+    let f = get(&findings, Rule::CpuBoundInput);
+    assert!(f.evidence.contains("its main thread TID 2001"), "{}", f.evidence);
+    assert!(f.remedy.contains("set num_workers to about 8"), "{}", f.remedy);
+}
+
+#[test]
 fn thermal_throttle_fires_on_slowdown_bits_or_a_hot_gpu() {
     assert!(has(&Build::new("thermal").findings(60), Rule::ThermalThrottle));
     // The same load without the thermal bits and 20 °C cooler: quiet.
@@ -95,9 +196,30 @@ fn thermal_throttle_fires_on_slowdown_bits_or_a_hot_gpu() {
     assert!(!has(&cool.findings(60), Rule::ThermalThrottle));
     // Within 5 °C of the slowdown temperature (89 °C) without the bits yet: fires.
     let hot = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(86));
-    assert!(has(&hot.findings(60), Rule::ThermalThrottle));
+    let findings = hot.findings(60);
+    let f = get(&findings, Rule::ThermalThrottle);
+    // No bit and clocks as usual: it runs hot, it is not throttled.
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.title.contains("runs hot") && !f.title.contains("throttled"), "{}", f.title);
     let warm = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(83));
     assert!(!has(&warm.findings(60), Rule::ThermalThrottle));
+}
+
+#[test]
+fn thermal_throttled_says_the_clock_loss() {
+    let findings = Build::new("thermal").findings(60);
+    let f = get(&findings, Rule::ThermalThrottle);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.title.contains("thermally throttled"));
+    // Max 1980 MHz, median clock 1050 MHz in the hot samples: 930 MHz (47 %) lost.
+    assert!(f.evidence.contains("930 MHz below its maximum (47 %)"), "{}", f.evidence);
+    // The driver's thermal counters alone (the bits missed between samples) also say throttled.
+    let counted = Build::new("compute").tick(|i, t| {
+        if let Some(ns) = t.gpus[0].throttle_ns.as_mut() {
+            ns.sw_thermal_ns = Some(i * 300_000_000);
+        }
+    });
+    assert_eq!(get(&counted.findings(60), Rule::ThermalThrottle).severity, Severity::Warning);
 }
 
 #[test]
@@ -347,8 +469,62 @@ fn gpu_errors_read_xids_ecc_and_remaps() {
     assert_eq!(get(&ecc.findings(5), Rule::GpuErrors).severity, Severity::Critical);
     let remap = Build::new("compute")
         .tick(|_, t| t.gpus[0].remapped_rows = Some(RemappedRows { pending: true, ..RemappedRows::default() }));
-    assert!(get(&remap.findings(5), Rule::GpuErrors).title.contains("remap"));
+    let findings = remap.findings(5);
+    let f = get(&findings, Rule::GpuErrors);
+    assert!(f.title.contains("remap"));
+    assert_eq!(f.severity, Severity::Warning, "a pending remap needs a reset, not an RMA");
+    let failed = Build::new("compute")
+        .tick(|_, t| t.gpus[0].remapped_rows = Some(RemappedRows { failure: true, ..RemappedRows::default() }));
+    assert_eq!(get(&failed.findings(5), Rule::GpuErrors).severity, Severity::Critical);
     assert!(!has(&Build::new("compute").findings(60), Rule::GpuErrors));
+}
+
+#[test]
+fn gpu_errors_corrected_ecc_is_info_unless_the_rate_is_high() {
+    let one = with_event(GpuEventKind::SingleBitEcc, 30).findings(60);
+    let f = get(&one, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.remedy.starts_with("Nothing to do now") && !f.remedy.contains("Drain"), "{}", f.remedy);
+    let scenario = Build::new("ecc-corrected").findings(30);
+    assert_eq!(get(&scenario, Rule::GpuErrors).severity, Severity::Info);
+    // The volatile counter growing by 12 over the watch is a high rate: a warning.
+    let many = Build::new("compute").tick(|i, t| {
+        t.gpus[0].ecc = Some(EccCounts { volatile_corrected: Some(i.min(12)), ..EccCounts::default() });
+    });
+    let findings = many.findings(30);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("12 corrected"), "{}", f.evidence);
+    // A constant count from before the watch is history, not a rate.
+    let old = Build::new("compute").tick(|_, t| {
+        t.gpus[0].ecc = Some(EccCounts { volatile_corrected: Some(40), ..EccCounts::default() });
+    });
+    assert!(!has(&old.findings(30), Rule::GpuErrors));
+}
+
+#[test]
+fn gpu_errors_xid_63_and_unknown_codes_are_warnings() {
+    let x63 = with_event(GpuEventKind::Xid { code: 63, pid: None, process_name: None }, 30).findings(60);
+    let f = get(&x63, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.remedy.contains("next maintenance"), "{}", f.remedy);
+    let unknown = with_event(GpuEventKind::Xid { code: 999, pid: None, process_name: None }, 30).findings(60);
+    let f = get(&unknown, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("Xid catalog") && f.remedy.contains("Xid catalog"), "{f:#?}");
+    // The same codes next to a hardware Xid: the worst decides.
+    let both = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 31).tick(|i, t| {
+        if i == 30 {
+            t.events.push(GpuEvent {
+                at_ms: t.at_ms,
+                gpu_index: Some(0),
+                kind: GpuEventKind::Xid { code: 63, pid: None, process_name: None },
+                origin: EventOrigin::NvmlEvents,
+                message: String::new(),
+            });
+        }
+    });
+    assert_eq!(get(&both.findings(60), Rule::GpuErrors).severity, Severity::Critical);
 }
 
 fn with_gpu(driver: &'static str, cc: (i32, i32), open: bool) -> Build {

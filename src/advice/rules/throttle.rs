@@ -48,7 +48,8 @@ pub fn hw_slowdown(ctx: &Ctx<'_>) -> Vec<Observation> {
             span.values(&gpu.sm_clock_mhz).zip(flags.iter()).map(|(c, f)| c.filter(|_| *f)),
         );
         let clock_cut = clock_in_bit.zip(max_clock).is_some_and(|(c, m)| c < m * t.hw_slowdown_clock_ratio);
-        let sustained = n_bit >= t.hw_slowdown_min_samples as usize || counters >= t.hw_slowdown_counter_share || clock_cut;
+        let sustained =
+            n_bit >= t.hw_slowdown_min_samples as usize || counters >= t.hw_slowdown_counter_share || clock_cut;
         let times = ctx.history.times.iter_from(span.window.start).copied();
         let since = first_true(times, flags.iter().copied(), ctx.now_ms);
         let thermal = bits_seen & throttle::HW_THERMAL_SLOWDOWN != 0;
@@ -145,7 +146,11 @@ pub fn thermal_throttle(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = if throttled_stay {
             let loss = match (clock, max_clock) {
                 (Some(c), Some(m)) if m > 0.0 => {
-                    format!("{:.0} MHz below its maximum ({})", (m - c).max(0.0), pct_label((m - c).max(0.0) / m * 100.0))
+                    format!(
+                        "{:.0} MHz below its maximum ({})",
+                        (m - c).max(0.0),
+                        pct_label((m - c).max(0.0) / m * 100.0)
+                    )
                 }
                 _ => "clock loss unknown".to_owned(),
             };

@@ -128,7 +128,8 @@ impl ProcessSamples {
 
     /// Mean GPU utilization over the window; GPM SM activity where NVML utilization is N/A (MIG).
     fn mean_util(&self) -> Option<f64> {
-        mean(self.util.iter().map(|u| u.map(f64::from))).or_else(|| mean(self.sm_active.iter().map(|a| a.map(f64::from))))
+        mean(self.util.iter().map(|u| u.map(f64::from)))
+            .or_else(|| mean(self.sm_active.iter().map(|a| a.map(f64::from))))
     }
 
     /// Per sample: the process tree in D while it reads (or while its reads cannot be seen). A thread in D
@@ -146,9 +147,7 @@ impl ProcessSamples {
     /// was read fall back to the whole process.
     fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
         let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
-        (0..self.times.len())
-            .map(|i| hot(self.thread_cpu[i].or(self.cpu[i])) || hot(self.child_cpu[i]))
-            .collect()
+        (0..self.times.len()).map(|i| hot(self.thread_cpu[i].or(self.cpu[i])) || hot(self.child_cpu[i])).collect()
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
@@ -291,7 +290,10 @@ fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, boo
             )
         }
         _ => (
-            format!("PID {pid} at {} of one core (whole process; per-thread CPU not recorded)", opt_pct(ProcessSamples::median(&s.cpu))),
+            format!(
+                "PID {pid} at {} of one core (whole process; per-thread CPU not recorded)",
+                opt_pct(ProcessSamples::median(&s.cpu))
+            ),
             false,
             true,
         ),
@@ -318,9 +320,8 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let idle_cores = ProcessSamples::median(&s.host_busy)
             .map(|busy| ((100.0 - busy).max(0.0) / 100.0 * ctx.machine.n_cpus as f64).floor() as u32);
-        let idle_text = idle_cores.map_or_else(|| "idle cores unknown".to_owned(), |n| {
-            format!("{n} of {} cores idle", ctx.machine.n_cpus)
-        });
+        let idle_text = idle_cores
+            .map_or_else(|| "idle cores unknown".to_owned(), |n| format!("{n} of {} cores idle", ctx.machine.n_cpus));
         let spare = idle_cores.unwrap_or(0).saturating_sub(1).max(1);
         let remedy = if worker {
             format!(
@@ -424,7 +425,7 @@ pub fn util_misleading(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = super::super::Finding {
             title: format!("GPU {} looks busy but does little work", gpu.index),
             evidence: format!(
-                "util median {} over {} while {signal}; held in {} of samples",
+                "GPU util median {} over {} while {signal}; held in {} of samples",
                 opt_pct(span.median(&gpu.util_pct)),
                 span.label(),
                 share_label(share)
