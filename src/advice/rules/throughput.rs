@@ -234,8 +234,8 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = super::super::Finding {
             title: format!("GPU {gpu_index} is starved by its input pipeline (PID {pid} waits for storage)"),
             evidence: format!(
-                "{}; PSI io some {}; PID {pid} or its threads in D while reading {} of samples, a DataLoader child \
-                 {}; reads {} (process and children); system iowait {}",
+                "{}; PSI io some {}; in D while reading: PID {pid} or its threads in {} of samples, a DataLoader \
+                 child in {}; reads {} (process and children); system iowait {}",
                 s.util_evidence(),
                 opt_pct(psi),
                 share_label(self_d),
