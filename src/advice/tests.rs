@@ -41,7 +41,9 @@ fn input_bound_evidence_names_the_window_and_the_signals() {
     let findings = Build::new("input-bound").findings(60);
     let f = get(&findings, Rule::InputBound);
     assert_eq!((f.gpu_index, f.pid), (Some(0), Some(2001)));
-    for needle in ["over 30 s", "PSI io some 37 %", "PID 2001", "in D while reading", "threads in 3", "MiB/s", "system iowait"] {
+    for needle in
+        ["over 30 s", "PSI io some 37 %", "PID 2001", "in D while reading", "threads in 3", "MiB/s", "system iowait"]
+    {
         assert!(f.evidence.contains(needle), "{needle} missing from: {}", f.evidence);
     }
     assert!(!f.remedy.is_empty() && !f.explanation.is_empty());

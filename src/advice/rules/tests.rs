@@ -343,6 +343,19 @@ fn vram_growing_needs_steady_growth_and_says_when_full() {
 }
 
 #[test]
+fn vram_growing_names_an_unmistakable_growth_before_its_window() {
+    // 1 GiB every 2 s: within 30 s, long before the 60 s window is covered.
+    let findings = Build::new("leak").findings(25);
+    let f = get(&findings, Rule::VramGrowing);
+    assert!(f.evidence.contains("over 20 s"), "{}", f.evidence);
+    // 512 MiB over 20 s is a real but not unmistakable growth: it waits for the full window.
+    let slower =
+        Build::new("leak").tick(|i, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 25 * MIB));
+    assert!(!has(&slower.findings(25), Rule::VramGrowing));
+    assert!(has(&slower.findings(61), Rule::VramGrowing));
+}
+
+#[test]
 fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
     let t = Thresholds { idle_holder_window_s: 30, ..Thresholds::default() };
     let findings = Build::new("idle-holder").advised(60, &t);
