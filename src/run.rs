@@ -75,7 +75,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             let watched = watch(&data, &config, interval, *duration, "doctor")?;
             let mut report = crate::doctor::DoctorReport::new(&watched.pipeline);
             report.count_cleared = *count_cleared;
-            report.cut_short_of_s = watched.cut_short.then(|| duration.as_secs());
+            report.cut_short_of_s = watched.cut_short.then_some(duration.as_secs());
             if cli.view.json {
                 println!("{}", serde_json::to_string_pretty(&report.to_json()).unwrap_or_default());
             } else {
