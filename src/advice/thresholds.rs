@@ -28,14 +28,14 @@ pub struct Thresholds {
     pub starved_exit_util_pct: f64,
     /// PSI `io some avg10` (%) that counts as I/O pressure on the host, when the GPU process also reads or waits.
     pub psi_io_some_pct: f64,
-    /// Share (0–1) of samples with the GPU process, a thread of it or a child in D state that counts as waiting
-    /// for I/O.
+    /// Share (0–1) of samples with the GPU process, a thread of it or a child in D state while the tree reads
+    /// that counts as waiting for I/O.
     pub d_state_share: f64,
     /// Read rate (MiB/s) of the GPU process and its children that counts as reading heavily.
     pub read_high_mib_s: f64,
     /// Read rate (MiB/s) below which a process counts as doing little I/O.
     pub read_low_mib_s: f64,
-    /// CPU use (% of one core) of the GPU process or a child that counts as a pegged core.
+    /// CPU use (% of one core) of a thread of the GPU process, or of a child, that counts as a pegged core.
     pub pegged_core_pct: f64,
 
     /// Share (0–1) of the window with HW or SW thermal slowdown active that makes thermal-throttle fire.
