@@ -13,6 +13,9 @@ use crate::source::SourceError;
 pub const EXIT_NO_DRIVER: i32 = 2;
 /// Exit code for any other failure (bad file, unreadable recording, port in use).
 pub const EXIT_FAILURE: i32 = 1;
+/// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
+/// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
+pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::doctor::EXIT_UNKNOWN;
 
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
@@ -104,12 +107,18 @@ pub struct ViewArgs {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Watch for a while, print every finding with its evidence and remedy; exit 0 (healthy), 1 (warnings) or
-    /// 2 (critical).
+    /// Watch for a while, print every finding with its evidence and remedy; exit 0 (healthy or info), 1
+    /// (warnings), 2 (critical) or 3 (could not check: no driver, bad arguments, unreadable recording).
     Doctor {
         /// How long to watch, e.g. 30s, 2m.
         #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
+        /// Colour the severities: auto (only when stdout is a terminal), always or never.
+        #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
+        color: ColorWhen,
+        /// Let findings that held during the window but cleared by its end count in the exit code.
+        #[arg(long)]
+        count_cleared: bool,
     },
     /// A reproducibility record of the machine and its steady state (Markdown, or --json).
     Report {
@@ -124,6 +133,20 @@ pub enum Command {
         #[arg(long, default_value = "127.0.0.1:9400", value_parser = parse_listen)]
         listen: std::net::SocketAddr,
     },
+}
+
+/// When `doctor` colours its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorWhen {
+    /// Only when stdout is a terminal (and neither --no-color nor NO_COLOR says otherwise).
+    Auto,
+    Always,
+    Never,
+}
+
+/// Whether the raw arguments ask for `doctor` (for the exit code of a command line that does not parse).
+fn asks_for_doctor(args: &[String]) -> bool {
+    args.iter().skip(1).any(|a| a == "doctor")
 }
 
 /// Parses `30s`, `10m`, `1h`, `500ms` or a plain number of seconds.
@@ -190,7 +213,8 @@ pub fn main() -> i32 {
     use clap::{CommandFactory as _, FromArgMatches as _};
     // First of all, so that a driver library that crashes the process leaves the terminal usable and says why.
     crate::crash::install();
-    let parsed = Cli::command().try_get_matches().and_then(|matches| {
+    let args: Vec<String> = std::env::args().collect();
+    let parsed = Cli::command().try_get_matches_from(&args).and_then(|matches| {
         let mut cli = Cli::from_arg_matches(&matches)?;
         cli.duration_given = matches.subcommand().is_some_and(|(_, sub)| {
             sub.try_get_raw("duration").is_ok()
@@ -202,7 +226,11 @@ pub fn main() -> i32 {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { EXIT_NO_DRIVER } else { 0 };
+            return match (e.use_stderr(), asks_for_doctor(&args)) {
+                (false, _) => 0,
+                (true, true) => EXIT_DOCTOR_UNKNOWN,
+                (true, false) => EXIT_NO_DRIVER,
+            };
         }
     };
     match crate::run::run(&cli) {
@@ -211,6 +239,8 @@ pub fn main() -> i32 {
             // Messages can quote what came from outside (a path, a server's answer): no control character passes.
             let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
             match e {
+                // doctor could not check: the monitoring convention's "unknown", never "critical".
+                _ if matches!(cli.command, Some(Command::Doctor { .. })) => EXIT_DOCTOR_UNKNOWN,
                 RunError::Source(SourceError::NoDriver(_) | SourceError::Usage(_)) | RunError::Usage(_) => {
                     EXIT_NO_DRIVER
                 }
@@ -277,7 +307,13 @@ mod tests {
         assert!(cli.data.demo && cli.view.once && cli.view.json);
         let cli =
             Cli::try_parse_from(["gpusight", "doctor", "--duration", "60s", "--replay", "x.jsonl"]).expect("parse");
-        assert!(matches!(cli.command, Some(Command::Doctor { duration }) if duration == Duration::from_secs(60)));
+        assert!(matches!(cli.command, Some(Command::Doctor { duration, .. }) if duration == Duration::from_secs(60)));
+        let cli = Cli::try_parse_from(["gpusight", "doctor", "--color", "never", "--count-cleared"]).expect("parse");
+        assert!(matches!(cli.command, Some(Command::Doctor { color: ColorWhen::Never, count_cleared: true, .. })));
+        assert!(Cli::try_parse_from(["gpusight", "doctor", "--color", "sometimes"]).is_err());
+        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+        assert!(asks_for_doctor(&args(&["gpusight", "doctor", "--duration", "soon"])));
+        assert!(!asks_for_doctor(&args(&["gpusight", "--frobnicate"])));
         assert!(Cli::try_parse_from(["gpusight", "--demo", "--replay", "x"]).is_err());
         assert!(Cli::try_parse_from(["gpusight", "--headless"]).is_err());
     }

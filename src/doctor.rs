@@ -4,13 +4,25 @@
 use serde_json::{Value, json};
 
 use crate::advice::window::duration_label;
-use crate::advice::{Finding, Severity};
+use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
+use crate::history::History;
+use crate::host::OUTSIDE_NAMESPACE;
 use crate::pipeline::Pipeline;
-use crate::sample::UnixMs;
+use crate::sample::{ProcessKind, UnixMs};
 use crate::text::visible;
 
 /// The JSON schema name and version of [`DoctorReport::to_json`].
 pub const SCHEMA: &str = "gpusight.doctor/1";
+
+/// Exit code: healthy, or informational findings only.
+pub const EXIT_OK: i32 = 0;
+/// Exit code: at least one warning.
+pub const EXIT_WARNING: i32 = 1;
+/// Exit code: at least one critical finding.
+pub const EXIT_CRITICAL: i32 = 2;
+/// Exit code: doctor could not check (no driver, bad arguments, unreadable recording): the monitoring-plugin
+/// convention's UNKNOWN.
+pub const EXIT_UNKNOWN: i32 = 3;
 
 /// One GPU that was watched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +30,14 @@ pub struct WatchedGpu {
     pub index: u32,
     pub name: String,
     pub uuid: String,
+}
+
+/// A finding that held during the window and had cleared by its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClearedFinding {
+    pub finding: Finding,
+    /// The last sample at which it was still active.
+    pub until_ms: UnixMs,
 }
 
 /// The result of a `doctor` run.
@@ -33,10 +53,18 @@ pub struct DoctorReport {
     pub to_ms: Option<UnixMs>,
     /// Samples taken in all (not bounded by the history's capacity).
     pub samples: u64,
-    /// The findings active at the end of the window, worst first.
+    /// The findings active at the end of the window, in the diagnosis order (worst first within a step).
     pub findings: Vec<Finding>,
-    /// What could not be seen or judged: unreadable sources, rules whose window is longer than the watch.
+    /// Findings that held during the window and had cleared by its end, in the diagnosis order.
+    pub cleared: Vec<ClearedFinding>,
+    /// Rules that could not be judged, and why: windows longer than the watch, blind spots.
+    pub not_judged: Vec<String>,
+    /// Other things to know: unreadable sources, a stalled NVML.
     pub notes: Vec<String>,
+    /// Whether cleared findings count in the exit code (`--count-cleared`).
+    pub count_cleared: bool,
+    /// Set when Ctrl-C ended the watch early: the seconds that had been asked for.
+    pub cut_short_of_s: Option<u64>,
 }
 
 impl DoctorReport {
@@ -49,23 +77,20 @@ impl DoctorReport {
         let to_ms = history.now_ms();
         let watched_s = from_ms.zip(to_ms).map_or(0, |(a, b)| b.saturating_sub(a) / 1000);
         let mut notes: Vec<String> = history.latest().health.notes.clone();
-        let t = &pipeline.thresholds;
-        for (rules, window_s) in t.windows() {
-            #[allow(clippy::cast_precision_loss)]
-            let short = (watched_s as f64) < window_s as f64 * t.min_window_coverage;
-            if short {
-                notes.push(format!(
-                    "not judged: {rules} (needs {} of data, watched {}; run longer with --duration)",
-                    duration_label(window_s),
-                    duration_label(watched_s)
-                ));
-            }
-        }
-        let findings = pipeline.findings_seen();
-        let cleared = findings.iter().filter(|f| !pipeline.findings().contains(f)).count();
-        if cleared > 0 {
-            notes.push(format!("{cleared} of the findings below held during the window but had cleared by its end"));
-        }
+        let mut not_judged = short_windows(pipeline, watched_s);
+        not_judged.extend(blind_spots(history));
+        let active = pipeline.findings();
+        let mut findings: Vec<Finding> = active.to_vec();
+        sort_by_diagnosis_order(&mut findings);
+        let mut cleared: Vec<ClearedFinding> = pipeline
+            .findings_seen_until()
+            .into_iter()
+            .filter(|(f, _)| !active.iter().any(|a| a.key() == f.key()))
+            .map(|(finding, until_ms)| ClearedFinding { finding, until_ms })
+            .collect();
+        let mut order: Vec<Finding> = cleared.iter().map(|c| c.finding.clone()).collect();
+        sort_by_diagnosis_order(&mut order);
+        cleared.sort_by_key(|c| order.iter().position(|f| f.key() == c.finding.key()));
         if let Some(stalled) = history.latest().health.nvml_stalled_ms {
             notes.push(format!("NVML did not answer for {} at the end of the window", duration_label(stalled / 1000)));
         }
@@ -82,7 +107,11 @@ impl DoctorReport {
             to_ms,
             samples: history.n_ticks(),
             findings,
+            cleared,
+            not_judged,
             notes,
+            count_cleared: false,
+            cut_short_of_s: None,
         }
     }
 
@@ -96,16 +125,29 @@ impl DoctorReport {
         self.findings.iter().filter(|f| f.severity == severity).count()
     }
 
-    /// 0 when healthy or with informational findings only, 1 with warnings, 2 with anything critical.
+    /// The worst severity that sets the exit code: the active findings, and the cleared ones with
+    /// `count_cleared`.
+    fn counted(&self) -> Option<Severity> {
+        let active = self.findings.iter().map(|f| f.severity);
+        let cleared = self.cleared.iter().filter(|_| self.count_cleared).map(|c| c.finding.severity);
+        active.chain(cleared).max()
+    }
+
+    /// 0 when healthy or with informational findings only, 1 with warnings, 2 with anything critical (cleared
+    /// findings count only with `count_cleared`). 3, "could not check", is the command line's.
     #[must_use]
     pub fn exit_code(&self) -> i32 {
-        if self.count(Severity::Critical) > 0 {
-            2
-        } else if self.count(Severity::Warning) > 0 {
-            1
-        } else {
-            0
+        match self.counted() {
+            Some(Severity::Critical) => EXIT_CRITICAL,
+            Some(Severity::Warning) => EXIT_WARNING,
+            _ => EXIT_OK,
         }
+    }
+
+    /// "+12 s" from the start of the watch, for spans of cleared findings.
+    fn offset(&self, at_ms: UnixMs) -> String {
+        let from = self.from_ms.unwrap_or(at_ms);
+        format!("+{}", duration_label(at_ms.saturating_sub(from) / 1000))
     }
 
     /// The report for people; `color` adds ANSI colours to the severities.
@@ -114,7 +156,7 @@ impl DoctorReport {
         let mut out = String::new();
         let n = self.gpus.len();
         out.push_str(&format!(
-            "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)\n\n",
+            "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)\n",
             visible(&self.hostname),
             visible(&self.source_label),
             visible(self.driver_version.as_deref().unwrap_or("unknown")),
@@ -122,32 +164,48 @@ impl DoctorReport {
             duration_label(self.duration_s()),
             self.samples,
         ));
+        if let Some(asked) = self.cut_short_of_s {
+            out.push_str(&format!(
+                "CUT SHORT by Ctrl-C after {} of the {} asked for: what follows is what was seen so far.\n",
+                duration_label(self.duration_s()),
+                duration_label(asked)
+            ));
+        }
+        out.push('\n');
+        let mut step = None;
         for f in &self.findings {
-            let (label, code) = match f.severity {
-                Severity::Critical => ("CRITICAL", "1;31"),
-                Severity::Warning => ("WARNING ", "1;33"),
-                Severity::Info => ("INFO    ", "1;36"),
-            };
-            let label = if color { format!("\x1b[{code}m{label}\x1b[0m") } else { label.to_owned() };
-            let mut about = Vec::new();
-            if let Some(g) = f.gpu_index {
-                about.push(format!("GPU {g}"));
+            if step != Some(f.rule.step()) {
+                step = Some(f.rule.step());
+                out.push_str(&format!("{}\n", f.rule.step().title()));
             }
-            if let Some(p) = f.pid {
-                about.push(format!("PID {p}"));
+            push_finding(&mut out, f, color, None);
+        }
+        if !self.cleared.is_empty() {
+            out.push_str(&format!(
+                "Earlier in the window, cleared by its end ({}):\n",
+                if self.count_cleared { "counted in the exit code" } else { "not counted in the exit code" }
+            ));
+            for c in &self.cleared {
+                let span =
+                    format!("from {} to {} of the watch", self.offset(c.finding.since_ms), self.offset(c.until_ms));
+                push_finding(&mut out, &c.finding, color, Some(&span));
             }
-            let about = if about.is_empty() { "host".to_owned() } else { about.join(" ") };
-            out.push_str(&format!("{label} [{}] {about}: {}\n", f.rule.name(), visible(&f.title)));
-            out.push_str(&format!("         evidence: {}\n", visible(&f.evidence)));
-            out.push_str(&format!("         remedy:   {}\n\n", visible(&f.remedy)));
+        }
+        if !self.not_judged.is_empty() {
+            out.push_str("Not judged:\n");
+            for line in &self.not_judged {
+                out.push_str(&format!("  - {}\n", visible(line)));
+            }
+            out.push('\n');
         }
         let (crit, warn, info) =
             (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
+        let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged (see \"Not judged\" above)" };
         if crit + warn == 0 {
             if info == 0 {
-                out.push_str("No problems found.\n");
+                out.push_str(&format!("No problems found{scope}.\n"));
             } else {
-                out.push_str(&format!("No problems found ({info} informational finding{}).\n", plural(info)));
+                out.push_str(&format!("No problems found{scope} ({info} informational finding{}).\n", plural(info)));
             }
         } else {
             out.push_str(&format!("{crit} critical, {warn} warning{}, {info} info.\n", plural(warn)));
@@ -164,21 +222,13 @@ impl DoctorReport {
     /// The versioned JSON document (`"schema": "gpusight.doctor/1"`).
     #[must_use]
     pub fn to_json(&self) -> Value {
-        let findings: Vec<Value> = self
-            .findings
+        let cleared: Vec<Value> = self
+            .cleared
             .iter()
-            .map(|f| {
-                json!({
-                    "rule": f.rule.name(),
-                    "severity": f.severity.name(),
-                    "gpu_index": f.gpu_index,
-                    "pid": f.pid,
-                    "title": f.title,
-                    "evidence": f.evidence,
-                    "remedy": f.remedy,
-                    "explanation": f.explanation,
-                    "since_ms": f.since_ms,
-                })
+            .map(|c| {
+                let mut doc = finding_json(&c.finding);
+                doc["until_ms"] = json!(c.until_ms);
+                doc
             })
             .collect();
         json!({
@@ -192,17 +242,152 @@ impl DoctorReport {
                 "to_ms": self.to_ms,
                 "duration_s": self.duration_s(),
                 "samples": self.samples,
+                "cut_short": self.cut_short_of_s.is_some(),
+                "requested_s": self.cut_short_of_s,
             },
-            "findings": findings,
+            "findings": self.findings.iter().map(finding_json).collect::<Vec<_>>(),
+            "cleared": cleared,
+            "count_cleared": self.count_cleared,
             "summary": {
                 "critical": self.count(Severity::Critical),
                 "warning": self.count(Severity::Warning),
                 "info": self.count(Severity::Info),
+                "cleared": self.cleared.len(),
             },
+            "not_judged": self.not_judged,
             "notes": self.notes,
             "exit_code": self.exit_code(),
         })
     }
+}
+
+fn finding_json(f: &Finding) -> Value {
+    json!({
+        "rule": f.rule.name(),
+        "step": f.rule.step().title(),
+        "severity": f.severity.name(),
+        "gpu_index": f.gpu_index,
+        "pid": f.pid,
+        "title": f.title,
+        "evidence": f.evidence,
+        "remedy": f.remedy,
+        "explanation": f.explanation,
+        "since_ms": f.since_ms,
+    })
+}
+
+fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) {
+    let (label, code) = match f.severity {
+        Severity::Critical => ("CRITICAL", "1;31"),
+        Severity::Warning => ("WARNING ", "1;33"),
+        Severity::Info => ("INFO    ", "1;36"),
+    };
+    let label = if color { format!("\x1b[{code}m{label}\x1b[0m") } else { label.to_owned() };
+    let mut about = Vec::new();
+    if let Some(g) = f.gpu_index {
+        about.push(format!("GPU {g}"));
+    }
+    if let Some(p) = f.pid {
+        about.push(format!("PID {p}"));
+    }
+    let about = if about.is_empty() { "host".to_owned() } else { about.join(" ") };
+    out.push_str(&format!("{label} [{}] {about}: {}\n", f.rule.name(), visible(&f.title)));
+    if let Some(span) = span {
+        out.push_str(&format!("         held:     {span}\n"));
+    }
+    out.push_str(&format!("         evidence: {}\n", visible(&f.evidence)));
+    out.push_str(&format!("         remedy:   {}\n\n", visible(&f.remedy)));
+}
+
+/// The rules whose window is longer than the watch.
+fn short_windows(pipeline: &Pipeline, watched_s: u64) -> Vec<String> {
+    let t = &pipeline.thresholds;
+    #[allow(clippy::cast_precision_loss)]
+    let short = |window_s: u64| (watched_s as f64) < window_s as f64 * t.min_window_coverage;
+    let mut out = Vec::new();
+    for (rules, window_s) in t.windows() {
+        if !short(window_s) {
+            continue;
+        }
+        if rules == Rule::VramGrowing.name() && !short(t.vram_fast_growth_window_s) {
+            out.push(format!(
+                "vram-growing only for an unmistakable growth (at least {} MiB over {}); slower growth needs {} of \
+                 data, watched {} (run longer with --duration)",
+                t.vram_fast_growth_min_mib,
+                duration_label(t.vram_fast_growth_window_s),
+                duration_label(window_s),
+                duration_label(watched_s)
+            ));
+            continue;
+        }
+        out.push(format!(
+            "{rules} (needs {} of data, watched {}; run longer with --duration)",
+            duration_label(window_s),
+            duration_label(watched_s)
+        ));
+    }
+    out
+}
+
+/// What gpusight could not see of the GPU processes in the newest sample, and the rules that go blind with it:
+/// processes in another PID namespace (a container without `--pid=host`), processes hidden by `hidepid`, and
+/// utilization that MIG makes N/A.
+#[must_use]
+pub fn blind_spots(history: &History) -> Vec<String> {
+    let latest = history.latest();
+    let mut compute: Vec<u32> = latest
+        .gpu_processes
+        .iter()
+        .filter(|p| matches!(p.kind, ProcessKind::Compute | ProcessKind::ComputeAndGraphics))
+        .filter_map(|p| p.pid)
+        .collect();
+    compute.sort_unstable();
+    compute.dedup();
+    let (mut outside, mut hidden) = (Vec::new(), Vec::new());
+    for pid in compute {
+        match latest.process(pid).map(|p| p.unreadable.as_deref()) {
+            Some(Some(OUTSIDE_NAMESPACE)) => outside.push(pid),
+            Some(Some(_)) | None => hidden.push(pid),
+            Some(None) => {}
+        }
+    }
+    let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
+    let process_rules = "input-bound, cpu-bound-input, numa-misplaced";
+    let mut out = Vec::new();
+    if !outside.is_empty() {
+        out.push(format!(
+            "{process_rules} for PID {}: the GPU processes live in another PID namespace than gpusight (a container \
+             without --pid=host); run gpusight on the host or with --pid=host",
+            list(&outside)
+        ));
+    }
+    if !hidden.is_empty() {
+        out.push(format!(
+            "{process_rules} for PID {}: their /proc details could not be read (another user's processes under \
+             /proc mounted with hidepid, or no permission); run as root or with the gid= that hidepid exempts",
+            list(&hidden)
+        ));
+    }
+    for gpu in history.machine().gpus.iter().filter(|g| g.mig_enabled == Some(true)) {
+        let Some(tick) = latest.gpu(gpu.index) else { continue };
+        if tick.util_pct.is_some() {
+            continue;
+        }
+        if tick.gpm.and_then(|g| g.sm_active_pct).is_some() {
+            out.push(format!(
+                "util-misleading, power-capped and pcie-downgraded on GPU {}: MIG makes its utilization N/A (the input \
+                 rules use GPM SM activity instead)",
+                gpu.index
+            ));
+        } else {
+            out.push(format!(
+                "{process_rules}, util-misleading, power-capped and pcie-downgraded on GPU {}: MIG makes its \
+                 utilization N/A and GPM SM activity is not available",
+                gpu.index
+            ));
+        }
+    }
+    out
 }
 
 fn plural(n: usize) -> &'static str {
@@ -213,6 +398,8 @@ fn plural(n: usize) -> &'static str {
 mod tests {
     use super::*;
     use crate::advice::Thresholds;
+    use crate::advice::testkit::Build;
+    use crate::sample::Snapshot;
     use crate::source::Source;
     use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
@@ -226,24 +413,137 @@ mod tests {
         DoctorReport::new(&pipeline)
     }
 
+    /// A doctor report over `n` ticks of a tweaked scenario.
+    fn watch_build(build: &Build, n: u64) -> DoctorReport {
+        let machine = std::sync::Arc::clone(build.history(1).machine());
+        let snapshot = |i| Snapshot { machine: std::sync::Arc::clone(&machine), tick: build.tick_at(i) };
+        let mut pipeline = Pipeline::new(&snapshot(0), 900, Thresholds::default());
+        for i in 1..n {
+            pipeline.ingest(&snapshot(i));
+        }
+        DoctorReport::new(&pipeline)
+    }
+
+    fn rules(report: &DoctorReport) -> Vec<Rule> {
+        report.findings.iter().map(|f| f.rule).collect()
+    }
+
     #[test]
-    fn healthy_machine_says_so_and_exits_zero() {
+    fn healthy_machine_says_so_and_what_it_could_not_judge_above_the_verdict() {
         let report = watch("idle:2", 31);
         assert_eq!(report.exit_code(), 0);
         let text = report.to_text(false);
-        assert!(text.contains("No problems found."), "{text}");
         assert!(text.contains("watched 2 GPUs for 30 s (31 samples)"), "{text}");
-        // A 30 s watch cannot judge the idle-holder's 5-minute window, and says so.
-        assert!(text.contains("not judged: idle-holder (needs 5 min of data, watched 30 s"), "{text}");
+        // A 30 s watch cannot judge the idle-holder's 5-minute window, and says so before the verdict.
+        let not_judged = text.find("Not judged:\n").expect("not judged");
+        assert!(text.contains("  - idle-holder (needs 5 min of data, watched 30 s"), "{text}");
+        let verdict = text.find("No problems found in what could be judged").expect("verdict");
+        assert!(not_judged < verdict, "{text}");
+        assert!(text.contains("vram-growing only for an unmistakable growth"), "{text}");
+        // Watched long enough, the plain verdict.
+        let long = watch("idle:2", 302);
+        assert!(long.not_judged.is_empty(), "{:?}", long.not_judged);
+        assert!(long.to_text(false).contains("No problems found.\n"));
     }
 
     #[test]
     fn info_only_exits_zero_and_warnings_one_and_critical_two() {
         let compute = watch("compute", 31);
         assert_eq!(compute.exit_code(), 0);
-        assert!(compute.to_text(false).contains("No problems found (1 informational finding)."));
+        assert!(compute.to_text(false).contains("(1 informational finding)."));
         assert_eq!(watch("input-bound", 31).exit_code(), 1);
         assert_eq!(watch("gpu-lost", 31).exit_code(), 2);
+    }
+
+    #[test]
+    fn blips_and_corrected_errors_never_exit_critical() {
+        let blip = watch("hw-blip", 31);
+        assert_eq!(blip.exit_code(), 0, "{:#?}", blip.findings);
+        assert!(rules(&blip).contains(&Rule::HwSlowdown));
+        let ecc = watch("ecc-corrected", 31);
+        assert_eq!(ecc.exit_code(), 0, "{:#?}", ecc.findings);
+        assert!(rules(&ecc).contains(&Rule::GpuErrors));
+        let writer = watch("writer", 31);
+        assert!(writer.exit_code() < 2);
+        assert!(!rules(&writer).contains(&Rule::InputBound), "{:#?}", writer.findings);
+    }
+
+    #[test]
+    fn the_default_watch_names_an_unmistakable_leak() {
+        let report = watch("leak", 31);
+        assert!(rules(&report).contains(&Rule::VramGrowing), "{:#?}", report.findings);
+        assert_eq!(report.exit_code(), 1);
+        assert!(!report.to_text(false).contains("No problems found"));
+    }
+
+    #[test]
+    fn a_finding_that_cleared_is_listed_with_its_span_and_does_not_set_the_exit_code() {
+        // CPU-bound for the first 60 s, then the main thread relaxes; watched for 120 s.
+        let build = Build::new("cpu-bound").tick(|i, t| {
+            if i >= 60 {
+                for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
+                    p.cpu_pct = Some(30.0);
+                    p.busiest_thread = None;
+                }
+            }
+        });
+        let mut report = watch_build(&build, 121);
+        assert!(!rules(&report).contains(&Rule::CpuBoundInput));
+        let cleared = report.cleared.iter().find(|c| c.finding.rule == Rule::CpuBoundInput).expect("cleared");
+        assert!(cleared.until_ms > cleared.finding.since_ms);
+        assert_eq!(report.exit_code(), 0);
+        let text = report.to_text(false);
+        assert!(text.contains("Earlier in the window, cleared by its end (not counted in the exit code)"), "{text}");
+        assert!(text.contains("held:     from +"), "{text}");
+        assert_eq!(report.to_json()["cleared"][0]["rule"], "cpu-bound-input");
+        report.count_cleared = true;
+        assert_eq!(report.exit_code(), 1);
+    }
+
+    #[test]
+    fn findings_follow_the_diagnosis_order() {
+        // Starved and thermally throttled on the same GPU: throttling is printed before input-bound.
+        let build = Build::new("input-bound").tick(|i, t| {
+            t.gpus[0].throttle_bits = Some(if i % 2 == 0 { throttle_bits() } else { 0 });
+            t.gpus[0].temp_c = Some(88);
+        });
+        let report = watch_build(&build, 40);
+        let order = rules(&report);
+        let thermal = order.iter().position(|r| *r == Rule::ThermalThrottle).expect("thermal");
+        let input = order.iter().position(|r| *r == Rule::InputBound).expect("input");
+        assert!(thermal < input, "{order:?}");
+        let text = report.to_text(false);
+        assert!(text.find("2. Throttling") < text.find("3. Compute- or input-bound"), "{text}");
+    }
+
+    fn throttle_bits() -> u64 {
+        crate::sample::throttle::SW_THERMAL_SLOWDOWN
+    }
+
+    #[test]
+    fn blind_spots_are_said_not_hidden() {
+        let container = Build::new("input-bound").tick(|_, t| {
+            for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
+                *p = crate::sample::HostProcess {
+                    pid: 2001,
+                    unreadable: Some(OUTSIDE_NAMESPACE.to_owned()),
+                    ..Default::default()
+                };
+            }
+        });
+        let report = watch_build(&container, 31);
+        let text = report.to_text(false);
+        assert!(text.contains("another PID namespace") && text.contains("--pid=host"), "{text}");
+        assert!(!text.contains("No problems found."), "{text}");
+        let hidden = Build::new("input-bound").tick(|_, t| t.processes.retain(|p| p.pid != 2001));
+        assert!(watch_build(&hidden, 31).not_judged.iter().any(|n| n.contains("hidepid")));
+        let mig = Build::new("compute").machine(|m| m.gpus[0].mig_enabled = Some(true)).tick(|_, t| {
+            t.gpus[0].util_pct = None;
+            t.gpus[0].gpm = None;
+        });
+        assert!(watch_build(&mig, 31).not_judged.iter().any(|n| n.contains("MIG makes its utilization N/A")));
+        // A plain healthy host has no blind spot.
+        assert!(blind_spots(&Build::new("compute").history(3)).is_empty());
     }
 
     #[test]
@@ -259,6 +559,15 @@ mod tests {
     }
 
     #[test]
+    fn a_watch_cut_short_says_so() {
+        let mut report = watch("compute", 11);
+        report.cut_short_of_s = Some(30);
+        let text = report.to_text(false);
+        assert!(text.contains("CUT SHORT by Ctrl-C after 10 s of the 30 s asked for"), "{text}");
+        assert_eq!(report.to_json()["watched"]["cut_short"], true);
+    }
+
+    #[test]
     fn json_is_versioned_and_complete() {
         let report = watch("input-bound", 31);
         let doc = report.to_json();
@@ -270,5 +579,6 @@ mod tests {
         assert_eq!(doc["findings"][0]["severity"], "warning");
         assert_eq!(doc["findings"][0]["pid"], 2001);
         assert_eq!(doc["summary"]["warning"], 1);
+        assert!(doc["not_judged"].as_array().is_some_and(|a| !a.is_empty()));
     }
 }

@@ -135,6 +135,12 @@ pub struct GpuSeries {
     pub sm_occupancy_pct: Series<f32>,
     pub tensor_active_pct: Series<f32>,
     pub dram_active_pct: Series<f32>,
+    /// The driver's cumulative nanoseconds of HW thermal slowdown plus HW power brake.
+    pub hw_slowdown_ns: Series<u64>,
+    /// The driver's cumulative nanoseconds of SW plus HW thermal slowdown.
+    pub thermal_ns: Series<u64>,
+    /// Volatile corrected (single-bit) ECC errors since the driver loaded.
+    pub ecc_corrected: Series<u64>,
 }
 
 impl GpuSeries {
@@ -159,6 +165,9 @@ impl GpuSeries {
             sm_occupancy_pct: Ring::new(capacity),
             tensor_active_pct: Ring::new(capacity),
             dram_active_pct: Ring::new(capacity),
+            hw_slowdown_ns: Ring::new(capacity),
+            thermal_ns: Ring::new(capacity),
+            ecc_corrected: Ring::new(capacity),
         }
     }
 
@@ -182,6 +191,11 @@ impl GpuSeries {
         self.sm_occupancy_pct.push(gpm.and_then(|m| m.sm_occupancy_pct));
         self.tensor_active_pct.push(gpm.and_then(|m| m.tensor_active_pct));
         self.dram_active_pct.push(gpm.and_then(|m| m.dram_active_pct));
+        let ns = gpu.and_then(|g| g.throttle_ns);
+        let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
+        self.hw_slowdown_ns.push(ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)));
+        self.thermal_ns.push(ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)));
+        self.ecc_corrected.push(gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected));
     }
 }
 
@@ -271,6 +285,10 @@ pub struct ProcessSeries {
     pub n_children: Series<u32>,
     /// Read rate of the process and its children together.
     pub tree_read_bytes_per_s: Series<u64>,
+    /// Write rate of the process and its children together (checkpoints, logs).
+    pub tree_write_bytes_per_s: Series<u64>,
+    /// CPU use of the process's busiest thread, percent of one core.
+    pub max_thread_cpu_pct: Series<f32>,
 }
 
 impl ProcessSeries {
@@ -289,6 +307,8 @@ impl ProcessSeries {
             children_in_d: Ring::new(capacity),
             n_children: Ring::new(capacity),
             tree_read_bytes_per_s: Ring::new(capacity),
+            tree_write_bytes_per_s: Ring::new(capacity),
+            max_thread_cpu_pct: Ring::new(capacity),
         }
     }
 
@@ -480,6 +500,11 @@ impl History {
                 .and_then(|h| h.read_bytes_per_s)
                 .map(|own| own + children.iter().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
             series.tree_read_bytes_per_s.push(tree_read);
+            let tree_write = host
+                .and_then(|h| h.write_bytes_per_s)
+                .map(|own| own + children.iter().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
+            series.tree_write_bytes_per_s.push(tree_write);
+            series.max_thread_cpu_pct.push(host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct));
         }
     }
 

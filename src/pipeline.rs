@@ -12,8 +12,9 @@ pub struct Pipeline {
     pub thresholds: Thresholds,
     advisor: Advisor,
     findings: Vec<Finding>,
-    /// Every finding that was active at some point, newest version of each, for `doctor`.
-    seen: Vec<Finding>,
+    /// Every finding that was active at some point, newest version of each, with the time of the last sample it
+    /// was active at, for `doctor`.
+    seen: Vec<(Finding, crate::sample::UnixMs)>,
     /// The first tick taken in, the baseline for cumulative counters in `report`.
     first_tick: crate::sample::Tick,
 }
@@ -48,11 +49,12 @@ impl Pipeline {
 
     fn evaluate(&mut self) {
         self.findings = self.advisor.update(&self.history, &self.thresholds).to_vec();
+        let now_ms = self.history.now_ms().unwrap_or(0);
         for finding in &self.findings {
             let same = |f: &Finding| (f.rule, f.gpu_index, f.pid) == (finding.rule, finding.gpu_index, finding.pid);
-            match self.seen.iter_mut().find(|f| same(f)) {
-                Some(slot) => *slot = finding.clone(),
-                None => self.seen.push(finding.clone()),
+            match self.seen.iter_mut().find(|(f, _)| same(f)) {
+                Some(slot) => *slot = (finding.clone(), now_ms),
+                None => self.seen.push((finding.clone(), now_ms)),
             }
         }
     }
@@ -61,8 +63,15 @@ impl Pipeline {
     /// worst first. A phase that ended before the window did still shows here.
     #[must_use]
     pub fn findings_seen(&self) -> Vec<Finding> {
+        self.findings_seen_until().into_iter().map(|(f, _)| f).collect()
+    }
+
+    /// [`Pipeline::findings_seen`] with the time of the last sample each finding was active at: a finding that
+    /// cleared held from its `since_ms` to that time.
+    #[must_use]
+    pub fn findings_seen_until(&self) -> Vec<(Finding, crate::sample::UnixMs)> {
         let mut seen = self.seen.clone();
-        seen.sort_by(|a, b| {
+        seen.sort_by(|(a, _), (b, _)| {
             b.severity
                 .cmp(&a.severity)
                 .then(a.gpu_index.cmp(&b.gpu_index))

@@ -99,23 +99,38 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
     match &cli.command {
-        Some(Command::Doctor { duration }) => {
-            let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
-            let report = crate::doctor::DoctorReport::new(&pipeline);
+        Some(Command::Doctor { duration, color, count_cleared }) => {
+            let watched = watch(&data, &config, interval, *duration, "doctor")?;
+            let mut report = crate::doctor::DoctorReport::new(&watched.pipeline);
+            report.count_cleared = *count_cleared;
+            report.cut_short_of_s = watched.cut_short.then_some(duration.as_secs());
             if cli.view.json {
                 emit_json(&report.to_json())?;
             } else {
-                emit(&report.to_text(use_color(cli)))?;
+                emit(&report.to_text(doctor_color(cli, *color)))?;
             }
             Ok(report.exit_code())
         }
         Some(Command::Report { duration }) => {
-            let pipeline = watch(&data, &config, interval, *duration, cli.data.synthetic.is_some())?;
+            let watched = watch(&data, &config, interval, *duration, "report")?;
+            let pipeline = &watched.pipeline;
             let report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
+            let cut_short = watched.cut_short.then(|| {
+                format!(
+                    "CUT SHORT by Ctrl-C after {} of the {} asked for: this is what was seen so far.",
+                    crate::advice::window::duration_label(report_seconds(pipeline)),
+                    crate::advice::window::duration_label(duration.as_secs())
+                )
+            });
             if cli.view.json {
-                emit_json(&report.to_json())?;
+                let mut doc = report.to_json();
+                if let Some(obj) = doc.as_object_mut() {
+                    obj.insert("cut_short".to_owned(), serde_json::Value::Bool(cut_short.is_some()));
+                }
+                emit_json(&doc)?;
             } else {
-                emit(&report.to_markdown())?;
+                let cut = cut_short.map(|line| format!("> **{line}**\n\n")).unwrap_or_default();
+                emit(&(cut + &report.to_markdown()))?;
             }
             Ok(0)
         }
@@ -199,6 +214,22 @@ fn use_ascii(cli: &Cli) -> bool {
 
 /// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
 const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
+
+/// doctor's colours: `always` and `never` as said; `auto` only on a terminal, and not with --no-color or NO_COLOR.
+fn doctor_color(cli: &Cli, when: crate::cli::ColorWhen) -> bool {
+    use std::io::IsTerminal;
+    match when {
+        crate::cli::ColorWhen::Always => true,
+        crate::cli::ColorWhen::Never => false,
+        crate::cli::ColorWhen::Auto => use_color(cli) && std::io::stdout().is_terminal(),
+    }
+}
+
+/// Seconds between the first and the newest sample of a pipeline.
+fn report_seconds(pipeline: &Pipeline) -> u64 {
+    let history = &pipeline.history;
+    history.times.get(0).copied().zip(history.now_ms()).map_or(0, |(a, b)| b.saturating_sub(a) / 1000)
+}
 
 fn capacity(config: &Config, interval: Duration) -> usize {
     let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
@@ -292,45 +323,134 @@ fn collect(source: &mut dyn Source, n: u64, config: &Config, capacity: usize) ->
     Ok(pipeline)
 }
 
-/// Watches for `duration`: live in real time, synthetic in virtual time, a recording over its whole length.
+/// What a watch gave: the pipeline, and whether Ctrl-C ended it before its duration.
+struct Watched {
+    pipeline: Pipeline,
+    cut_short: bool,
+}
+
+/// Progress of a live watch on stderr, only when stderr is a terminal: the time left and the findings so far.
+struct Progress {
+    command: &'static str,
+    on: bool,
+}
+
+impl Progress {
+    fn new(command: &'static str) -> Self {
+        use std::io::IsTerminal;
+        Self { command, on: std::io::stderr().is_terminal() }
+    }
+
+    fn show(&self, left: Duration, pipeline: Option<&Pipeline>) {
+        if self.on {
+            eprint!("\r\x1b[2K{}", progress_line(self.command, left, pipeline.map_or(0, |p| p.findings().len())));
+        }
+    }
+
+    fn clear(&self) {
+        if self.on {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+/// The progress line of a live watch.
+fn progress_line(command: &str, left: Duration, findings: usize) -> String {
+    format!(
+        "gpusight {command}: {} s left, {findings} finding{} so far (Ctrl-C stops and prints what was seen)",
+        left.as_secs(),
+        if findings == 1 { "" } else { "s" }
+    )
+}
+
+/// Ctrl-C (SIGINT) during a live watch: the first sets a flag so the watch ends and prints what it has; a
+/// second one ends the process as usual. The handlers are removed when the watch ends.
+struct Interrupt {
+    flag: Arc<std::sync::atomic::AtomicBool>,
+    ids: Vec<signal_hook::SigId>,
+}
+
+impl Interrupt {
+    fn install() -> Result<Self, RunError> {
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let bad = |e: std::io::Error| RunError::Other(format!("cannot install the Ctrl-C handler: {e}"));
+        let sigint = signal_hook::consts::SIGINT;
+        let ids = vec![
+            signal_hook::flag::register_conditional_default(sigint, Arc::clone(&flag)).map_err(bad)?,
+            signal_hook::flag::register(sigint, Arc::clone(&flag)).map_err(bad)?,
+        ];
+        Ok(Self { flag, ids })
+    }
+
+    fn raised(&self) -> bool {
+        self.flag.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl Drop for Interrupt {
+    fn drop(&mut self) {
+        for id in self.ids.drain(..) {
+            signal_hook::low_level::unregister(id);
+        }
+    }
+}
+
+/// Watches for `duration`: live in real time (with progress on a terminal, and Ctrl-C ending it early with what
+/// it has), synthetic in virtual time, a recording over its whole length.
 fn watch(
     data: &Data,
     config: &Config,
     interval: Duration,
     duration: Duration,
-    _synthetic: bool,
-) -> Result<Pipeline, RunError> {
+    command: &'static str,
+) -> Result<Watched, RunError> {
     let needed = capacity(config, interval).max(duration_samples(duration, interval) + 1);
+    let done = |pipeline| Watched { pipeline, cut_short: false };
     match data {
         Data::Recording(recording) => {
             let last = recording.ticks.len().checked_sub(1).ok_or_else(|| empty_recording(recording))?;
             replay_into(recording, last, config, needed.max(recording.ticks.len()))
+                .map(done)
                 .ok_or_else(|| empty_recording(recording))
         }
         Data::Synthetic(..) => {
             let mut source = data.open_source(config, interval)?;
-            collect(source.as_mut(), duration_samples(duration, interval) as u64 + 1, config, needed)
+            collect(source.as_mut(), duration_samples(duration, interval) as u64 + 1, config, needed).map(done)
         }
         Data::Live(_) => {
             let (tx, rx) = mpsc::channel();
             let sink: Sink = Arc::new(move |event| tx.send(event).is_ok());
             let sampler = Sampler::spawn(data.open_source(config, interval)?, interval, sink, false)
                 .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
+            let interrupt = Interrupt::install()?;
+            let progress = Progress::new(command);
             let deadline = std::time::Instant::now() + duration;
             let mut pipeline: Option<Pipeline> = None;
+            let mut cut_short = false;
             while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
-                match rx.recv_timeout(left) {
+                if interrupt.raised() {
+                    cut_short = true;
+                    break;
+                }
+                progress.show(left, pipeline.as_ref());
+                match rx.recv_timeout(left.min(Duration::from_millis(250))) {
                     Ok(FeedEvent::Snapshot(snapshot)) => match &mut pipeline {
                         Some(p) => p.ingest(&snapshot),
                         None => pipeline = Some(Pipeline::new(&snapshot, needed, config.thresholds.clone())),
                     },
-                    Ok(FeedEvent::Failed(message)) => return Err(RunError::Other(message)),
+                    Ok(FeedEvent::Failed(message)) => {
+                        progress.clear();
+                        return Err(RunError::Other(message));
+                    }
                     Ok(FeedEvent::Ended) | Err(mpsc::RecvTimeoutError::Disconnected) => break,
                     Ok(FeedEvent::Stalled { .. } | FeedEvent::Note(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
                 }
             }
+            progress.clear();
             sampler.stop();
-            pipeline.ok_or_else(|| RunError::Other("no sample arrived during the window".into()))
+            drop(interrupt);
+            let pipeline = pipeline.ok_or_else(|| RunError::Other("no sample arrived during the window".into()))?;
+            Ok(Watched { pipeline, cut_short })
         }
     }
 }
@@ -596,5 +716,29 @@ mod tests {
         assert!(end.contains("answered again after more than 9.8 s"), "{end}");
         assert_eq!(notice.on_sample(), None);
         assert!(StallNotice::new(&MachineInfo::default()).on_stall(2000).expect("live").starts_with("NVML "));
+    }
+
+    #[test]
+    fn ctrl_c_during_a_watch_sets_the_flag_instead_of_ending_the_process() {
+        let interrupt = Interrupt::install().expect("handlers");
+        assert!(!interrupt.raised());
+        signal_hook::low_level::raise(signal_hook::consts::SIGINT).expect("raise");
+        assert!(interrupt.raised(), "the first Ctrl-C ends the watch, not the process");
+        drop(interrupt);
+    }
+
+    #[test]
+    fn progress_says_the_time_left_and_the_findings_so_far() {
+        assert_eq!(
+            progress_line("doctor", Duration::from_millis(12_400), 1),
+            "gpusight doctor: 12 s left, 1 finding so far (Ctrl-C stops and prints what was seen)"
+        );
+        assert!(progress_line("report", Duration::ZERO, 3).starts_with("gpusight report: 0 s left, 3 findings"));
+        assert_eq!(report_seconds(&collect_synthetic("idle", 11)), 10);
+    }
+
+    fn collect_synthetic(spec: &str, n: u64) -> Pipeline {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+        collect(&mut source, n, &Config::default(), 60).expect("pipeline")
     }
 }

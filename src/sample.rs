@@ -364,6 +364,20 @@ pub struct HostProcess {
     pub threads_in_d: Option<u32>,
     /// Why the details could not be read, when they could not (e.g. "permission denied", "exited").
     pub unreadable: Option<String>,
+    /// The thread of this process that used the most CPU over the last interval (read for GPU processes only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_thread: Option<ThreadCpu>,
+}
+
+/// One thread's CPU use: which thread, what it is called, and how much of one core it used.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ThreadCpu {
+    pub tid: u32,
+    /// The thread's name (`comm` of `/proc/PID/task/TID/stat`), e.g. "python" or "pt_main_thread".
+    pub name: String,
+    /// Percent of one core over the last interval.
+    pub cpu_pct: f32,
 }
 
 impl HostProcess {

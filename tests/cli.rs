@@ -58,10 +58,12 @@ fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
     assert_eq!(output.status.code(), Some(1), "warnings exit 1: {}", stderr(&output));
     let report = json(&output);
     assert_eq!(report["schema"], "gpusight.doctor/1");
+    // The demo's phases: the idle holder is active at the end; the earlier phases are listed as cleared.
     let findings: Vec<(String, Option<u64>)> = report["findings"]
         .as_array()
         .expect("findings")
         .iter()
+        .chain(report["cleared"].as_array().expect("cleared"))
         .map(|f| (f["rule"].as_str().unwrap_or_default().to_owned(), f["pid"].as_u64()))
         .collect();
     assert!(findings.contains(&("input-bound".to_owned(), Some(999))), "{findings:?}");
@@ -69,6 +71,47 @@ fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
     assert!(findings.contains(&("cpu-bound-input".to_owned(), Some(1878))), "{findings:?}");
     let text = stdout(&gpusight(&["doctor", "--demo", "--no-color"]));
     assert!(text.contains("input-bound") && text.contains("remedy"), "{text}");
+}
+
+#[test]
+fn doctor_exits_3_when_it_cannot_check() {
+    let no_driver = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .args(["doctor", "--duration", "1s"])
+        .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+        .output()
+        .expect("run");
+    assert_eq!(no_driver.status.code(), Some(3), "{}", stderr(&no_driver));
+    assert_eq!(gpusight(&["doctor", "--duration", "soon"]).status.code(), Some(3));
+    assert_eq!(gpusight(&["doctor", "--frobnicate"]).status.code(), Some(3));
+    assert_eq!(gpusight(&["doctor", "--replay", "/nonexistent/run.jsonl"]).status.code(), Some(3));
+    assert_eq!(gpusight(&["doctor", "--synthetic", "warp-drive"]).status.code(), Some(3));
+    // Other commands keep their codes.
+    assert_eq!(gpusight(&["--frobnicate"]).status.code(), Some(2));
+}
+
+#[test]
+fn doctor_has_no_escape_sequences_in_a_pipe_unless_asked() {
+    let piped = stdout(&gpusight(&["doctor", "--demo"]));
+    assert!(!piped.contains('\x1b'), "{piped}");
+    let forced = stdout(&gpusight(&["doctor", "--demo", "--color", "always"]));
+    assert!(forced.contains("\x1b[1;33mWARNING"), "{forced}");
+}
+
+#[test]
+fn doctor_on_the_new_scenarios_and_a_leak_with_the_default_duration() {
+    let leak = gpusight(&["doctor", "--synthetic", "leak"]);
+    let text = stdout(&leak);
+    assert!(text.contains("[vram-growing]") && !text.contains("No problems found"), "{text}");
+    assert_eq!(leak.status.code(), Some(1));
+    for scenario in ["hw-blip", "ecc-corrected"] {
+        let output = gpusight(&["doctor", "--synthetic", scenario]);
+        assert_eq!(output.status.code(), Some(0), "{scenario}: {}", stdout(&output));
+    }
+    let writer = gpusight(&["doctor", "--synthetic", "writer", "--json"]);
+    assert_ne!(writer.status.code(), Some(2));
+    assert!(!stdout(&writer).contains("\"input-bound\""), "{}", stdout(&writer));
+    let holder = stdout(&gpusight(&["doctor", "--synthetic", "idle-holder"]));
+    assert!(holder.contains("Not judged:") && holder.contains("idle-holder (needs 5 min"), "{holder}");
 }
 
 #[test]

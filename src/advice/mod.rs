@@ -99,6 +99,70 @@ impl Rule {
     }
 }
 
+/// The steps of the practitioners' diagnosis order (field guides): each rule belongs to one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Step {
+    /// Is the GPU visible and healthy, and who else is on it?
+    Health,
+    /// Is it throttled?
+    Throttling,
+    /// Is the job compute-bound or input-bound?
+    Throughput,
+    /// Is the data path and the host under it right?
+    DataPath,
+    /// Is something incompatible (driver against the GPUs)?
+    Compatibility,
+}
+
+impl Step {
+    /// The step's heading for people.
+    #[must_use]
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Health => "1. Health and visibility",
+            Self::Throttling => "2. Throttling",
+            Self::Throughput => "3. Compute- or input-bound",
+            Self::DataPath => "4. Data path and host",
+            Self::Compatibility => "5. Compatibility",
+        }
+    }
+}
+
+impl Rule {
+    /// The diagnosis step this rule answers.
+    #[must_use]
+    pub fn step(self) -> Step {
+        match self {
+            Self::Visibility
+            | Self::GpuErrors
+            | Self::PersistenceOff
+            | Self::MigActive
+            | Self::SharedGpu
+            | Self::IdleHolder
+            | Self::VramNearlyFull
+            | Self::VramGrowing => Step::Health,
+            Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped => Step::Throttling,
+            Self::InputBound | Self::CpuBoundInput | Self::UtilMisleading => Step::Throughput,
+            Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
+            Self::DriverSanity => Step::Compatibility,
+        }
+    }
+}
+
+/// Diagnosis order: by step, then worst first within a step, then GPU (machine-wide first), rule, PID.
+pub fn sort_by_diagnosis_order(findings: &mut [Finding]) {
+    findings.sort_by(|a, b| {
+        a.rule
+            .step()
+            .cmp(&b.rule.step())
+            .then(b.severity.cmp(&a.severity))
+            .then(a.gpu_index.is_some().cmp(&b.gpu_index.is_some()))
+            .then(a.gpu_index.cmp(&b.gpu_index))
+            .then(a.rule.cmp(&b.rule))
+            .then(a.pid.cmp(&b.pid))
+    });
+}
+
 /// One thing the engine found, with the numbers that prove it and what to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {

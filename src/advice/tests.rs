@@ -41,7 +41,9 @@ fn input_bound_evidence_names_the_window_and_the_signals() {
     let findings = Build::new("input-bound").findings(60);
     let f = get(&findings, Rule::InputBound);
     assert_eq!((f.gpu_index, f.pid), (Some(0), Some(2001)));
-    for needle in ["over 30 s", "PSI io some 37 %", "PID 2001", "in D 3", "MiB/s", "system iowait"] {
+    for needle in
+        ["over 30 s", "PSI io some 37 %", "PID 2001", "in D while reading", "threads in 3", "MiB/s", "system iowait"]
+    {
         assert!(f.evidence.contains(needle), "{needle} missing from: {}", f.evidence);
     }
     assert!(!f.remedy.is_empty() && !f.explanation.is_empty());
@@ -97,12 +99,15 @@ fn presence(build: &Build, n: u64, rule: Rule) -> Vec<bool> {
         .collect()
 }
 
-/// The cpu-bound scenario with the main process's CPU pegged only when `pegged(tick)` says so.
+/// The cpu-bound scenario with the main process's busiest thread pegged only when `pegged(tick)` says so.
 fn cpu_bound_with(pegged: impl Fn(u64) -> bool + 'static) -> Build {
     Build::new("cpu-bound").tick(move |i, tick| {
         if !pegged(i) {
             for p in tick.processes.iter_mut().filter(|p| p.pid == 2001) {
                 p.cpu_pct = Some(40.0);
+                if let Some(thread) = p.busiest_thread.as_mut() {
+                    thread.cpu_pct = 40.0;
+                }
             }
         }
     })

@@ -21,18 +21,21 @@ pub struct Thresholds {
     /// 30 s window does not fire on 3 s of data.
     pub min_window_coverage: f64,
 
-    /// GPU utilization (%) below which a GPU counts as starved (input-bound and cpu-bound-input).
+    /// Mean GPU utilization (%) over the window below which a GPU counts as starved (input-bound and
+    /// cpu-bound-input); GPM SM activity stands in where NVML utilization is N/A (MIG).
     pub starved_util_pct: f64,
+    /// Mean GPU utilization (%) above which an active input finding clears (higher than `starved_util_pct`).
+    pub starved_exit_util_pct: f64,
     /// PSI `io some avg10` (%) that counts as I/O pressure on the host, when the GPU process also reads or waits.
     pub psi_io_some_pct: f64,
-    /// Share (0–1) of samples with the GPU process, a thread of it or a child in D state that counts as waiting
-    /// for I/O.
+    /// Share (0–1) of samples with the GPU process, a thread of it or a child in D state while the tree reads
+    /// that counts as waiting for I/O.
     pub d_state_share: f64,
     /// Read rate (MiB/s) of the GPU process and its children that counts as reading heavily.
     pub read_high_mib_s: f64,
     /// Read rate (MiB/s) below which a process counts as doing little I/O.
     pub read_low_mib_s: f64,
-    /// CPU use (% of one core) of the GPU process or a child that counts as a pegged core.
+    /// CPU use (% of one core) of a thread of the GPU process, or of a child, that counts as a pegged core.
     pub pegged_core_pct: f64,
 
     /// Share (0–1) of the window with HW or SW thermal slowdown active that makes thermal-throttle fire.
@@ -41,8 +44,15 @@ pub struct Thresholds {
     pub thermal_margin_c: f64,
     /// GPU utilization (%) at which a GPU counts as busy (for power-capped).
     pub busy_util_pct: f64,
-    /// Seconds over which hardware slowdown or power brake is looked for (any sample makes it fire).
+    /// Seconds over which hardware slowdown or power brake is looked for.
     pub hw_slowdown_window_s: u64,
+    /// Samples with the HW-slowdown or power-brake bit that make it sustained (critical); fewer is a blip (info).
+    pub hw_slowdown_min_samples: u32,
+    /// Share (0–1) of the window the driver's HW-thermal and power-brake counters must grow by to count as
+    /// sustained, whatever the samples saw.
+    pub hw_slowdown_counter_share: f64,
+    /// SM clock (share of its maximum) below which samples with the bit count as a real slowdown.
+    pub hw_slowdown_clock_ratio: f64,
 
     /// GPU utilization (%) above which a GPU counts as loaded for pcie-downgraded (idle links downshift).
     pub pcie_loaded_util_pct: f64,
@@ -62,6 +72,10 @@ pub struct Thresholds {
     pub vram_growth_min_total_mib: f64,
     /// Goodness of the linear fit (R², 0–1) that counts as steady growth rather than steps or noise.
     pub vram_growth_min_r2: f64,
+    /// Seconds of the short window in which an unmistakable growth is named before `vram_growth_window_s`.
+    pub vram_fast_growth_window_s: u64,
+    /// Growth (MiB) over the short window, on a tight fit, that counts as unmistakable.
+    pub vram_fast_growth_min_mib: f64,
 
     /// GPU memory (MiB) a process must hold to count as an idle holder.
     pub idle_holder_min_mib: f64,
@@ -86,6 +100,8 @@ pub struct Thresholds {
 
     /// Seconds an Xid or ECC event keeps gpu-errors active after it was seen.
     pub xid_window_s: u64,
+    /// Corrected (single-bit) ECC errors within `xid_window_s` that make gpu-errors a warning; fewer are info.
+    pub ecc_corrected_warn: u64,
 }
 
 impl Default for Thresholds {
@@ -96,6 +112,7 @@ impl Default for Thresholds {
             exit_share: 0.5,
             min_window_coverage: 0.9,
             starved_util_pct: 40.0,
+            starved_exit_util_pct: 50.0,
             psi_io_some_pct: 10.0,
             d_state_share: 0.3,
             read_high_mib_s: 50.0,
@@ -105,6 +122,9 @@ impl Default for Thresholds {
             thermal_margin_c: 5.0,
             busy_util_pct: 50.0,
             hw_slowdown_window_s: 30,
+            hw_slowdown_min_samples: 3,
+            hw_slowdown_counter_share: 0.05,
+            hw_slowdown_clock_ratio: 0.7,
             pcie_loaded_util_pct: 30.0,
             pcie_loaded_mb_s: 1000.0,
             numa_max_outside_share: 0.5,
@@ -113,6 +133,8 @@ impl Default for Thresholds {
             vram_growth_min_mib_per_min: 60.0,
             vram_growth_min_total_mib: 512.0,
             vram_growth_min_r2: 0.8,
+            vram_fast_growth_window_s: 20,
+            vram_fast_growth_min_mib: 1024.0,
             idle_holder_min_mib: 1024.0,
             idle_util_pct: 1.0,
             idle_holder_window_s: 300,
@@ -123,6 +145,7 @@ impl Default for Thresholds {
             swap_pages_per_s: 10.0,
             cpu_steal_pct: 5.0,
             xid_window_s: 3600,
+            ecc_corrected_warn: 10,
         }
     }
 }

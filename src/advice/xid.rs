@@ -8,12 +8,16 @@ pub enum XidClass {
     Application,
     /// Hardware, firmware, power or the PCIe link: drain the node.
     Hardware,
+    /// Recorded by the hardware and handled: a reset at the next maintenance window is enough (row remap pending).
+    Maintenance,
+    /// Not in gpusight's table: look it up in NVIDIA's Xid catalog before acting.
+    Unknown,
 }
 
-/// The meaning of an Xid code and how it is usually read; unknown codes count as hardware until known otherwise.
+/// The meaning of an Xid code and how it is usually read; unknown codes are [`XidClass::Unknown`].
 #[must_use]
 pub fn meaning(code: u32) -> (&'static str, XidClass) {
-    use XidClass::{Application, Hardware};
+    use XidClass::{Application, Hardware, Maintenance, Unknown};
     match code {
         13 => ("graphics engine exception (usually an application fault such as an out-of-range access)", Application),
         31 => ("GPU memory page fault (MMU fault; usually an application bug)", Application),
@@ -21,7 +25,7 @@ pub fn meaning(code: u32) -> (&'static str, XidClass) {
         45 => ("preemptive cleanup after earlier errors (a context was killed)", Application),
         48 => ("double-bit ECC error (uncorrectable memory error)", Hardware),
         61 | 62 => ("internal micro-controller breakpoint or halt", Hardware),
-        63 => ("ECC page retirement or row remapping recorded", Hardware),
+        63 => ("ECC page retirement or row remapping recorded (a reset applies it)", Maintenance),
         64 => ("ECC page retirement or row remapping failed", Hardware),
         74 => ("NVLink error", Hardware),
         79 => ("GPU has fallen off the bus (PCIe signal, firmware or power)", Hardware),
@@ -31,7 +35,7 @@ pub fn meaning(code: u32) -> (&'static str, XidClass) {
         109 => ("context switch timeout", Hardware),
         119 => ("GSP RPC timeout (the GPU's firmware did not answer)", Hardware),
         120 => ("GSP error (the GPU's firmware failed)", Hardware),
-        _ => ("see NVIDIA's Xid catalogue", Hardware),
+        _ => ("not in gpusight's table: see NVIDIA's Xid catalog", Unknown),
     }
 }
 
@@ -44,6 +48,7 @@ mod tests {
         assert_eq!(meaning(79).1, XidClass::Hardware);
         assert!(meaning(79).0.contains("fallen off the bus"));
         assert_eq!(meaning(31).1, XidClass::Application);
-        assert_eq!(meaning(9999), ("see NVIDIA's Xid catalogue", XidClass::Hardware));
+        assert_eq!(meaning(9999), ("not in gpusight's table: see NVIDIA's Xid catalog", XidClass::Unknown));
+        assert_eq!(meaning(63).1, XidClass::Maintenance);
     }
 }

@@ -10,12 +10,12 @@ use std::io;
 use std::path::Path;
 
 use super::pid_parse::{
-    PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status, parse_stat_state,
+    PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, ProcessRole, UnixMs};
+use crate::sample::{HostProcess, ProcessRole, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -35,6 +35,21 @@ struct ProcPrev {
     cmdline: String,
 }
 
+/// What the previous tick read of one thread of a GPU process, for its CPU use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ThreadPrev {
+    start_ticks: u64,
+    at_ms: UnixMs,
+    cpu_ticks: u64,
+}
+
+/// What one walk over a GPU process's threads found.
+#[derive(Debug, Default)]
+struct ThreadWalk {
+    in_d: u32,
+    busiest: Option<ThreadCpu>,
+}
+
 /// Facts about the machine the process reader needs each tick.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
@@ -51,6 +66,8 @@ pub(crate) struct ProcessSampler {
     in_initial_pid_ns: bool,
     /// Whether `/proc/PID/task/TID/children` exists; learned on the first GPU process seen.
     children_files: Option<bool>,
+    /// Per-thread CPU counters of the GPU processes' threads, by TID (only GPU processes: the budget).
+    threads_prev: HashMap<u32, ThreadPrev>,
     buf: Vec<u8>,
 }
 
@@ -61,6 +78,7 @@ impl ProcessSampler {
             users: UserTable::new(root.passwd.clone()),
             in_initial_pid_ns,
             children_files: None,
+            threads_prev: HashMap::new(),
             buf: Vec::with_capacity(4096),
         }
     }
@@ -84,19 +102,21 @@ impl ProcessSampler {
         let proc_dir = root.proc_dir.as_path();
         let mut stats: HashMap<u32, io::Result<PidStat>> = HashMap::new();
         let mut roles: BTreeMap<u32, ProcessRole> = gpus.iter().map(|p| (*p, ProcessRole::Gpu)).collect();
-        let mut threads_in_d: HashMap<u32, u32> = HashMap::new();
+        let mut walks: HashMap<u32, ThreadWalk> = HashMap::new();
         let mut children: Vec<u32> = Vec::new();
+        let mut threads_seen: HashSet<u32> = HashSet::new();
 
         for &pid in &gpus {
             let stat = self.read_stat(proc_dir, pid);
             if let Ok(stat) = &stat {
                 self.add_ancestors(proc_dir, stat, &mut roles, &mut stats);
-                if let Some(in_d) = self.walk_threads(proc_dir, pid, &mut children) {
-                    threads_in_d.insert(pid, in_d);
+                if let Some(walk) = self.walk_threads(proc_dir, clock, pid, &mut children, &mut threads_seen) {
+                    walks.insert(pid, walk);
                 }
             }
             stats.insert(pid, stat);
         }
+        self.threads_prev.retain(|tid, _| threads_seen.contains(tid));
         if self.children_files == Some(false) {
             let parents: HashSet<u32> = gpus.iter().copied().filter(|p| matches!(stats.get(p), Some(Ok(_)))).collect();
             if !parents.is_empty() {
@@ -117,7 +137,10 @@ impl ProcessSampler {
             match stat {
                 Ok(stat) => {
                     seen.insert(pid);
-                    out.push(self.details(proc_dir, clock, stat, role, threads_in_d.get(&pid).copied()));
+                    let walk = walks.remove(&pid).unwrap_or_default();
+                    let mut process = self.details(proc_dir, clock, stat, role, walks_in_d(&walk, role));
+                    process.busiest_thread = walk.busiest;
+                    out.push(process);
                 }
                 // A relative that vanished is simply not shown; a GPU process NVML still lists gets a row.
                 Err(err) if role == ProcessRole::Gpu || !is_exited(&err) => {
@@ -160,9 +183,17 @@ impl ProcessSampler {
         }
     }
 
-    /// Goes over the threads of a GPU process once: counts those in D state and, when the kernel has
-    /// `children` files, collects the direct children. `None` when the task directory cannot be listed.
-    fn walk_threads(&mut self, proc_dir: &Path, pid: u32, children: &mut Vec<u32>) -> Option<u32> {
+    /// Goes over the threads of a GPU process once: counts those in D state, finds the thread that used the
+    /// most CPU since the last tick and, when the kernel has `children` files, collects the direct children.
+    /// `None` when the task directory cannot be listed.
+    fn walk_threads(
+        &mut self,
+        proc_dir: &Path,
+        clock: Clock,
+        pid: u32,
+        children: &mut Vec<u32>,
+        seen: &mut HashSet<u32>,
+    ) -> Option<ThreadWalk> {
         let task_dir = proc_dir.join(pid.to_string()).join("task");
         if self.children_files.is_none() {
             let main = task_dir.join(pid.to_string());
@@ -170,13 +201,24 @@ impl ProcessSampler {
                 self.children_files = Some(main.join("children").exists());
             }
         }
-        let mut in_d = 0;
+        let mut walk = ThreadWalk::default();
         for entry in std::fs::read_dir(&task_dir).ok()?.flatten() {
             let tid_dir = entry.path();
             if let Ok(text) = read_text(&tid_dir.join("stat"), &mut self.buf)
-                && parse_stat_state(&text) == Some('D')
+                && let Some(stat) = parse_pid_stat(&text)
             {
-                in_d += 1;
+                if stat.state == 'D' {
+                    walk.in_d += 1;
+                }
+                let prev = self.threads_prev.get(&stat.pid).copied();
+                let (pct, now) = thread_cpu(prev, &stat, clock);
+                self.threads_prev.insert(stat.pid, now);
+                seen.insert(stat.pid);
+                if let Some(pct) = pct
+                    && walk.busiest.as_ref().is_none_or(|b| pct > b.cpu_pct)
+                {
+                    walk.busiest = Some(ThreadCpu { tid: stat.pid, name: stat.comm, cpu_pct: pct });
+                }
             }
             if self.children_files == Some(true)
                 && let Ok(text) = read_text(&tid_dir.join("children"), &mut self.buf)
@@ -184,7 +226,7 @@ impl ProcessSampler {
                 children.extend(parse_children(&text));
             }
         }
-        Some(in_d)
+        Some(walk)
     }
 
     /// Without `children` files: reads only the `stat` of every PID and keeps those whose parent is in
@@ -288,6 +330,7 @@ impl ProcessSampler {
             n_threads: threads.or(Some(stat.num_threads)),
             threads_in_d: if role == ProcessRole::Gpu { threads_in_d } else { None },
             unreadable,
+            busiest_thread: None,
         }
     }
 
@@ -295,6 +338,26 @@ impl ProcessSampler {
         let text = read_text(&proc_dir.join(pid.to_string()).join("stat"), &mut self.buf)?;
         parse_pid_stat(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line"))
     }
+}
+
+/// The D count a walk gives a process of this role (only GPU processes are walked).
+fn walks_in_d(walk: &ThreadWalk, role: ProcessRole) -> Option<u32> {
+    (role == ProcessRole::Gpu).then_some(walk.in_d)
+}
+
+/// One thread's CPU use since its previous reading (`None` on the first reading or a reused TID), and the
+/// reading to keep for the next tick.
+fn thread_cpu(prev: Option<ThreadPrev>, stat: &PidStat, clock: Clock) -> (Option<f32>, ThreadPrev) {
+    let now = ThreadPrev {
+        start_ticks: stat.starttime,
+        at_ms: clock.now_ms,
+        cpu_ticks: stat.utime.saturating_add(stat.stime),
+    };
+    let pct = prev.filter(|p| p.start_ticks == stat.starttime).and_then(|p| {
+        let dt_s = seconds_between(p.at_ms, clock.now_ms)?;
+        cpu_percent(p.cpu_ticks, now.cpu_ticks, clock.ticks_per_s, dt_s)
+    });
+    (pct, now)
 }
 
 /// Whether a read failed because the process is gone (ENOENT at open, ESRCH at read).
@@ -349,6 +412,24 @@ mod tests {
         assert_eq!(bytes_rate(None, Some(3_000), 2.0), None);
         assert_eq!(start_offset_ms(12_345, 100), Some(123_450));
         assert_eq!(start_offset_ms(1, 0), None);
+    }
+
+    #[test]
+    fn thread_cpu_from_two_readings_of_a_task_stat() {
+        let clock = |now_ms| Clock { now_ms, ticks_per_s: 100, boot_time_ms: None };
+        let line = |utime: u64, start: u64| {
+            format!("4243 (pt_data_worker) R 4242 4242 4000 0 -1 0 0 0 0 0 {utime} 10 0 0 20 0 1 0 {start} 1 1 1\n")
+        };
+        let first = parse_pid_stat(&line(100, 5000)).expect("stat");
+        let (pct, kept) = thread_cpu(None, &first, clock(1_000));
+        assert_eq!(pct, None);
+        // 98 ticks in 1 s at 100 ticks/s: 98 % of one core.
+        let second = parse_pid_stat(&line(198, 5000)).expect("stat");
+        let (pct, _) = thread_cpu(Some(kept), &second, clock(2_000));
+        assert!((pct.expect("pct") - 98.0).abs() < 0.01);
+        // The same TID with a new start time is another thread: no rate.
+        let reused = parse_pid_stat(&line(300, 7000)).expect("stat");
+        assert_eq!(thread_cpu(Some(kept), &reused, clock(2_000)).0, None);
     }
 
     #[test]

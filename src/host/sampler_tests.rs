@@ -84,6 +84,9 @@ fn write_second_sample(dir: &Path) {
     // PID 1302 exited.
     std::fs::remove_dir_all(dir.join("proc/1302")).unwrap();
     write(dir, "proc/1200/task/1202/children", "");
+    // Its thread 1201 used 1.96 s of CPU in 2 s (a pegged thread), 1200 used 0.1 s.
+    write(dir, "proc/1200/task/1201/stat", &stat_line(1201, "pt_data_pin", 1100, 1000, 197, 1, 6100));
+    write(dir, "proc/1200/task/1200/stat", &stat_line(1200, "pt_main_thread", 1100, 1000, 11, 1, 6100));
 }
 
 #[test]
@@ -128,6 +131,7 @@ fn two_samples_over_the_fixture_tree() {
     assert_eq!((gpu.n_threads, gpu.threads_in_d), (Some(3), Some(2)));
     assert_eq!(gpu.unreadable, None);
     assert_eq!(find(&procs, 1300).threads_in_d, None, "thread states are read for GPU processes only");
+    assert_eq!(gpu.busiest_thread, None, "thread CPU needs two samples");
 
     let odd = find(&procs, 2001);
     assert_eq!((odd.name.as_str(), odd.state, odd.rss_bytes), ("my (odd) worker", Some('Z'), None));
@@ -148,6 +152,10 @@ fn two_samples_over_the_fixture_tree() {
     assert_eq!(gpu.cpu_pct, Some(150.0));
     assert_eq!((gpu.read_bytes_per_s, gpu.write_bytes_per_s), (Some(10_000_000), Some(1_000)));
     assert_eq!(gpu.started_at_ms, Some(BOOT_MS + 61_000), "the first boot time is kept");
+    let busiest = gpu.busiest_thread.as_ref().expect("a busiest thread");
+    assert_eq!((busiest.tid, busiest.name.as_str()), (1201, "pt_data_pin"));
+    assert!((busiest.cpu_pct - 98.0).abs() < 0.01, "{busiest:?}");
+    assert_eq!(find(&procs, 1300).busiest_thread, None, "threads are read for GPU processes only");
     assert_eq!(find(&procs, 1300).cpu_pct, Some(90.0));
     assert_eq!(find(&procs, 1301).cpu_pct, None, "a reused PID has no delta");
     assert_eq!(find(&procs, 1100).cpu_pct, Some(0.0), "an idle launcher is 0 %, not N/A");

@@ -44,6 +44,12 @@ pub enum Workload {
     Lost,
     /// A parent fed by DataLoader worker children.
     Loader,
+    /// Computes; one sample has the HW-slowdown bit, as around a clock or P-state change (`BLIP_TICK`).
+    HwBlip,
+    /// Computes; one corrected single-bit ECC event at `BLIP_TICK`.
+    EccCorrected,
+    /// A training job that writes a checkpoint all the time: low utilization, a thread in D writing, no reads.
+    Writer,
     /// Short jobs that come and go: each slot's process exits after [`CHURN_LIFETIME_MS`] and a new one with a
     /// new PID takes its place, so per-process history must be forgotten (for soaks).
     Churn,
@@ -54,6 +60,9 @@ pub const CHURN_LIFETIME_MS: u64 = 5_000;
 
 /// Process slots per GPU in `churn` (plus `processes_per_gpu`).
 const CHURN_SLOTS: u32 = 6;
+
+/// The tick of the one odd sample in `hw-blip` and `ecc-corrected`.
+pub const BLIP_TICK: u64 = 5;
 
 /// Ticks before a `Lost` GPU disappears.
 pub const LOST_AFTER_TICKS: u64 = 20;
@@ -83,7 +92,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 13] = [
+    pub const NAMES: [&'static str; 16] = [
         "idle",
         "compute",
         "input-bound",
@@ -97,6 +106,9 @@ impl Scenario {
         "churn",
         "mixed",
         "scale",
+        "hw-blip",
+        "ecc-corrected",
+        "writer",
     ];
 
     fn workload(self, gpu_index: u32) -> Workload {
@@ -126,6 +138,9 @@ impl FromStr for Scenario {
             "gpu-lost" | "lost" => Self::Uniform(Workload::Lost),
             "loader" => Self::Uniform(Workload::Loader),
             "churn" => Self::Uniform(Workload::Churn),
+            "hw-blip" => Self::Uniform(Workload::HwBlip),
+            "ecc-corrected" => Self::Uniform(Workload::EccCorrected),
+            "writer" => Self::Uniform(Workload::Writer),
             "mixed" => Self::Mixed,
             "scale" => Self::Scale,
             other => {
@@ -389,6 +404,15 @@ fn build_tick(spec: &SyntheticSpec, machine: &MachineInfo, n: u64) -> Tick {
             ..HostProcess::default()
         });
     }
+    if n == BLIP_TICK && spec.scenario == Scenario::Uniform(Workload::EccCorrected) {
+        tick.events.push(crate::sample::GpuEvent {
+            at_ms,
+            gpu_index: Some(0),
+            kind: crate::sample::GpuEventKind::SingleBitEcc,
+            origin: crate::sample::EventOrigin::NvmlEvents,
+            message: "single-bit ECC error".to_owned(),
+        });
+    }
     tick.host = host_tick(spec, machine, n, &load);
     tick
 }
@@ -421,7 +445,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
     // (util, power W, temp C, sm MHz, throttle bits, gpm sm active, tensor, dram, memory used GiB, rx MB/s)
     let (util, power_w, temp, sm_mhz, bits, sm_active, tensor, dram, mem_gib, rx_mbps) = match workload {
         Workload::Idle => (0, j(1, 72.0, 3.0), j(2, 31.0, 1.0), 345, throttle::GPU_IDLE, 0.0, 0.0, 0.0, 0, 0),
-        Workload::Compute | Workload::Lost => (
+        Workload::Compute | Workload::Lost | Workload::HwBlip | Workload::EccCorrected => (
             j(0, 99.0, 1.0),
             j(1, 692.0, 6.0),
             j(2, 66.0, 2.0),
@@ -464,6 +488,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
             (j(0, 35.0, 5.0), j(1, 260.0, 10.0), j(2, 45.0, 1.0), 1980, 0, 30.0, 25.0, 5.0, 2 + grown, 200)
         }
         Workload::Loader => (j(0, 20.0, 6.0), j(1, 283.0, 20.0), j(2, 48.0, 1.0), 1980, 0, 18.0, 15.0, 3.0, 14, 1200),
+        Workload::Writer => (j(0, 20.0, 5.0), j(1, 200.0, 10.0), j(2, 44.0, 1.0), 1980, 0, 15.0, 12.0, 2.0, 40, 20),
         Workload::Churn => (j(0, 60.0, 30.0), j(1, 400.0, 80.0), j(2, 55.0, 5.0), 1800, 0, 50.0, 40.0, 8.0, 24, 400),
     };
     if workload == Workload::Lost && n >= LOST_AFTER_TICKS {
@@ -476,6 +501,14 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
     if workload == Workload::Idle {
         // Idle links downshift on purpose: never a finding.
         gpu.pcie_gen = Some(1);
+    }
+    let bits = if workload == Workload::HwBlip && n == BLIP_TICK { bits | throttle::HW_SLOWDOWN } else { bits };
+    if workload == Workload::EccCorrected && n >= BLIP_TICK {
+        gpu.ecc = gpu.ecc.map(|e| crate::sample::EccCounts {
+            volatile_corrected: Some(1),
+            aggregate_corrected: Some(1),
+            ..e
+        });
     }
     let reserved = 615 * MIB;
     let used = (mem_gib * GIB + if mem_gib > 0 { 560 * MIB } else { 0 }).min(H200_MEM_BYTES - reserved);
@@ -556,6 +589,12 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         n_threads: Some(if p.role == ProcessRole::Gpu { 48 } else { 4 }),
         threads_in_d: Some(u32::from(p.state == 'D')),
         unreadable: None,
+        // The main thread does the process's work in these scenarios.
+        busiest_thread: (p.role == ProcessRole::Gpu).then(|| crate::sample::ThreadCpu {
+            tid: p.pid,
+            name: p.name.to_owned(),
+            cpu_pct: p.cpu_pct.min(100.0),
+        }),
     }
 }
 
@@ -636,7 +675,12 @@ fn add_processes(
     const INPUT_STATES: &[u8; 10] = b"RDRRDDRDRR";
     match workload {
         Workload::Idle | Workload::Churn => {}
-        Workload::Compute | Workload::Lost | Workload::Thermal | Workload::PcieDowngraded => {
+        Workload::Compute
+        | Workload::Lost
+        | Workload::Thermal
+        | Workload::PcieDowngraded
+        | Workload::HwBlip
+        | Workload::EccCorrected => {
             let cmd = "python train.py --model llama-8b --batch-size 16 --bf16".to_owned();
             main("python", cmd, 'R', 100.0, 0, used, sm, 3600);
             load.busy_cores += 1.0;
@@ -664,6 +708,17 @@ fn add_processes(
             load.busy_cores += 1.0;
             load.psi_io = load.psi_io.max(1.0);
             load.psi_cpu = load.psi_cpu.max(6.1);
+        }
+        Workload::Writer => {
+            // The checkpoint writer: in D most samples (the states of the input-bound job), writing 800 MiB/s.
+            let state = char::from(INPUT_STATES[(n % 10) as usize]);
+            main("python", "python train.py --save-every 5s".to_owned(), state, 40.0, 0, used, sm, 1200);
+            if let Some(p) = tick.processes.iter_mut().find(|p| p.pid == main_pid) {
+                p.write_bytes_per_s = Some(u64::from(jitter(seed, n, 21, 800.0, 60.0)) * MIB);
+            }
+            load.busy_cores += 0.4;
+            load.iowait_cores += 0.6;
+            load.psi_io = load.psi_io.max(30.0);
         }
         Workload::IdleHolder => {
             main("python", "python -m ipykernel_launcher -f kernel-3f2a.json".to_owned(), 'S', 0.0, 0, used, 0, 7200);

@@ -36,29 +36,83 @@ pub fn visibility(ctx: &Ctx<'_>) -> Vec<Observation> {
     vec![Observation::holds(finding)]
 }
 
+/// What a gpu-errors line asks for, worst first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ask {
+    /// Drain the node: hardware, firmware, power, uncorrected memory errors.
+    Drain,
+    /// Reset at the next maintenance window: a pending row remap or page retirement.
+    Maintenance,
+    /// An Xid gpusight does not know: look it up.
+    LookUp,
+    /// Application-class Xids: fix the program.
+    Application,
+    /// Corrected ECC errors: nothing now, watch the rate.
+    Watch,
+}
+
+impl Ask {
+    fn severity(self) -> Severity {
+        match self {
+            Self::Drain => Severity::Critical,
+            Self::Maintenance | Self::LookUp | Self::Application => Severity::Warning,
+            Self::Watch => Severity::Info,
+        }
+    }
+
+    fn remedy(self) -> &'static str {
+        match self {
+            Self::Drain => {
+                "Drain the node: stop scheduling jobs on this GPU, collect `nvidia-bug-report.sh`, reset the GPU or \
+                 reboot, and replace the board if errors return."
+            }
+            Self::Maintenance => {
+                "Reset the GPU (or reboot) at the next maintenance window so the remap or retirement takes effect; \
+                 jobs may keep running until then. Replace the board only if remapping fails or rows run out."
+            }
+            Self::LookUp => {
+                "Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and in the kernel log \
+                 around it before acting; if it recurs, collect `nvidia-bug-report.sh`."
+            }
+            Self::Application => {
+                "Application-class Xids: check the job for out-of-range accesses or a crash (run it under \
+                 compute-sanitizer); if they recur across different jobs, treat them as hardware."
+            }
+            Self::Watch => {
+                "Nothing to do now: ECC corrected these errors. Watch the rate; many corrected errors, or any \
+                 uncorrected one, is the time to plan a reset or an RMA."
+            }
+        }
+    }
+}
+
 /// gpu-errors: a lost GPU, Xid or ECC events in the last `xid_window_s`, uncorrected ECC errors, pending page
-/// retirement or row remap. Critical, except when every Xid seen is an application-class code.
+/// retirement or row remap. Critical for hardware-class errors; a warning for a pending remap, an unknown Xid
+/// or application-class Xids; info for a few corrected (single-bit) ECC errors.
 #[must_use]
+#[allow(clippy::too_many_lines)]
 pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
-    let from_ms = ctx.now_ms.saturating_sub(ctx.t.xid_window_s.saturating_mul(1000));
+    let t = ctx.t;
+    let from_ms = ctx.now_ms.saturating_sub(t.xid_window_s.saturating_mul(1000));
     let latest = ctx.history.latest();
     let mut gpu_ids: Vec<Option<u32>> = ctx.machine.gpus.iter().map(|g| Some(g.index)).collect();
     gpu_ids.push(None);
     let mut out = Vec::new();
     for gpu_index in gpu_ids {
         let mut lines: Vec<String> = Vec::new();
-        let mut severity = Severity::Warning;
+        let mut asks: Vec<Ask> = Vec::new();
         let mut title: Option<String> = None;
         let mut since = ctx.now_ms;
         let name = gpu_index.map_or_else(|| "a GPU".to_owned(), |g| format!("GPU {g}"));
         if gpu_index.is_some_and(|g| ctx.gpu_lost(g)) {
-            severity = Severity::Critical;
+            asks.push(Ask::Drain);
             title = Some(format!("{name} is lost: it fell off the bus or needs a reset"));
             lines.push("NVML reports the GPU lost; it no longer answers".to_owned());
         }
+        let mut corrected_events: u64 = 0;
         for event in ctx.history.events.iter().filter(|e| e.gpu_index == gpu_index && e.at_ms >= from_ms) {
             since = since.min(event.at_ms);
-            let (line, class) = match &event.kind {
+            let (line, ask) = match &event.kind {
                 GpuEventKind::Xid { code, pid, process_name } => {
                     let (what, class) = meaning(*code);
                     let who = match (pid, process_name) {
@@ -66,28 +120,62 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
                         (Some(pid), None) => format!(" (PID {pid})"),
                         _ => String::new(),
                     };
-                    (format!("Xid {code}: {what}{who}"), class)
+                    let ask = match class {
+                        XidClass::Hardware => Ask::Drain,
+                        XidClass::Maintenance => Ask::Maintenance,
+                        XidClass::Unknown => Ask::LookUp,
+                        XidClass::Application => Ask::Application,
+                    };
+                    (format!("Xid {code}: {what}{who}"), ask)
                 }
-                GpuEventKind::DoubleBitEcc => ("double-bit ECC error event".to_owned(), XidClass::Hardware),
-                GpuEventKind::SingleBitEcc => ("single-bit ECC error event".to_owned(), XidClass::Hardware),
-                GpuEventKind::FallenOffBus => ("the GPU has fallen off the bus".to_owned(), XidClass::Hardware),
+                GpuEventKind::DoubleBitEcc => ("double-bit ECC error event".to_owned(), Ask::Drain),
+                GpuEventKind::SingleBitEcc => {
+                    corrected_events += 1;
+                    continue;
+                }
+                GpuEventKind::FallenOffBus => ("the GPU has fallen off the bus".to_owned(), Ask::Drain),
             };
-            if class == XidClass::Hardware {
-                severity = Severity::Critical;
-            }
+            asks.push(ask);
             title.get_or_insert_with(|| format!("{name} reported errors"));
             if !lines.contains(&line) {
                 lines.push(line);
             }
         }
         if let Some(gpu) = gpu_index.and_then(|g| latest.gpu(g)) {
+            // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
+            let counted = ctx.history.gpu(gpu.index).map(|g| g.ecc_corrected.iter().copied().flatten());
+            let grown = counted.map_or(0, |mut values| {
+                let first = values.next();
+                let last = values.last().or(first);
+                first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
+            });
+            let corrected = corrected_events.max(grown);
+            if corrected > 0 {
+                let high = corrected >= t.ecc_corrected_warn;
+                asks.push(if high { Ask::Maintenance } else { Ask::Watch });
+                title.get_or_insert_with(|| {
+                    if high {
+                        format!("{name} corrects many single-bit ECC errors")
+                    } else {
+                        format!(
+                            "{name} corrected {corrected} single-bit ECC error{}",
+                            if corrected == 1 { "" } else { "s" }
+                        )
+                    }
+                });
+                lines.push(format!(
+                    "{corrected} corrected (single-bit) ECC error{} ({} or more is a high rate)",
+                    if corrected == 1 { "" } else { "s" },
+                    t.ecc_corrected_warn
+                ));
+            }
             if let Some(n) = gpu.ecc.and_then(|e| e.volatile_uncorrected).filter(|n| *n > 0) {
-                severity = Severity::Critical;
+                asks.push(Ask::Drain);
                 title.get_or_insert_with(|| format!("{name} has uncorrected ECC errors"));
                 lines.push(format!("{n} volatile uncorrected ECC errors since the driver loaded"));
             }
             if let Some(rows) = gpu.remapped_rows.filter(|r| r.pending || r.failure) {
-                severity = Severity::Critical;
+                asks.push(if rows.failure { Ask::Drain } else { Ask::Maintenance });
                 title.get_or_insert_with(|| format!("{name} needs a reset to remap memory rows"));
                 let what = if rows.failure { "row remapping failed" } else { "a row remap is pending (reset needed)" };
                 lines.push(format!(
@@ -96,24 +184,25 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
                 ));
             }
             if gpu.retired_pages_pending == Some(true) {
-                severity = Severity::Critical;
+                asks.push(Ask::Maintenance);
                 title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
                 lines.push("memory pages are pending retirement (reset needed)".to_owned());
             }
         }
         let Some(title) = title else { continue };
-        let remedy = if severity == Severity::Critical {
-            "Drain the node: stop scheduling jobs on this GPU, collect `nvidia-bug-report.sh`, reset the GPU or \
-             reboot, and replace the board if errors return."
+        asks.sort_unstable();
+        asks.dedup();
+        let severity = asks.iter().map(|a| a.severity()).max().unwrap_or(Severity::Info);
+        let remedy = if asks.first() == Some(&Ask::Drain) {
+            Ask::Drain.remedy().to_owned()
         } else {
-            "Application-class Xids: check the job for out-of-range accesses or a crash (run it under \
-             compute-sanitizer); if they recur across different jobs, treat them as hardware."
+            asks.iter().map(|a| a.remedy()).collect::<Vec<_>>().join(" ")
         };
         let evidence = if since < ctx.now_ms {
             format!(
                 "{} (events of the last {})",
                 lines.join("; "),
-                super::super::window::duration_label(ctx.t.xid_window_s)
+                super::super::window::duration_label(t.xid_window_s)
             )
         } else {
             lines.join("; ")
@@ -121,10 +210,12 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title,
             evidence,
-            remedy: remedy.to_owned(),
+            remedy,
             explanation: "Xid errors are the driver's reports of GPU faults. Some (13, 31, 43, 45) usually come from \
-                          the application; others (48, 63, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the \
-                          link, power or firmware. Uncorrected ECC errors and pending remaps need a GPU reset."
+                          the application; others (48, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the link, \
+                          power or firmware. Xid 63 and a pending row remap are handled by the hardware and need a \
+                          reset at some point, not an RMA. Corrected (single-bit) ECC errors are what ECC is for: only \
+                          a high rate matters. Uncorrected ECC errors need a GPU reset."
                 .to_owned(),
             ..draft(Rule::GpuErrors, severity, gpu_index, None, since)
         };

@@ -77,14 +77,28 @@ fn is_flat(values: impl Iterator<Item = Option<u64>>) -> bool {
     values.flatten().all(|v| *first.get_or_insert(v) == v)
 }
 
-/// vram-growing: a process's GPU memory grows steadily over the window.
+/// The goodness of fit (R²) that makes a growth over the short window unmistakable.
+const FAST_MIN_R2: f64 = 0.9;
+
+/// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
+/// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(process) = ctx.process(pid) else { continue };
-        let Some(span) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
+        let Some(long) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
+        // Before the full window is covered, only an unmistakable growth (a short window, a tight fit) is named.
+        let fast = !long.covered;
+        let span = if fast {
+            match Span::of(&process.times, t.vram_fast_growth_window_s, t.min_window_coverage) {
+                Some(short) => short,
+                None => continue,
+            }
+        } else {
+            long
+        };
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
         // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
         let positive = t.vram_growth_min_mib_per_min > 0.0 || t.vram_growth_min_total_mib > 0.0;
@@ -103,12 +117,18 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
         let rate_mib_min = slope_b_s * 60.0 / MIB;
         #[allow(clippy::cast_precision_loss)]
         let growth_mib = slope_b_s * (span.window.span_ms() as f64 / 1000.0) / MIB;
-        let enter = span.covered
-            && rate_mib_min >= t.vram_growth_min_mib_per_min
-            && r2 >= t.vram_growth_min_r2
-            && growth_mib >= t.vram_growth_min_total_mib;
-        let stay =
-            rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
+        let (enter, stay) = if fast {
+            let unmistakable = span.covered && growth_mib >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
+            (unmistakable, unmistakable)
+        } else {
+            let enter = span.covered
+                && rate_mib_min >= t.vram_growth_min_mib_per_min
+                && r2 >= t.vram_growth_min_r2
+                && growth_mib >= t.vram_growth_min_total_mib;
+            let stay =
+                rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
+            (enter, stay)
+        };
         if !enter && !stay {
             continue;
         }
@@ -193,8 +213,8 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
             evidence: format!(
-                "holds {} (median) while its own SM util stays at most {} (GPU {gpu_index} util up to {}) over {} \
-                 (idle in {} of samples); process{command}{user}",
+                "holds {} (median) while its own GPU util (NVML, per process) stays at most {} (GPU {gpu_index} \
+                 util up to {}) over {} (idle in {} of samples); process{command}{user}",
                 held.map_or_else(|| "N/A".to_owned(), bytes_label),
                 own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),

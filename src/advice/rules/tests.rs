@@ -3,7 +3,7 @@
 use crate::advice::testkit::{Build, get, has};
 use crate::advice::{Rule, Severity, Thresholds};
 use crate::sample::{
-    EccCounts, EventOrigin, GpuEvent, GpuEventKind, GpuProcess, ProcessKind, RemappedRows, Tick, throttle,
+    EccCounts, EventOrigin, GpuEvent, GpuEventKind, GpuProcess, ProcessKind, RemappedRows, ThreadCpu, Tick, throttle,
 };
 
 const GIB: u64 = 1 << 30;
@@ -13,6 +13,12 @@ fn set_process(tick: &mut Tick, pid: u32, f: impl Fn(&mut crate::sample::HostPro
     for p in tick.processes.iter_mut().filter(|p| p.pid == pid) {
         f(p);
     }
+}
+
+/// Sets a process's whole CPU use and its busiest thread's.
+fn set_cpu(p: &mut crate::sample::HostProcess, whole: f32, thread: f32) {
+    p.cpu_pct = Some(whole);
+    p.busiest_thread = Some(ThreadCpu { tid: p.pid, name: "python".to_owned(), cpu_pct: thread });
 }
 
 fn quiet_io(tick: &mut Tick) {
@@ -61,7 +67,7 @@ fn input_bound_fires_on_d_state_alone_when_reads_are_unreadable() {
 fn cpu_bound_input_needs_a_pegged_core() {
     let findings = Build::new("cpu-bound").findings(60);
     assert_eq!(get(&findings, Rule::CpuBoundInput).pid, Some(2001));
-    let relaxed = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| p.cpu_pct = Some(60.0)));
+    let relaxed = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| set_cpu(p, 60.0, 60.0)));
     assert!(relaxed.findings(60).is_empty());
     // A pegged DataLoader child counts too.
     let child = Build::new("loader").tick(|_, t| {
@@ -78,19 +84,142 @@ fn cpu_bound_input_needs_a_pegged_core() {
 }
 
 #[test]
+fn a_checkpoint_writer_in_d_is_not_input_bound() {
+    let writer = Build::new("writer").findings(60);
+    assert!(!has(&writer, Rule::InputBound), "{writer:#?}");
+    // The same job reading what it wrote before instead: its D state is an input wait.
+    let reader = Build::new("writer").tick(|_, t| {
+        set_process(t, 2001, |p| {
+            p.read_bytes_per_s = p.write_bytes_per_s;
+            p.write_bytes_per_s = Some(0);
+        });
+    });
+    assert!(has(&reader.findings(60), Rule::InputBound));
+    // D with a trickle of reads while writes dominate (a logger on NFS plus a tiny config read): not input-bound.
+    let logger = Build::new("writer").tick(|_, t| set_process(t, 2001, |p| p.read_bytes_per_s = Some(8 * MIB)));
+    assert!(!has(&logger.findings(60), Rule::InputBound));
+}
+
+/// A job that waits 2 s of every 3 for input: 1 s samples read 0, 0, 100.
+fn bursty(busy_every: u64) -> Build {
+    Build::new("input-bound").tick(move |i, t| t.gpus[0].util_pct = Some(if i % 3 == busy_every { 100 } else { 0 }))
+}
+
+#[test]
+fn starvation_is_judged_by_mean_utilization() {
+    // Mean 33 %: starved, though a third of the samples read 100 %.
+    let findings = bursty(0).findings(60);
+    let f = get(&findings, Rule::InputBound);
+    assert!(f.evidence.contains("GPU util mean 3"), "{}", f.evidence);
+    assert!(!f.evidence.contains("SM util"), "NVML utilization is GPU util: {}", f.evidence);
+    // Computing 2 s of every 3 (mean 67 %) with the same I/O: not starved.
+    let busy = Build::new("input-bound").tick(|i, t| t.gpus[0].util_pct = Some(if i % 3 == 0 { 0 } else { 100 }));
+    assert!(!has(&busy.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn starvation_under_mig_uses_gpm_sm_activity() {
+    // MIG: NVML utilization is N/A; GPM SM activity says whether the slice works.
+    let mig = Build::new("input-bound").tick(|_, t| t.gpus[0].util_pct = None);
+    assert!(has(&mig.findings(60), Rule::InputBound));
+    let busy_mig = Build::new("input-bound").tick(|_, t| {
+        t.gpus[0].util_pct = None;
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(90.0);
+        }
+    });
+    assert!(!has(&busy_mig.findings(60), Rule::InputBound));
+}
+
+/// The loader scenario with both workers pegged, decoding from disk at a high rate, never in D, calm PSI.
+fn decoding_workers() -> Build {
+    Build::new("loader").tick(|_, t| {
+        for p in t.processes.iter_mut().filter(|p| p.ppid == Some(2001)) {
+            p.cpu_pct = Some(99.0);
+            p.state = Some('R');
+            p.read_bytes_per_s = Some(60 * MIB);
+        }
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(2.0);
+        }
+    })
+}
+
+#[test]
+fn a_high_read_rate_does_not_override_pegged_workers() {
+    let findings = decoding_workers().findings(60);
+    assert!(!has(&findings, Rule::InputBound), "{findings:#?}");
+    let f = get(&findings, Rule::CpuBoundInput);
+    // The worker is named by PID, with the number of workers and idle cores, and the remedy is a number.
+    assert!(f.evidence.contains("DataLoader worker PID 2003 (pt_data_worker)"), "{}", f.evidence);
+    assert!(f.evidence.contains("2 DataLoader workers") && f.evidence.contains("of 32 cores idle"), "{}", f.evidence);
+    assert!(f.remedy.contains("num_workers from 2 to about"), "{}", f.remedy);
+    // The same reads under real I/O pressure: storage again.
+    let pressured = decoding_workers().tick(|_, t| {
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(35.0);
+        }
+    });
+    assert!(has(&pressured.findings(60), Rule::InputBound));
+}
+
+#[test]
+fn cpu_bound_input_reads_threads_not_the_whole_process() {
+    // The whole process at 150 % of a core over its threads, none of them pegged: a normal PyTorch process.
+    let spread = Build::new("cpu-bound").tick(|_, t| set_process(t, 2001, |p| set_cpu(p, 150.0, 60.0)));
+    assert!(!has(&spread.findings(60), Rule::CpuBoundInput));
+    // One helper thread pegged: named by TID and name.
+    let helper = Build::new("cpu-bound").tick(|_, t| {
+        set_process(t, 2001, |p| {
+            p.busiest_thread = Some(ThreadCpu { tid: 2017, name: "pt_pin_memory".to_owned(), cpu_pct: 99.0 });
+        });
+    });
+    let findings = helper.findings(60);
+    let f = get(&findings, Rule::CpuBoundInput);
+    assert!(f.evidence.contains("its thread TID 2017 (pt_pin_memory)"), "{}", f.evidence);
+    // The main thread pegged with no workers: set num_workers, with a number.
+    let findings = Build::new("cpu-bound").findings(60);
+    let f = get(&findings, Rule::CpuBoundInput);
+    assert!(f.evidence.contains("its main thread TID 2001"), "{}", f.evidence);
+    assert!(f.remedy.contains("set num_workers to about 8"), "{}", f.remedy);
+}
+
+#[test]
 fn thermal_throttle_fires_on_slowdown_bits_or_a_hot_gpu() {
     assert!(has(&Build::new("thermal").findings(60), Rule::ThermalThrottle));
     // The same load without the thermal bits and 20 °C cooler: quiet.
     let cool = Build::new("thermal").tick(|_, t| {
         t.gpus[0].throttle_bits = Some(throttle::SW_POWER_CAP);
+        t.gpus[0].throttle_ns = None;
         t.gpus[0].temp_c = Some(69);
     });
     assert!(!has(&cool.findings(60), Rule::ThermalThrottle));
     // Within 5 °C of the slowdown temperature (89 °C) without the bits yet: fires.
     let hot = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(86));
-    assert!(has(&hot.findings(60), Rule::ThermalThrottle));
+    let findings = hot.findings(60);
+    let f = get(&findings, Rule::ThermalThrottle);
+    // No bit and clocks as usual: it runs hot, it is not throttled.
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.title.contains("runs hot") && !f.title.contains("throttled"), "{}", f.title);
     let warm = Build::new("compute").tick(|_, t| t.gpus[0].temp_c = Some(83));
     assert!(!has(&warm.findings(60), Rule::ThermalThrottle));
+}
+
+#[test]
+fn thermal_throttled_says_the_clock_loss() {
+    let findings = Build::new("thermal").findings(60);
+    let f = get(&findings, Rule::ThermalThrottle);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.title.contains("thermally throttled"));
+    // Max 1980 MHz, median clock 1050 MHz in the hot samples: 930 MHz (47 %) lost.
+    assert!(f.evidence.contains("930 MHz below its maximum (47 %)"), "{}", f.evidence);
+    // The driver's thermal counters alone (the bits missed between samples) also say throttled.
+    let counted = Build::new("compute").tick(|i, t| {
+        if let Some(ns) = t.gpus[0].throttle_ns.as_mut() {
+            ns.sw_thermal_ns = Some(i * 300_000_000);
+        }
+    });
+    assert_eq!(get(&counted.findings(60), Rule::ThermalThrottle).severity, Severity::Warning);
 }
 
 #[test]
@@ -108,17 +237,46 @@ fn power_capped_is_info_at_the_default_limit_and_a_warning_below_it() {
     assert!(!has(&light.findings(60), Rule::PowerCapped));
 }
 
+fn hw_bits(ticks: &'static [u64], bits: u64) -> Build {
+    Build::new("compute").tick(move |i, t| {
+        if ticks.contains(&i) {
+            t.gpus[0].throttle_bits = Some(bits);
+        }
+    })
+}
+
 #[test]
-fn hw_slowdown_is_critical_at_the_first_sample() {
-    let braked = Build::new("compute").tick(|i, t| {
-        if i == 55 {
-            t.gpus[0].throttle_bits = Some(throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN);
+fn hw_slowdown_is_critical_only_when_it_lasts() {
+    // One sample, as around a P-state change: info, not "drain the node".
+    let blip = hw_bits(&[55], throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN).findings(60);
+    let f = get(&blip, Rule::HwSlowdown);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.title.contains("for a moment") && f.title.contains("power brake"), "{}", f.title);
+    let scenario = Build::new("hw-blip").findings(30);
+    assert_eq!(get(&scenario, Rule::HwSlowdown).severity, Severity::Info);
+    // Three samples: sustained, critical.
+    let lasting = hw_bits(&[50, 53, 57], throttle::HW_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN).findings(60);
+    let f = get(&lasting, Rule::HwSlowdown);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.remedy.contains("power delivery"));
+    // One sample, but the driver's power-brake counter grew by half the window: sustained.
+    let counted = hw_bits(&[55], throttle::HW_SLOWDOWN).tick(|i, t| {
+        if let Some(ns) = t.gpus[0].throttle_ns.as_mut() {
+            ns.hw_power_brake_ns = Some(i * 500_000_000);
         }
     });
-    let findings = braked.findings(56);
-    let f = get(&findings, Rule::HwSlowdown);
-    assert_eq!(f.severity, Severity::Critical);
-    assert!(f.title.contains("power brake"));
+    assert_eq!(get(&counted.findings(60), Rule::HwSlowdown).severity, Severity::Critical);
+    // One sample with the clock cut to half its maximum: a real slowdown.
+    let cut = hw_bits(&[55], throttle::HW_SLOWDOWN).tick(|i, t| {
+        if i == 55 {
+            t.gpus[0].sm_clock_mhz = Some(800);
+        }
+    });
+    assert_eq!(get(&cut.findings(60), Rule::HwSlowdown).severity, Severity::Critical);
+    // HW thermal slowdown names heat, not the PSU.
+    let hot = hw_bits(&[50, 53, 57], throttle::HW_SLOWDOWN | throttle::HW_THERMAL_SLOWDOWN).findings(60);
+    let f = get(&hot, Rule::HwSlowdown);
+    assert!(f.title.contains("overheats") && f.remedy.contains("cooling"), "{f:#?}");
     assert!(!has(&Build::new("compute").findings(60), Rule::HwSlowdown));
 }
 
@@ -182,6 +340,19 @@ fn vram_growing_needs_steady_growth_and_says_when_full() {
     let slow =
         Build::new("leak").tick(|i, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 140 * 1024));
     assert!(!has(&slow.findings(60), Rule::VramGrowing));
+}
+
+#[test]
+fn vram_growing_names_an_unmistakable_growth_before_its_window() {
+    // 1 GiB every 2 s: within 30 s, long before the 60 s window is covered.
+    let findings = Build::new("leak").findings(25);
+    let f = get(&findings, Rule::VramGrowing);
+    assert!(f.evidence.contains("over 20 s"), "{}", f.evidence);
+    // 512 MiB over 20 s is a real but not unmistakable growth: it waits for the full window.
+    let slower =
+        Build::new("leak").tick(|i, t| t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 25 * MIB));
+    assert!(!has(&slower.findings(25), Rule::VramGrowing));
+    assert!(has(&slower.findings(61), Rule::VramGrowing));
 }
 
 #[test]
@@ -311,8 +482,62 @@ fn gpu_errors_read_xids_ecc_and_remaps() {
     assert_eq!(get(&ecc.findings(5), Rule::GpuErrors).severity, Severity::Critical);
     let remap = Build::new("compute")
         .tick(|_, t| t.gpus[0].remapped_rows = Some(RemappedRows { pending: true, ..RemappedRows::default() }));
-    assert!(get(&remap.findings(5), Rule::GpuErrors).title.contains("remap"));
+    let findings = remap.findings(5);
+    let f = get(&findings, Rule::GpuErrors);
+    assert!(f.title.contains("remap"));
+    assert_eq!(f.severity, Severity::Warning, "a pending remap needs a reset, not an RMA");
+    let failed = Build::new("compute")
+        .tick(|_, t| t.gpus[0].remapped_rows = Some(RemappedRows { failure: true, ..RemappedRows::default() }));
+    assert_eq!(get(&failed.findings(5), Rule::GpuErrors).severity, Severity::Critical);
     assert!(!has(&Build::new("compute").findings(60), Rule::GpuErrors));
+}
+
+#[test]
+fn gpu_errors_corrected_ecc_is_info_unless_the_rate_is_high() {
+    let one = with_event(GpuEventKind::SingleBitEcc, 30).findings(60);
+    let f = get(&one, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.remedy.starts_with("Nothing to do now") && !f.remedy.contains("Drain"), "{}", f.remedy);
+    let scenario = Build::new("ecc-corrected").findings(30);
+    assert_eq!(get(&scenario, Rule::GpuErrors).severity, Severity::Info);
+    // The volatile counter growing by 12 over the watch is a high rate: a warning.
+    let many = Build::new("compute").tick(|i, t| {
+        t.gpus[0].ecc = Some(EccCounts { volatile_corrected: Some(i.min(12)), ..EccCounts::default() });
+    });
+    let findings = many.findings(30);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("12 corrected"), "{}", f.evidence);
+    // A constant count from before the watch is history, not a rate.
+    let old = Build::new("compute").tick(|_, t| {
+        t.gpus[0].ecc = Some(EccCounts { volatile_corrected: Some(40), ..EccCounts::default() });
+    });
+    assert!(!has(&old.findings(30), Rule::GpuErrors));
+}
+
+#[test]
+fn gpu_errors_xid_63_and_unknown_codes_are_warnings() {
+    let x63 = with_event(GpuEventKind::Xid { code: 63, pid: None, process_name: None }, 30).findings(60);
+    let f = get(&x63, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.remedy.contains("next maintenance"), "{}", f.remedy);
+    let unknown = with_event(GpuEventKind::Xid { code: 999, pid: None, process_name: None }, 30).findings(60);
+    let f = get(&unknown, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("Xid catalog") && f.remedy.contains("Xid catalog"), "{f:#?}");
+    // The same codes next to a hardware Xid: the worst decides.
+    let both = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 31).tick(|i, t| {
+        if i == 30 {
+            t.events.push(GpuEvent {
+                at_ms: t.at_ms,
+                gpu_index: Some(0),
+                kind: GpuEventKind::Xid { code: 63, pid: None, process_name: None },
+                origin: EventOrigin::NvmlEvents,
+                message: String::new(),
+            });
+        }
+    });
+    assert_eq!(get(&both.findings(60), Rule::GpuErrors).severity, Severity::Critical);
 }
 
 fn with_gpu(driver: &'static str, cc: (i32, i32), open: bool) -> Build {

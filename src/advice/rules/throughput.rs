@@ -1,8 +1,10 @@
 //! Is the job compute-bound or input-bound? input-bound, cpu-bound-input and util-misleading.
 //!
 //! System iowait alone cannot tell: one starved process on 16 CPUs reads 2 % iowait (nvml.md §10). The rules
-//! read the GPU process's own signals instead: its D-state share (process, threads, DataLoader children), the
-//! read rate of the process tree, PSI io, and its CPU use.
+//! read the GPU process's own signals instead: D state together with reads (process, threads, DataLoader
+//! children), the read and write rates of the process tree, PSI io, and per-thread CPU. Starvation is the *mean*
+//! utilization over the window, so a job that waits 2 s of every 3 is seen even though a third of its 1 s samples
+//! read 100 %.
 
 use super::super::window::{
     Ctx, MIB, Num, Span, align_iter, at, bytes_label, median, pct_label, share_label, share_of,
@@ -10,20 +12,24 @@ use super::super::window::{
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
 use crate::history::{GpuSeries, ProcessSeries};
+use crate::sample::ProcessRole;
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
 struct ProcessSamples {
     span: Span,
     times: Vec<u64>,
-    starved: Vec<bool>,
     util: Vec<Option<u32>>,
+    sm_active: Vec<Option<f32>>,
     self_in_d: Vec<bool>,
     child_in_d: Vec<bool>,
     read: Vec<Option<u64>>,
+    write: Vec<Option<u64>>,
     cpu: Vec<Option<f32>>,
+    thread_cpu: Vec<Option<f32>>,
     child_cpu: Vec<Option<f32>>,
     psi_io: Vec<Option<f32>>,
     iowait: Vec<Option<f32>>,
+    host_busy: Vec<Option<f32>>,
 }
 
 /// A GPU process, its GPU and its window: what both rules need before they look at the samples.
@@ -31,6 +37,16 @@ struct Subject<'a> {
     process: &'a ProcessSeries,
     gpu: &'a GpuSeries,
     span: Span,
+}
+
+/// The mean of the present values (None when there are none).
+fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0_u32);
+    for v in values.flatten() {
+        sum += v;
+        n += 1;
+    }
+    (n > 0).then(|| sum / f64::from(n))
 }
 
 impl<'a> Subject<'a> {
@@ -41,33 +57,24 @@ impl<'a> Subject<'a> {
         Some(Self { process, gpu, span })
     }
 
-    /// For each GPU (by NVML index), whether it has a starved sample in the machine's `window_s` window. A
-    /// compute process's window ends at the newest sample (it is in the newest tick) and spans at most
-    /// `window_s`, so its samples match machine samples inside that window: on a GPU with none starved there,
-    /// every process has a starved share of 0 and neither rule can fire.
+    /// For each GPU (by NVML index), whether its mean utilization over the machine's `window_s` window is low
+    /// enough for an input rule to hold (below `starved_exit_util_pct`). A compute process's window ends at the
+    /// newest sample and spans at most `window_s`, so on a GPU that is busy on average no process is starved and
+    /// neither rule looks further: at 8 GPUs × 1,000 busy processes almost every process stops here.
     fn starved_gpus(ctx: &Ctx<'_>) -> Vec<(u32, bool)> {
-        let limit = ctx.t.starved_util_pct;
         let span = ctx.window(ctx.t.window_s);
         ctx.history
             .gpus
             .iter()
             .map(|gpu| {
-                let any = span
-                    .is_some_and(|span| span.values(&gpu.util_pct).any(|u| u.is_some_and(|u| f64::from(u) < limit)));
-                (gpu.index, any)
+                let low = span.is_some_and(|span| {
+                    let util = mean(span.values(&gpu.util_pct).map(|u| u.map(f64::from)));
+                    let active = mean(span.values(&gpu.sm_active_pct).map(|u| u.map(f64::from)));
+                    util.or(active).is_some_and(|m| m < ctx.t.starved_exit_util_pct)
+                });
+                (gpu.index, low)
             })
             .collect()
-    }
-
-    /// The share of the window's samples in which the GPU was starved, as [`ProcessSamples::starved`] counts
-    /// it, without building the samples. Both rules need at least `exit_share` of it, so at 8 GPUs × 1,000 busy
-    /// processes almost every process stops here.
-    fn starved_share(&self, ctx: &Ctx<'_>) -> f64 {
-        let limit = ctx.t.starved_util_pct;
-        share_of(
-            align_iter(ctx.history, self.process, &self.span)
-                .map(|(_, m)| at(&self.gpu.util_pct, m).is_some_and(|u| f64::from(u) < limit)),
-        )
     }
 }
 
@@ -79,29 +86,34 @@ impl ProcessSamples {
         let mut s = Self {
             span,
             times: Vec::with_capacity(n),
-            starved: Vec::with_capacity(n),
             util: Vec::with_capacity(n),
+            sm_active: Vec::with_capacity(n),
             self_in_d: Vec::with_capacity(n),
             child_in_d: Vec::with_capacity(n),
             read: Vec::with_capacity(n),
+            write: Vec::with_capacity(n),
             cpu: Vec::with_capacity(n),
+            thread_cpu: Vec::with_capacity(n),
             child_cpu: Vec::with_capacity(n),
             psi_io: Vec::with_capacity(n),
             iowait: Vec::with_capacity(n),
+            host_busy: Vec::with_capacity(n),
         };
         for (p, m) in align_iter(ctx.history, process, &span) {
-            let util = at(&gpu.util_pct, m);
             s.times.push(process.times.get(p).copied().unwrap_or(0));
-            s.starved.push(util.is_some_and(|u| f64::from(u) < ctx.t.starved_util_pct));
-            s.util.push(util);
+            s.util.push(at(&gpu.util_pct, m));
+            s.sm_active.push(at(&gpu.sm_active_pct, m));
             let own_d = at(&process.state, Some(p)) == Some('D') || at(&process.threads_in_d, Some(p)).unwrap_or(0) > 0;
             s.self_in_d.push(own_d);
             s.child_in_d.push(at(&process.children_in_d, Some(p)).unwrap_or(0) > 0);
             s.read.push(at(&process.tree_read_bytes_per_s, Some(p)));
+            s.write.push(at(&process.tree_write_bytes_per_s, Some(p)));
             s.cpu.push(at(&process.cpu_pct, Some(p)));
+            s.thread_cpu.push(at(&process.max_thread_cpu_pct, Some(p)));
             s.child_cpu.push(at(&process.max_child_cpu_pct, Some(p)));
             s.psi_io.push(at(&host.psi_io_some, m));
             s.iowait.push(at(&host.iowait_pct, m));
+            s.host_busy.push(at(&host.cpu_busy_pct, m));
         }
         s
     }
@@ -114,8 +126,42 @@ impl ProcessSamples {
         median(values.iter().copied())
     }
 
-    fn any_in_d(&self) -> Vec<bool> {
-        self.self_in_d.iter().zip(&self.child_in_d).map(|(a, b)| *a || *b).collect()
+    /// Mean GPU utilization over the window; GPM SM activity where NVML utilization is N/A (MIG).
+    fn mean_util(&self) -> Option<f64> {
+        mean(self.util.iter().map(|u| u.map(f64::from)))
+            .or_else(|| mean(self.sm_active.iter().map(|a| a.map(f64::from))))
+    }
+
+    /// Per sample: the process tree in D while it reads (or while its reads cannot be seen). A thread in D
+    /// writing a checkpoint or blocked on a log file does not count.
+    fn in_d_reading(&self, t: &super::super::Thresholds) -> Vec<bool> {
+        (0..self.times.len())
+            .map(|i| {
+                let reads = self.read[i].is_none_or(|r| r as f64 >= t.read_low_mib_s * MIB);
+                (self.self_in_d[i] || self.child_in_d[i]) && reads
+            })
+            .collect()
+    }
+
+    /// Per sample: a thread of the process, or a child, at a pegged core. Recordings made before per-thread CPU
+    /// was read fall back to the whole process.
+    fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
+        let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
+        (0..self.times.len()).map(|i| hot(self.thread_cpu[i].or(self.cpu[i])) || hot(self.child_cpu[i])).collect()
+    }
+
+    /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
+    fn writes_dominate(&self, t: &super::super::Thresholds) -> bool {
+        let write = Self::median(&self.write).unwrap_or(0.0);
+        let read = Self::median(&self.read).unwrap_or(0.0);
+        write >= t.read_low_mib_s * MIB && write >= 2.0 * read
+    }
+
+    fn util_evidence(&self) -> String {
+        let util = self.mean_util();
+        let gpm = mean(self.sm_active.iter().map(|a| a.map(f64::from)));
+        let gpm = gpm.map_or_else(String::new, |a| format!(" (GPM SM activity mean {})", pct_label(a)));
+        format!("GPU util mean {}{gpm} over {}", opt_pct(util), self.span.label())
     }
 }
 
@@ -127,56 +173,70 @@ fn opt_rate(value: Option<f64>) -> String {
     value.map_or_else(|| "N/A".to_owned(), |r| format!("{}/s", bytes_label(r)))
 }
 
-/// The compute processes whose GPU was starved often enough for an input rule to hold, with their samples: both
-/// input rules need `starved_share >= exit_share` whatever else they find, so the others are skipped before any
-/// sample is built.
+/// The compute processes on GPUs whose mean utilization is low enough for an input rule to hold, with their
+/// samples; the others are skipped before any sample is built.
 fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
     let starved_gpus = Subject::starved_gpus(ctx);
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
-        if !starved_gpus.iter().any(|(g, any)| *g == gpu_index && *any) {
+        if !starved_gpus.iter().any(|(g, low)| *g == gpu_index && *low) {
             continue;
         }
         let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
-        if subject.starved_share(ctx) < ctx.t.exit_share {
+        let samples = ProcessSamples::read(ctx, &subject);
+        if samples.mean_util().is_none_or(|m| m >= ctx.t.starved_exit_util_pct) {
             continue;
         }
-        let samples = ProcessSamples::read(ctx, &subject);
         out.push((gpu_index, pid, samples));
     }
     out
 }
 
-/// input-bound: the GPU is starved while its process tree waits for storage.
+/// Whether a starved process's finding may appear (mean under `starved_util_pct` over a covered window) and
+/// stay (mean under `starved_exit_util_pct`).
+fn starved(s: &ProcessSamples, t: &super::super::Thresholds) -> (bool, bool) {
+    let m = s.mean_util().unwrap_or(100.0);
+    (s.span.covered && m < t.starved_util_pct, m < t.starved_exit_util_pct)
+}
+
+/// input-bound: the GPU is starved on average while its process tree waits for storage reads.
 #[must_use]
 pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid, s) in starved_processes(ctx) {
-        let starved_share = ProcessSamples::share(&s.starved);
-        let d_share = ProcessSamples::share(&s.any_in_d());
-        let self_d = ProcessSamples::share(&s.self_in_d);
-        let child_d = ProcessSamples::share(&s.child_in_d);
+        let (enter, stay) = starved(&s, t);
+        if s.writes_dominate(t) {
+            continue;
+        }
+        let in_d_reading = s.in_d_reading(t);
+        let d_share = ProcessSamples::share(&in_d_reading);
+        let reading = |own: &[bool]| {
+            ProcessSamples::share(&own.iter().zip(&in_d_reading).map(|(a, b)| *a && *b).collect::<Vec<_>>())
+        };
+        let self_d = reading(&s.self_in_d);
+        let child_d = reading(&s.child_in_d);
         let read = ProcessSamples::median(&s.read);
         let psi = ProcessSamples::median(&s.psi_io);
-        let reads_high = read.is_some_and(|r| r >= t.read_high_mib_s * MIB);
+        let psi_high = psi.is_some_and(|p| p >= t.psi_io_some_pct);
+        let pegged = ProcessSamples::share(&s.pegged(t)) >= t.exit_share;
+        // A high read rate alone is a decode pipeline's too: with pegged workers and calm PSI it is not storage.
+        let reads_high = read.is_some_and(|r| r >= t.read_high_mib_s * MIB) && (psi_high || !pegged);
         let reads_some = read.is_some_and(|r| r >= t.read_low_mib_s * MIB);
-        let pressure = psi.is_some_and(|p| p >= t.psi_io_some_pct) && (d_share > 0.0 || reads_some);
+        let pressure = psi_high && (d_share > 0.0 || reads_some);
         let io_evidence = d_share >= t.d_state_share || reads_high || pressure;
-        if !io_evidence || starved_share < t.exit_share {
+        if !io_evidence || !stay {
             continue;
         }
         let label = s.span.label();
-        let since = first_true(s.times.iter().copied(), s.starved.iter().copied(), ctx.now_ms);
+        let times_low = s.util.iter().map(|u| u.is_some_and(|u| f64::from(u) < t.starved_util_pct));
+        let since = first_true(s.times.iter().copied(), times_low, ctx.now_ms);
         let finding = super::super::Finding {
             title: format!("GPU {gpu_index} is starved by its input pipeline (PID {pid} waits for storage)"),
             evidence: format!(
-                "SM util median {} over {label} (below {} in {} of samples); PSI io some {}; PID {pid} or its \
-                 threads in D {} of samples, a DataLoader child in D {}; reads {} (process and children); \
-                 system iowait {}",
-                opt_pct(ProcessSamples::median(&s.util)),
-                pct_label(t.starved_util_pct),
-                share_label(starved_share),
+                "{}; PSI io some {}; in D while reading: PID {pid} or its threads in {} of samples, a DataLoader \
+                 child in {}; reads {} (process and children); system iowait {}",
+                s.util_evidence(),
                 opt_pct(psi),
                 share_label(self_d),
                 share_label(child_d),
@@ -186,64 +246,135 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
             remedy: "Feed the GPU faster: copy the dataset to local NVMe (or a page-cache-friendly format), pack \
                      small files into shards, raise DataLoader num_workers, use pin_memory and prefetching."
                 .to_owned(),
-            explanation: "The GPU runs kernels only part of the time while the process that feeds it, or its \
-                          DataLoader workers, sit in uninterruptible sleep (D) waiting for reads, and the host \
-                          shows I/O pressure. System iowait is diluted over all CPUs and is not used alone; the \
-                          process tree's D-state share, its read rate and PSI io are."
-                .to_owned(),
+            explanation: format!(
+                "The GPU computes less than {} of the time on average over {label} while the process that feeds it, \
+                 or its DataLoader workers, sit in uninterruptible sleep (D) reading, and the host shows I/O \
+                 pressure. System iowait is diluted over all CPUs and is not used alone; D state counts only with \
+                 reads (a checkpoint writer is not input-bound), and a high read rate with pegged workers and calm \
+                 PSI is CPU-bound decoding, not storage.",
+                pct_label(t.starved_util_pct)
+            ),
             ..draft(Rule::InputBound, Severity::Warning, Some(gpu_index), Some(pid), since)
         };
-        out.push(Observation::by_share(finding, starved_share, s.span.covered, t));
+        out.push(Observation { finding, enter, stay });
     }
     out
 }
 
-/// cpu-bound-input: the GPU is starved while the process or one of its children pegs a core, with little I/O.
+/// Who pegs a core for a starved GPU: a DataLoader worker (by PID), a thread of the process (by TID), or the
+/// whole process when per-thread CPU is not available.
+fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, bool) {
+    let thread = ProcessSamples::median(&s.thread_cpu);
+    let child = ProcessSamples::median(&s.child_cpu);
+    let latest = ctx.history.latest();
+    let busiest_child = latest
+        .processes
+        .iter()
+        .filter(|p| p.ppid == Some(pid) && p.role == ProcessRole::Child)
+        .max_by(|a, b| a.cpu_pct.unwrap_or(0.0).total_cmp(&b.cpu_pct.unwrap_or(0.0)));
+    if child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
+        let who = busiest_child.map_or_else(
+            || "a DataLoader worker".to_owned(),
+            |c| format!("DataLoader worker PID {} ({})", c.pid, c.name),
+        );
+        return (format!("{who} at {} of one core (median)", opt_pct(child)), true, false);
+    }
+    match ctx.host_process(pid).and_then(|p| p.busiest_thread.as_ref()) {
+        Some(busy) if thread.is_some() => {
+            let main = busy.tid == pid;
+            let which = if main { "its main thread" } else { "its thread" };
+            (
+                format!("{which} TID {} ({}) at {} of one core (median)", busy.tid, busy.name, opt_pct(thread)),
+                false,
+                main,
+            )
+        }
+        _ => (
+            format!(
+                "PID {pid} at {} of one core (whole process; per-thread CPU not recorded)",
+                opt_pct(ProcessSamples::median(&s.cpu))
+            ),
+            false,
+            true,
+        ),
+    }
+}
+
+/// cpu-bound-input: the GPU is starved on average while a thread of its process, or a DataLoader worker, pegs a
+/// core and the tree is not waiting for storage. Names the thread or worker, the number of workers and the idle
+/// cores, so the remedy is a number.
 #[must_use]
 pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid, s) in starved_processes(ctx) {
-        let pegged = |v: &Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
-        let flags: Vec<bool> = (0..s.times.len())
-            .map(|i| {
-                let little_io = !s.self_in_d[i]
-                    && !s.child_in_d[i]
-                    && s.read[i].is_none_or(|r| (r as f64) < t.read_low_mib_s * MIB);
-                s.starved[i] && (pegged(&s.cpu[i]) || pegged(&s.child_cpu[i])) && little_io
-            })
-            .collect();
+        let (starved_enter, starved_stay) = starved(&s, t);
+        let in_d_reading = s.in_d_reading(t);
+        let flags: Vec<bool> = s.pegged(t).iter().zip(&in_d_reading).map(|(p, d)| *p && !*d).collect();
         let share = ProcessSamples::share(&flags);
-        if share < t.exit_share {
+        if share < t.exit_share || !starved_stay {
             continue;
         }
-        let own = ProcessSamples::median(&s.cpu);
-        let child = ProcessSamples::median(&s.child_cpu);
-        let who = if own.unwrap_or(0.0) >= child.unwrap_or(0.0) {
-            format!("PID {pid} itself at {} of one core (median)", opt_pct(own))
+        let (who, worker, main_thread) = pegged_who(ctx, pid, &s);
+        let workers = ctx.process(pid).and_then(|p| p.n_children.last().copied().flatten()).unwrap_or(0);
+        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let idle_cores = ProcessSamples::median(&s.host_busy)
+            .map(|busy| ((100.0 - busy).max(0.0) / 100.0 * ctx.machine.n_cpus as f64).floor() as u32);
+        let idle_text = idle_cores
+            .map_or_else(|| "idle cores unknown".to_owned(), |n| format!("{n} of {} cores idle", ctx.machine.n_cpus));
+        let spare = idle_cores.unwrap_or(0).saturating_sub(1).max(1);
+        let remedy = if worker {
+            format!(
+                "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{}, {idle_text}); \
+                 or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
+                 torchvision.io.decode_jpeg on cuda).",
+                workers + spare.min(workers.max(1) * 3),
+                if workers == 1 { "" } else { "s" },
+            )
+        } else if workers == 0 && main_thread {
+            format!(
+                "The main process prepares the data itself (no DataLoader workers): set num_workers to about {} \
+                 ({idle_text}), or pre-tokenize or pre-decode offline.",
+                spare.min(8)
+            )
+        } else if main_thread {
+            format!(
+                "The main thread is the limiter while {workers} worker{} keep up: more workers will not help. Look at \
+                 what it does per step: collate and host-to-device copies (pin_memory=True, non_blocking=True), \
+                 kernel launches (a larger batch, CUDA graphs, torch.compile), `.item()` syncs.",
+                if workers == 1 { "" } else { "s" }
+            )
         } else {
-            format!("its busiest child at {} of one core (median; PID {pid} at {})", opt_pct(child), opt_pct(own))
+            format!(
+                "A helper thread is the limiter (the job has {workers} DataLoader worker{}, {idle_text}): if it is the \
+                 pin-memory thread, pin in the workers or send uint8 and convert on the GPU; otherwise profile it \
+                 (py-spy dump --pid {pid}).",
+                if workers == 1 { "" } else { "s" }
+            )
         };
         let since = first_true(s.times.iter().copied(), flags.iter().copied(), ctx.now_ms);
         let finding = super::super::Finding {
             title: format!("GPU {gpu_index} waits for CPU preprocessing in PID {pid}"),
             evidence: format!(
-                "SM util median {} over {}; {who}; reads {}; condition held in {} of samples",
-                opt_pct(ProcessSamples::median(&s.util)),
-                s.span.label(),
+                "{}; {who}; {workers} DataLoader worker{}; {idle_text}; reads {}; held in {} of samples",
+                s.util_evidence(),
+                if workers == 1 { "" } else { "s" },
                 opt_rate(ProcessSamples::median(&s.read)),
                 share_label(share),
             ),
-            remedy: "Move preprocessing (decoding, tokenization, augmentation) out of the main process: more \
-                     DataLoader workers, pre-tokenize or pre-decode offline, or do it on the GPU."
-                .to_owned(),
-            explanation: "One CPU core is saturated by the process that feeds the GPU (or by one of its workers) \
-                          while the GPU is mostly idle and there is little I/O: Python-side preprocessing is the \
-                          limiter, not storage and not the GPU."
+            remedy,
+            explanation: "One CPU core is saturated by the process that feeds the GPU (one of its threads) or by one \
+                          of its DataLoader workers, while the GPU is idle on average and the tree is not waiting \
+                          for storage: CPU-side preprocessing is the limiter. The whole process at 100 % is the \
+                          normal state of a PyTorch main thread and is not used; per-thread CPU is."
                 .to_owned(),
             ..draft(Rule::CpuBoundInput, Severity::Warning, Some(gpu_index), Some(pid), since)
         };
-        out.push(Observation::by_share(finding, share, s.span.covered, t));
+        out.push(Observation {
+            finding,
+            enter: starved_enter && share >= t.enter_share,
+            stay: starved_stay && share >= t.exit_share,
+        });
     }
     out
 }
@@ -294,7 +425,7 @@ pub fn util_misleading(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = super::super::Finding {
             title: format!("GPU {} looks busy but does little work", gpu.index),
             evidence: format!(
-                "util median {} over {} while {signal}; held in {} of samples",
+                "GPU util median {} over {} while {signal}; held in {} of samples",
                 opt_pct(span.median(&gpu.util_pct)),
                 span.label(),
                 share_label(share)
