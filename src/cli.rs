@@ -12,6 +12,8 @@ use crate::source::SourceError;
 pub const EXIT_NO_DRIVER: i32 = 2;
 /// Exit code for any other failure (bad file, unreadable recording, port in use).
 pub const EXIT_FAILURE: i32 = 1;
+/// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
+pub const EXIT_NO_TERMINAL: i32 = 3;
 
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
@@ -43,9 +45,14 @@ pub struct DataArgs {
     /// Seconds between samples (0.1 to 60).
     #[arg(long, value_name = "SECONDS", global = true)]
     pub interval: Option<f64>,
-    /// Record what is sampled to FILE (JSON Lines).
+    /// Record what is sampled to FILE (JSON Lines; gzip unless FILE ends in .jsonl or .json; `-` streams to
+    /// stdout with --headless).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// With --record FILE: once FILE holds this many MB, move it to FILE.1 (older parts up to FILE.9) and
+    /// start a new one.
+    #[arg(long, value_name = "MB", requires = "record", value_parser = clap::value_parser!(u64).range(1..))]
+    pub record_max_mb: Option<u64>,
     /// With --record: record without drawing until SIGINT/SIGTERM/SIGHUP.
     #[arg(long, requires = "record")]
     pub headless: bool,
@@ -66,6 +73,15 @@ pub struct ViewArgs {
     /// With --once (or doctor/report): print JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// With --once: table (default), json or csv (one row per GPU).
+    #[arg(long, value_name = "FORMAT", value_enum)]
+    pub format: Option<OnceFormat>,
+    /// Print one short line for a status bar (tmux status-right) from a single sample, and exit.
+    #[arg(long, conflicts_with = "once")]
+    pub status: bool,
+    /// With --status: the template for each GPU: {index} {name} {util} {mem} {temp} {power} {finding}.
+    #[arg(long, value_name = "TEMPLATE", requires = "status")]
+    pub status_format: Option<String>,
     /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
     #[arg(long, value_name = "SECONDS")]
     pub at: Option<f64>,
@@ -95,6 +111,14 @@ pub struct ViewArgs {
     pub prometheus: Option<String>,
 }
 
+/// What `--once` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnceFormat {
+    Table,
+    Json,
+    Csv,
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -113,10 +137,18 @@ pub enum Command {
     },
     /// Serve Prometheus metrics with dcgm-exporter's names on /metrics.
     Export {
-        /// Address to listen on. Loopback by default; give 0.0.0.0:9400 to serve the network.
-        #[arg(long, default_value = "127.0.0.1:9400")]
+        /// Address to listen on. Loopback by default; give 0.0.0.0:9400 to serve the network (/metrics has
+        /// no authentication).
+        #[arg(long, env = "GPUSIGHT_LISTEN", default_value = "127.0.0.1:9400")]
         listen: std::net::SocketAddr,
     },
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
 }
 
 /// Parses `30s`, `10m`, `1h`, `500ms` or a plain number of seconds.

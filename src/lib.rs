@@ -22,7 +22,7 @@
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics and the fleet view.
 //! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch; `main.rs` only calls
-//!   [`cli::main`].
+//!   [`cli::main`]. [`completions`]: shell completions and the man page, generated from [`cli`].
 //!
 //! # Architecture invariants
 //!
@@ -38,6 +38,7 @@
 pub mod advice;
 pub mod app;
 pub mod cli;
+pub mod completions;
 pub mod config;
 pub mod doctor;
 pub mod export;

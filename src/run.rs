@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::cli::{Cli, Command, DataArgs, RunError, effective_config};
+use crate::cli::{Cli, Command, DataArgs, EXIT_NO_DRIVER, EXIT_NO_TERMINAL, OnceFormat, RunError, effective_config};
 use crate::config::Config;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
@@ -67,6 +67,14 @@ impl Data {
 /// # Errors
 /// Any failure, phrased for a person.
 pub fn run(cli: &Cli) -> Result<i32, RunError> {
+    match &cli.command {
+        Some(Command::Completions { shell }) => return write_stdout(&crate::completions::completions(*shell)),
+        Some(Command::Man) => {
+            let page = crate::completions::man_page().map_err(|e| RunError::Other(e.to_string()))?;
+            return write_stdout(&page);
+        }
+        _ => {}
+    }
     let config = effective_config(&cli.data)?;
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
@@ -92,11 +100,68 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             Ok(0)
         }
         Some(Command::Export { listen }) => export(&data, &config, interval, *listen),
+        Some(Command::Completions { .. } | Command::Man) => Ok(0),
         None if cli.data.headless => record_headless(&data, &cli.data, &config, interval),
+        None if cli.view.status => status(&data, cli, &config, interval),
+        None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
         None if cli.view.prometheus.is_some() => fleet(cli, interval),
         None if cli.view.once => once(&data, cli, &config, interval),
+        None if !has_terminal() => Ok(no_terminal()),
         None => monitor(data, cli, &config, interval),
     }
+}
+
+fn write_stdout(bytes: &[u8]) -> Result<i32, RunError> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(0),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(RunError::Other(format!("cannot write to stdout: {e}"))),
+    }
+}
+
+/// The interactive views draw on a terminal: both stdin and stdout must be one.
+fn has_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// One line instead of the terminal library's "No such device or address" (ssh without -t, cron, a pipe).
+fn no_terminal() -> i32 {
+    eprintln!(
+        "gpusight: the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], \
+         --status, or `gpusight doctor` (ssh: use ssh -t)"
+    );
+    EXIT_NO_TERMINAL
+}
+
+/// `--status`: one line for a status bar from a single sample (a recording: its last frame; synthetic: the
+/// same ticks as `--once`). Without a driver it prints the no-GPU marker instead of an error.
+fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    use crate::output::status::{NO_GPU_MARKER, StatusOptions, StatusTemplate};
+
+    let template = match &cli.view.status_format {
+        Some(text) => StatusTemplate::parse(text).map_err(RunError::Usage)?,
+        None => StatusTemplate::default(),
+    };
+    let options = StatusOptions { template, only_gpus: cli.view.only.clone(), ascii: cli.view.ascii };
+    let pipeline = match data {
+        Data::Live => match LiveSource::open(interval, config.general.tier_periods()) {
+            Ok(mut source) => {
+                let first = next_snapshot(&mut source)?;
+                Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
+            }
+            Err(crate::source::SourceError::NoDriver(_)) => {
+                println!("{NO_GPU_MARKER}");
+                return Ok(EXIT_NO_DRIVER);
+            }
+            Err(e) => return Err(e.into()),
+        },
+        _ => once_pipeline(data, cli, config, interval)?,
+    };
+    println!("{}", crate::output::status::render(&pipeline, &options));
+    Ok(0)
 }
 
 fn use_color(cli: &Cli) -> bool {
@@ -127,6 +192,33 @@ fn empty_recording(recording: &Recording) -> RunError {
 }
 
 fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    let format = match (cli.view.format, cli.view.json) {
+        (Some(OnceFormat::Table | OnceFormat::Csv), true) => {
+            return Err(RunError::Usage("--json and --format table/csv contradict; give one".into()));
+        }
+        (Some(format), _) => format,
+        (None, true) => OnceFormat::Json,
+        (None, false) => OnceFormat::Table,
+    };
+    let pipeline = once_pipeline(data, cli, config, interval)?;
+    match format {
+        OnceFormat::Json => println!("{}", crate::output::json::render(&pipeline)),
+        OnceFormat::Csv => print!("{}", crate::output::csv::render(&pipeline, &cli.view.only)),
+        OnceFormat::Table => {
+            let options = crate::output::table::TableOptions {
+                ascii: cli.view.ascii,
+                only_gpus: cli.view.only.clone(),
+                user: cli.view.user.clone(),
+                pids: cli.view.pid.clone(),
+            };
+            print!("{}", crate::output::table::render(&pipeline, &options));
+        }
+    }
+    Ok(0)
+}
+
+/// The pipeline `--once` shows: a recording up to `--at`, a few synthetic ticks, or two live samples.
+fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<Pipeline, RunError> {
     let capacity = capacity(config, interval);
     let pipeline = match data {
         Data::Recording(recording) => {
@@ -154,18 +246,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             pipeline
         }
     };
-    if cli.view.json {
-        println!("{}", crate::output::json::render(&pipeline));
-    } else {
-        let options = crate::output::table::TableOptions {
-            ascii: cli.view.ascii,
-            only_gpus: cli.view.only.clone(),
-            user: cli.view.user.clone(),
-            pids: cli.view.pid.clone(),
-        };
-        print!("{}", crate::output::table::render(&pipeline, &options));
-    }
-    Ok(0)
+    Ok(pipeline)
 }
 
 fn next_snapshot(source: &mut dyn Source) -> Result<Snapshot, RunError> {
@@ -239,7 +320,7 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
     let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
-    let mut recorder = Recorder::create(path, &machine, args.overwrite)?;
+    let mut recorder = Recorder::create(path, &machine, args.overwrite)?.with_max_bytes(max_bytes(args));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -257,12 +338,19 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let mut result = Ok(0);
     while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(FeedEvent::Snapshot(snapshot)) => {
-                if let Err(e) = recorder.write(&snapshot.tick) {
+            Ok(FeedEvent::Snapshot(snapshot)) => match recorder.write(&snapshot.tick) {
+                Ok(()) => {}
+                // `--record - | head`: the reader has what it wanted.
+                Err(crate::source::replay::RecordError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::BrokenPipe =>
+                {
+                    break;
+                }
+                Err(e) => {
                     result = Err(RunError::Record(e));
                     break;
                 }
-            }
+            },
             Ok(FeedEvent::Failed(message)) => {
                 result = Err(RunError::Other(message));
                 break;
@@ -275,7 +363,18 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     }
     sampler.stop();
     eprintln!("gpusight: wrote {} samples to {}", recorder.n_ticks(), recorder.path().display());
+    if let Err(e) = recorder.finish()
+        && result.is_ok()
+        && !matches!(&e, crate::source::replay::RecordError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    {
+        result = Err(RunError::Record(e));
+    }
     result
+}
+
+/// `--record-max-mb` in bytes.
+fn max_bytes(args: &DataArgs) -> Option<u64> {
+    args.record_max_mb.map(|mb| mb.saturating_mul(1_000_000))
 }
 
 /// The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
@@ -319,8 +418,14 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
             let recorder = match &cli.data.record {
+                Some(path) if path.as_os_str() == "-" => {
+                    return Err(RunError::Usage(
+                        "--record - streams to stdout, where the monitor draws: add --headless".into(),
+                    ));
+                }
                 Some(path) => {
-                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?;
+                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?
+                        .with_max_bytes(max_bytes(&cli.data));
                     recorder.write(&first.tick)?;
                     Some(recorder)
                 }
@@ -366,6 +471,9 @@ fn recording_sink(tx: mpsc::Sender<FeedEvent>, recorder: Option<Recorder>) -> Si
 fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::SocketAddr) -> Result<i32, RunError> {
     use crate::export::{ExportHandle, ExportServer};
 
+    if !listen.ip().is_loopback() {
+        eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
+    }
     let source = data.open_source(config, interval)?;
     let handle = ExportHandle::with_hostname(source.machine().hostname.clone());
     let server = ExportServer::bind(listen, handle.clone()).map_err(|e| RunError::Other(e.to_string()))?;
