@@ -106,6 +106,9 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
         None if cli.view.prometheus.is_some() => fleet(cli, interval),
         None if cli.view.once => once(&data, cli, &config, interval),
+        None if cli.data.record.as_deref().is_some_and(|p| p.as_os_str() == "-") => {
+            Err(RunError::Usage("--record - streams to stdout, where the monitor draws: add --headless".into()))
+        }
         None if !has_terminal() => Ok(no_terminal()),
         None => monitor(data, cli, &config, interval),
     }
@@ -418,11 +421,6 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
             let recorder = match &cli.data.record {
-                Some(path) if path.as_os_str() == "-" => {
-                    return Err(RunError::Usage(
-                        "--record - streams to stdout, where the monitor draws: add --headless".into(),
-                    ));
-                }
                 Some(path) => {
                     let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?
                         .with_max_bytes(max_bytes(&cli.data));
