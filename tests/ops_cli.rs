@@ -1,8 +1,8 @@
 //! The everyday conventions of the real binary: the tmux status line, CSV, no terminal, streaming and
 //! compressed recordings, completions and the man page, and the exporter's listen address.
 
-// Tests may start other programs (clippy.toml).
-#![allow(clippy::disallowed_methods)]
+// Tests may start other programs (clippy.toml); helpers outside #[test] fns may expect.
+#![allow(clippy::disallowed_methods, clippy::expect_used)]
 
 use std::io::Read as _;
 use std::process::{Command, Output, Stdio};
