@@ -112,9 +112,15 @@ if [ "$wheel_only" -eq 0 ] && [ ${#built[@]} -gt 0 ]; then
   done
 fi
 
-(cd "$out" && sha256sum -- *.whl *.tar.gz 2>/dev/null > SHA256SUMS || true)
+shopt -s nullglob
+artifacts=("$out"/*.whl "$out"/*.tar.gz)
+shopt -u nullglob
 echo "== artifacts in $out"
-(cd "$out" && ls -l -- *.whl *.tar.gz 2>/dev/null | awk '{printf "   %10d  %s\n", $5, $9}'; cat SHA256SUMS)
+if [ ${#artifacts[@]} -gt 0 ]; then
+  (cd "$out" && sha256sum -- "${artifacts[@]##*/}" > SHA256SUMS)
+  for file in "${artifacts[@]}"; do printf '   %10d  %s\n' "$(stat -c %s "$file")" "${file##*/}"; done
+  sed 's/^/   /' "$out/SHA256SUMS"
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "release.sh: NOT built: ${failed[*]}" >&2
   exit 1

@@ -14,7 +14,7 @@ O=${OUT:-/tmp/out}; mkdir -p "$O"
 exec > >(tee "$O/glue.log") 2>&1
 SRC="$REPO/target/release/gpusight"
 arch=$(uname -m)
-wheel=$(ls "$REPO"/target/wheels/gpusight-*manylinux*_"$arch".whl 2>/dev/null | head -1)
+wheel=$(ls -t "$REPO"/target/wheels/gpusight-*manylinux*_"$arch".whl 2>/dev/null | head -1)
 [ -n "$wheel" ] || { echo "no $arch wheel in $REPO/target/wheels"; exit 1; }
 [ -x "$SRC" ] || { echo "no $SRC"; exit 1; }
 echo "== host: $(uname -r), $(ldd --version | head -1)"; nvidia-smi -L
