@@ -74,7 +74,7 @@ pub struct ViewArgs {
     #[arg(long, global = true)]
     pub json: bool,
     /// With --once: table (default), json or csv (one row per GPU).
-    #[arg(long, value_name = "FORMAT", value_enum)]
+    #[arg(long, value_name = "FORMAT", value_enum, requires = "once")]
     pub format: Option<OnceFormat>,
     /// Print one short line for a status bar (tmux status-right) from a single sample, and exit.
     #[arg(long, conflicts_with = "once")]

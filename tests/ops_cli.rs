@@ -70,6 +70,8 @@ fn once_prints_csv_with_a_stable_header() {
     assert!(json.contains("\"schema\": \"gpusight.snapshot/1\""));
     let contradiction = gpusight(&["--demo", "--once", "--format", "csv", "--json"]);
     assert_eq!(contradiction.status.code(), Some(2));
+    let without_once = gpusight(&["--demo", "--format", "csv"]);
+    assert_eq!(without_once.status.code(), Some(2), "--format belongs to --once: {}", stderr(&without_once));
 }
 
 #[test]

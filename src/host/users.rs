@@ -86,6 +86,16 @@ impl UserTable {
     }
 }
 
+/// One uid's name, without a cache: NSS for the system's `/etc/passwd`, else the given passwd file (fixtures).
+#[must_use]
+pub fn user_name(passwd: &Path, uid: u32) -> Option<String> {
+    if passwd == Path::new(SYSTEM_PASSWD) {
+        system_lookup(uid)
+    } else {
+        std::fs::read(passwd).ok().and_then(|b| parse_passwd(&String::from_utf8_lossy(&b)).remove(&uid))
+    }
+}
+
 /// `getpwuid_r` through nix: every NSS service in nsswitch.conf (files, LDAP, SSSD, NIS).
 fn system_lookup(uid: u32) -> Option<String> {
     nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid)).ok().flatten().map(|user| user.name)
