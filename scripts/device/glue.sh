@@ -6,7 +6,7 @@
 #     only for presence, everything else for equality);
 #  3. checks the USER column against `ps` (NSS names);
 #  4. prints `gpusight --status` beside nvidia-smi's index/utilization/temperature, and as a tmux status bar shows
-#     it (`tmux display -p`).
+#     it (captured from an outer tmux; `tmux display -p` shows the configured status-right).
 # Results go to $OUT (default /tmp/out). Exit 0 when the two binaries agree.
 set -u
 REPO=${REPO:-$PWD}
@@ -95,19 +95,24 @@ echo "   --status-format: $("$SRC" --status --status-format '{index}:{util}% {me
 echo "   length of the line: $("$SRC" --status | wc -m) characters"
 
 echo "== tmux status bar"
+# `tmux display -p` does not run #() jobs, so the bar itself is captured: an inner tmux with
+# status-right '#(gpusight --status)' is attached inside an outer tmux's pane, and the outer pane's last line is
+# the inner status bar as drawn.
 if command -v tmux >/dev/null; then
-  T="tmux -L gpusight-glue"
-  $T kill-server 2>/dev/null
-  $T -f /dev/null new-session -d -s glue -x 200 -y 10
-  $T set -g status-interval 1
-  $T set -g status-right-length 160
-  $T set -g status-right "#($SRC --status)"
-  # #() runs in the background: the first expansion starts the job, later ones show its output.
-  $T display -p "#{E:status-right}" > /dev/null; sleep 3
-  echo "   tmux display -p '#{E:status-right}': $($T display -p '#{E:status-right}')"
-  $T display -p "#($SRC --status)" > /dev/null; sleep 2
-  echo "   tmux display -p '#(gpusight --status)': $($T display -p "#($SRC --status)")"
-  $T kill-server
+  I="tmux -L gpusight-inner"; OT="tmux -L gpusight-outer"
+  $I kill-server 2>/dev/null; $OT kill-server 2>/dev/null
+  $I -f /dev/null new-session -d -s inner -x 150 -y 8
+  $I set -g status-interval 1
+  $I set -g status-right-length 150
+  $I set -g status-right "#($SRC --status)"
+  echo "   status-right is: $($I display -p '#{status-right}')"
+  $OT -f /dev/null new-session -d -s outer -x 160 -y 10 "TERM=screen tmux -L gpusight-inner attach -t inner"
+  sleep 4
+  echo "   the bar as drawn:   $($OT capture-pane -p -t outer | tail -1)"
+  echo "   nvidia-smi now:     $(nvidia-smi --query-gpu=index,utilization.gpu,temperature.gpu --format=csv,noheader | tr '\n' ' ')"
+  echo "   tmux display -p with the line: $($I display -p "$("$SRC" --status)")"
+  $OT capture-pane -p -t outer > "$O/tmux_bar.txt"
+  $OT kill-server; $I kill-server
 else
   echo "   tmux is not installed (apt-get install -y tmux)"
 fi
