@@ -16,6 +16,8 @@ pub const EXIT_FAILURE: i32 = 1;
 /// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
 /// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
 pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::doctor::EXIT_UNKNOWN;
+/// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
+pub const EXIT_NO_TERMINAL: i32 = 3;
 
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
@@ -54,9 +56,14 @@ pub struct DataArgs {
     #[arg(long, value_name = "GPU", num_args = 1.., value_delimiter = ',', global = true,
           allow_negative_numbers = true, value_parser = parse_index)]
     pub only: Vec<u32>,
-    /// Record what is sampled to FILE (JSON Lines).
+    /// Record what is sampled to FILE (JSON Lines; gzip unless FILE ends in .jsonl or .json; `-` streams to
+    /// stdout with --headless).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// With --record FILE: once FILE holds this many MB, move it to FILE.1 (older parts up to FILE.9) and
+    /// start a new one.
+    #[arg(long, value_name = "MB", requires = "record", value_parser = clap::value_parser!(u64).range(1..))]
+    pub record_max_mb: Option<u64>,
     /// With --record: record without drawing until SIGINT/SIGTERM/SIGHUP.
     #[arg(long, requires = "record")]
     pub headless: bool,
@@ -77,6 +84,15 @@ pub struct ViewArgs {
     /// With --once (or doctor/report): print JSON.
     #[arg(long, global = true)]
     pub json: bool,
+    /// With --once: table (default), json or csv (one row per GPU).
+    #[arg(long, value_name = "FORMAT", value_enum, requires = "once")]
+    pub format: Option<OnceFormat>,
+    /// Print one short line for a status bar (tmux status-right) from a single sample, and exit.
+    #[arg(long, conflicts_with = "once")]
+    pub status: bool,
+    /// With --status: the template for each GPU: {index} {name} {util} {mem} {temp} {power} {finding}.
+    #[arg(long, value_name = "TEMPLATE", requires = "status")]
+    pub status_format: Option<String>,
     /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub at: Option<f64>,
@@ -104,6 +120,14 @@ pub struct ViewArgs {
     pub prometheus: Option<String>,
 }
 
+/// What `--once` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnceFormat {
+    Table,
+    Json,
+    Csv,
+}
+
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -129,10 +153,17 @@ pub enum Command {
     /// Serve Prometheus metrics with dcgm-exporter's names on /metrics.
     Export {
         /// Address to listen on (HOST:PORT; a name such as localhost:9400 is looked up). Loopback by default;
-        /// give 0.0.0.0:9400 to serve the network.
-        #[arg(long, default_value = "127.0.0.1:9400", value_parser = parse_listen)]
+        /// give 0.0.0.0:9400 to serve the network (/metrics has no authentication).
+        #[arg(long, env = "GPUSIGHT_LISTEN", default_value = "127.0.0.1:9400", value_parser = parse_listen)]
         listen: std::net::SocketAddr,
     },
+    /// Print shell completions for bash, zsh, fish, elvish or powershell.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff).
+    Man,
 }
 
 /// When `doctor` colours its output.

@@ -24,7 +24,7 @@
 //! - [`text`]: text from outside (command lines, names, labels) made safe to print on a terminal.
 //! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch ([`flag_checks`]: flags
 //!   that would do nothing where they were given); `main.rs` only calls [`cli::main`]. [`crash`]: what a fatal
-//!   signal inside a driver library leaves behind.
+//!   signal inside a driver library leaves behind. [`completions`]: shell completions and the man page.
 //!
 //! # Architecture invariants
 //!
@@ -43,6 +43,7 @@
 pub mod advice;
 pub mod app;
 pub mod cli;
+pub mod completions;
 pub mod config;
 pub mod crash;
 pub mod doctor;

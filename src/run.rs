@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::cli::{Cli, Command, DataArgs, RunError, effective_config};
+use crate::cli::{Cli, Command, DataArgs, EXIT_NO_DRIVER, EXIT_NO_TERMINAL, OnceFormat, RunError, effective_config};
 use crate::config::Config;
 use crate::flag_checks::dumb_terminal;
 use crate::pipeline::Pipeline;
@@ -92,6 +92,14 @@ impl Data {
 /// # Errors
 /// Any failure, phrased for a person.
 pub fn run(cli: &Cli) -> Result<i32, RunError> {
+    match &cli.command {
+        Some(Command::Completions { shell }) => return write_stdout(&crate::completions::completions(*shell)),
+        Some(Command::Man) => {
+            let page = crate::completions::man_page().map_err(|e| RunError::Other(e.to_string()))?;
+            return write_stdout(&page);
+        }
+        _ => {}
+    }
     for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
         warn(&warning);
     }
@@ -135,9 +143,16 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             Ok(0)
         }
         Some(Command::Export { listen }) => export(&data, &config, interval, *listen),
+        Some(Command::Completions { .. } | Command::Man) => Ok(0),
         None if cli.data.headless => record_headless(&data, &cli.data, &config, interval),
+        None if cli.view.status => status(&data, cli, &config, interval),
+        None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
         None if cli.view.prometheus.is_some() => fleet(cli, interval),
         None if cli.view.once => once(&data, cli, &config, interval),
+        None if cli.data.record.as_deref().is_some_and(|p| p.as_os_str() == "-") => {
+            Err(RunError::Usage("--record - streams to stdout, where the monitor draws: add --headless".into()))
+        }
+        None if !has_terminal() => Ok(no_terminal()),
         None => monitor(data, cli, &config, interval),
     }
 }
@@ -190,9 +205,13 @@ pub fn warn(message: &str) {
 /// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
 /// does for other command-line tools; any other write error (a full disk) is one line, not a panic.
 fn emit(text: &str) -> Result<(), RunError> {
+    emit_bytes(text.as_bytes())
+}
+
+fn emit_bytes(bytes: &[u8]) -> Result<(), RunError> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         Err(e) => Err(RunError::Other(format!("cannot write to standard output: {e}"))),
@@ -201,6 +220,54 @@ fn emit(text: &str) -> Result<(), RunError> {
 
 fn emit_json(value: &serde_json::Value) -> Result<(), RunError> {
     emit(&(serde_json::to_string_pretty(value).unwrap_or_default() + "\n"))
+}
+
+/// [`emit`] for a whole command's output (completions, the man page): exit 0 once written.
+fn write_stdout(bytes: &[u8]) -> Result<i32, RunError> {
+    emit_bytes(bytes).map(|()| 0)
+}
+
+/// The interactive views draw on a terminal: both stdin and stdout must be one.
+fn has_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// One line instead of the terminal library's "No such device or address" (ssh without -t, cron, a pipe).
+fn no_terminal() -> i32 {
+    eprintln!(
+        "gpusight: the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], \
+         --status, or `gpusight doctor` (ssh: use ssh -t)"
+    );
+    EXIT_NO_TERMINAL
+}
+
+/// `--status`: one line for a status bar from a single sample (a recording: its last frame; synthetic: the
+/// same ticks as `--once`). Without a driver it prints the no-GPU marker instead of an error.
+fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    use crate::output::status::{NO_GPU_MARKER, StatusOptions, StatusTemplate};
+
+    let template = match &cli.view.status_format {
+        Some(text) => StatusTemplate::parse(text).map_err(RunError::Usage)?,
+        None => StatusTemplate::default(),
+    };
+    let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
+    let pipeline = match data {
+        Data::Live(_) => match data.open_source(config, interval) {
+            Ok(mut source) => {
+                let first = next_snapshot(source.as_mut())?;
+                Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
+            }
+            Err(RunError::Source(crate::source::SourceError::NoDriver(_))) => {
+                println!("{NO_GPU_MARKER}");
+                return Ok(EXIT_NO_DRIVER);
+            }
+            Err(e) => return Err(e),
+        },
+        _ => once_pipeline(data, cli, config, interval)?,
+    };
+    println!("{}", crate::output::status::render(&pipeline, &options));
+    Ok(0)
 }
 
 fn use_color(cli: &Cli) -> bool {
@@ -255,6 +322,33 @@ fn empty_recording(recording: &Recording) -> RunError {
 }
 
 fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    let format = match (cli.view.format, cli.view.json) {
+        (Some(OnceFormat::Table | OnceFormat::Csv), true) => {
+            return Err(RunError::Usage("--json and --format table/csv contradict; give one".into()));
+        }
+        (Some(format), _) => format,
+        (None, true) => OnceFormat::Json,
+        (None, false) => OnceFormat::Table,
+    };
+    let pipeline = once_pipeline(data, cli, config, interval)?;
+    match format {
+        OnceFormat::Json => emit(&(crate::output::json::render(&pipeline) + "\n"))?,
+        OnceFormat::Csv => emit(&crate::output::csv::render(&pipeline, &cli.data.only))?,
+        OnceFormat::Table => {
+            let options = crate::output::table::TableOptions {
+                ascii: use_ascii(cli),
+                only_gpus: cli.data.only.clone(),
+                user: cli.view.user.clone(),
+                pids: cli.view.pid.clone(),
+            };
+            emit(&crate::output::table::render(&pipeline, &options))?;
+        }
+    }
+    Ok(0)
+}
+
+/// The pipeline `--once` shows: a recording up to `--at`, a few synthetic ticks, or two live samples.
+fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<Pipeline, RunError> {
     let capacity = capacity(config, interval);
     let pipeline = match data {
         Data::Recording(recording) => {
@@ -292,18 +386,7 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
             pipeline
         }
     };
-    if cli.view.json {
-        emit(&(crate::output::json::render(&pipeline) + "\n"))?;
-    } else {
-        let options = crate::output::table::TableOptions {
-            ascii: use_ascii(cli),
-            only_gpus: cli.data.only.clone(),
-            user: cli.view.user.clone(),
-            pids: cli.view.pid.clone(),
-        };
-        emit(&crate::output::table::render(&pipeline, &options))?;
-    }
-    Ok(0)
+    Ok(pipeline)
 }
 
 fn next_snapshot(source: &mut dyn Source) -> Result<Snapshot, RunError> {
@@ -468,7 +551,8 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let source = data.open_source(config, interval)?;
     let machine: Arc<MachineInfo> = source.machine();
     let mut stalls = StallNotice::new(&machine);
-    let recorder = Arc::new(std::sync::Mutex::new(Recorder::create(path, &machine, args.overwrite)?));
+    let recorder = Recorder::create(path, &machine, args.overwrite)?.with_max_bytes(max_bytes(args));
+    let recorder = Arc::new(std::sync::Mutex::new(recorder));
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(signal, Arc::clone(&stop))
@@ -479,19 +563,18 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
     let sink: Sink = Arc::new(move |event| {
         let event = match event {
             FeedEvent::Snapshot(snapshot) => {
-                let written = writer
-                    .lock()
-                    .map_err(|_| "the recorder failed earlier".to_string())
-                    .and_then(|mut recorder| recorder.write(&snapshot.tick).map_err(|e| e.to_string()));
-                match written {
+                let mut recorder = writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                match recorder.write(&snapshot.tick) {
                     Ok(()) => FeedEvent::Snapshot(snapshot),
-                    Err(message) => FeedEvent::Failed(message),
+                    // `--record - | head`: the reader has what it wanted.
+                    Err(e) if is_broken_pipe(&e) => FeedEvent::Ended,
+                    Err(e) => FeedEvent::Failed(e.to_string()),
                 }
             }
             other => other,
         };
-        let failed = matches!(event, FeedEvent::Failed(_));
-        tx.send(event).is_ok() && !failed
+        let last = matches!(event, FeedEvent::Failed(_) | FeedEvent::Ended);
+        tx.send(event).is_ok() && !last
     });
     let sampler = Sampler::spawn(source, interval, sink, false)
         .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
@@ -524,9 +607,25 @@ fn record_headless(data: &Data, args: &DataArgs, config: &Config, interval: Dura
         }
     }
     sampler.stop();
-    let recorder = recorder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut recorder = recorder.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     warn(&format!("wrote {} samples to {}", recorder.n_ticks(), recorder.path().display()));
+    if let Err(e) = recorder.finish()
+        && result.is_ok()
+        && !is_broken_pipe(&e)
+    {
+        result = Err(RunError::Record(e));
+    }
     result
+}
+
+/// A write that failed because the reader of `--record -` went away.
+fn is_broken_pipe(e: &crate::source::replay::RecordError) -> bool {
+    matches!(e, crate::source::replay::RecordError::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// `--record-max-mb` in bytes.
+fn max_bytes(args: &DataArgs) -> Option<u64> {
+    args.record_max_mb.map(|mb| mb.saturating_mul(1_000_000))
 }
 
 /// The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
@@ -571,7 +670,8 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             let first = next_snapshot(source.as_mut())?;
             let recorder = match &cli.data.record {
                 Some(path) => {
-                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?;
+                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?
+                        .with_max_bytes(max_bytes(&cli.data));
                     recorder.write(&first.tick)?;
                     Some(recorder)
                 }
@@ -617,6 +717,9 @@ fn recording_sink(tx: mpsc::Sender<FeedEvent>, recorder: Option<Recorder>) -> Si
 fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::SocketAddr) -> Result<i32, RunError> {
     use crate::export::{ExportHandle, ExportServer};
 
+    if !listen.ip().is_loopback() {
+        eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
+    }
     let source = data.open_source(config, interval)?;
     let handle = ExportHandle::with_hostname(source.machine().hostname.clone())
         .stale_after(crate::export::server::stale_after(interval));

@@ -124,14 +124,13 @@ fn outcome_of(errno: Errno, target: &SignalTarget) -> SignalOutcome {
     }
 }
 
-/// Who owns `/proc/PID`, by name from the passwd file next to `proc_root` (`/etc/passwd` for `/proc`), else by
-/// uid; `None` when the process cannot be looked at.
+/// Who owns `/proc/PID`, by name from the user database next to `proc_root` (NSS for `/proc`, so LDAP users are
+/// named; the fixture's passwd file in tests), else by uid; `None` when the process cannot be looked at.
 fn owner_of(proc_root: &Path, pid: u32) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let uid = std::fs::metadata(proc_root.join(pid.to_string())).ok()?.uid();
     let passwd = proc_root.parent().unwrap_or(Path::new("/")).join("etc/passwd");
-    let names = std::fs::read(passwd).map(|b| crate::host::parse_passwd(&String::from_utf8_lossy(&b)));
-    Some(names.ok().and_then(|n| n.get(&uid).cloned()).unwrap_or_else(|| format!("uid {uid}")))
+    Some(crate::host::user_name(&passwd, uid).unwrap_or_else(|| format!("uid {uid}")))
 }
 
 impl SignalSender for PidfdSender {

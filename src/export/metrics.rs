@@ -221,6 +221,18 @@ pub fn render(
         untyped,
     );
     let rows_fail = b.family("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", None, gauge);
+    let rows_pending = b.family(
+        "gpusight_remapped_rows_pending",
+        "Whether a row remap is pending: the GPU needs a reset (1) or not (0).",
+        None,
+        gauge,
+    );
+    let ecc_uncorrected = b.family(
+        "gpusight_ecc_uncorrected_volatile",
+        "Uncorrected ECC errors since the driver loaded (volatile count).",
+        None,
+        gauge,
+    );
     let gr_active =
         b.family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", None, gauge);
     let sm_active =
@@ -324,6 +336,8 @@ pub fn render(
             xid_labels.push(("err_msg", message.to_owned()));
             b.push(xid, &xid_labels, Some(Value::Int(u64::from(code))));
         }
+        b.push(rows_pending, &labels, g.remapped_rows.map(|rows| flag(rows.pending)));
+        b.push(ecc_uncorrected, &labels, int(g.ecc.and_then(|e| e.volatile_uncorrected)));
         if info.gpm_supported
             && let Some(gpm) = &g.gpm
         {

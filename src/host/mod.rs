@@ -22,7 +22,7 @@ mod users;
 
 pub use maps::{CudaLibrary, cuda_libraries, environment};
 pub use processes::OUTSIDE_NAMESPACE;
-pub use users::parse_passwd;
+pub use users::{parse_passwd, user_name};
 
 /// The inode of the initial PID namespace (`PROC_PID_INIT_INO`), as `readlink /proc/self/ns/pid` shows it.
 const INITIAL_PID_NS: &str = "pid:[4026531836]";
@@ -32,7 +32,7 @@ const INITIAL_PID_NS: &str = "pid:[4026531836]";
 pub struct HostRoot {
     pub proc_dir: PathBuf,
     pub sys_dir: PathBuf,
-    /// The passwd file that names users (`/etc/passwd`).
+    /// The passwd file that names users; `/etc/passwd` means the system's user database through NSS (LDAP, SSSD).
     pub passwd: PathBuf,
 }
 

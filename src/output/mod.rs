@@ -1,6 +1,8 @@
-//! One-shot outputs: the `--once` table (nvidia-smi/nvitop style) and the versioned JSON document. Both read
-//! the same `Pipeline` as the monitor.
+//! One-shot outputs: the `--once` table (nvidia-smi/nvitop style), the versioned JSON document, CSV rows, and
+//! the `--status` line. All read the same `Pipeline` as the monitor.
 
+pub mod csv;
 pub mod format;
 pub mod json;
+pub mod status;
 pub mod table;

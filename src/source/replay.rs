@@ -1,6 +1,7 @@
 //! Recordings: JSON Lines with a versioned header line (the machine), then one line per tick. The recorder
-//! flushes every line, so a recording cut by SIGKILL replays up to its last whole line. Gzip-compressed files
-//! (the embedded demo) are read transparently.
+//! flushes every line, so a recording cut by SIGKILL replays up to its last whole line. Files not named `.jsonl`
+//! or `.json` are written gzip-compressed (sync-flushed per line); gzip files (the embedded demo too) are read
+//! transparently, and `-` streams to standard output.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -291,21 +292,66 @@ pub enum RecordError {
     Io { path: PathBuf, source: std::io::Error },
 }
 
-/// Writes a recording line by line, flushing each, so a kill loses at most the line being written.
-#[derive(Debug)]
-pub struct Recorder {
-    path: PathBuf,
-    out: BufWriter<File>,
-    n_ticks: u64,
+/// Where a recording goes and how it is encoded, chosen from the `--record` argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordTarget {
+    /// `-`: JSON Lines on standard output, for a pipe.
+    Stdout,
+    /// A file named `*.jsonl` or `*.json`: plain JSON Lines.
+    Plain,
+    /// Any other file name (`run.jsonl.gz`, `run`): gzip, flushed after every line.
+    Gzip,
 }
 
-impl Recorder {
-    /// Creates the file and writes the header. An existing file is an error unless `overwrite`.
-    ///
-    /// # Errors
-    /// The file exists (without `overwrite`) or cannot be written.
-    pub fn create(path: &Path, machine: &MachineInfo, overwrite: bool) -> Result<Self, RecordError> {
-        let io = |source| RecordError::Io { path: path.to_owned(), source };
+impl RecordTarget {
+    /// Recordings of 8 GPUs grow about 53 MB an hour at 1 s in plain text, so only an explicit `.jsonl` or
+    /// `.json` name is written plain.
+    #[must_use]
+    pub fn for_path(path: &Path) -> Self {
+        if path.as_os_str() == "-" {
+            return Self::Stdout;
+        }
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("jsonl" | "json") => Self::Plain,
+            _ => Self::Gzip,
+        }
+    }
+}
+
+/// How many rotated parts `--record-max-mb` keeps (`FILE.1` newest … `FILE.9` oldest).
+pub const ROTATED_PARTS_KEPT: u32 = 9;
+
+/// Counts the bytes that reach the file, so rotation measures what is on disk (compressed).
+struct Counted<W> {
+    inner: W,
+    written: u64,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The open output: plain, gzip (each line sync-flushed, so a kill loses at most the line being written), or
+/// standard output.
+enum Output {
+    Plain(Counted<BufWriter<File>>),
+    Gzip(flate2::write::GzEncoder<Counted<BufWriter<File>>>),
+    Stdout(std::io::Stdout),
+}
+
+impl Output {
+    fn open(path: &Path, target: RecordTarget, overwrite: bool) -> Result<Self, RecordError> {
+        if target == RecordTarget::Stdout {
+            return Ok(Self::Stdout(std::io::stdout()));
+        }
         let mut options = OpenOptions::new();
         options.write(true);
         if overwrite {
@@ -317,38 +363,158 @@ impl Recorder {
             if e.kind() == std::io::ErrorKind::AlreadyExists {
                 RecordError::Exists { path: path.to_owned() }
             } else {
-                io(e)
+                RecordError::Io { path: path.to_owned(), source: e }
             }
         })?;
-        let mut recorder = Self { path: path.to_owned(), out: BufWriter::new(file), n_ticks: 0 };
+        let counted = Counted { inner: BufWriter::new(file), written: 0 };
+        Ok(match target {
+            RecordTarget::Gzip => Self::Gzip(flate2::write::GzEncoder::new(counted, flate2::Compression::default())),
+            RecordTarget::Plain | RecordTarget::Stdout => Self::Plain(counted),
+        })
+    }
+
+    fn writer(&mut self) -> &mut dyn Write {
+        match self {
+            Self::Plain(w) => w,
+            Self::Gzip(w) => w,
+            Self::Stdout(w) => w,
+        }
+    }
+
+    /// Bytes on disk so far (0 for standard output).
+    fn bytes_on_disk(&self) -> u64 {
+        match self {
+            Self::Plain(w) => w.written,
+            Self::Gzip(w) => w.get_ref().written,
+            Self::Stdout(_) => 0,
+        }
+    }
+
+    /// Writes the gzip trailer and flushes.
+    fn finish(self) -> std::io::Result<()> {
+        match self {
+            Self::Plain(mut w) => w.flush(),
+            Self::Gzip(w) => w.finish().and_then(|mut counted| counted.flush()),
+            Self::Stdout(mut w) => w.flush(),
+        }
+    }
+}
+
+/// Writes a recording line by line, flushing each, so a kill loses at most the line being written. With a size
+/// limit it rotates: the full file becomes `FILE.1` (older parts shift up to `FILE.9`) and a new `FILE` starts
+/// with the header, so every part replays on its own.
+pub struct Recorder {
+    path: PathBuf,
+    target: RecordTarget,
+    out: Option<Output>,
+    header: Header,
+    max_bytes: Option<u64>,
+    n_ticks: u64,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("path", &self.path)
+            .field("target", &self.target)
+            .field("max_bytes", &self.max_bytes)
+            .field("n_ticks", &self.n_ticks)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Recorder {
+    /// Creates the file (or takes standard output for `-`) and writes the header. An existing file is an error
+    /// unless `overwrite`. The encoding follows the name, see [`RecordTarget::for_path`].
+    ///
+    /// # Errors
+    /// The file exists (without `overwrite`) or cannot be written.
+    pub fn create(path: &Path, machine: &MachineInfo, overwrite: bool) -> Result<Self, RecordError> {
+        let target = RecordTarget::for_path(path);
         let header = Header {
             format: FORMAT_NAME.to_owned(),
             schema: SCHEMA_VERSION,
             writer: env!("CARGO_PKG_VERSION").to_owned(),
             machine: machine.clone(),
         };
+        let out = Output::open(path, target, overwrite)?;
+        let mut recorder = Self { path: path.to_owned(), target, out: Some(out), header, max_bytes: None, n_ticks: 0 };
+        let header = recorder.header.clone();
         recorder.write_line(&header)?;
         Ok(recorder)
     }
 
-    /// Appends one tick and flushes it.
+    /// Rotates the file once it holds `max_bytes` on disk (compressed size for gzip). No effect on stdout.
+    #[must_use]
+    pub fn with_max_bytes(mut self, max_bytes: Option<u64>) -> Self {
+        self.max_bytes = max_bytes.filter(|_| self.target != RecordTarget::Stdout);
+        self
+    }
+
+    /// Appends one tick and flushes it, rotating first when the file is full.
     ///
     /// # Errors
-    /// A write error (disk full, file removed); the caller reports it and keeps monitoring.
+    /// A write error (disk full, file removed, the reader of a pipe gone); the caller reports it and keeps
+    /// monitoring.
     pub fn write(&mut self, tick: &Tick) -> Result<(), RecordError> {
+        if let (Some(max), Some(out)) = (self.max_bytes, &self.out)
+            && out.bytes_on_disk() >= max
+        {
+            self.rotate()?;
+        }
         self.write_line(tick)?;
         self.n_ticks += 1;
         Ok(())
     }
 
-    fn write_line(&mut self, value: &impl Serialize) -> Result<(), RecordError> {
-        let io = |source| RecordError::Io { path: self.path.clone(), source };
-        serde_json::to_writer(&mut self.out, value).map_err(|e| io(std::io::Error::other(e)))?;
-        self.out.write_all(b"\n").map_err(io)?;
-        self.out.flush().map_err(io)
+    fn io(&self, source: std::io::Error) -> RecordError {
+        RecordError::Io { path: self.path.clone(), source }
     }
 
-    /// Ticks written so far.
+    fn write_line(&mut self, value: &impl Serialize) -> Result<(), RecordError> {
+        let mut line = serde_json::to_vec(value).map_err(|e| self.io(std::io::Error::other(e)))?;
+        line.push(b'\n');
+        let Some(out) = self.out.as_mut() else { return Err(self.io(std::io::Error::other("recording closed"))) };
+        let writer = out.writer();
+        let result = writer.write_all(&line).and_then(|()| writer.flush());
+        result.map_err(|e| self.io(e))
+    }
+
+    /// `FILE.8` → `FILE.9`, …, `FILE` → `FILE.1`, then a new `FILE` with the header.
+    fn rotate(&mut self) -> Result<(), RecordError> {
+        if let Some(out) = self.out.take() {
+            out.finish().map_err(|e| self.io(e))?;
+        }
+        let numbered = |n: u32| {
+            let mut name = self.path.clone().into_os_string();
+            name.push(format!(".{n}"));
+            PathBuf::from(name)
+        };
+        for n in (1..ROTATED_PARTS_KEPT).rev() {
+            let from = numbered(n);
+            if from.exists() {
+                std::fs::rename(&from, numbered(n + 1)).map_err(|e| self.io(e))?;
+            }
+        }
+        std::fs::rename(&self.path, numbered(1)).map_err(|e| self.io(e))?;
+        self.out = Some(Output::open(&self.path, self.target, false)?);
+        let header = self.header.clone();
+        self.write_line(&header)
+    }
+
+    /// Writes the gzip trailer; later writes are refused. Dropping the recorder does the same but cannot report an
+    /// error.
+    ///
+    /// # Errors
+    /// The final write failed.
+    pub fn finish(&mut self) -> Result<(), RecordError> {
+        match self.out.take() {
+            Some(out) => out.finish().map_err(|e| self.io(e)),
+            None => Ok(()),
+        }
+    }
+
+    /// Ticks written so far (over all rotated parts).
     #[must_use]
     pub fn n_ticks(&self) -> u64 {
         self.n_ticks
@@ -357,6 +523,14 @@ impl Recorder {
     #[must_use]
     pub fn path(&self) -> &Path {
         &self.path
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        if let Some(out) = self.out.take() {
+            let _ = out.finish();
+        }
     }
 }
 
@@ -547,6 +721,75 @@ mod tests {
         }
         assert_eq!(recording.index_at(f64::NEG_INFINITY), Some(0));
         assert_eq!(recording.index_at(f64::NAN), Some(0));
+    }
+
+    /// Records `n` ticks of a synthetic machine to `path` (encoding by name), rotating at `max_bytes`.
+    fn record_to(path: &Path, n: u64, max_bytes: Option<u64>) -> (Recorder, Vec<Tick>) {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
+        let mut recorder = Recorder::create(path, &source.machine(), false).expect("create").with_max_bytes(max_bytes);
+        let ticks: Vec<Tick> = (0..n).map(|_| source.next_tick().expect("tick").expect("some")).collect();
+        for tick in &ticks {
+            recorder.write(tick).expect("write");
+        }
+        (recorder, ticks)
+    }
+
+    #[test]
+    fn the_file_name_picks_the_encoding() {
+        assert_eq!(RecordTarget::for_path(Path::new("-")), RecordTarget::Stdout);
+        assert_eq!(RecordTarget::for_path(Path::new("run.jsonl")), RecordTarget::Plain);
+        assert_eq!(RecordTarget::for_path(Path::new("run.json")), RecordTarget::Plain);
+        assert_eq!(RecordTarget::for_path(Path::new("run.jsonl.gz")), RecordTarget::Gzip);
+        assert_eq!(RecordTarget::for_path(Path::new("run")), RecordTarget::Gzip);
+    }
+
+    #[test]
+    fn a_gz_name_writes_real_gzip_that_replays() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl.gz");
+        let (mut recorder, ticks) = record_to(&path, 20, None);
+        recorder.finish().expect("finish");
+        let bytes = std::fs::read(&path).expect("read");
+        assert_eq!(&bytes[..2], &[0x1f, 0x8b], "gzip magic");
+        let plain_len: usize = ticks.iter().map(|t| serde_json::to_vec(t).expect("json").len()).sum();
+        assert!(bytes.len() * 3 < plain_len, "{} compressed bytes for {plain_len} plain", bytes.len());
+        assert_eq!(Recording::open(&path).expect("open").ticks, ticks);
+    }
+
+    #[test]
+    fn a_gzip_recording_cut_without_its_trailer_replays_what_was_flushed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("killed.jsonl.gz");
+        let (recorder, ticks) = record_to(&path, 5, None);
+        // As after SIGKILL: the lines are sync-flushed, the trailer never written.
+        let on_disk = std::fs::read(&path).expect("read");
+        std::mem::forget(recorder);
+        let recording = Recording::from_reader(on_disk.as_slice(), "killed", "killed".into()).expect("read");
+        assert_eq!(recording.ticks, ticks);
+        assert!(recording.stopped_early.is_some(), "the cut is said");
+    }
+
+    #[test]
+    fn rotation_keeps_numbered_parts_that_each_replay() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let one_line = record_to(&dir.path().join("probe.jsonl"), 1, None).1;
+        let line_len = serde_json::to_vec(&one_line[0]).expect("json").len() as u64;
+        let (recorder, ticks) = record_to(&path, 60, Some(line_len * 3));
+        assert_eq!(recorder.n_ticks(), 60);
+        drop(recorder);
+        let mut replayed = Vec::new();
+        for n in (1..=ROTATED_PARTS_KEPT).rev() {
+            let part = dir.path().join(format!("run.jsonl.{n}"));
+            if part.exists() {
+                replayed.extend(Recording::open(&part).expect("part").ticks);
+            }
+        }
+        replayed.extend(Recording::open(&path).expect("current").ticks);
+        assert!(dir.path().join(format!("run.jsonl.{ROTATED_PARTS_KEPT}")).exists(), "old parts shift up");
+        assert!(!dir.path().join(format!("run.jsonl.{}", ROTATED_PARTS_KEPT + 1)).exists(), "and no further");
+        assert!(replayed.len() < ticks.len(), "the oldest parts were dropped: {} of {}", replayed.len(), ticks.len());
+        assert_eq!(replayed[..], ticks[ticks.len() - replayed.len()..], "the newest ticks survive in order");
     }
 
     #[test]

@@ -1,0 +1,280 @@
+//! The operations kit in deploy/ works as written: the alert rules pass `promtool check rules` and their unit
+//! tests, name only series gpusight exports; every panel of the Grafana dashboard returns data when a real
+//! Prometheus scrapes `gpusight export --synthetic mixed:8`; the systemd unit passes `systemd-analyze verify`;
+//! the Kubernetes manifests parse and agree with each other; the Dockerfile copies what exists.
+//!
+//! `promtool` and `prometheus` come from Debian's `prometheus` package (.ci/install-prometheus.sh): without
+//! them these tests fail when `CI=true` and are skipped otherwise. `systemd-analyze` is skipped when absent.
+
+// Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
+#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+
+mod common;
+
+use common::{KillOnDrop, find_program, free_port, poll};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// The program, or `None` (and a note) when it is not installed outside CI.
+fn required(program: &str) -> Option<PathBuf> {
+    let found = find_program(program);
+    if found.is_none() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{program} is missing: apt-get install -y prometheus");
+        eprintln!("skipped: {program} is not installed (Debian package `prometheus`)");
+    }
+    found
+}
+
+fn run_ok(command: &mut Command) -> String {
+    let output = command.output().unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{command:?} failed:\n{text}");
+    text
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_and_their_unit_tests() {
+    let Some(promtool) = required("promtool") else { return };
+    let check = run_ok(Command::new(&promtool).args(["check", "rules"]).arg(repo("deploy/prometheus/alerts.yml")));
+    assert!(check.contains("SUCCESS"), "{check}");
+    let test = run_ok(
+        Command::new(&promtool).args(["test", "rules", "alerts_test.yml"]).current_dir(repo("deploy/prometheus")),
+    );
+    assert!(test.contains("SUCCESS"), "{test}");
+}
+
+/// Every `gpusight_*` and `DCGM_*` name in a text.
+fn metric_names(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (start, _) in text.match_indices(['g', 'D']) {
+        let rest = &text[start..];
+        if !(rest.starts_with("gpusight_") || rest.starts_with("DCGM_FI_")) {
+            continue;
+        }
+        if start > 0 && text.as_bytes()[start - 1].is_ascii_alphanumeric() {
+            continue;
+        }
+        let end = rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        names.insert(rest[..end].to_owned());
+    }
+    names
+}
+
+/// The names `gpusight export` serves for a synthetic machine after a minute of samples.
+fn exported_names(spec: &str) -> BTreeSet<String> {
+    use gpusight::source::Source;
+    let mut source = gpusight::source::synthetic::SyntheticSource::new(
+        gpusight::source::synthetic::SyntheticSpec::parse(spec).unwrap(),
+    );
+    let first = source.next_snapshot().unwrap().unwrap();
+    let mut pipeline = gpusight::pipeline::Pipeline::new(&first, 600, Default::default());
+    for _ in 0..60 {
+        pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
+    }
+    let handle = gpusight::export::ExportHandle::new();
+    handle.publish(&pipeline).unwrap();
+    let server = gpusight::export::ExportServer::bind("127.0.0.1:0".parse().unwrap(), handle).unwrap().spawn().unwrap();
+    let body = ureq::get(format!("http://{}/metrics", server.local_addr()))
+        .call()
+        .unwrap()
+        .into_body()
+        .read_to_string()
+        .unwrap();
+    body.lines().filter(|l| !l.starts_with('#')).flat_map(metric_names).collect()
+}
+
+#[test]
+fn the_alert_rules_and_the_dashboard_name_only_exported_series() {
+    let exported = exported_names("mixed:8");
+    // Absent until a Xid is seen, so a healthy synthetic machine has none.
+    let event_only: BTreeSet<String> = ["DCGM_FI_DEV_XID_ERRORS".to_owned()].into();
+    for file in ["deploy/prometheus/alerts.yml", "deploy/grafana/gpusight.json"] {
+        let text = std::fs::read_to_string(repo(file)).unwrap();
+        let used = metric_names(&text);
+        assert!(used.len() >= 5, "{file} names {used:?}");
+        let unknown: Vec<&String> = used.difference(&exported).filter(|n| !event_only.contains(*n)).collect();
+        assert!(unknown.is_empty(), "{file} names series gpusight does not export: {unknown:?}");
+    }
+}
+
+/// A panel's query with the dashboard's variables set to "all" and Grafana's intervals to fixed ranges.
+fn concrete(expr: &str) -> String {
+    expr.replace("$__rate_interval", "30s")
+        .replace("$__interval", "5s")
+        .replace("$__range", "5m")
+        .replace("$hostname", ".*")
+        .replace("$gpu", ".*")
+}
+
+#[test]
+fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
+    let Some(prometheus) = required("prometheus") else { return };
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
+    let mut queries: Vec<(String, String)> = Vec::new();
+    let panels = dashboard["panels"].as_array().unwrap();
+    for panel in panels.iter().chain(panels.iter().flat_map(|p| p["panels"].as_array().into_iter().flatten())) {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let title = panel["title"].as_str().unwrap().to_owned();
+            queries.push((title, concrete(target["expr"].as_str().unwrap())));
+        }
+    }
+    assert!(queries.len() >= 10, "{} queries", queries.len());
+    for variable in dashboard["templating"]["list"].as_array().unwrap() {
+        if let Some(query) = variable["definition"].as_str() {
+            assert!(query.starts_with("label_values("), "{query}");
+        }
+    }
+
+    let dir = tempfile::tempdir().unwrap();
+    // Short windows so the synthetic machine's findings appear within seconds, not after 30 s.
+    let config = dir.path().join("gpusight.toml");
+    std::fs::write(&config, "[thresholds]\nwindow_s = 3\n").unwrap();
+    let exporter_addr = format!("127.0.0.1:{}", free_port());
+    let exporter = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .args(["export", "--synthetic", "mixed:8", "--interval", "0.5", "--config"])
+        .arg(&config)
+        .env("GPUSIGHT_LISTEN", &exporter_addr)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _exporter = KillOnDrop(exporter);
+    let prometheus_config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &prometheus_config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpusight\n    \
+             static_configs:\n      - targets: ['{exporter_addr}']\n"
+        ),
+    )
+    .unwrap();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
+    let child = Command::new(prometheus)
+        .arg(format!("--config.file={}", prometheus_config.display()))
+        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
+        .arg(format!("--web.listen-address={listen}"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    let _prometheus = KillOnDrop(child);
+
+    let query = |expr: &str| -> Result<usize, String> {
+        let mut response = ureq::get(format!("http://{listen}/api/v1/query"))
+            .query("query", expr)
+            .call()
+            .map_err(|e| format!("{expr}: {e}"))?;
+        let body: serde_json::Value = response.body_mut().read_json().map_err(|e| e.to_string())?;
+        if body["status"] != "success" {
+            return Err(format!("{expr}: {body}"));
+        }
+        Ok(body["data"]["result"].as_array().map_or(0, Vec::len))
+    };
+    poll("every panel's query returns data", Duration::from_secs(120), || {
+        let empty: Vec<String> = queries
+            .iter()
+            .filter(|(_, expr)| query(expr).map_or(true, |n| n == 0))
+            .map(|(title, expr)| format!("{title}: {expr}"))
+            .collect();
+        if empty.is_empty() { Ok(()) } else { Err(format!("no data yet for {empty:#?}")) }
+    });
+}
+
+#[test]
+fn the_systemd_unit_verifies() {
+    let Some(analyze) = find_program("systemd-analyze") else {
+        eprintln!("skipped: systemd-analyze is not installed");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // The unit as installed: the binary where ExecStart says, the man page its Documentation= names.
+    let unit = std::fs::read_to_string(repo("deploy/systemd/gpusight.service")).unwrap();
+    assert!(unit.contains("ExecStart=/usr/local/bin/gpusight export"), "{unit}");
+    assert!(unit.contains("User=gpusight") && unit.contains("NoNewPrivileges=yes"), "{unit}");
+    assert!(unit.contains("Environment=GPUSIGHT_LISTEN=127.0.0.1:9400"), "loopback by default");
+    let unit = unit.replace("/usr/local/bin/gpusight", env!("CARGO_BIN_EXE_gpusight"));
+    let path = dir.path().join("gpusight.service");
+    std::fs::write(&path, unit).unwrap();
+    let man = dir.path().join("man/man1");
+    std::fs::create_dir_all(&man).unwrap();
+    let page = Command::new(env!("CARGO_BIN_EXE_gpusight")).arg("man").output().unwrap();
+    std::fs::write(man.join("gpusight.1"), page.stdout).unwrap();
+    let output =
+        Command::new(analyze).arg("verify").arg(&path).env("MANPATH", dir.path().join("man")).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success() && stderr.trim().is_empty(), "systemd-analyze verify:\n{stderr}");
+}
+
+/// Every document of a multi-document YAML file.
+fn yaml_documents(path: &Path) -> Vec<serde_json::Value> {
+    use serde::Deserialize as _;
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_norway::Deserializer::from_str(&text).map(|doc| serde_json::Value::deserialize(doc).unwrap()).collect()
+}
+
+#[test]
+fn the_kubernetes_manifests_parse_and_agree() {
+    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k}"));
+    let daemonset = kind("DaemonSet");
+    let service = kind("Service");
+    let monitor = kind("ServiceMonitor");
+    assert_eq!(daemonset["apiVersion"], "apps/v1");
+    assert_eq!(monitor["apiVersion"], "monitoring.coreos.com/v1");
+    let pod = &daemonset["spec"]["template"];
+    assert_eq!(pod["spec"]["hostPID"], true);
+    assert_eq!(daemonset["spec"]["selector"]["matchLabels"], pod["metadata"]["labels"]);
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(container["args"][0], "export");
+    let env = container["env"].as_array().unwrap();
+    let listen = env.iter().find(|e| e["name"] == "GPUSIGHT_LISTEN").unwrap()["value"].as_str().unwrap();
+    let listen: std::net::SocketAddr = listen.parse().unwrap();
+    let port = &container["ports"][0];
+    assert_eq!(port["containerPort"], u64::from(listen.port()));
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["port"], port["name"]);
+    // The Service selects the pods, the ServiceMonitor selects the Service and scrapes its named port.
+    let pod_labels = pod["metadata"]["labels"].as_object().unwrap();
+    for (key, value) in service["spec"]["selector"].as_object().unwrap() {
+        assert_eq!(pod_labels.get(key), Some(value), "service selector {key}");
+    }
+    let service_labels = service["metadata"]["labels"].as_object().unwrap();
+    for (key, value) in monitor["spec"]["selector"]["matchLabels"].as_object().unwrap() {
+        assert_eq!(service_labels.get(key), Some(value), "monitor selector {key}");
+    }
+    assert_eq!(monitor["spec"]["endpoints"][0]["port"], service["spec"]["ports"][0]["name"]);
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], port["name"]);
+    // The job label the exporter-down alert expects.
+    let job_label = monitor["spec"]["jobLabel"].as_str().unwrap();
+    assert_eq!(service_labels[job_label], "gpusight");
+    for doc in &docs {
+        assert_eq!(doc["metadata"]["namespace"], "gpusight-system", "{}", doc["kind"]);
+    }
+}
+
+#[test]
+fn the_dockerfile_copies_what_exists_and_runs_the_exporter() {
+    let text = std::fs::read_to_string(repo("deploy/docker/Dockerfile")).unwrap();
+    let ignored = std::fs::read_to_string(repo(".dockerignore")).unwrap();
+    let stages = text.lines().filter(|l| l.starts_with("FROM ")).count();
+    assert_eq!(stages, 2, "multi-stage: a build and a small runtime");
+    for line in text.lines().filter(|l| l.starts_with("COPY ") && !l.contains("--from=")) {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        for source in &words[1..words.len() - 1] {
+            assert!(repo(source).exists(), "{line}: {source} is not in the repository");
+            assert!(!ignored.lines().any(|i| i.trim() == *source), "{source} is in .dockerignore");
+        }
+    }
+    assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"), "NVML from the host through the toolkit");
+    assert!(text.contains(r#"CMD ["export"]"#) && text.contains("GPUSIGHT_LISTEN=0.0.0.0:9400"));
+}
