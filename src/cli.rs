@@ -66,7 +66,8 @@ pub struct ViewArgs {
     /// With --once (or doctor/report): print JSON.
     #[arg(long, global = true)]
     pub json: bool,
-    /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
+    /// On a recording or a synthetic machine: start at SECONDS from its start, with the history up to there
+    /// (--once: that frame; default the last frame, or for --demo the first warning).
     #[arg(long, value_name = "SECONDS")]
     pub at: Option<f64>,
     /// Show only these GPUs (NVML indices).

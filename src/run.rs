@@ -307,6 +307,12 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         own_user: std::env::var("USER").ok(),
         process_inspector: Box::new(HostInspector::default()),
         signal_sender: Box::new(PidfdSender::default()),
+        // `--demo` opens where it gets interesting, with the history up to there; `--at` where asked.
+        start: match (cli.view.at, cli.data.demo) {
+            (Some(seconds), _) => crate::app::PlaybackStart::At(seconds),
+            (None, true) => crate::app::PlaybackStart::FirstWarning,
+            (None, false) => crate::app::PlaybackStart::Beginning,
+        },
     };
     let (feed, sampler) = match data {
         Data::Recording(recording) => {
@@ -318,6 +324,18 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         live_or_synthetic => {
             let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
+            // `--at` on a synthetic machine: the samples up to there go first (its time is virtual).
+            let mut backlog = Vec::new();
+            if let (Data::Synthetic(spec), Some(seconds)) = (&live_or_synthetic, cli.view.at) {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let n = (seconds.max(0.0) * 1000.0 / spec.interval_ms.max(1) as f64) as u64;
+                for _ in 0..n.min(100_000) {
+                    match source.next_snapshot()? {
+                        Some(snapshot) => backlog.push(snapshot),
+                        None => break,
+                    }
+                }
+            }
             let recorder = match &cli.data.record {
                 Some(path) => {
                     let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?;
@@ -327,6 +345,9 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
                 None => None,
             };
             let (tx, rx) = mpsc::channel();
+            for snapshot in backlog {
+                let _ = tx.send(FeedEvent::Snapshot(Box::new(snapshot)));
+            }
             let sink = recording_sink(tx, recorder);
             let sampler = Sampler::spawn(source, interval, sink, true)
                 .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;

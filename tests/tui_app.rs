@@ -185,13 +185,20 @@ fn a_recording_plays_seeks_and_rebuilds() {
 fn mouse_clicks_select_and_sort() {
     let (mut app, _) = app_with("mixed:8", false);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let plan = gpusight::ui::plan(area, &app).expect("fits");
-    gpusight::ui::click(area, &mut app, 5, plan.table.y + 3);
+    let paint = gpusight::ui::Paint::new(app.theme, app.ascii);
+    let plan = gpusight::ui::plan(area, &app, &paint).expect("fits");
+    let hit = gpusight::ui::hit_test(area, &app, 5, plan.table.y + 3);
+    assert_eq!(hit, Some(gpusight::app::Hit::Row(1)), "a click on the second row says so and changes nothing");
+    assert_eq!(app.table.selected, None);
+    app.on_hit(hit.expect("a row"));
     let rows = app.rows();
     assert_eq!(app.selected_index(&rows), Some(1));
     drop(rows);
-    gpusight::ui::click(area, &mut app, 30, plan.table.y + 1);
+    let hit = gpusight::ui::hit_test(area, &app, 30, plan.table.y + 1).expect("a header");
+    app.on_hit(hit);
     assert_ne!(app.table.sort, SortColumn::Gpu, "a header click sorts");
+    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert!(matches!(hit, None | Some(gpusight::app::Hit::Advice)), "{hit:?}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use crate::sample::{MachineInfo, Snapshot, Tick};
 use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
 
 pub mod action;
+pub mod columns;
 pub mod feed;
 pub mod fleet;
 pub mod inspect;
@@ -59,6 +60,8 @@ pub struct AppOptions {
     pub own_user: Option<String>,
     pub process_inspector: Box<dyn ProcessInspector>,
     pub signal_sender: Box<dyn SignalSender>,
+    /// Where a recording starts playing.
+    pub start: PlaybackStart,
 }
 
 impl Default for AppOptions {
@@ -79,6 +82,7 @@ impl Default for AppOptions {
             own_user: std::env::var("USER").ok(),
             process_inspector: Box::new(NoInspector),
             signal_sender: Box::new(PidfdSender::default()),
+            start: PlaybackStart::Beginning,
         }
     }
 }
@@ -87,7 +91,10 @@ impl Default for AppOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Screen {
     Main,
-    Help,
+    /// The keys, scrolled down by `offset` lines.
+    Help {
+        offset: usize,
+    },
     /// One process: history graphs and CUDA libraries.
     Details {
         pid: u32,
@@ -110,6 +117,30 @@ pub enum Screen {
 pub enum Focus {
     Processes,
     Advice,
+}
+
+/// What a mouse click landed on (from `ui::hit_test`); `App::on_hit` decides what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// The `n`-th visible row of the process table.
+    Row(usize),
+    /// The header of the column that sorts by this.
+    Header(SortColumn),
+    /// The advice pane.
+    Advice,
+}
+
+/// Where a recording starts playing.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PlaybackStart {
+    /// At its first sample.
+    #[default]
+    Beginning,
+    /// At this many seconds from its start (`--at`), with the history up to there.
+    At(f64),
+    /// At the first sample where a warning or critical finding is active and a GPU has a process (`--demo`),
+    /// with the history up to there; the start when there is none.
+    FirstWarning,
 }
 
 /// The signal confirmation dialog.
@@ -195,7 +226,8 @@ impl App {
             }
         };
         let theme = if options.no_color { ThemeName::NoColor } else { options.ui.theme };
-        Ok(Self {
+        let start = options.start;
+        let mut app = Self {
             keymap,
             readonly: options.readonly,
             fixed: FixedFilters { gpus: options.only_gpus, user: options.user, pids: options.pids },
@@ -223,7 +255,53 @@ impl App {
             page_rows: 10,
             inspector: options.process_inspector,
             sender: options.signal_sender,
-        })
+        };
+        app.start_playback(start);
+        Ok(app)
+    }
+
+    /// Moves a new recording's player to `start`, feeding the pipeline every sample up to there.
+    fn start_playback(&mut self, start: PlaybackStart) {
+        let Some(playback) = &self.playback else { return };
+        let n = playback.ticks.len();
+        let to = match start {
+            PlaybackStart::Beginning => return,
+            PlaybackStart::At(seconds) => {
+                let first = playback.ticks.first().map_or(0, |t| t.at_ms);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let target = first + (seconds.max(0.0) * 1000.0) as u64;
+                playback.ticks.partition_point(|t| t.at_ms <= target).max(1)
+            }
+            PlaybackStart::FirstWarning => {
+                // Feed samples one by one until a warning holds with a process on screen.
+                let machine = Arc::clone(&playback.machine);
+                let mut shown = 1;
+                while shown < n {
+                    let tick = self.playback.as_ref().map(|p| p.ticks[shown].clone()).unwrap_or_default();
+                    shown += 1;
+                    self.pipeline.ingest_owned(Snapshot { machine: Arc::clone(&machine), tick });
+                    let warned =
+                        self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning);
+                    if warned && !self.pipeline.history.latest().gpu_processes.is_empty() {
+                        break;
+                    }
+                }
+                if shown >= n && !self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning) {
+                    // No warning anywhere: play from the start after all.
+                    self.apply_advance(&player::Advance::Rebuild { to: 1 });
+                    return;
+                }
+                if let Some(playback) = &mut self.playback {
+                    // The pipeline already holds these samples.
+                    let _ = playback.player.skip_to(shown);
+                }
+                return;
+            }
+        };
+        if let Some(playback) = &mut self.playback {
+            let advance = playback.player.skip_to(to);
+            self.apply_advance(&advance);
+        }
     }
 
     /// The pipeline the screen shows: the frozen one while paused live, else the current one.

@@ -122,7 +122,11 @@ pub(crate) fn event_loop<B: Backend>(
             Some(LoopEvent::Input(Event::Mouse(mouse))) => {
                 let area = Rect::new(0, 0, area.width, area.height);
                 match mouse.kind {
-                    MouseEventKind::Down(_) => ui::click(area, app, mouse.column, mouse.row),
+                    MouseEventKind::Down(_) => {
+                        if let Some(hit) = ui::hit_test(area, app, mouse.column, mouse.row) {
+                            app.on_hit(hit);
+                        }
+                    }
                     MouseEventKind::ScrollDown => app.scroll(3),
                     MouseEventKind::ScrollUp => app.scroll(-3),
                     _ => {}

@@ -140,6 +140,8 @@ pub struct TableState {
     pub tagged: BTreeSet<RowKey>,
     /// First row shown (scroll position).
     pub offset: usize,
+    /// Characters of the command column scrolled off to the left (Left/Right outside a recording).
+    pub command_offset: usize,
 }
 
 impl Default for TableState {
@@ -155,6 +157,7 @@ impl Default for TableState {
             selected: None,
             tagged: BTreeSet::new(),
             offset: 0,
+            command_offset: 0,
         }
     }
 }
