@@ -279,3 +279,87 @@ fn environment_scrolling_stops_at_the_end() {
     app.update(Action::Last);
     assert_eq!(offset(&app), 2);
 }
+
+#[test]
+fn enter_on_a_finding_selects_its_process_so_t_acts_on_it() {
+    let (mut app, sent) = app_with("mixed:8", false);
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
+    let _ = source.next_snapshot();
+    for _ in 0..90 {
+        app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
+    }
+    let (index, pid, gpu) = app
+        .findings()
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| f.pid.map(|p| (i, p, f.gpu_index)))
+        .expect("a finding about a process");
+    app.update(Action::FocusNext);
+    for _ in 0..index {
+        app.update(Action::Down);
+    }
+    // Without a selection T says what to do; after Enter on the finding it opens the dialog for its process.
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let rows = app.rows();
+    let row = &rows[app.selected_index(&rows).expect("a row selected")];
+    assert_eq!((row.pid, row.key.gpu_index), (Some(pid), gpu));
+    drop(rows);
+    assert!(app.status.as_deref().is_some_and(|s| s.contains(&format!("PID {pid} selected"))), "{:?}", app.status);
+    app.on_key(key('T'));
+    let dialog = app.dialog.as_ref().expect("the dialog for the finding's process");
+    assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), vec![pid]);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(sent.lock().expect("lock").as_slice(), &[(pid, SignalKind::Term)]);
+    // x still explains.
+    app.update(Action::FocusNext);
+    app.update(Action::Explain);
+    assert!(matches!(app.screen, Screen::Explain { .. }), "{:?}", app.screen);
+}
+
+#[test]
+fn help_scrolls_and_any_other_key_leaves() {
+    let (mut app, _) = app_with("compute", false);
+    app.update(Action::Help);
+    app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    assert_eq!(app.screen, Screen::Help { offset: 2 });
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    assert_eq!(app.screen, Screen::Help { offset: 1 });
+    app.on_key(key('x'));
+    assert_eq!(app.screen, Screen::Main);
+}
+
+#[test]
+fn left_and_right_scroll_the_command_outside_a_recording() {
+    let (mut app, _) = app_with("mixed:8", false);
+    app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    assert_eq!(app.table.command_offset, 16);
+    app.on_key(KeyEvent::new(KeyCode::Left, KeyModifiers::NONE));
+    assert_eq!(app.table.command_offset, 8);
+    for _ in 0..50 {
+        app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    }
+    let longest = app.rows().iter().map(|r| r.command().chars().count()).max().expect("rows");
+    assert!(app.table.command_offset < longest, "stops while some of the longest command shows");
+}
+
+#[test]
+fn a_recording_starts_where_asked() {
+    let recording = gpusight::source::replay::Recording::demo().expect("demo");
+    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let at = AppOptions { start: gpusight::app::PlaybackStart::At(100.0), ..AppOptions::default() };
+    let app = App::new(at, &feed).expect("app");
+    let (position, _) = app.playback.as_ref().expect("playback").player.position();
+    assert!((99..=101).contains(&position.as_secs()), "{position:?}");
+    assert!(app.view().history.n_ticks() > 50, "the history up to there");
+    let first = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..AppOptions::default() };
+    let app = App::new(first, &feed).expect("app");
+    assert!(app.findings().iter().any(|f| f.severity >= gpusight::advice::Severity::Warning));
+    assert!(!app.tick().gpu_processes.is_empty());
+    // Playing on from there ingests the next samples, not the ones already in.
+    let before = app.view().history.n_ticks();
+    let mut app = app;
+    app.advance_playback(Duration::from_secs(5));
+    assert!(app.view().history.n_ticks() > before);
+}

@@ -221,11 +221,12 @@ fn advice_pane_shows_findings() {
     assert!(lines.iter().any(|l| l.contains("CRIT") && l.contains("GPU 1") && l.contains("PID 3001")));
     assert!(lines.iter().any(|l| l.contains("→ Raise DataLoader")), "the remedy has its own line");
     assert!(lines.iter().any(|l| l.contains("why SM util 4 %")), "{lines:?}");
-    // At 80x5: no room for the evidence, so each finding keeps its title and its remedy, whole.
-    let lines = render(80, 5);
+    // At 80x6: no room for the evidence, so each finding keeps its title and its remedy, whole.
+    let lines = render(80, 6);
     insta::assert_snapshot!("advice_pane_80", lines.join("\n"));
     assert!(lines[1].contains("CRIT") && lines[1].contains("Input pipeline starves GPU 1"), "{lines:?}");
-    assert!(lines[2].contains("→ Raise") && lines[4].contains("→ Check the power limit"), "{lines:?}");
+    assert!(lines[2].contains("→ Raise") && lines[5].contains("→ Check the power limit"), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("why")), "{lines:?}");
     assert!(lines.iter().all(|l| !l.contains('…')), "{lines:?}");
 }
 

@@ -63,7 +63,7 @@ actions! {
     SignalTerm => "signal-term", Normal, "Send SIGTERM to the selected or tagged processes (asks first)";
     SignalKill => "signal-kill", Normal, "Send SIGKILL to the selected or tagged processes (asks first)";
     SignalInt => "signal-int", Normal, "Send SIGINT to the selected or tagged processes (asks first)";
-    Details => "details", Normal, "Open the selected process: history graphs and CUDA libraries";
+    Details => "details", Normal, "Open the selected process (graphs, CUDA libraries); on a finding: select its process";
     Environment => "environment", Normal, "Show the selected process's environment (own processes only)";
     Tree => "tree", Normal, "Toggle the tree view (launchers, GPU processes, DataLoader workers)";
     SortPrev => "sort-prev", Normal, "Sort by the previous column";
@@ -80,8 +80,8 @@ actions! {
     ModeAuto => "mode-auto", Normal, "Layout: choose by terminal size";
     ModeFull => "mode-full", Normal, "Layout: full GPU panels";
     ModeCompact => "mode-compact", Normal, "Layout: one line per GPU";
-    SeekBack => "seek-back", Normal, "Recording: back 10 s";
-    SeekForward => "seek-forward", Normal, "Recording: forward 10 s";
+    SeekBack => "seek-back", Normal, "Scroll the command column left (a recording: back 10 s)";
+    SeekForward => "seek-forward", Normal, "Scroll the command column right (a recording: forward 10 s)";
     SeekBackLong => "seek-back-long", Normal, "Recording: back 1 min";
     SeekForwardLong => "seek-forward-long", Normal, "Recording: forward 1 min";
     JumpStart => "jump-start", Normal, "Recording: jump to the start";

@@ -76,7 +76,7 @@ pub const COLUMNS: &[Column] = &[
     column("CPID", 6, Align::Right, None, 9, |row, _| {
         row.host.and_then(HostProcess::container_pid).map_or_else(|| "-".to_owned(), |p| p.to_string())
     }),
-    column("USER", 8, Align::Left, Some(SortColumn::User), 4, |row, _| {
+    column("USER", 8, Align::Left, Some(SortColumn::User), 3, |row, _| {
         row.user().map_or_else(|| format::NA.to_owned(), ToOwned::to_owned)
     }),
     column("T", 1, Align::Left, None, 7, |row, _| {
@@ -84,7 +84,7 @@ pub const COLUMNS: &[Column] = &[
     }),
     column("GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| format::bytes(row.gpu_mem_bytes())),
     column("%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| format::pct(row.sm_pct())),
-    column("%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 3, |row, _| format::pct(row.gmbw_pct())),
+    column("%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| format::pct(row.gmbw_pct())),
     column("%CPU", 5, Align::Right, Some(SortColumn::Cpu), 2, |row, _| {
         row.host.and_then(|h| h.cpu_pct).map_or_else(|| format::NA.to_owned(), |c| format!("{c:.0}"))
     }),
@@ -94,14 +94,14 @@ pub const COLUMNS: &[Column] = &[
     column("S", 1, Align::Left, None, 8, |row, _| {
         row.host.and_then(|h| h.state).map_or_else(|| "?".to_owned(), |s| s.to_string())
     }),
-    column("TIME", 9, Align::Right, Some(SortColumn::Time), 5, |row, ctx| {
+    column("TIME", 9, Align::Right, Some(SortColumn::Time), 4, |row, ctx| {
         format::elapsed_ms(row.elapsed_ms(ctx.now_ms))
     }),
     column("COMMAND", 0, Align::Left, Some(SortColumn::Command), 0, command),
 ];
 
 /// The narrowest the command column gets before another column is dropped.
-const MIN_COMMAND: u16 = 16;
+const MIN_COMMAND: u16 = 24;
 
 /// The columns shown in `width` cells (after the two-cell row marker): the most that leave the command at least
 /// [`MIN_COMMAND`] cells, dropping by [`Column::drop_order`].
