@@ -311,7 +311,7 @@ impl App {
             (Some((index, key)), Some(pid), _) => {
                 self.focus = Focus::Processes;
                 self.select(index, key);
-                self.status = Some(format!("PID {pid} selected (from \"{title}\"): T/K/I signal it, Enter opens it"));
+                self.status = Some(format!("PID {pid} selected: T/K/I signal it, Enter opens it ({title})"));
             }
             (None, Some(pid), _) => {
                 self.status = Some(format!("PID {pid} of this finding is no longer listed"));

@@ -237,10 +237,10 @@ fn render_help(area: Rect, buf: &mut Buffer, offset: usize, app: &App, paint: &P
     let visible = usize::from(area.height.saturating_sub(1));
     let offset = offset.min(body.len().saturating_sub(visible));
     let more = body.len().saturating_sub(offset + visible);
-    let hint = if offset > 0 || more > 0 {
-        format!("(Up/Down scroll, {more} more below; other keys return) ")
-    } else {
-        "(any key returns) ".to_owned()
+    let hint = match (offset > 0 || more > 0, area.width >= 70) {
+        (true, true) => format!("(Up/Down scroll, {more} more below; other keys return) "),
+        (true, false) => format!("({more} more, Up/Down) "),
+        (false, _) => "(any key returns) ".to_owned(),
     };
     let mut lines = vec![paint.title_line("Keys", vec![Span::styled(hint, theme.dim)], area.width)];
     lines.extend(body.into_iter().skip(offset).take(visible));
