@@ -6,6 +6,24 @@ use super::table::{ProcessRow, SortColumn};
 use crate::sample::HostProcess;
 use crate::ui::format;
 
+/// Which column: for views that show a subset (the fleet view has no host readings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnId {
+    Gpu,
+    Pid,
+    ContainerPid,
+    User,
+    Kind,
+    GpuMem,
+    Sm,
+    Gmbw,
+    Cpu,
+    HostMem,
+    State,
+    Time,
+    Command,
+}
+
 /// How a column's text sits in its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Align {
@@ -25,6 +43,7 @@ pub struct CellContext {
 /// One column of the process table.
 #[derive(Debug, Clone, Copy)]
 pub struct Column {
+    pub id: ColumnId,
     pub title: &'static str,
     /// Cells wide; 0 for the last column, which takes the rest.
     pub width: u16,
@@ -59,6 +78,7 @@ fn command(row: &ProcessRow<'_>, _: &CellContext) -> String {
 }
 
 const fn column(
+    id: ColumnId,
     title: &'static str,
     width: u16,
     align: Align,
@@ -66,38 +86,38 @@ const fn column(
     drop_order: u8,
     cell: fn(&ProcessRow<'_>, &CellContext) -> String,
 ) -> Column {
-    Column { title, width, align, sort, drop_order, cell }
+    Column { id, title, width, align, sort, drop_order, cell }
 }
 
 /// Every column, left to right.
 pub const COLUMNS: &[Column] = &[
-    column("GPU", 4, Align::Left, Some(SortColumn::Gpu), 0, gpu),
-    column("PID", 7, Align::Right, Some(SortColumn::Pid), 0, |row, _| format::num(row.pid, "")),
-    column("CPID", 6, Align::Right, None, 9, |row, _| {
+    column(ColumnId::Gpu, "GPU", 4, Align::Left, Some(SortColumn::Gpu), 0, gpu),
+    column(ColumnId::Pid, "PID", 7, Align::Right, Some(SortColumn::Pid), 0, |row, _| format::num(row.pid, "")),
+    column(ColumnId::ContainerPid, "CPID", 6, Align::Right, None, 9, |row, _| {
         row.host.and_then(HostProcess::container_pid).map_or_else(|| "-".to_owned(), |p| p.to_string())
     }),
-    column("USER", 8, Align::Left, Some(SortColumn::User), 3, |row, _| {
+    column(ColumnId::User, "USER", 8, Align::Left, Some(SortColumn::User), 3, |row, _| {
         row.user().map_or_else(|| format::NA.to_owned(), ToOwned::to_owned)
     }),
-    column("T", 1, Align::Left, None, 7, |row, _| {
+    column(ColumnId::Kind, "T", 1, Align::Left, None, 7, |row, _| {
         row.gpus.first().map_or("-".to_owned(), |g| g.kind.letter().to_string())
     }),
-    column("GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| format::bytes(row.gpu_mem_bytes())),
-    column("%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| format::pct(row.sm_pct())),
-    column("%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| format::pct(row.gmbw_pct())),
-    column("%CPU", 5, Align::Right, Some(SortColumn::Cpu), 2, |row, _| {
+    column(ColumnId::GpuMem, "GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| format::bytes(row.gpu_mem_bytes())),
+    column(ColumnId::Sm, "%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| format::pct(row.sm_pct())),
+    column(ColumnId::Gmbw, "%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| format::pct(row.gmbw_pct())),
+    column(ColumnId::Cpu, "%CPU", 5, Align::Right, Some(SortColumn::Cpu), 2, |row, _| {
         row.host.and_then(|h| h.cpu_pct).map_or_else(|| format::NA.to_owned(), |c| format!("{c:.0}"))
     }),
-    column("HOST-MEM", 9, Align::Right, Some(SortColumn::HostMem), 6, |row, _| {
+    column(ColumnId::HostMem, "HOST-MEM", 9, Align::Right, Some(SortColumn::HostMem), 6, |row, _| {
         format::bytes(row.host.and_then(|h| h.rss_bytes))
     }),
-    column("S", 1, Align::Left, None, 8, |row, _| {
+    column(ColumnId::State, "S", 1, Align::Left, None, 8, |row, _| {
         row.host.and_then(|h| h.state).map_or_else(|| "?".to_owned(), |s| s.to_string())
     }),
-    column("TIME", 9, Align::Right, Some(SortColumn::Time), 4, |row, ctx| {
+    column(ColumnId::Time, "TIME", 9, Align::Right, Some(SortColumn::Time), 4, |row, ctx| {
         format::elapsed_ms(row.elapsed_ms(ctx.now_ms))
     }),
-    column("COMMAND", 0, Align::Left, Some(SortColumn::Command), 0, command),
+    column(ColumnId::Command, "COMMAND", 0, Align::Left, Some(SortColumn::Command), 0, command),
 ];
 
 /// The narrowest the command column gets before another column is dropped.
@@ -117,6 +137,40 @@ pub fn fit(width: u16) -> Vec<&'static Column> {
             _ => return shown,
         }
     }
+}
+
+/// The columns with these ids, in the table's order.
+#[must_use]
+pub fn only(ids: &[ColumnId]) -> Vec<&'static Column> {
+    COLUMNS.iter().filter(|c| ids.contains(&c.id)).collect()
+}
+
+/// One row as text: each column padded (or cut with `…`, `~` in ASCII) to its width, the last one to
+/// `last_width` characters, separated by a space; trailing spaces trimmed.
+#[must_use]
+pub fn row_text(row: &ProcessRow<'_>, columns: &[&Column], ctx: &CellContext, last_width: usize, ascii: bool) -> String {
+    let texts: Vec<String> = columns.iter().map(|c| (c.cell)(row, ctx)).collect();
+    line(columns, &texts, last_width, ascii)
+}
+
+/// The titles as a header line, laid out like [`row_text`].
+#[must_use]
+pub fn header_text(columns: &[&Column], last_width: usize, ascii: bool) -> String {
+    let titles: Vec<String> = columns.iter().map(|c| c.title.to_owned()).collect();
+    line(columns, &titles, last_width, ascii)
+}
+
+fn line(columns: &[&Column], texts: &[String], last_width: usize, ascii: bool) -> String {
+    let mut out = String::new();
+    for (c, text) in columns.iter().zip(texts) {
+        let width = if c.width == 0 { last_width } else { usize::from(c.width) };
+        let text = format::truncate(text, width, ascii);
+        match c.align {
+            Align::Right => out.push_str(&format!("{text:>width$} ")),
+            Align::Left => out.push_str(&format!("{text:<width$} ")),
+        }
+    }
+    out.trim_end().to_owned()
 }
 
 /// The title of the column that sorts by `sort`.
