@@ -419,3 +419,37 @@ impl Widget for GpuArea<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn lines_per_gpu_and_a_note_for_those_that_do_not_fit() {
+        let app = app("mixed:8", 10);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let area = |style| GpuArea { app: &app, paint: &paint, style };
+        let all = render(area(GpuStyle::Lines { per_gpu: 1, titled: true }), 80, 9);
+        assert!(all[0].starts_with(" GPUs (8 GPUs"), "{all:?}");
+        assert!(all[1].starts_with(" 0 UTL") && all[8].starts_with(" 7 UTL"), "{all:?}");
+        let short = render(area(GpuStyle::Lines { per_gpu: 1, titled: false }), 40, 5);
+        assert!(short[0].starts_with(" 0 UTL") && short[3].starts_with(" 3 UTL"), "{short:?}");
+        assert_eq!(short[4], "  +4 more GPUs", "{short:?}");
+        // Below 70 columns no bars, so the numbers fit 40 columns.
+        assert!(short[0].contains('%') && short[0].contains('W') && !short[0].contains('░'), "{short:?}");
+        let two = render(area(GpuStyle::Lines { per_gpu: 2, titled: true }), 120, 17);
+        assert!(two[2].contains("MHz") && two[2].contains("PCIe"), "{two:?}");
+    }
+
+    #[test]
+    fn a_full_panel_has_a_border_readings_and_graphs() {
+        let app = app("compute", 30);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let panel = render(GpuArea { app: &app, paint: &paint, style: GpuStyle::Full { columns: 1, height: 9 } }, 140, 9);
+        assert!(panel[0].starts_with("╭ GPU 0 │ NVIDIA H200"), "{panel:?}");
+        assert!(panel[8].starts_with("╰"), "{panel:?}");
+        assert!(panel[1].contains("UTL") && panel[1].contains("UTIL 2 min max"), "{panel:?}");
+    }
+}

@@ -149,3 +149,27 @@ impl Widget for Banner<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn the_header_leaves_out_the_least_useful_parts_first() {
+        let app = app("mixed:8", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let wide = render(Header { app: &app, paint: &paint, host_folded: false }, 200, 1);
+        for part in ["gpusight", "Driver 580", "CUDA 13.0", "UTC", "SYNTHETIC synthetic mixed"] {
+            assert!(wide[0].contains(part), "{part}: {wide:?}");
+        }
+        let narrow = render(Header { app: &app, paint: &paint, host_folded: false }, 60, 1);
+        assert!(narrow[0].contains("gpusight") && narrow[0].contains("SYNTHETIC"), "{narrow:?}");
+        assert!(!narrow[0].contains("UTC"), "the time goes before the program's name: {narrow:?}");
+        // Folded into a 40-column header, the host's CPU and memory come along with the badge.
+        let folded = render(Header { app: &app, paint: &paint, host_folded: true }, 40, 1);
+        assert!(folded[0].contains("SYNTHETIC") && folded[0].contains("CPU") && folded[0].contains("MEM"), "{folded:?}");
+        assert!(folded[0].chars().count() <= 40);
+    }
+}

@@ -149,3 +149,24 @@ fn render_full(
     }
     fill(area, buf, lines, theme.base);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn one_line_or_a_panel_with_graphs() {
+        let app = app("input-bound", 30);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let line = render(HostPanel { app: &app, paint: &paint, full: false }, 120, 1);
+        for part in ["CPU", "io", "MEM", "SWP", "LOAD", "PSI"] {
+            assert!(line[0].contains(part), "{part}: {line:?}");
+        }
+        let panel = render(HostPanel { app: &app, paint: &paint, full: true }, 120, 5);
+        assert!(panel[0].starts_with(" Host (graphs: last 2 min)"), "{panel:?}");
+        assert!(panel[2].contains("CPU") && panel[2].contains("IOWAIT") && panel[2].contains("MEM"), "{panel:?}");
+        assert!(panel[2..].iter().any(|l| l.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c))), "braille graphs");
+    }
+}

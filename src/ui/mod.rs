@@ -179,3 +179,39 @@ pub fn render_findings(findings: &[crate::advice::Finding], area: Rect, buf: &mu
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
     AdvicePane { findings: &refs, selected: 0, focused: false, style: AdviceStyle::Pane, paint }.render(area, buf);
 }
+
+/// Helpers for the widgets' buffer tests: an app on a synthetic machine and a widget drawn into a buffer.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+
+    use crate::app::{App, AppOptions, Feed, FeedEvent};
+    use crate::source::Source;
+    use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+    /// An app fed `n_ticks` ticks of a synthetic scenario.
+    pub fn app(spec: &str, n_ticks: u64) -> App {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+        let first = source.next_snapshot().expect("tick").expect("some");
+        let (_tx, rx) = std::sync::mpsc::channel();
+        let options = AppOptions { own_uid: 1001, history_capacity: 600, ..AppOptions::default() };
+        let mut app = App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app");
+        for _ in 1..n_ticks {
+            let snapshot = source.next_snapshot().expect("tick").expect("some");
+            app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
+        }
+        app
+    }
+
+    /// `widget` drawn into a `width` x `height` buffer, as lines with trailing spaces trimmed.
+    pub fn render(widget: impl Widget, width: u16, height: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        widget.render(area, &mut buf);
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+            .collect()
+    }
+}

@@ -188,3 +188,41 @@ impl Widget for ProcessTable<'_> {
         fill(area, buf, lines, theme.base);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::SortColumn;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn narrow_tables_keep_the_essential_columns_and_the_command_scrolls() {
+        let mut app = app("mixed:8", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let narrow = render(ProcessTable { app: &app, paint: &paint }, 40, 5);
+        assert!(narrow[0].starts_with(" Processes (6) sort GPU"), "{narrow:?}");
+        assert_eq!(narrow[1].split_whitespace().collect::<Vec<_>>(), ["GPU▲", "PID", "GPU-MEM", "%SM", "COMMAND"]);
+        assert!(narrow[2].contains("2001") && narrow[2].contains("python"), "{narrow:?}");
+        let wide = render(ProcessTable { app: &app, paint: &paint }, 160, 5);
+        assert!(wide[1].contains("CPID") && wide[1].contains("HOST-MEM") && wide[1].contains("TIME"), "{wide:?}");
+        app.table.command_offset = 7;
+        let scrolled = render(ProcessTable { app: &app, paint: &paint }, 160, 5);
+        assert!(scrolled[0].contains("command +7"), "{scrolled:?}");
+        assert!(scrolled[2].ends_with("train.py --model llama-8b --batch-size 16 --bf16"), "{scrolled:?}");
+        assert!(!scrolled[2].contains("python train.py"), "{scrolled:?}");
+    }
+
+    #[test]
+    fn hit_says_what_a_click_landed_on() {
+        let app = app("mixed:8", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let table = ProcessTable { app: &app, paint: &paint };
+        let area = Rect::new(0, 10, 120, 8);
+        assert_eq!(table.hit(area, 5, 10), None, "the title line");
+        assert_eq!(table.hit(area, 3, 11), Some(Hit::Header(SortColumn::Gpu)));
+        assert_eq!(table.hit(area, 10, 11), Some(Hit::Header(SortColumn::Pid)));
+        assert_eq!(table.hit(area, 100, 11), Some(Hit::Header(SortColumn::Command)));
+        assert_eq!(table.hit(area, 30, 14), Some(Hit::Row(2)));
+    }
+}
