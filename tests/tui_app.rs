@@ -363,3 +363,20 @@ fn a_recording_starts_where_asked() {
     app.advance_playback(Duration::from_secs(5));
     assert!(app.view().history.n_ticks() > before);
 }
+
+#[test]
+fn o_chords_sort_as_in_nvitop_and_r_redraws() {
+    let (mut app, _) = app_with("mixed:8", false);
+    app.on_key(key('o'));
+    assert!(app.status.as_deref().is_some_and(|s| s.starts_with("sort by:")), "{:?}", app.status);
+    app.on_key(key('g'));
+    assert_eq!((app.table.sort, app.table.inverted), (SortColumn::GpuMem, false));
+    app.on_key(key('o'));
+    app.on_key(key('P'));
+    assert_eq!((app.table.sort, app.table.inverted), (SortColumn::Pid, true));
+    // Without the chord, g keeps its own meaning.
+    app.on_key(key('g'));
+    assert_eq!(app.table.only_gpu, Some(0));
+    assert_eq!(app.on_key(key('r')), Effect::Redraw);
+    assert_eq!(app.on_key(KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE)), Effect::Redraw);
+}

@@ -69,6 +69,7 @@ actions! {
     SortPrev => "sort-prev", Normal, "Sort by the previous column";
     SortNext => "sort-next", Normal, "Sort by the next column";
     SortInvert => "sort-invert", Normal, "Invert the sort order";
+    SortBy => "sort-by", Normal, "Sort by: then n GPU, p PID, u USER, g GPU-MEM, s %SM, b %GMBW, c %CPU, m HOST-MEM, t TIME (upper case reverses)";
     Filter => "filter", Normal, "Filter processes by text (Enter keeps, Esc clears)";
     CycleGpu => "cycle-gpu", Normal, "Show only the processes of one GPU (cycles through the GPUs)";
     CycleUser => "cycle-user", Normal, "Show only the processes of one user (you first, then the others)";
@@ -89,6 +90,7 @@ actions! {
     Slower => "slower", Normal, "Recording: halve the playback speed (down to 0.25x)";
     Faster => "faster", Normal, "Recording: double the playback speed (up to 16x)";
     Suspend => "suspend", Normal, "Suspend to the shell (fg resumes)";
+    Refresh => "refresh", Normal, "Redraw the whole screen";
     DialogConfirm => "dialog-confirm", Dialog, "Dialog: send the highlighted signal";
     DialogCancel => "dialog-cancel", Dialog, "Dialog: cancel";
     DialogLeft => "dialog-left", Dialog, "Dialog: highlight the previous button";

@@ -166,6 +166,8 @@ pub enum Effect {
     None,
     Quit,
     Suspend,
+    /// Clear the terminal and draw everything again (`r`, F5).
+    Redraw,
 }
 
 /// The monitor's state. `ui::draw` reads it; only `update` and the feed methods change it.
@@ -201,6 +203,8 @@ pub struct App {
     pub advice_selected: usize,
     /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
     pub page_rows: usize,
+    /// `o` was pressed: the next key picks the sort column.
+    pub sort_chord: bool,
     inspector: Box<dyn ProcessInspector>,
     sender: Box<dyn SignalSender>,
 }
@@ -253,6 +257,7 @@ impl App {
             focus: Focus::Processes,
             advice_selected: 0,
             page_rows: 10,
+            sort_chord: false,
             inspector: options.process_inspector,
             sender: options.signal_sender,
         };

@@ -138,6 +138,7 @@ pub(crate) fn event_loop<B: Backend>(
         match effect {
             Effect::None => {}
             Effect::Quit => return Ok(0),
+            Effect::Redraw => terminal.clear().map_err(backend_error)?,
             Effect::Suspend => {
                 suspend(terminal)?;
                 last_frame = Instant::now();

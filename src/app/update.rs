@@ -39,6 +39,12 @@ impl App {
             self.table.offset = 0;
             return Effect::None;
         }
+        if std::mem::take(&mut self.sort_chord)
+            && let KeyCode::Char(c) = key.code
+        {
+            self.sort_by_letter(c);
+            return Effect::None;
+        }
         let binding = KeyBinding::from_event(&key);
         if let Screen::Help { offset } = &mut self.screen {
             // Up/Down/PageUp/PageDown/Home/End scroll; any other key leaves, as in nvitop; Ctrl-C still quits.
@@ -103,6 +109,14 @@ impl App {
                 self.table.sort = columns[next % columns.len()];
                 self.table.inverted = false;
             }
+            Action::SortBy => {
+                self.sort_chord = true;
+                self.status = Some(
+                    "sort by: n GPU  p PID  u USER  g GPU-MEM  s %SM  b %GMBW  c %CPU  m HOST-MEM  t TIME (upper case reverses)"
+                        .to_owned(),
+                );
+            }
+            Action::Refresh => return Effect::Redraw,
             Action::SortInvert => self.table.inverted = !self.table.inverted,
             Action::Filter => {
                 self.table.editing_filter = true;
@@ -342,6 +356,28 @@ impl App {
             return Err("a synthetic process: it does not run on this machine, so there are no memory maps".to_owned());
         }
         libraries
+    }
+
+    /// The second key of an `o` chord, as in nvitop: a letter picks the column, upper case reverses it.
+    fn sort_by_letter(&mut self, letter: char) {
+        let column = match letter.to_ascii_lowercase() {
+            'n' => SortColumn::Gpu,
+            'p' => SortColumn::Pid,
+            'u' => SortColumn::User,
+            'g' => SortColumn::GpuMem,
+            's' => SortColumn::Sm,
+            'b' => SortColumn::Gmbw,
+            'c' => SortColumn::Cpu,
+            'm' => SortColumn::HostMem,
+            't' => SortColumn::Time,
+            _ => {
+                self.status = Some(format!("no sort for '{letter}' (o then n p u g s b c m t)"));
+                return;
+            }
+        };
+        self.table.sort = column;
+        self.table.inverted = letter.is_ascii_uppercase();
+        self.status = Some(format!("sorted by {}", super::columns::title_of(column)));
     }
 
     /// Scrolls the command column by `delta` characters (Left/Right outside a recording).

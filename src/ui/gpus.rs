@@ -143,6 +143,26 @@ impl Gpu<'_> {
         ]
     }
 
+    /// Fan, encoder/decoder, persistence mode and ECC, as far as the GPU reports them (nvitop's extra fields).
+    fn device_extras(&self) -> Option<String> {
+        let t = self.tick;
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(fan) = t.and_then(|t| t.fan_pct) {
+            parts.push(format!("FAN {fan}%"));
+        }
+        if let (Some(enc), Some(dec)) = (t.and_then(|t| t.enc_util_pct), t.and_then(|t| t.dec_util_pct)) {
+            parts.push(format!("ENC {enc}% DEC {dec}%"));
+        }
+        if let Some(persistence) = self.info.persistence_mode {
+            parts.push(format!("PERS {}", on(persistence)));
+        }
+        if let Some(ecc) = self.info.ecc_enabled {
+            parts.push(format!("ECC {}", on(ecc)));
+        }
+        (!parts.is_empty()).then(|| parts.join("  "))
+    }
+
     fn gpm(&self) -> Option<String> {
         let gpm = self.tick?.gpm?;
         Some(format!(
@@ -350,6 +370,12 @@ impl Gpu<'_> {
                     && width >= 100
                 {
                     second.push(Span::styled(format!("  NUMA {node}"), paint.theme.dim));
+                }
+                if let Some(extras) = self.device_extras() {
+                    let used: usize = second.iter().map(Span::width).sum();
+                    if used + 2 + extras.chars().count() <= usize::from(width) {
+                        second.push(Span::styled(format!("  {extras}"), paint.theme.dim));
+                    }
                 }
                 lines.push(Line::from(second));
                 lines.push(Line::from(self.gpm_and_throttle(paint)));

@@ -123,6 +123,13 @@ impl Gpu<'_> {
             spans.extend(badges);
             Line::from(spans)
         });
+        // Fan, encoder/decoder, persistence and ECC on the first of the lower lines with room for them.
+        if let Some(extras) = self.device_extras() {
+            let room = |line: &Line<'_>| line.width() + 2 + extras.chars().count() <= usize::from(TEXT_W);
+            if let Some(line) = lines.iter_mut().skip(2).find(|l| room(l)) {
+                line.spans.push(Span::styled(format!("  {extras}"), paint.theme.dim));
+            }
+        }
         lines
     }
 }
