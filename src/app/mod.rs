@@ -179,6 +179,8 @@ pub struct App {
     pub theme: ThemeName,
     pub ascii: bool,
     pub mouse: bool,
+    /// Where the load colours change.
+    pub load_colors: crate::ui::config::LoadColors,
     pub interval: Duration,
     pub own_uid: u32,
     pub own_user: Option<String>,
@@ -238,6 +240,7 @@ impl App {
             theme,
             ascii: options.ascii,
             mouse: options.ui.mouse,
+            load_colors: options.ui.load_colors,
             interval: options.interval,
             own_uid: options.own_uid,
             own_user: options.own_user,

@@ -76,7 +76,7 @@ impl Gpu<'_> {
             Span::styled("PWR ", paint.theme.label),
             Span::styled(
                 format!("{}/{}W", format::watts(power), format::watts(limit)),
-                paint.theme.level(Level::of(share, 10.0, 75.0)),
+                paint.load_style(share),
             ),
         ];
         if let (Some(limit), Some(default)) = (limit, self.info.power_limit_default_mw)
@@ -225,7 +225,7 @@ impl Gpu<'_> {
             let mut spans = vec![
                 index,
                 Span::styled("UTL ", paint.theme.label),
-                Span::styled(format!("{:>4} ", format::pct(util)), paint.theme.level(Level::of(util, 10.0, 75.0))),
+                Span::styled(format!("{:>4} ", format::pct(util)), paint.load_style(util)),
                 Span::styled("MEM ", paint.theme.label),
                 Span::styled(
                     format!(
@@ -233,7 +233,7 @@ impl Gpu<'_> {
                         format::gib(t.and_then(|t| t.mem_used_bytes)).trim_end_matches(".0"),
                         format::gib(self.info.mem_total_bytes).trim_end_matches(".0")
                     ),
-                    paint.theme.level(Level::of(mem, 10.0, 80.0)),
+                    paint.memory_style(mem),
                 ),
                 Span::raw(format!("{}W ", format::watts(t.and_then(|t| t.power_mw)))),
             ];
@@ -250,10 +250,10 @@ impl Gpu<'_> {
             index,
             name,
             Span::styled("UTL ", paint.theme.label),
-            Span::styled(paint.bar(util, bw), paint.theme.level(Level::of(util, 10.0, 75.0))),
+            Span::styled(paint.bar(util, bw), paint.load_style(util)),
             Span::raw(format!(" {:>4} ", format::pct(util))),
             Span::styled("MEM ", paint.theme.label),
-            Span::styled(paint.bar(mem, bw), paint.theme.level(Level::of(mem, 10.0, 80.0))),
+            Span::styled(paint.bar(mem, bw), paint.memory_style(mem)),
             Span::raw(format!(
                 " {:>5}/{}G ",
                 format::gib(t.and_then(|t| t.mem_used_bytes)),

@@ -7,7 +7,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::paint::{Paint, fill};
-use super::theme::Level;
 use super::{format, graph};
 use crate::app::App;
 
@@ -30,9 +29,9 @@ pub(super) fn brief<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
     let mem = mem_pct(app);
     vec![
         Span::styled("CPU ", theme.label),
-        Span::styled(format::pct(busy), theme.level(Level::of(busy, 10.0, 75.0))),
+        Span::styled(format::pct(busy), paint.load_style(busy)),
         Span::styled(" MEM ", theme.label),
-        Span::styled(format::pct(mem), theme.level(Level::of(mem, 10.0, 80.0))),
+        Span::styled(format::pct(mem), paint.memory_style(mem)),
     ]
 }
 
@@ -49,14 +48,14 @@ fn readings<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
     let mem_pct = mem_pct(app);
     vec![
         Span::styled("CPU ", theme.label),
-        Span::styled(format::pct(busy), theme.level(Level::of(busy, 10.0, 75.0))),
+        Span::styled(format::pct(busy), paint.load_style(busy)),
         Span::raw(format!(" io {}", format::pct(cpu.map(|c| c.iowait_pct)))),
         Span::raw(format!(" st {}", format::pct(cpu.map(|c| c.steal_pct)))),
         sep.clone(),
         Span::styled("MEM ", theme.label),
         Span::styled(
             format!("{}/{}G", format::gib(used).trim_end_matches(".0"), format::gib(total).trim_end_matches(".0")),
-            theme.level(Level::of(mem_pct, 10.0, 80.0)),
+            paint.memory_style(mem_pct),
         ),
         sep.clone(),
         Span::styled("SWP ", theme.label),

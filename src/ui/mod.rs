@@ -70,7 +70,7 @@ pub fn table_rows(area: Rect, app: &App) -> usize {
         // The header, the screen's title and the footer take three rows.
         return usize::from(area.height.saturating_sub(3)).max(1);
     }
-    let paint = Paint::new(app.theme, app.ascii);
+    let paint = Paint::for_app(app);
     plan(area, app, &paint).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
 }
 
@@ -80,7 +80,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     if app.screen != Screen::Main || app.dialog.is_some() {
         return None;
     }
-    let paint = Paint::new(app.theme, app.ascii);
+    let paint = Paint::for_app(app);
     let plan = plan(area, app, &paint)?;
     let inside = |r: Rect| column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height;
     if inside(plan.table) {
@@ -107,7 +107,7 @@ struct Monitor<'a> {
 impl Widget for Monitor<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let app = self.app;
-        let paint = Paint::new(app.theme, app.ascii);
+        let paint = Paint::for_app(app);
         Block::default().style(paint.theme.base).render(area, buf);
         let Some(plan) = plan(area, app, &paint) else {
             TooSmall { paint: &paint }.render(area, buf);

@@ -7,21 +7,53 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
-use super::config::ThemeName;
-use super::theme::{Glyphs, Theme};
+use super::config::{LoadColors, ThemeName};
+use super::theme::{Glyphs, Level, Theme};
 use crate::advice::{Finding, Severity};
 
-/// Theme and glyphs, passed by reference to every widget.
+/// Theme, glyphs and where the load colours change, passed by reference to every widget.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Paint {
     pub theme: Theme,
     pub glyphs: Glyphs,
+    pub load: LoadColors,
 }
 
 impl Paint {
+    /// A painting context with the default load colours.
     #[must_use]
     pub fn new(theme: ThemeName, ascii: bool) -> Self {
-        Self { theme: Theme::new(theme), glyphs: Glyphs::new(ascii) }
+        Self { theme: Theme::new(theme), glyphs: Glyphs::new(ascii), load: LoadColors::default() }
+    }
+
+    /// The app's theme, glyphs and load colours.
+    #[must_use]
+    pub fn for_app(app: &crate::app::App) -> Self {
+        Self { load: app.load_colors, ..Self::new(app.theme, app.ascii) }
+    }
+
+    /// The load level of a utilization-like percentage (`[ui.load_colors]`).
+    #[must_use]
+    pub fn load_level(&self, pct: Option<f64>) -> Level {
+        Level::of(pct, f64::from(self.load.light_below_pct), f64::from(self.load.heavy_from_pct))
+    }
+
+    /// The load level of a memory percentage.
+    #[must_use]
+    pub fn memory_level(&self, pct: Option<f64>) -> Level {
+        Level::of(pct, f64::from(self.load.light_below_pct), f64::from(self.load.memory_heavy_from_pct))
+    }
+
+    /// The style of a utilization-like percentage.
+    #[must_use]
+    pub fn load_style(&self, pct: Option<f64>) -> Style {
+        self.theme.level(self.load_level(pct))
+    }
+
+    /// The style of a memory percentage.
+    #[must_use]
+    pub fn memory_style(&self, pct: Option<f64>) -> Style {
+        self.theme.level(self.memory_level(pct))
     }
 
     /// Whether the glyphs are ASCII only.
@@ -73,4 +105,24 @@ impl Paint {
 pub fn fill(area: Rect, buf: &mut Buffer, lines: Vec<Line<'_>>, style: Style) {
     Clear.render(area, buf);
     Paragraph::new(lines).style(style).render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_colours_follow_the_config() {
+        let default = Paint::new(ThemeName::Dark, false);
+        assert_eq!(default.load_level(Some(60.0)), Level::Moderate);
+        assert_eq!(default.memory_level(Some(78.0)), Level::Moderate);
+        let strict = Paint {
+            load: LoadColors { light_below_pct: 5, heavy_from_pct: 50, memory_heavy_from_pct: 70 },
+            ..default
+        };
+        assert_eq!(strict.load_level(Some(60.0)), Level::High);
+        assert_eq!(strict.load_level(Some(7.0)), Level::Moderate);
+        assert_eq!(strict.memory_level(Some(78.0)), Level::High);
+        assert_eq!(strict.load_style(Some(60.0)), strict.theme.heavy);
+    }
 }

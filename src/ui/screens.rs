@@ -212,9 +212,12 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
     }
     lines.push(Line::from(""));
     let notes = [
-        "Process type: C compute, G graphics, X both. Load colours: green below 10 %, yellow, then magenta from \
-         75 % (memory 80 %); red is kept for faults, and findings are INFO, WARN (on yellow) or CRIT (on red)."
-            .to_owned(),
+        format!(
+            "Process type: C compute, G graphics, X both. Load colours: green below {} %, yellow, then magenta from \
+             {} % (memory {} %), set under [ui.load_colors]; red is kept for faults, and findings are INFO, WARN (on \
+             yellow) or CRIT (on red).",
+            paint.load.light_below_pct, paint.load.heavy_from_pct, paint.load.memory_heavy_from_pct
+        ),
         "Left/Right scroll the command column (seek while a recording plays). Enter on a finding (after ^W) \
          selects its process and GPU, so T, K and I act on it; x explains the finding."
             .to_owned(),

@@ -54,21 +54,21 @@ impl Gpu<'_> {
                 name: "UTIL",
                 top: 100.0,
                 max_text: format::pct(util_max),
-                level: Level::of(util_max, 10.0, 75.0),
+                level: paint.load_level(util_max),
                 values: util,
             },
             History {
                 name: "MEM",
                 top: total.unwrap_or_else(|| mem_max.unwrap_or(1.0)).max(1.0),
                 max_text: format!("{}G", format::gib(as_u64(mem_max))),
-                level: Level::of(mem_max.zip(total).map(|(m, t)| m * 100.0 / t), 10.0, 80.0),
+                level: paint.memory_level(mem_max.zip(total).map(|(m, t)| m * 100.0 / t)),
                 values: mem,
             },
             History {
                 name: "POWER",
                 top: limit_w.max(power_max.unwrap_or(0.0)).max(1.0),
                 max_text: format!("{}W", format::num(as_u32(power_max), "")),
-                level: Level::of(power_max.map(|p| p * 100.0 / limit_w.max(1.0)), 10.0, 75.0),
+                level: paint.load_level(power_max.map(|p| p * 100.0 / limit_w.max(1.0))),
                 values: power,
             },
             History {
@@ -93,14 +93,14 @@ impl Gpu<'_> {
         let mut lines = vec![
             Line::from(vec![
                 Span::styled("UTL ", paint.theme.label),
-                Span::styled(paint.bar(util, 20), paint.theme.level(Level::of(util, 10.0, 75.0))),
+                Span::styled(paint.bar(util, 20), paint.load_style(util)),
                 Span::raw(format!(" {:>4}  ", format::pct(util))),
                 Span::raw(self.clocks()),
             ]),
             Line::from({
                 let mut spans = vec![
                     Span::styled("MEM ", paint.theme.label),
-                    Span::styled(paint.bar(mem, 20), paint.theme.level(Level::of(mem, 10.0, 80.0))),
+                    Span::styled(paint.bar(mem, 20), paint.memory_style(mem)),
                     Span::raw(format!(
                         " {}/{}GiB  ",
                         format::gib(t.and_then(|t| t.mem_used_bytes)),
