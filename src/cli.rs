@@ -94,6 +94,15 @@ pub struct ViewArgs {
     /// Show the fleet found in this Prometheus server instead of this machine.
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
+    /// Show only the GPUs CUDA_VISIBLE_DEVICES makes visible (nvitop's -ov).
+    #[arg(long)]
+    pub only_visible: bool,
+    /// Monitor: show only processes with a compute context (C or C+G).
+    #[arg(long)]
+    pub compute: bool,
+    /// Monitor: show only processes with a graphics context (G or C+G).
+    #[arg(long)]
+    pub graphics: bool,
 }
 
 /// Subcommands.

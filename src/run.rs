@@ -157,9 +157,11 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
     if cli.view.json {
         println!("{}", crate::output::json::render(&pipeline));
     } else {
+        let only_gpus =
+            if cli.view.only_visible { only_visible(pipeline.history.machine())? } else { cli.view.only.clone() };
         let options = crate::output::table::TableOptions {
             ascii: cli.view.ascii,
-            only_gpus: cli.view.only.clone(),
+            only_gpus,
             user: cli.view.user.clone(),
             pids: cli.view.pid.clone(),
         };
@@ -291,12 +293,14 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         })?;
     }
     let own_uid = rustix::process::getuid().as_raw();
-    let options = AppOptions {
+    let mut options = AppOptions {
         interval,
         readonly: cli.view.readonly,
         only_gpus: (!cli.view.only.is_empty()).then(|| cli.view.only.clone()),
         user: cli.view.user.clone(),
         pids: cli.view.pid.clone(),
+        compute: cli.view.compute,
+        graphics: cli.view.graphics,
         ui,
         no_color: !use_color(cli),
         ascii: cli.view.ascii,
@@ -354,9 +358,27 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             (Feed::Live { first: Box::new(first), rx }, Some(sampler))
         }
     };
+    if cli.view.only_visible {
+        let machine = match &feed {
+            Feed::Recording { machine, .. } => Arc::clone(machine),
+            Feed::Live { first, .. } => Arc::clone(&first.machine),
+        };
+        options.only_gpus = Some(only_visible(&machine)?);
+    }
     let code = crate::app::run(options, feed).map_err(|e| RunError::Other(format!("{e}")));
     drop(sampler);
     code
+}
+
+/// `--only-visible`: the GPUs `CUDA_VISIBLE_DEVICES` makes visible (all of them when it is not set).
+fn only_visible(machine: &MachineInfo) -> Result<Vec<u32>, RunError> {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(value) => match crate::app::visible::visible_gpus(&value, &machine.gpus).map_err(RunError::Usage)? {
+            gpus if gpus.is_empty() => Err(RunError::Usage("CUDA_VISIBLE_DEVICES is empty: no GPU is visible".into())),
+            gpus => Ok(gpus),
+        },
+        Err(_) => Ok(machine.gpus.iter().map(|g| g.index).collect()),
+    }
 }
 
 /// A sink that writes each snapshot to the recorder (if any) and forwards it. A write error stops the recording,

@@ -180,3 +180,22 @@ fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
     assert!(stderr(&again).contains("already exists") && stderr(&again).contains("--overwrite"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text, "the file is untouched");
 }
+
+#[test]
+fn only_visible_reads_cuda_visible_devices() {
+    let run = |value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_gpusight"))
+            .args(["--synthetic", "mixed:8", "--once", "--only-visible"])
+            .env("CUDA_VISIBLE_DEVICES", value)
+            .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+            .output()
+            .expect("run gpusight")
+    };
+    let output = run("1");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("3001") && !text.contains("2001"), "only GPU 1's process: {text}");
+    let output = run("9");
+    assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("names no GPU"), "{}", stderr(&output));
+}

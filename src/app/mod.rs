@@ -21,6 +21,7 @@ mod run;
 pub mod signal;
 pub mod table;
 mod update;
+pub mod visible;
 
 pub use action::Action;
 pub use feed::{Feed, FeedEvent};
@@ -45,6 +46,9 @@ pub struct AppOptions {
     pub user: Option<String>,
     /// Show only these PIDs (empty: all).
     pub pids: Vec<u32>,
+    /// Show only processes with a compute (`compute`) or graphics (`graphics`) context.
+    pub compute: bool,
+    pub graphics: bool,
     pub ui: UiConfig,
     /// `NO_COLOR` or `--no-color`: overrides the theme with bold/reverse only.
     pub no_color: bool,
@@ -72,6 +76,8 @@ impl Default for AppOptions {
             only_gpus: None,
             user: None,
             pids: Vec::new(),
+            compute: false,
+            graphics: false,
             ui: UiConfig::default(),
             no_color: false,
             ascii: false,
@@ -236,7 +242,13 @@ impl App {
         let mut app = Self {
             keymap,
             readonly: options.readonly,
-            fixed: FixedFilters { gpus: options.only_gpus, user: options.user, pids: options.pids },
+            fixed: FixedFilters {
+                gpus: options.only_gpus,
+                user: options.user,
+                pids: options.pids,
+                compute: options.compute,
+                graphics: options.graphics,
+            },
             theme,
             ascii: options.ascii,
             mouse: options.ui.mouse,

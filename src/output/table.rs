@@ -167,6 +167,7 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
         gpus: (!options.only_gpus.is_empty()).then(|| options.only_gpus.clone()),
         user: options.user.clone(),
         pids: options.pids.clone(),
+        ..FixedFilters::default()
     };
     let rows = TableState::default().rows(tick, &fixed);
     let all: Vec<&Column> = COLUMNS.iter().collect();
