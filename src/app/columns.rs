@@ -102,7 +102,9 @@ pub const COLUMNS: &[Column] = &[
     column(ColumnId::Kind, "T", 1, Align::Left, None, 7, |row, _| {
         row.gpus.first().map_or("-".to_owned(), |g| g.kind.letter().to_string())
     }),
-    column(ColumnId::GpuMem, "GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| format::bytes(row.gpu_mem_bytes())),
+    column(ColumnId::GpuMem, "GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| {
+        format::bytes(row.gpu_mem_bytes())
+    }),
     column(ColumnId::Sm, "%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| format::pct(row.sm_pct())),
     column(ColumnId::Gmbw, "%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| format::pct(row.gmbw_pct())),
     column(ColumnId::Cpu, "%CPU", 5, Align::Right, Some(SortColumn::Cpu), 2, |row, _| {
@@ -148,7 +150,13 @@ pub fn only(ids: &[ColumnId]) -> Vec<&'static Column> {
 /// One row as text: each column padded (or cut with `…`, `~` in ASCII) to its width, the last one to
 /// `last_width` characters, separated by a space; trailing spaces trimmed.
 #[must_use]
-pub fn row_text(row: &ProcessRow<'_>, columns: &[&Column], ctx: &CellContext, last_width: usize, ascii: bool) -> String {
+pub fn row_text(
+    row: &ProcessRow<'_>,
+    columns: &[&Column],
+    ctx: &CellContext,
+    last_width: usize,
+    ascii: bool,
+) -> String {
     let texts: Vec<String> = columns.iter().map(|c| (c.cell)(row, ctx)).collect();
     line(columns, &texts, last_width, ascii)
 }

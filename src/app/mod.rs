@@ -306,7 +306,9 @@ impl App {
                         break;
                     }
                 }
-                if shown >= n && !self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning) {
+                if shown >= n
+                    && !self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning)
+                {
                     // No warning anywhere: play from the start after all.
                     self.apply_advance(&player::Advance::Rebuild { to: 1 });
                     return;

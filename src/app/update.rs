@@ -231,9 +231,9 @@ impl App {
                         SignalOutcome::PermissionDenied { owner: target.user.clone() }
                     }
                     // A made-up process never ran here: say so rather than "exited already".
-                    SignalOutcome::ExitedAlready | SignalOutcome::PidReused if synthetic => SignalOutcome::Refused(
-                        "a synthetic process, not one running on this machine".to_owned(),
-                    ),
+                    SignalOutcome::ExitedAlready | SignalOutcome::PidReused if synthetic => {
+                        SignalOutcome::Refused("a synthetic process, not one running on this machine".to_owned())
+                    }
                     other => other,
                 };
                 format!("PID {}: {outcome}", target.pid)
@@ -340,7 +340,9 @@ impl App {
                 }
                 self.status = Some(format!("processes of GPU {gpu} (the finding names no single process; g cycles)"));
             }
-            (_, None, None) => self.status = Some("this finding is about the host, not a process: x explains".to_owned()),
+            (_, None, None) => {
+                self.status = Some("this finding is about the host, not a process: x explains".to_owned());
+            }
         }
     }
 

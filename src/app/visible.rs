@@ -21,7 +21,8 @@ pub fn visible_gpus(value: &str, gpus: &[GpuInfo]) -> Result<Vec<u32>, String> {
             gpus.iter().find(|g| g.index == index)
         } else {
             // A UUID, or a unique prefix of one ("GPU-3f2a"), as CUDA accepts.
-            let matching: Vec<&GpuInfo> = gpus.iter().filter(|g| !entry.is_empty() && g.uuid.starts_with(entry)).collect();
+            let matching: Vec<&GpuInfo> =
+                gpus.iter().filter(|g| !entry.is_empty() && g.uuid.starts_with(entry)).collect();
             if matching.len() == 1 { matching.first().copied() } else { None }
         };
         // CUDA ignores everything from the first entry it cannot use.
@@ -44,9 +45,7 @@ mod tests {
     use super::*;
 
     fn gpus() -> Vec<GpuInfo> {
-        (0..4)
-            .map(|i| GpuInfo { index: i, uuid: format!("GPU-{i}a{i}b-0000"), ..GpuInfo::default() })
-            .collect()
+        (0..4).map(|i| GpuInfo { index: i, uuid: format!("GPU-{i}a{i}b-0000"), ..GpuInfo::default() }).collect()
     }
 
     #[test]

@@ -268,14 +268,15 @@ impl FleetView {
         };
         let proc_rows =
             rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
-        let widths = columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
+        let widths =
+            columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
         Table::new(proc_rows, widths)
-        .header(
-            Row::new(columns.iter().map(|c| cell(c, c.title.to_owned())).collect::<Vec<_>>())
-                .style(Style::new().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::new().borders(Borders::ALL).title(" Processes "))
-        .render(procs_area, buf);
+            .header(
+                Row::new(columns.iter().map(|c| cell(c, c.title.to_owned())).collect::<Vec<_>>())
+                    .style(Style::new().add_modifier(Modifier::BOLD)),
+            )
+            .block(Block::new().borders(Borders::ALL).title(" Processes "))
+            .render(procs_area, buf);
         let lines: Vec<Line<'_>> = node
             .findings
             .iter()

@@ -319,7 +319,8 @@ mod tests {
         let paint = Paint::new(ThemeName::Dark, false);
         let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
         let findings = [&a];
-        let pane = AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let pane =
+            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
         let lines = render(pane, 40, 12);
         let text = lines.join(" ");
         assert!(!text.contains('…'), "{lines:#?}");
@@ -339,7 +340,17 @@ mod tests {
         let c = finding(Severity::Info, "GPU 2 idles with memory held");
         let findings = [&a, &b, &c];
         let pane = |h| {
-            render(AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint }, 100, h)
+            render(
+                AdvicePane {
+                    findings: &findings,
+                    selected: 0,
+                    focused: false,
+                    style: AdviceStyle::Pane,
+                    paint: &paint,
+                },
+                100,
+                h,
+            )
         };
         // Room for titles and remedies, not the evidence.
         let lines = pane(7);
@@ -361,7 +372,17 @@ mod tests {
         let b = finding(Severity::Critical, "Input pipeline starves GPU 1 while the other GPUs wait");
         let findings = [&a, &b];
         let strip = |w| {
-            render(AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Strip, paint: &paint }, w, 1)
+            render(
+                AdvicePane {
+                    findings: &findings,
+                    selected: 0,
+                    focused: false,
+                    style: AdviceStyle::Strip,
+                    paint: &paint,
+                },
+                w,
+                1,
+            )
         };
         let wide = strip(100);
         assert!(wide[0].contains("CRIT") && wide[0].contains("wait") && wide[0].contains("+1"), "{wide:?}");

@@ -74,10 +74,7 @@ impl Gpu<'_> {
         let share = power.zip(limit).map(|(p, l)| if l == 0 { 0.0 } else { f64::from(p) * 100.0 / f64::from(l) });
         let mut spans = vec![
             Span::styled("PWR ", paint.theme.label),
-            Span::styled(
-                format!("{}/{}W", format::watts(power), format::watts(limit)),
-                paint.load_style(share),
-            ),
+            Span::styled(format!("{}/{}W", format::watts(power), format::watts(limit)), paint.load_style(share)),
         ];
         if let (Some(limit), Some(default)) = (limit, self.info.power_limit_default_mw)
             && limit < default
@@ -96,7 +93,8 @@ impl Gpu<'_> {
             (Some(t), _) if t < 60 => Level::Low,
             _ => Level::Moderate,
         };
-        let mut spans = vec![Span::styled(format!("{}{}", format::num(temp, ""), paint.glyphs.degree), paint.theme.level(level))];
+        let mut spans =
+            vec![Span::styled(format!("{}{}", format::num(temp, ""), paint.glyphs.degree), paint.theme.level(level))];
         if let Some(s) = slowdown {
             spans.push(Span::styled(format!("/{s}"), paint.theme.dim));
         }
@@ -473,7 +471,8 @@ mod tests {
     fn a_full_panel_has_a_border_readings_and_graphs() {
         let app = app("compute", 30);
         let paint = Paint::new(ThemeName::Dark, false);
-        let panel = render(GpuArea { app: &app, paint: &paint, style: GpuStyle::Full { columns: 1, height: 9 } }, 140, 9);
+        let panel =
+            render(GpuArea { app: &app, paint: &paint, style: GpuStyle::Full { columns: 1, height: 9 } }, 140, 9);
         assert!(panel[0].starts_with("╭ GPU 0 │ NVIDIA H200"), "{panel:?}");
         assert!(panel[8].starts_with("╰"), "{panel:?}");
         assert!(panel[1].contains("UTL") && panel[1].contains("UTIL 2 min max"), "{panel:?}");

@@ -169,7 +169,10 @@ mod tests {
         assert!(!narrow[0].contains("UTC"), "the time goes before the program's name: {narrow:?}");
         // Folded into a 40-column header, the host's CPU and memory come along with the badge.
         let folded = render(Header { app: &app, paint: &paint, host_folded: true }, 40, 1);
-        assert!(folded[0].contains("SYNTHETIC") && folded[0].contains("CPU") && folded[0].contains("MEM"), "{folded:?}");
+        assert!(
+            folded[0].contains("SYNTHETIC") && folded[0].contains("CPU") && folded[0].contains("MEM"),
+            "{folded:?}"
+        );
         assert!(folded[0].chars().count() <= 40);
     }
 }

@@ -128,9 +128,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
 
     let columns = (width / FULL_PANEL_WIDTH).clamp(1, n_gpus);
     let panel_rows = n_gpus.div_ceil(columns);
-    let lines = |per: u16, titled: bool| {
-        (GpuStyle::Lines { per_gpu: per, titled }, u16::from(titled) + per * n_gpus)
-    };
+    let lines = |per: u16, titled: bool| (GpuStyle::Lines { per_gpu: per, titled }, u16::from(titled) + per * n_gpus);
     let mut gpu_styles = Vec::new();
     if input.mode != DisplayMode::Compact && width >= FULL_PANEL_WIDTH {
         gpu_styles.push((GpuStyle::Full { columns, height: FULL_PANEL_HEIGHT }, panel_rows * FULL_PANEL_HEIGHT));
@@ -160,13 +158,16 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     if input.mode == DisplayMode::Full
         && let Some(full) = gpu_styles.first().filter(|s| matches!(s.0, GpuStyle::Full { .. }))
     {
-        candidates.insert(1, Candidate {
-            gpu_style: full.0,
-            gpus_h: full.1,
-            host_h: 1,
-            advice_style: AdviceStyle::Pane,
-            advice_h: advice_least,
-        });
+        candidates.insert(
+            1,
+            Candidate {
+                gpu_style: full.0,
+                gpus_h: full.1,
+                host_h: 1,
+                advice_style: AdviceStyle::Pane,
+                advice_h: advice_least,
+            },
+        );
     }
     let fits = |c: &Candidate| fixed + c.gpus_h + c.host_h + c.advice_h + table_min <= height;
     let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| {
@@ -267,7 +268,8 @@ mod tests {
     fn degrades_step_by_step_and_never_refuses_from_40x10() {
         use AdviceStyle::{Pane, Strip};
         // (width, height, GPUs, process rows, advice rows wanted) -> (GPU style, host rows, advice style)
-        let cases: &[((u16, u16, u16, u16, u16), (GpuStyle, u16, AdviceStyle))] = &[
+        type Case = ((u16, u16, u16, u16, u16), (GpuStyle, u16, AdviceStyle));
+        let cases: &[Case] = &[
             ((200, 60, 8, 12, 14), (GpuStyle::Full { columns: 2, height: 7 }, 5, Pane)),
             ((160, 50, 8, 8, 16), (GpuStyle::Lines { per_gpu: 2, titled: true }, 5, Pane)),
             ((120, 40, 1, 3, 8), (GpuStyle::Full { columns: 1, height: 20 }, 5, Pane)),

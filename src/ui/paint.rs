@@ -116,10 +116,8 @@ mod tests {
         let default = Paint::new(ThemeName::Dark, false);
         assert_eq!(default.load_level(Some(60.0)), Level::Moderate);
         assert_eq!(default.memory_level(Some(78.0)), Level::Moderate);
-        let strict = Paint {
-            load: LoadColors { light_below_pct: 5, heavy_from_pct: 50, memory_heavy_from_pct: 70 },
-            ..default
-        };
+        let strict =
+            Paint { load: LoadColors { light_below_pct: 5, heavy_from_pct: 50, memory_heavy_from_pct: 70 }, ..default };
         assert_eq!(strict.load_level(Some(60.0)), Level::High);
         assert_eq!(strict.load_level(Some(7.0)), Level::Moderate);
         assert_eq!(strict.memory_level(Some(78.0)), Level::High);

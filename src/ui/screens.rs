@@ -90,55 +90,61 @@ impl Widget for SubScreen<'_> {
     }
 }
 
-fn render_environment(area: Rect, buf: &mut Buffer, pid: u32, vars: &crate::app::inspect::Pairs, offset: usize, paint: &Paint) {
+fn render_environment(
+    area: Rect,
+    buf: &mut Buffer,
+    pid: u32,
+    vars: &crate::app::inspect::Pairs,
+    offset: usize,
+    paint: &Paint,
+) {
     let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let offset = &offset;
-            let mut lines = vec![paint.title_line(
-                &format!("Environment of PID {pid}"),
-                vec![Span::styled("(Esc back) ", theme.dim)],
-                area.width,
-            )];
-            match vars {
-                Ok(vars) => {
-                    let visible = usize::from(area.height.saturating_sub(1));
-                    let offset = (*offset).min(vars.len().saturating_sub(visible));
-                    for (key, value) in vars.iter().skip(offset).take(visible) {
-                        lines.push(Line::from(vec![
-                            Span::styled(key.clone(), theme.label),
-                            Span::raw("="),
-                            Span::raw(value.replace('\n', if glyphs.ascii { "\\n" } else { "␤" })),
-                        ]));
-                    }
-                }
-                Err(why) => {
-                    lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)));
-                }
+    let mut lines = vec![paint.title_line(
+        &format!("Environment of PID {pid}"),
+        vec![Span::styled("(Esc back) ", theme.dim)],
+        area.width,
+    )];
+    match vars {
+        Ok(vars) => {
+            let visible = usize::from(area.height.saturating_sub(1));
+            let offset = (*offset).min(vars.len().saturating_sub(visible));
+            for (key, value) in vars.iter().skip(offset).take(visible) {
+                lines.push(Line::from(vec![
+                    Span::styled(key.clone(), theme.label),
+                    Span::raw("="),
+                    Span::raw(value.replace('\n', if glyphs.ascii { "\\n" } else { "␤" })),
+                ]));
             }
-            fill(area, buf, lines, theme.base);
+        }
+        Err(why) => {
+            lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)));
+        }
+    }
+    fill(area, buf, lines, theme.base);
 }
 
 fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: &Paint) {
     let theme = &paint.theme;
-            let findings = app.findings();
-            let Some(finding) = findings.get(index) else { return };
-            let mut lines =
-                vec![paint.title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width)];
-            lines.push(Line::from(vec![
-                paint.severity_of(finding),
-                Span::styled(about(finding), theme.label),
-                Span::styled(finding.title.clone(), theme.title),
-            ]));
-            lines.push(Line::from(""));
-            for (label, text) in
-                [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
-            {
-                lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
-                lines.push(Line::from(format!("  {text}")));
-                lines.push(Line::from(""));
-            }
-            lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
-            Clear.render(area, buf);
-            Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
+    let findings = app.findings();
+    let Some(finding) = findings.get(index) else { return };
+    let mut lines = vec![paint.title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width)];
+    lines.push(Line::from(vec![
+        paint.severity_of(finding),
+        Span::styled(about(finding), theme.label),
+        Span::styled(finding.title.clone(), theme.title),
+    ]));
+    lines.push(Line::from(""));
+    for (label, text) in
+        [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
+    {
+        lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
+        lines.push(Line::from(format!("  {text}")));
+        lines.push(Line::from(""));
+    }
+    lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
+    Clear.render(area, buf);
+    Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
 }
 
 /// The help entries: keys and what they do (the playback keys only while a recording plays).
@@ -200,10 +206,8 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         let left: Vec<Line<'a>> = left.iter().flatten().cloned().collect();
         let right: Vec<Line<'a>> = right.iter().flatten().cloned().collect();
         for n in 0..left.len().max(right.len()) {
-            let mut spans: Vec<Span<'a>> = left.get(n).map_or_else(
-                || vec![Span::raw(" ".repeat(keys_w + 3 + text_w))],
-                |l| l.spans.clone(),
-            );
+            let mut spans: Vec<Span<'a>> =
+                left.get(n).map_or_else(|| vec![Span::raw(" ".repeat(keys_w + 3 + text_w))], |l| l.spans.clone());
             if let Some(r) = right.get(n) {
                 spans.extend(r.spans.clone());
             }
@@ -221,10 +225,7 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         "Left/Right scroll the command column (seek while a recording plays). Enter on a finding (after ^W) \
          selects its process and GPU, so T, K and I act on it; x explains the finding."
             .to_owned(),
-        format!(
-            "Sampling every {:.1} s. Keys can be changed under [keys] in the config.",
-            app.interval.as_secs_f64()
-        ),
+        format!("Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
     ];
     for note in notes {
         for line in format::wrap(&note, usize::from(width).saturating_sub(2)) {
