@@ -380,3 +380,26 @@ fn o_chords_sort_as_in_nvitop_and_r_redraws() {
     assert_eq!(app.on_key(key('r')), Effect::Redraw);
     assert_eq!(app.on_key(KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE)), Effect::Redraw);
 }
+
+#[derive(Debug)]
+struct GoneSender;
+
+impl SignalSender for GoneSender {
+    fn send(&self, _target: &SignalTarget, _kind: SignalKind) -> SignalOutcome {
+        SignalOutcome::ExitedAlready
+    }
+}
+
+#[test]
+fn a_signal_to_a_made_up_process_says_it_may_never_have_run_here() {
+    let options = AppOptions { own_uid: 1001, signal_sender: Box::new(GoneSender), ..AppOptions::default() };
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let first = source.next_snapshot().expect("tick").expect("some");
+    let (_tx, rx) = mpsc::channel();
+    let mut app = App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app");
+    app.update(Action::Down);
+    app.on_key(key('T'));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let status = app.status.clone().unwrap_or_default();
+    assert!(status.contains("exited already") && status.contains("never ran here"), "{status}");
+}

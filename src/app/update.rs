@@ -230,13 +230,16 @@ impl App {
                     SignalOutcome::PermissionDenied { owner: None } => {
                         SignalOutcome::PermissionDenied { owner: target.user.clone() }
                     }
-                    // A made-up process never ran here: say so rather than "exited already".
-                    SignalOutcome::ExitedAlready | SignalOutcome::PidReused if synthetic => {
-                        SignalOutcome::Refused("a synthetic process, not one running on this machine".to_owned())
-                    }
                     other => other,
                 };
-                format!("PID {}: {outcome}", target.pid)
+                // A synthetic machine makes most of its processes up (only attached test processes are real):
+                // say that, rather than only "exited already".
+                let note = match outcome {
+                    SignalOutcome::ExitedAlready if synthetic => " (or never ran here: a synthetic machine's process)",
+                    SignalOutcome::PidReused if synthetic => " (a synthetic process's PID is another process's here)",
+                    _ => "",
+                };
+                format!("PID {}: {outcome}{note}", target.pid)
             })
             .collect();
         self.status = Some(format!("{} → {}", kind.name(), results.join("; ")));
