@@ -269,7 +269,12 @@ impl Widget for AdvicePane<'_> {
         }
         let mut lines = vec![paint.title_line("Advice", extra, area.width)];
         if n == 0 {
-            lines.push(Line::from(Span::styled("  Nothing looks wrong: no finding held for its window.", theme.low)));
+            let text = if area.width >= 60 {
+                "  Nothing looks wrong: no finding held for its window."
+            } else {
+                "  Nothing looks wrong."
+            };
+            lines.push(Line::from(Span::styled(text, theme.low)));
         }
         for ((i, finding), form) in self.findings.iter().enumerate().skip(first).zip(forms) {
             lines.extend(finding_lines(finding, form, area.width, self.focused && i == selected, paint));

@@ -133,7 +133,7 @@ impl Widget for ProcessTable<'_> {
         let mut lines = vec![paint.title_line("Processes", extra, area.width)];
         let mut header = String::from("  ");
         for c in &cols {
-            let mut title = if c.title == "GPU" && table.tree { "GPUS".to_owned() } else { c.title.to_owned() };
+            let mut title = c.title.to_owned();
             if c.sort == Some(table.sort) {
                 title.push_str(arrow);
             }

@@ -139,7 +139,9 @@ fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: 
         [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
     {
         lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
-        lines.push(Line::from(format!("  {text}")));
+        for line in format::wrap(text, usize::from(area.width).saturating_sub(3)) {
+            lines.push(Line::from(format!("  {line}")));
+        }
         lines.push(Line::from(""));
     }
     lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
