@@ -177,6 +177,9 @@ fn the_demo_draws_and_every_screen_opens_and_closes() {
     let mut session = Session::start(&["--demo"], 120, 40);
     let screen = session.wait_for("Processes");
     assert!(screen.contains("H200") && screen.contains("REC"), "{screen}");
+    // It opens on a warning with the process it is about, not on an idle GPU.
+    let screen = session.wait_for("WARN");
+    assert!(screen.contains("python3 train.py") && !screen.contains("no GPU processes"), "{screen}");
     // Seek into the input phase, where the table has processes.
     session.send("\x1b[1;2C\x1b[1;2C");
     session.wait_for("python3");
