@@ -22,11 +22,11 @@ pub struct Footer<'a> {
 impl Widget for Footer<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let (app, theme) = (self.app, &self.paint.theme);
-        fill(area, buf, vec![footer_line(app, theme)], theme.base);
+        fill(area, buf, vec![footer_line(app, theme, usize::from(area.width))], theme.base);
     }
 }
 
-fn footer_line<'a>(app: &App, theme: &super::theme::Theme) -> Line<'a> {
+fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line<'a> {
     if app.table.editing_filter {
         Line::from(vec![
             Span::styled(" Filter: ", theme.label),
@@ -58,10 +58,17 @@ fn footer_line<'a>(app: &App, theme: &super::theme::Theme) -> Line<'a> {
         } else {
             hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
         }
+        // As many whole hints as fit; `?` (first) says where the rest are.
         let mut spans = Vec::new();
+        let mut used = 0;
         for (key, what) in hints {
-            spans.push(Span::styled(format!(" {key}"), theme.title));
-            spans.push(Span::styled(format!(" {what} "), theme.dim));
+            let (key, what) = (format!(" {key}"), format!(" {what} "));
+            used += key.chars().count() + what.chars().count();
+            if used > width {
+                break;
+            }
+            spans.push(Span::styled(key, theme.title));
+            spans.push(Span::styled(what, theme.dim));
         }
         Line::from(spans)
     }
