@@ -198,7 +198,7 @@ fn mouse_clicks_select_and_sort() {
     app.on_hit(hit);
     assert_ne!(app.table.sort, SortColumn::Gpu, "a header click sorts");
     let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
-    assert!(matches!(hit, None | Some(gpusight::app::Hit::Advice)), "{hit:?}");
+    assert_eq!(hit, None, "no findings yet, so nothing to click in the advice pane");
 }
 
 #[test]
@@ -294,7 +294,14 @@ fn enter_on_a_finding_selects_its_process_so_t_acts_on_it() {
         .enumerate()
         .find_map(|(i, f)| f.pid.map(|p| (i, p, f.gpu_index)))
         .expect("a finding about a process");
-    app.update(Action::FocusNext);
+    // A click on the first finding's title line selects it and focuses the pane.
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let paint = gpusight::ui::Paint::for_app(&app);
+    let plan = gpusight::ui::plan(area, &app, &paint).expect("fits");
+    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert_eq!(hit, Some(gpusight::app::Hit::Finding(0)));
+    app.on_hit(hit.expect("a finding"));
+    assert_eq!((app.focus, app.advice_selected), (gpusight::app::Focus::Advice, 0));
     for _ in 0..index {
         app.update(Action::Down);
     }

@@ -132,8 +132,10 @@ pub enum Hit {
     Row(usize),
     /// The header of the column that sorts by this.
     Header(SortColumn),
-    /// The advice pane.
+    /// The advice pane outside a finding (its title line).
     Advice,
+    /// The `n`-th finding of the advice pane.
+    Finding(usize),
 }
 
 /// Where a recording starts playing.

@@ -582,6 +582,10 @@ impl App {
             super::Hit::Row(index) => self.click_row(index),
             super::Hit::Header(column) => self.click_header(column),
             super::Hit::Advice => self.focus = Focus::Advice,
+            super::Hit::Finding(index) => {
+                self.focus = Focus::Advice;
+                self.advice_selected = index;
+            }
         }
     }
 

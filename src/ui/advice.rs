@@ -202,6 +202,25 @@ pub struct AdvicePane<'a> {
 }
 
 impl AdvicePane<'_> {
+    /// The index of the finding drawn on `row` of `area` (the pane's rectangle), for mouse clicks.
+    #[must_use]
+    pub fn finding_at(&self, area: Rect, row: u16) -> Option<usize> {
+        if self.style == AdviceStyle::Strip || area.height < 2 || row <= area.y || self.findings.is_empty() {
+            return None;
+        }
+        let selected = self.selected.min(self.findings.len() - 1);
+        let (first, forms) = choose(self.findings, selected, usize::from(area.height - 1), area.width, self.paint);
+        let mut y = usize::from(area.y) + 1;
+        for (i, form) in (first..).zip(forms) {
+            let h = rows(self.findings[i], form, area.width, self.paint);
+            if (y..y + h).contains(&usize::from(row)) {
+                return Some(i);
+            }
+            y += h;
+        }
+        None
+    }
+
     fn strip(&self, width: u16) -> Line<'static> {
         let theme = &self.paint.theme;
         if self.findings.is_empty() {
@@ -368,6 +387,23 @@ mod tests {
         let lines = pane(3);
         assert!(lines[0].contains("2 of 3"), "{lines:#?}");
         assert!(lines.iter().all(|l| !l.contains('…')), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_click_finds_the_finding_under_it() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
+        let b = finding(Severity::Warning, "GPU 0 is power capped");
+        let findings = [&a, &b];
+        let pane =
+            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let area = Rect::new(0, 20, 100, 7);
+        // Title line, then a: title, why, remedy; then b: title, why, remedy.
+        assert_eq!(pane.finding_at(area, 20), None);
+        assert_eq!(pane.finding_at(area, 21), Some(0));
+        assert_eq!(pane.finding_at(area, 23), Some(0));
+        assert_eq!(pane.finding_at(area, 24), Some(1));
+        assert_eq!(pane.finding_at(area, 26), Some(1));
     }
 
     #[test]

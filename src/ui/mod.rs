@@ -87,8 +87,16 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
         let table = ProcessTable { app, paint: &paint };
         return table.hit(plan.table, column, row);
     }
-    if inside(plan.advice) && row > plan.advice.y && !app.findings().is_empty() {
-        return Some(Hit::Advice);
+    if inside(plan.advice) && !app.findings().is_empty() {
+        let findings = app.findings();
+        let pane = AdvicePane {
+            findings: &findings,
+            selected: app.advice_selected,
+            focused: app.focus == Focus::Advice,
+            style: plan.advice_style,
+            paint: &paint,
+        };
+        return Some(pane.finding_at(plan.advice, row).map_or(Hit::Advice, Hit::Finding));
     }
     None
 }
