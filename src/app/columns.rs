@@ -168,7 +168,10 @@ pub fn header_text(columns: &[&Column], last_width: usize, ascii: bool) -> Strin
     line(columns, &titles, last_width, ascii)
 }
 
-fn line(columns: &[&Column], texts: &[String], last_width: usize, ascii: bool) -> String {
+/// `texts` (one per column) laid out as a line: each padded or cut to its column's width, the last column to
+/// `last_width`, separated by a space; trailing spaces trimmed.
+#[must_use]
+pub fn line(columns: &[&Column], texts: &[String], last_width: usize, ascii: bool) -> String {
     let mut out = String::new();
     for (c, text) in columns.iter().zip(texts) {
         let width = if c.width == 0 { last_width } else { usize::from(c.width) };

@@ -8,17 +8,14 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::format;
 use super::paint::{Paint, fill};
-use crate::app::columns::{self, Align, CellContext, Column};
+use crate::app::columns::{self, CellContext, Column};
 use crate::app::{App, Focus, Hit, ProcessRow};
 
-fn pad(text: &str, width: usize, align: Align, ascii: bool) -> String {
-    let text = format::truncate(text, width, ascii);
-    match align {
-        Align::Right => format!("{text:>width$}"),
-        Align::Left => format!("{text:<width$}"),
-    }
+/// Cells the command column gets in `width` after the fixed-width columns.
+fn command_width(cols: &[&Column], width: u16) -> usize {
+    let fixed: usize = cols.iter().filter(|c| c.width > 0).map(|c| usize::from(c.width) + 1).sum();
+    usize::from(width).saturating_sub(fixed)
 }
 
 /// The process table over the app's rows and table state.
@@ -49,24 +46,20 @@ impl ProcessTable<'_> {
     /// One row as text across `width` cells (the two-cell marker not included).
     fn row_text(&self, row: &ProcessRow<'_>, cols: &[&Column], width: u16) -> String {
         let ctx = CellContext { now_ms: self.app.tick().at_ms, tree: self.app.table.tree };
-        let ascii = self.paint.ascii();
-        let mut out = String::new();
-        let mut used = 0usize;
-        for c in cols {
-            let mut text = (c.cell)(row, &ctx);
-            let w = if c.width == 0 {
-                // The command scrolls sideways by the table's offset; the tree glyphs stay put.
-                text = text.chars().skip(self.app.table.command_offset).collect();
-                text = format!("{}{text}", self.tree_prefix(row));
-                usize::from(width).saturating_sub(used)
-            } else {
-                usize::from(c.width)
-            };
-            out.push_str(&pad(&text, w, c.align, ascii));
-            out.push(' ');
-            used += w + 1;
-        }
-        out.trim_end().to_owned()
+        let texts: Vec<String> = cols
+            .iter()
+            .map(|c| {
+                let text = (c.cell)(row, &ctx);
+                if c.width == 0 {
+                    // The command scrolls sideways by the table's offset; the tree glyphs stay put.
+                    let scrolled: String = text.chars().skip(self.app.table.command_offset).collect();
+                    format!("{}{scrolled}", self.tree_prefix(row))
+                } else {
+                    text
+                }
+            })
+            .collect();
+        columns::line(cols, &texts, command_width(cols, width), self.paint.ascii())
     }
 
     /// What a click at (`column`, `row`) inside `area` (the table's rectangle) landed on.
@@ -131,21 +124,13 @@ impl Widget for ProcessTable<'_> {
             extra.push(Span::styled("(T/K/I: TERM/KILL/INT) ", theme.dim));
         }
         let mut lines = vec![paint.title_line("Processes", extra, area.width)];
-        let mut header = String::from("  ");
-        for c in &cols {
-            let mut title = c.title.to_owned();
-            if c.sort == Some(table.sort) {
-                title.push_str(arrow);
-            }
-            let w = if c.width == 0 {
-                usize::from(area.width).saturating_sub(header.chars().count())
-            } else {
-                usize::from(c.width)
-            };
-            header.push_str(&pad(&title, w, c.align, glyphs.ascii));
-            header.push(' ');
-        }
-        let header = format!("{:<width$}", header.trim_end(), width = usize::from(area.width));
+        let titles: Vec<String> = cols
+            .iter()
+            .map(|c| if c.sort == Some(table.sort) { format!("{}{arrow}", c.title) } else { c.title.to_owned() })
+            .collect();
+        let last = command_width(&cols, area.width.saturating_sub(2));
+        let header = format!("  {}", columns::line(&cols, &titles, last, glyphs.ascii));
+        let header = format!("{header:<width$}", width = usize::from(area.width));
         lines.push(Line::from(Span::styled(header, theme.header_row)));
         let page = usize::from(area.height - 2);
         let offset = match selected {
