@@ -280,12 +280,29 @@ fn render_details(
         vec![Span::styled("(Esc back, e environment) ", theme.dim)],
         area.width,
     )];
-    lines.push(Line::from(vec![
-        Span::styled(" USER ", theme.label),
-        Span::raw(user),
-        Span::styled("  COMMAND ", theme.label),
-        Span::raw(format::truncate(&name, usize::from(area.width).saturating_sub(30), glyphs.ascii)),
-    ]));
+    // The whole command line, wrapped (up to three lines) after the user.
+    let lead = format!(" USER {user}  COMMAND ");
+    let lead_w = lead.chars().count();
+    let text_w = usize::from(area.width).saturating_sub(lead_w).max(20);
+    let mut command = format::wrap(&name, text_w);
+    if command.len() > 3 {
+        command.truncate(3);
+        if let Some(last) = command.last_mut() {
+            *last = format::truncate(&format!("{last} …"), text_w, glyphs.ascii);
+        }
+    }
+    for (n, part) in command.into_iter().enumerate() {
+        lines.push(Line::from(if n == 0 {
+            vec![
+                Span::styled(" USER ", theme.label),
+                Span::raw(user.clone()),
+                Span::styled("  COMMAND ", theme.label),
+                Span::raw(part),
+            ]
+        } else {
+            vec![Span::raw(" ".repeat(lead_w)), Span::raw(part)]
+        }));
+    }
     let series = app.view().history.process(pid);
     let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
     let graphs: Vec<(&str, Vec<Option<f64>>, String)> = match series {
