@@ -259,3 +259,23 @@ fn demo_frames_at_three_sizes() {
         insta::assert_snapshot!(format!("demo_{name}_200x60"), screen(&app, 200, 60));
     }
 }
+
+#[test]
+fn any_size_draws_without_a_panic_and_without_a_cut_finding() {
+    let mixed = app("mixed:8", 90);
+    let demo = demo_start();
+    // The last finding selected: the pane starts late enough to show it.
+    let mut focused = app("mixed:8", 90);
+    focused.update(gpusight::app::Action::FocusNext);
+    focused.update(gpusight::app::Action::Last);
+    for app in [&mixed, &demo, &focused] {
+        for w in (1..=160).step_by(9) {
+            for h in (1..=60).step_by(7) {
+                let text = screen(app, w, h);
+                if w >= 40 && h >= 10 {
+                    assert_findings_whole(app, &text, &format!("{w}x{h}"));
+                }
+            }
+        }
+    }
+}
