@@ -430,3 +430,31 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
     lines.push(Line::from(Span::styled("  Enter sends the highlighted one; Esc, n or q cancel", theme.dim)));
     Paragraph::new(lines).style(theme.base).render(inner, buf);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::app;
+
+    #[test]
+    fn help_wraps_every_description_whole_at_any_width() {
+        let app = app("compute", 2);
+        let paint = Paint::new(ThemeName::Dark, false);
+        for width in [40, 60, 80, 120, 200] {
+            let lines: Vec<String> = help_lines(&app, &paint, width)
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+                .collect();
+            assert!(lines.iter().all(|l| l.chars().count() <= usize::from(width)), "{width}: {lines:#?}");
+            let text = lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(!text.contains('…'), "{width}: {text}");
+            for action in [Action::SortBy, Action::Tag, Action::Details] {
+                // In two columns the halves interleave; every word is there.
+                for word in action.help().split_whitespace() {
+                    assert!(text.contains(word), "{width}: '{word}' of {action:?} missing");
+                }
+            }
+        }
+    }
+}
