@@ -279,3 +279,16 @@ fn any_size_draws_without_a_panic_and_without_a_cut_finding() {
         }
     }
 }
+
+#[test]
+fn a_status_on_a_short_screen_takes_its_own_row() {
+    let mut app = app("mixed:8", 90);
+    app.status = Some("sorted by %SM".into());
+    let text = screen(&app, 100, 15);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last().map(|l| l.trim()), Some("sorted by %SM"), "{text}");
+    // The rest is laid out above it: the findings (here the strip) are whole.
+    let above = lines[..lines.len() - 1].join("\n");
+    assert_findings_whole(&app, &above, "100x15 with a status");
+    assert!(lines[lines.len() - 2].contains("WARN"), "{text}");
+}

@@ -15,6 +15,9 @@ use super::config::DisplayMode;
 pub const MIN_WIDTH: u16 = 40;
 pub const MIN_HEIGHT: u16 = 10;
 
+/// Terminals this tall and taller have a footer row with the key hints.
+pub const FOOTER_FROM: u16 = 20;
+
 /// The smallest full panel: a border, five lines of readings and a border.
 pub const FULL_PANEL_HEIGHT: u16 = 7;
 /// The tallest panel; past this the graphs are tall enough and the table gets the rest.
@@ -110,7 +113,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     let n_rows = input.n_rows.max(1);
     let tall = height >= 40;
     let banner_h = u16::from(input.banner);
-    let footer_h = u16::from(height >= 20);
+    let footer_h = u16::from(height >= FOOTER_FROM);
     let fixed = 1 + banner_h + footer_h;
     // The table keeps a few rows for itself however short the screen; it takes what it needs after the advice.
     let table_min = 2 + n_rows.min(match height {

@@ -37,6 +37,18 @@ pub use processes::ProcessTable;
 /// The layout of the main screen for the app's state in `area`, or `None` when the terminal is too small.
 #[must_use]
 pub fn plan(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
+    // A short screen has no footer row; a status or the filter being typed then takes the last row, and the
+    // rest is laid out above it (so it covers nothing) while that leaves at least the smallest screen.
+    let needs_row = app.status.is_some() || app.table.editing_filter;
+    if needs_row && area.height < layout::FOOTER_FROM && area.height > MIN_HEIGHT {
+        let mut plan = plan_in(Rect { height: area.height - 1, ..area }, app, paint)?;
+        plan.footer = Some(Rect { y: area.y + area.height - 1, height: 1, ..area });
+        return Some(plan);
+    }
+    plan_in(area, app, paint)
+}
+
+fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
     let findings = app.findings();
     let (advice_full, advice_least) = advice::need(&findings, app.advice_selected, area.width, paint);
     let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).max(1);
