@@ -33,7 +33,7 @@ fn synthetic_app(spec: &str, n: u64) -> (App, SyntheticSource) {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("valid spec"));
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 1..n {
         app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
     }

@@ -54,7 +54,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let first = source.next_snapshot()?.ok_or("the synthetic source gave no first tick")?;
     let (_tx, rx) = mpsc::channel();
     let options = AppOptions { interval, history_capacity: capacity, ..AppOptions::default() };
-    let mut app = App::new(options, &Feed::Live { first: Box::new(first), rx })?;
+    let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx })?;
     let mut terminal = Terminal::new(TestBackend::new(120, 40))?;
 
     println!("soak: {spec_text}, {ticks} ticks at {hz} Hz, history capacity {capacity}, frame 120x40");

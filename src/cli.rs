@@ -93,7 +93,8 @@ pub struct ViewArgs {
     /// With --status: the template for each GPU: {index} {name} {util} {mem} {temp} {power} {finding}.
     #[arg(long, value_name = "TEMPLATE", requires = "status")]
     pub status_format: Option<String>,
-    /// With --once on a recording: the frame at SECONDS from its start (default: the last frame).
+    /// On a recording or a synthetic machine: start at SECONDS from its start, with the history up to there
+    /// (--once: that frame; default the last frame, or for --demo the first warning).
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub at: Option<f64>,
     /// Show only processes of this user.
@@ -118,6 +119,15 @@ pub struct ViewArgs {
     /// Show the fleet found in this Prometheus server instead of this machine.
     #[arg(long, value_name = "URL")]
     pub prometheus: Option<String>,
+    /// Show only the GPUs CUDA_VISIBLE_DEVICES makes visible (nvitop's -ov).
+    #[arg(long)]
+    pub only_visible: bool,
+    /// Monitor: show only processes with a compute context (C or C+G).
+    #[arg(long)]
+    pub compute: bool,
+    /// Monitor: show only processes with a graphics context (G or C+G).
+    #[arg(long)]
+    pub graphics: bool,
 }
 
 /// What `--once` prints.

@@ -331,13 +331,15 @@ fn once(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i
         (None, false) => OnceFormat::Table,
     };
     let pipeline = once_pipeline(data, cli, config, interval)?;
+    let only_gpus =
+        if cli.view.only_visible { only_visible(pipeline.history.machine())? } else { cli.data.only.clone() };
     match format {
         OnceFormat::Json => emit(&(crate::output::json::render(&pipeline) + "\n"))?,
-        OnceFormat::Csv => emit(&crate::output::csv::render(&pipeline, &cli.data.only))?,
+        OnceFormat::Csv => emit(&crate::output::csv::render(&pipeline, &only_gpus))?,
         OnceFormat::Table => {
             let options = crate::output::table::TableOptions {
                 ascii: use_ascii(cli),
-                only_gpus: cli.data.only.clone(),
+                only_gpus,
                 user: cli.view.user.clone(),
                 pids: cli.view.pid.clone(),
             };
@@ -641,12 +643,14 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         })?;
     }
     let own_uid = rustix::process::getuid().as_raw();
-    let options = AppOptions {
+    let mut options = AppOptions {
         interval,
         readonly: cli.view.readonly,
         only_gpus: (!cli.data.only.is_empty()).then(|| cli.data.only.clone()),
         user: cli.view.user.clone(),
         pids: cli.view.pid.clone(),
+        compute: cli.view.compute,
+        graphics: cli.view.graphics,
         ui,
         no_color: !use_color(cli),
         ascii: use_ascii(cli),
@@ -657,6 +661,12 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         own_user: std::env::var("USER").ok(),
         process_inspector: Box::new(HostInspector::default()),
         signal_sender: Box::new(PidfdSender::default()),
+        // `--demo` opens where it gets interesting, with the history up to there; `--at` where asked.
+        start: match (cli.view.at, cli.data.demo) {
+            (Some(seconds), _) => crate::app::PlaybackStart::At(seconds),
+            (None, true) => crate::app::PlaybackStart::FirstWarning,
+            (None, false) => crate::app::PlaybackStart::Beginning,
+        },
     };
     let (feed, sampler) = match data {
         Data::Recording(recording) => {
@@ -668,6 +678,18 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
         live_or_synthetic => {
             let mut source = live_or_synthetic.open_source(config, interval)?;
             let first = next_snapshot(source.as_mut())?;
+            // `--at` on a synthetic machine: the samples up to there go first (its time is virtual).
+            let mut backlog = Vec::new();
+            if let (Data::Synthetic(spec, _), Some(seconds)) = (&live_or_synthetic, cli.view.at) {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let n = (seconds.max(0.0) * 1000.0 / spec.interval_ms.max(1) as f64) as u64;
+                for _ in 0..n.min(100_000) {
+                    match source.next_snapshot()? {
+                        Some(snapshot) => backlog.push(snapshot),
+                        None => break,
+                    }
+                }
+            }
             let recorder = match &cli.data.record {
                 Some(path) => {
                     let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?
@@ -681,12 +703,30 @@ fn monitor(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result
             let sink = recording_sink(tx, recorder);
             let sampler = Sampler::spawn(source, interval, sink, true)
                 .map_err(|e| RunError::Other(format!("cannot start the sampler thread: {e}")))?;
-            (Feed::Live { first: Box::new(first), rx }, Some(sampler))
+            (Feed::Live { first: Box::new(first), backlog, rx }, Some(sampler))
         }
     };
+    if cli.view.only_visible {
+        let machine = match &feed {
+            Feed::Recording { machine, .. } => Arc::clone(machine),
+            Feed::Live { first, .. } => Arc::clone(&first.machine),
+        };
+        options.only_gpus = Some(only_visible(&machine)?);
+    }
     let code = crate::app::run(options, feed).map_err(|e| RunError::Other(format!("{e}")));
     drop(sampler);
     code
+}
+
+/// `--only-visible`: the GPUs `CUDA_VISIBLE_DEVICES` makes visible (all of them when it is not set).
+fn only_visible(machine: &MachineInfo) -> Result<Vec<u32>, RunError> {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(value) => match crate::app::visible::visible_gpus(&value, &machine.gpus).map_err(RunError::Usage)? {
+            gpus if gpus.is_empty() => Err(RunError::Usage("CUDA_VISIBLE_DEVICES is empty: no GPU is visible".into())),
+            gpus => Ok(gpus),
+        },
+        Err(_) => Ok(machine.gpus.iter().map(|g| g.index).collect()),
+    }
 }
 
 /// A sink that writes each snapshot to the recorder (if any) and forwards it. A write error stops the recording,

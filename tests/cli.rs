@@ -34,7 +34,7 @@ fn the_demo_once_prints_the_h200_and_its_processes() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let text = stdout(&output);
     assert!(text.contains("H200") && text.contains("driver 580.159.04"), "{text}");
-    assert!(text.contains("gpu_load.py idle"), "the idle holder is listed at the end: {text}");
+    assert!(text.contains("ipykernel_launcher"), "the idle holder is listed at the end: {text}");
     assert!(text.contains("Host: CPU"), "{text}");
 }
 
@@ -243,4 +243,23 @@ fn a_crash_during_a_headless_recording_keeps_every_line() {
     let recording = gpusight::source::replay::Recording::open(&path).expect("the recording reads");
     assert!(!recording.truncated_tail);
     assert_eq!(recording.ticks.len(), 12);
+}
+
+#[test]
+fn only_visible_reads_cuda_visible_devices() {
+    let run = |value: &str| {
+        Command::new(env!("CARGO_BIN_EXE_gpusight"))
+            .args(["--synthetic", "mixed:8", "--once", "--only-visible"])
+            .env("CUDA_VISIBLE_DEVICES", value)
+            .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+            .output()
+            .expect("run gpusight")
+    };
+    let output = run("1");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert!(text.contains("3001") && !text.contains("2001"), "only GPU 1's process: {text}");
+    let output = run("9");
+    assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("names no GPU"), "{}", stderr(&output));
 }

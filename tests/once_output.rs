@@ -55,7 +55,7 @@ fn once_table_on_a_lost_gpu() {
 #[test]
 fn once_table_on_the_demo_in_its_input_bound_phase() {
     let text = gpusight::output::table::render(&demo(150.0), &TableOptions::default());
-    assert!(text.contains("gpu_load.py input"), "{text}");
+    assert!(text.contains("train.py --data /mnt/nfs/imagenet"), "{text}");
     insta::assert_snapshot!("once_demo_150s", text);
 }
 

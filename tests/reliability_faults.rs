@@ -30,7 +30,7 @@ fn options() -> AppOptions {
 fn run_app(mut source: FaultSource, n_ticks: u64) -> App {
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 1..n_ticks {
         let snapshot = source.next_snapshot().expect("tick").expect("some");
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
@@ -96,7 +96,7 @@ fn a_lost_gpu_note_reaches_the_screen() {
     let mut source = faulty("compute:2", vec![Fault::GpuLost { gpu: 1, from_tick: 3 }]);
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 1..=3 {
         app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
     }
@@ -241,7 +241,7 @@ fn a_hung_read_raises_the_stall_banner_and_the_ui_keeps_drawing() {
     // Replay what the sampler sent into an app, drawing after each event: the banner shows while stalled and goes
     // when a sample arrives.
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     let events = seen.lock().expect("lock").clone();
     let mut saw_banner = false;
     let mut cleared_after = false;
@@ -278,7 +278,7 @@ fn a_failing_source_is_said_and_the_last_readings_stay() {
     let mut source = Failing(faulty("compute:2", vec![]), 0);
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     loop {
         match source.next_snapshot() {
             Ok(Some(s)) => app.on_feed(FeedEvent::Snapshot(Box::new(s))),

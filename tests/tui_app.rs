@@ -37,7 +37,7 @@ fn app_with(spec: &str, readonly: bool) -> (App, Sent) {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    (App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app"), sent)
+    (App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app"), sent)
 }
 
 fn key(c: char) -> KeyEvent {
@@ -185,13 +185,20 @@ fn a_recording_plays_seeks_and_rebuilds() {
 fn mouse_clicks_select_and_sort() {
     let (mut app, _) = app_with("mixed:8", false);
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
-    let plan = gpusight::ui::plan(area, &app).expect("fits");
-    gpusight::ui::click(area, &mut app, 5, plan.table.y + 3);
+    let paint = gpusight::ui::Paint::new(app.theme, app.ascii);
+    let plan = gpusight::ui::plan(area, &app, &paint).expect("fits");
+    let hit = gpusight::ui::hit_test(area, &app, 5, plan.table.y + 3);
+    assert_eq!(hit, Some(gpusight::app::Hit::Row(1)), "a click on the second row says so and changes nothing");
+    assert_eq!(app.table.selected, None);
+    app.on_hit(hit.expect("a row"));
     let rows = app.rows();
     assert_eq!(app.selected_index(&rows), Some(1));
     drop(rows);
-    gpusight::ui::click(area, &mut app, 30, plan.table.y + 1);
+    let hit = gpusight::ui::hit_test(area, &app, 30, plan.table.y + 1).expect("a header");
+    app.on_hit(hit);
     assert_ne!(app.table.sort, SortColumn::Gpu, "a header click sorts");
+    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert_eq!(hit, None, "no findings yet, so nothing to click in the advice pane");
 }
 
 #[test]
@@ -252,7 +259,7 @@ fn environment_scrolling_stops_at_the_end() {
     let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options, &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     app.update(Action::Down);
     app.update(Action::Environment);
     // The terminal loop sets this after each frame: three variables fit on the screen.
@@ -271,4 +278,135 @@ fn environment_scrolling_stops_at_the_end() {
     assert_eq!(offset(&app), 1, "one Up moves back at once");
     app.update(Action::Last);
     assert_eq!(offset(&app), 2);
+}
+
+#[test]
+fn enter_on_a_finding_selects_its_process_so_t_acts_on_it() {
+    let (mut app, sent) = app_with("mixed:8", false);
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
+    let _ = source.next_snapshot();
+    for _ in 0..90 {
+        app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
+    }
+    let (index, pid, gpu) = app
+        .findings()
+        .iter()
+        .enumerate()
+        .find_map(|(i, f)| f.pid.map(|p| (i, p, f.gpu_index)))
+        .expect("a finding about a process");
+    // A click on the first finding's title line selects it and focuses the pane.
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let paint = gpusight::ui::Paint::for_app(&app);
+    let plan = gpusight::ui::plan(area, &app, &paint).expect("fits");
+    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert_eq!(hit, Some(gpusight::app::Hit::Finding(0)));
+    app.on_hit(hit.expect("a finding"));
+    assert_eq!((app.focus, app.advice_selected), (gpusight::app::Focus::Advice, 0));
+    for _ in 0..index {
+        app.update(Action::Down);
+    }
+    // Without a selection T says what to do; after Enter on the finding it opens the dialog for its process.
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let rows = app.rows();
+    let row = &rows[app.selected_index(&rows).expect("a row selected")];
+    assert_eq!((row.pid, row.key.gpu_index), (Some(pid), gpu));
+    drop(rows);
+    assert!(app.status.as_deref().is_some_and(|s| s.contains(&format!("PID {pid} selected"))), "{:?}", app.status);
+    app.on_key(key('T'));
+    let dialog = app.dialog.as_ref().expect("the dialog for the finding's process");
+    assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), vec![pid]);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(sent.lock().expect("lock").as_slice(), &[(pid, SignalKind::Term)]);
+    // x still explains.
+    app.update(Action::FocusNext);
+    app.update(Action::Explain);
+    assert!(matches!(app.screen, Screen::Explain { .. }), "{:?}", app.screen);
+}
+
+#[test]
+fn help_scrolls_and_any_other_key_leaves() {
+    let (mut app, _) = app_with("compute", false);
+    app.update(Action::Help);
+    app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Down, KeyModifiers::NONE));
+    assert_eq!(app.screen, Screen::Help { offset: 2 });
+    app.on_key(KeyEvent::new(KeyCode::Up, KeyModifiers::NONE));
+    assert_eq!(app.screen, Screen::Help { offset: 1 });
+    app.on_key(key('x'));
+    assert_eq!(app.screen, Screen::Main);
+}
+
+#[test]
+fn left_and_right_scroll_the_command_outside_a_recording() {
+    let (mut app, _) = app_with("mixed:8", false);
+    app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    assert_eq!(app.table.command_offset, 16);
+    app.on_key(KeyEvent::new(KeyCode::Left, KeyModifiers::NONE));
+    assert_eq!(app.table.command_offset, 8);
+    for _ in 0..50 {
+        app.on_key(KeyEvent::new(KeyCode::Right, KeyModifiers::NONE));
+    }
+    let longest = app.rows().iter().map(|r| r.command().chars().count()).max().expect("rows");
+    assert!(app.table.command_offset < longest, "stops while some of the longest command shows");
+}
+
+#[test]
+fn a_recording_starts_where_asked() {
+    let recording = gpusight::source::replay::Recording::demo().expect("demo");
+    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let at = AppOptions { start: gpusight::app::PlaybackStart::At(100.0), ..AppOptions::default() };
+    let app = App::new(at, &feed).expect("app");
+    let (position, _) = app.playback.as_ref().expect("playback").player.position();
+    assert!((99..=101).contains(&position.as_secs()), "{position:?}");
+    assert!(app.view().history.n_ticks() > 50, "the history up to there");
+    let first = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..AppOptions::default() };
+    let app = App::new(first, &feed).expect("app");
+    assert!(app.findings().iter().any(|f| f.severity >= gpusight::advice::Severity::Warning));
+    assert!(!app.tick().gpu_processes.is_empty());
+    // Playing on from there ingests the next samples, not the ones already in.
+    let before = app.view().history.n_ticks();
+    let mut app = app;
+    app.advance_playback(Duration::from_secs(5));
+    assert!(app.view().history.n_ticks() > before);
+}
+
+#[test]
+fn o_chords_sort_as_in_nvitop_and_r_redraws() {
+    let (mut app, _) = app_with("mixed:8", false);
+    app.on_key(key('o'));
+    assert!(app.status.as_deref().is_some_and(|s| s.starts_with("sort by:")), "{:?}", app.status);
+    app.on_key(key('g'));
+    assert_eq!((app.table.sort, app.table.inverted), (SortColumn::GpuMem, false));
+    app.on_key(key('o'));
+    app.on_key(key('P'));
+    assert_eq!((app.table.sort, app.table.inverted), (SortColumn::Pid, true));
+    // Without the chord, g keeps its own meaning.
+    app.on_key(key('g'));
+    assert_eq!(app.table.only_gpu, Some(0));
+    assert_eq!(app.on_key(key('r')), Effect::Redraw);
+    assert_eq!(app.on_key(KeyEvent::new(KeyCode::F(5), KeyModifiers::NONE)), Effect::Redraw);
+}
+
+#[derive(Debug)]
+struct GoneSender;
+
+impl SignalSender for GoneSender {
+    fn send(&self, _target: &SignalTarget, _kind: SignalKind) -> SignalOutcome {
+        SignalOutcome::ExitedAlready
+    }
+}
+
+#[test]
+fn a_signal_to_a_made_up_process_says_it_may_never_have_run_here() {
+    let options = AppOptions { own_uid: 1001, signal_sender: Box::new(GoneSender), ..AppOptions::default() };
+    let mut source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let first = source.next_snapshot().expect("tick").expect("some");
+    let (_tx, rx) = mpsc::channel();
+    let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    app.update(Action::Down);
+    app.on_key(key('T'));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let status = app.status.clone().unwrap_or_default();
+    assert!(status.contains("exited already") && status.contains("never ran here"), "{status}");
 }

@@ -123,8 +123,17 @@ fn monitor_starts_shows_gpus_and_quits_with_q() {
 
 #[test]
 fn too_small_terminal_says_so() {
-    let mut session = Session::start(&["--synthetic", "compute"], 60, 15);
+    let mut session = Session::start(&["--synthetic", "compute"], 36, 8);
     session.wait_for("Terminal too small");
+    session.send("\x03");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn a_small_pane_draws_the_monitor() {
+    let mut session = Session::start(&["--synthetic", "mixed:8"], 40, 10);
+    let screen = session.wait_for("Processes");
+    assert!(!screen.contains("too small"), "{screen}");
     session.send("\x03");
     assert_eq!(session.exit_code(), 0);
 }
@@ -168,9 +177,12 @@ fn the_demo_draws_and_every_screen_opens_and_closes() {
     let mut session = Session::start(&["--demo"], 120, 40);
     let screen = session.wait_for("Processes");
     assert!(screen.contains("H200") && screen.contains("REC"), "{screen}");
+    // It opens on a warning with the process it is about, not on an idle GPU.
+    let screen = session.wait_for("WARN");
+    assert!(screen.contains("python3 train.py") && !screen.contains("no GPU processes"), "{screen}");
     // Seek into the input phase, where the table has processes.
     session.send("\x1b[1;2C\x1b[1;2C");
-    session.wait_for("gpu_load.py");
+    session.wait_for("python3");
     // Select the first process (Enter and e need one).
     session.send("\x1b[B");
     // Each opens with its key and closes with Esc, except the tree view, which its key toggles (as in nvitop).

@@ -40,7 +40,7 @@ fn app(spec: &str, n_ticks: u64) -> App {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 1..n_ticks {
         let snapshot: Snapshot = source.next_snapshot().expect("tick").expect("some");
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
@@ -83,9 +83,63 @@ fn lost_gpu_shows_a_banner_while_the_others_update() {
 #[test]
 fn too_small_says_what_is_needed() {
     let app = app("mixed:8", 2);
-    let text = screen(&app, 60, 15);
-    assert!(text.contains("needs at least 70x20") && text.contains("60x15"), "{text}");
-    insta::assert_snapshot!("too_small_60x15", text);
+    let text = screen(&app, 36, 8);
+    assert!(text.contains("needs 40x10") && text.contains("36x8"), "{text}");
+    insta::assert_snapshot!("too_small_36x8", text);
+}
+
+/// The advice pane's rows: from its title line to the row before the footer (or the screen's end).
+fn advice_text(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| l.starts_with(" Advice ")) else {
+        // The one-line strip is the last row.
+        return lines.last().copied().unwrap_or_default().to_owned();
+    };
+    lines[start..].join(" ")
+}
+
+/// No finding is cut: no ellipsis in the advice pane, and each finding's title and remedy are either on screen
+/// whole (across wrapped lines) or not at all.
+fn assert_findings_whole(app: &App, text: &str, what: &str) {
+    assert!(!text.contains("Terminal too small"), "{what}: refused\n{text}");
+    let pane = advice_text(text);
+    assert!(!pane.contains('…'), "{what}: a cut in the advice pane\n{text}");
+    let flat = pane.split_whitespace().collect::<Vec<_>>().join(" ");
+    for finding in app.findings() {
+        for sentence in [&finding.title, &finding.remedy] {
+            let words: Vec<&str> = sentence.split_whitespace().collect();
+            let head = words.iter().take(6).copied().collect::<Vec<_>>().join(" ");
+            if flat.contains(&head) {
+                assert!(flat.contains(&words.join(" ")), "{what}: \"{sentence}\" is cut\n{text}");
+            }
+        }
+    }
+}
+
+const SIZES: [(u16, u16); 6] = [(40, 10), (60, 20), (100, 15), (80, 24), (160, 50), (200, 60)];
+
+#[test]
+fn every_size_from_40x10_draws_with_findings_whole() {
+    let mixed = app("mixed:8", 90);
+    let demo = demo_start();
+    assert!(!demo.findings().is_empty(), "the demo opens on a finding");
+    for (name, app) in [("mixed8", &mixed), ("demo", &demo)] {
+        for (w, h) in SIZES {
+            let text = screen(app, w, h);
+            assert_findings_whole(app, &text, &format!("{name} {w}x{h}"));
+            insta::assert_snapshot!(format!("{name}_sizes_{w}x{h}"), text);
+        }
+    }
+}
+
+#[test]
+fn the_demo_opens_on_a_process_and_a_warning_with_history() {
+    let app = demo_start();
+    let text = screen(&app, 80, 24);
+    assert!(text.contains("WARN") || text.contains("CRIT"), "{text}");
+    assert!(!text.contains("no GPU processes"), "{text}");
+    assert!(text.contains("python3 "), "a process row: {text}");
+    assert!(app.view().history.n_ticks() > 60, "a minute and more of history already");
 }
 
 #[test]
@@ -95,7 +149,7 @@ fn ascii_and_help_and_details() {
     let mut source = SyntheticSource::new(SyntheticSpec::parse("loader").expect("spec"));
     let first = source.next_snapshot().expect("tick").expect("some");
     let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(opts, &Feed::Live { first: Box::new(first), rx }).expect("app");
+    let mut app = App::new(opts, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 0..30 {
         app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
     }
@@ -152,26 +206,28 @@ fn advice_pane_shows_findings() {
             since_ms: 1_763_942_430_000,
         },
     ];
-    let area = ratatui::layout::Rect::new(0, 0, 110, 6);
-    let mut buffer = ratatui::buffer::Buffer::empty(area);
-    gpusight::ui::render_findings(&findings, area, &mut buffer, true, gpusight::ui::config::ThemeName::Dark, false);
-    let lines: Vec<String> = (0..area.height)
-        .map(|y| (0..area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
-        .collect();
+    let paint = gpusight::ui::Paint::new(gpusight::ui::config::ThemeName::Dark, false);
+    let render = |width: u16, height: u16| {
+        let area = ratatui::layout::Rect::new(0, 0, width, height);
+        let mut buffer = ratatui::buffer::Buffer::empty(area);
+        gpusight::ui::render_findings(&findings, area, &mut buffer, &paint);
+        (0..area.height)
+            .map(|y| (0..area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+            .collect::<Vec<String>>()
+    };
+    // Room for everything: title, evidence and remedy of each.
+    let lines = render(110, 7);
     insta::assert_snapshot!("advice_pane", lines.join("\n"));
     assert!(lines.iter().any(|l| l.contains("CRIT") && l.contains("GPU 1") && l.contains("PID 3001")));
     assert!(lines.iter().any(|l| l.contains("→ Raise DataLoader")), "the remedy has its own line");
-    // At 80 columns: one line per finding, then the first finding's evidence and remedy on detail lines.
-    let area = ratatui::layout::Rect::new(0, 0, 80, 5);
-    let mut buffer = ratatui::buffer::Buffer::empty(area);
-    gpusight::ui::render_findings(&findings, area, &mut buffer, false, gpusight::ui::config::ThemeName::Dark, false);
-    let lines: Vec<String> = (0..area.height)
-        .map(|y| (0..area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
-        .collect();
+    assert!(lines.iter().any(|l| l.contains("why SM util 4 %")), "{lines:?}");
+    // At 80x6: no room for the evidence, so each finding keeps its title and its remedy, whole.
+    let lines = render(80, 6);
     insta::assert_snapshot!("advice_pane_80", lines.join("\n"));
     assert!(lines[1].contains("CRIT") && lines[1].contains("Input pipeline starves GPU 1"), "{lines:?}");
-    assert!(lines[2].contains("WARN") && lines[2].contains("GPU 0 is power capped"), "{lines:?}");
-    assert!(lines[3].contains("why SM util 4 %") && lines[4].contains("→ Raise"), "{lines:?}");
+    assert!(lines[2].contains("→ Raise") && lines[5].contains("→ Check the power limit"), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("why")), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains('…')), "{lines:?}");
 }
 
 /// The monitor on the embedded demo recording (a real H200), played to `seconds` from its start.
@@ -181,6 +237,14 @@ fn demo_at(seconds: u64) -> App {
     let mut app = App::new(options(), &feed).expect("app");
     app.advance_playback(std::time::Duration::from_secs(seconds));
     app
+}
+
+/// The monitor on the demo as `--demo` opens it: at the first warning, with the history up to there.
+fn demo_start() -> App {
+    let recording = gpusight::source::replay::Recording::demo().expect("demo");
+    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
+    let options = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..options() };
+    App::new(options, &feed).expect("app")
 }
 
 #[test]
@@ -194,4 +258,37 @@ fn demo_frames_at_three_sizes() {
         insta::assert_snapshot!(format!("demo_{name}_120x40"), screen(&app, 120, 40));
         insta::assert_snapshot!(format!("demo_{name}_200x60"), screen(&app, 200, 60));
     }
+}
+
+#[test]
+fn any_size_draws_without_a_panic_and_without_a_cut_finding() {
+    let mixed = app("mixed:8", 90);
+    let demo = demo_start();
+    // The last finding selected: the pane starts late enough to show it.
+    let mut focused = app("mixed:8", 90);
+    focused.update(gpusight::app::Action::FocusNext);
+    focused.update(gpusight::app::Action::Last);
+    for app in [&mixed, &demo, &focused] {
+        for w in (1..=160).step_by(9) {
+            for h in (1..=60).step_by(7) {
+                let text = screen(app, w, h);
+                if w >= 40 && h >= 10 {
+                    assert_findings_whole(app, &text, &format!("{w}x{h}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_status_on_a_short_screen_takes_its_own_row() {
+    let mut app = app("mixed:8", 90);
+    app.status = Some("sorted by %SM".into());
+    let text = screen(&app, 100, 15);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last().map(|l| l.trim()), Some("sorted by %SM"), "{text}");
+    // The rest is laid out above it: the findings (here the strip) are whole.
+    let above = lines[..lines.len() - 1].join("\n");
+    assert_findings_whole(&app, &above, "100x15 with a status");
+    assert!(lines[lines.len() - 2].contains("WARN"), "{text}");
 }

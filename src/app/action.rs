@@ -63,12 +63,13 @@ actions! {
     SignalTerm => "signal-term", Normal, "Send SIGTERM to the selected or tagged processes (asks first)";
     SignalKill => "signal-kill", Normal, "Send SIGKILL to the selected or tagged processes (asks first)";
     SignalInt => "signal-int", Normal, "Send SIGINT to the selected or tagged processes (asks first)";
-    Details => "details", Normal, "Open the selected process: history graphs and CUDA libraries";
+    Details => "details", Normal, "Open the selected process (graphs, CUDA libraries); on a finding: select its process";
     Environment => "environment", Normal, "Show the selected process's environment (own processes only)";
     Tree => "tree", Normal, "Toggle the tree view (launchers, GPU processes, DataLoader workers)";
     SortPrev => "sort-prev", Normal, "Sort by the previous column";
     SortNext => "sort-next", Normal, "Sort by the next column";
     SortInvert => "sort-invert", Normal, "Invert the sort order";
+    SortBy => "sort-by", Normal, "Sort by: then n GPU, p PID, u USER, g GPU-MEM, s %SM, b %GMBW, c %CPU, m HOST-MEM, t TIME (upper case reverses)";
     Filter => "filter", Normal, "Filter processes by text (Enter keeps, Esc clears)";
     CycleGpu => "cycle-gpu", Normal, "Show only the processes of one GPU (cycles through the GPUs)";
     CycleUser => "cycle-user", Normal, "Show only the processes of one user (you first, then the others)";
@@ -80,8 +81,8 @@ actions! {
     ModeAuto => "mode-auto", Normal, "Layout: choose by terminal size";
     ModeFull => "mode-full", Normal, "Layout: full GPU panels";
     ModeCompact => "mode-compact", Normal, "Layout: one line per GPU";
-    SeekBack => "seek-back", Normal, "Recording: back 10 s";
-    SeekForward => "seek-forward", Normal, "Recording: forward 10 s";
+    SeekBack => "seek-back", Normal, "Scroll the command column left (a recording: back 10 s)";
+    SeekForward => "seek-forward", Normal, "Scroll the command column right (a recording: forward 10 s)";
     SeekBackLong => "seek-back-long", Normal, "Recording: back 1 min";
     SeekForwardLong => "seek-forward-long", Normal, "Recording: forward 1 min";
     JumpStart => "jump-start", Normal, "Recording: jump to the start";
@@ -89,6 +90,7 @@ actions! {
     Slower => "slower", Normal, "Recording: halve the playback speed (down to 0.25x)";
     Faster => "faster", Normal, "Recording: double the playback speed (up to 16x)";
     Suspend => "suspend", Normal, "Suspend to the shell (fg resumes)";
+    Refresh => "refresh", Normal, "Redraw the whole screen";
     DialogConfirm => "dialog-confirm", Dialog, "Dialog: send the highlighted signal";
     DialogCancel => "dialog-cancel", Dialog, "Dialog: cancel";
     DialogLeft => "dialog-left", Dialog, "Dialog: highlight the previous button";

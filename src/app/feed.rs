@@ -11,9 +11,10 @@ pub use crate::source::sampler::FeedEvent;
 /// Where the monitor's data comes from.
 #[derive(Debug)]
 pub enum Feed {
-    /// Live data: the first snapshot (already read, so the first frame is not empty) and the channel the
-    /// sampler thread sends into.
-    Live { first: Box<Snapshot>, rx: Receiver<FeedEvent> },
+    /// Live data: the first snapshot (already read, so the first frame is not empty), the snapshots already taken
+    /// after it (a synthetic machine run ahead to `--at`; they go into the history before the first frame, never
+    /// through the channel, whose newest-only slot would skip them), and the channel the sampler thread sends into.
+    Live { first: Box<Snapshot>, backlog: Vec<Snapshot>, rx: Receiver<FeedEvent> },
     /// A recording, played back by the app at an adjustable speed. `ticks` must not be empty.
     Recording { machine: Arc<MachineInfo>, ticks: Vec<Tick>, label: String },
 }

@@ -11,6 +11,7 @@ use crate::sample::{MachineInfo, Snapshot, Tick};
 use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
 
 pub mod action;
+pub mod columns;
 pub mod feed;
 pub mod fleet;
 pub mod inspect;
@@ -20,6 +21,7 @@ mod run;
 pub mod signal;
 pub mod table;
 mod update;
+pub mod visible;
 
 pub use action::Action;
 pub use feed::{Feed, FeedEvent};
@@ -44,6 +46,9 @@ pub struct AppOptions {
     pub user: Option<String>,
     /// Show only these PIDs (empty: all).
     pub pids: Vec<u32>,
+    /// Show only processes with a compute (`compute`) or graphics (`graphics`) context.
+    pub compute: bool,
+    pub graphics: bool,
     pub ui: UiConfig,
     /// `NO_COLOR` or `--no-color`: overrides the theme with bold/reverse only.
     pub no_color: bool,
@@ -59,6 +64,8 @@ pub struct AppOptions {
     pub own_user: Option<String>,
     pub process_inspector: Box<dyn ProcessInspector>,
     pub signal_sender: Box<dyn SignalSender>,
+    /// Where a recording starts playing.
+    pub start: PlaybackStart,
 }
 
 impl Default for AppOptions {
@@ -69,6 +76,8 @@ impl Default for AppOptions {
             only_gpus: None,
             user: None,
             pids: Vec::new(),
+            compute: false,
+            graphics: false,
             ui: UiConfig::default(),
             no_color: false,
             ascii: false,
@@ -79,6 +88,7 @@ impl Default for AppOptions {
             own_user: std::env::var("USER").ok(),
             process_inspector: Box::new(NoInspector),
             signal_sender: Box::new(PidfdSender::default()),
+            start: PlaybackStart::Beginning,
         }
     }
 }
@@ -87,7 +97,10 @@ impl Default for AppOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Screen {
     Main,
-    Help,
+    /// The keys, scrolled down by `offset` lines.
+    Help {
+        offset: usize,
+    },
     /// One process: history graphs and CUDA libraries.
     Details {
         pid: u32,
@@ -110,6 +123,32 @@ pub enum Screen {
 pub enum Focus {
     Processes,
     Advice,
+}
+
+/// What a mouse click landed on (from `ui::hit_test`); `App::on_hit` decides what it does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hit {
+    /// The `n`-th visible row of the process table.
+    Row(usize),
+    /// The header of the column that sorts by this.
+    Header(SortColumn),
+    /// The advice pane outside a finding (its title line).
+    Advice,
+    /// The `n`-th finding of the advice pane.
+    Finding(usize),
+}
+
+/// Where a recording starts playing.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum PlaybackStart {
+    /// At its first sample.
+    #[default]
+    Beginning,
+    /// At this many seconds from its start (`--at`), with the history up to there.
+    At(f64),
+    /// At the first sample where a warning or critical finding is active and a GPU has a process (`--demo`),
+    /// with the history up to there; the start when there is none.
+    FirstWarning,
 }
 
 /// The signal confirmation dialog.
@@ -135,6 +174,8 @@ pub enum Effect {
     None,
     Quit,
     Suspend,
+    /// Clear the terminal and draw everything again (`r`, F5).
+    Redraw,
 }
 
 /// The monitor's state. `ui::draw` reads it; only `update` and the feed methods change it.
@@ -146,6 +187,8 @@ pub struct App {
     pub theme: ThemeName,
     pub ascii: bool,
     pub mouse: bool,
+    /// Where the load colours change.
+    pub load_colors: crate::ui::config::LoadColors,
     pub interval: Duration,
     pub own_uid: u32,
     pub own_user: Option<String>,
@@ -170,6 +213,8 @@ pub struct App {
     pub advice_selected: usize,
     /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
     pub page_rows: usize,
+    /// `o` was pressed: the next key picks the sort column.
+    pub sort_chord: bool,
     inspector: Box<dyn ProcessInspector>,
     sender: Box<dyn SignalSender>,
 }
@@ -195,13 +240,21 @@ impl App {
             }
         };
         let theme = if options.no_color { ThemeName::NoColor } else { options.ui.theme };
-        Ok(Self {
+        let start = options.start;
+        let mut app = Self {
             keymap,
             readonly: options.readonly,
-            fixed: FixedFilters { gpus: options.only_gpus, user: options.user, pids: options.pids },
+            fixed: FixedFilters {
+                gpus: options.only_gpus,
+                user: options.user,
+                pids: options.pids,
+                compute: options.compute,
+                graphics: options.graphics,
+            },
             theme,
             ascii: options.ascii,
             mouse: options.ui.mouse,
+            load_colors: options.ui.load_colors,
             interval: options.interval,
             own_uid: options.own_uid,
             own_user: options.own_user,
@@ -221,9 +274,63 @@ impl App {
             focus: Focus::Processes,
             advice_selected: 0,
             page_rows: 10,
+            sort_chord: false,
             inspector: options.process_inspector,
             sender: options.signal_sender,
-        })
+        };
+        if let Feed::Live { backlog, .. } = feed {
+            for snapshot in backlog {
+                app.pipeline.ingest(snapshot);
+            }
+        }
+        app.start_playback(start);
+        Ok(app)
+    }
+
+    /// Moves a new recording's player to `start`, feeding the pipeline every sample up to there.
+    fn start_playback(&mut self, start: PlaybackStart) {
+        let Some(playback) = &self.playback else { return };
+        let n = playback.ticks.len();
+        let to = match start {
+            PlaybackStart::Beginning => return,
+            PlaybackStart::At(seconds) => {
+                let first = playback.ticks.first().map_or(0, |t| t.at_ms);
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let target = first + (seconds.max(0.0) * 1000.0) as u64;
+                playback.ticks.partition_point(|t| t.at_ms <= target).max(1)
+            }
+            PlaybackStart::FirstWarning => {
+                // Feed samples one by one until a warning holds with a process on screen.
+                let machine = Arc::clone(&playback.machine);
+                let mut shown = 1;
+                while shown < n {
+                    let tick = self.playback.as_ref().map(|p| p.ticks[shown].clone()).unwrap_or_default();
+                    shown += 1;
+                    self.pipeline.ingest_owned(Snapshot { machine: Arc::clone(&machine), tick });
+                    let warned =
+                        self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning);
+                    if warned && !self.pipeline.history.latest().gpu_processes.is_empty() {
+                        break;
+                    }
+                }
+                if shown >= n
+                    && !self.pipeline.findings().iter().any(|f| f.severity >= crate::advice::Severity::Warning)
+                {
+                    // No warning anywhere: play from the start after all.
+                    self.apply_advance(&player::Advance::Rebuild { to: 1 });
+                    return;
+                }
+                if let Some(playback) = &mut self.playback {
+                    // The pipeline already holds these samples.
+                    let _ = playback.player.skip_to(shown);
+                }
+                return;
+            }
+        };
+        if let Some(playback) = &mut self.playback {
+            let advance = playback.player.skip_to(to);
+            self.apply_advance(&advance);
+        }
     }
 
     /// The pipeline the screen shows: the frozen one while paused live, else the current one.

@@ -125,6 +125,11 @@ impl Player {
         self.go_to(self.times_ms.len().max(1))
     }
 
+    /// Shows the first `shown` ticks (at least one): forward ingests, back rebuilds.
+    pub fn skip_to(&mut self, shown: usize) -> Advance {
+        self.go_to(shown.clamp(1, self.times_ms.len().max(1)))
+    }
+
     fn go_to(&mut self, shown: usize) -> Advance {
         let from = self.shown;
         self.shown = shown;

@@ -170,7 +170,11 @@ fn handle<B: Backend>(
             Some(LoopEvent::Input(Event::Mouse(mouse))) => {
                 let area = Rect::new(0, 0, area.width, area.height);
                 match mouse.kind {
-                    MouseEventKind::Down(_) => ui::click(area, app, mouse.column, mouse.row),
+                    MouseEventKind::Down(_) => {
+                        if let Some(hit) = ui::hit_test(area, app, mouse.column, mouse.row) {
+                            app.on_hit(hit);
+                        }
+                    }
                     MouseEventKind::ScrollDown => app.scroll(3),
                     MouseEventKind::ScrollUp => app.scroll(-3),
                     _ => {}
@@ -182,6 +186,7 @@ fn handle<B: Backend>(
         match effect {
             Effect::None => {}
             Effect::Quit => return Ok(Some(0)),
+            Effect::Redraw => terminal.clear().map_err(backend_error)?,
             Effect::Suspend => {
                 suspend(terminal)?;
                 *last_frame = Instant::now();
@@ -207,7 +212,8 @@ mod tests {
         let first = source.next_snapshot().expect("tick").expect("some");
         let (_feed_tx, feed_rx) = mpsc::channel();
         let mut app =
-            App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), rx: feed_rx }).expect("app");
+            App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx: feed_rx })
+                .expect("app");
         // The sampler ran far ahead: thousands of snapshots, one slot, one wake-up, then the user's q.
         let latest = Arc::new(super::super::feed::Latest::default());
         let (tx, rx) = mpsc::channel();

@@ -140,6 +140,8 @@ pub struct TableState {
     pub tagged: BTreeSet<RowKey>,
     /// First row shown (scroll position).
     pub offset: usize,
+    /// Characters of the command column scrolled off to the left (Left/Right outside a recording).
+    pub command_offset: usize,
 }
 
 impl Default for TableState {
@@ -155,6 +157,7 @@ impl Default for TableState {
             selected: None,
             tagged: BTreeSet::new(),
             offset: 0,
+            command_offset: 0,
         }
     }
 }
@@ -165,6 +168,10 @@ pub struct FixedFilters {
     pub gpus: Option<Vec<u32>>,
     pub user: Option<String>,
     pub pids: Vec<u32>,
+    /// Only processes with a compute context (C or C+G), as nvitop's `-c`.
+    pub compute: bool,
+    /// Only processes with a graphics context (G or C+G), as nvitop's `-g`. With `compute`: either.
+    pub graphics: bool,
 }
 
 impl TableState {
@@ -202,6 +209,17 @@ impl TableState {
         }
         if !fixed.pids.is_empty() && !row.pid.is_some_and(|p| fixed.pids.contains(&p)) {
             return false;
+        }
+        if fixed.compute || fixed.graphics {
+            use crate::sample::ProcessKind::{Compute, ComputeAndGraphics, Graphics};
+            let wanted = |kind| match kind {
+                Compute => fixed.compute,
+                Graphics => fixed.graphics,
+                ComputeAndGraphics => true,
+            };
+            if !row.gpus.iter().any(|g| wanted(g.kind)) {
+                return false;
+            }
         }
         if self.only_gpu.is_some() && gpu != self.only_gpu {
             return false;
@@ -367,6 +385,20 @@ mod tests {
             || r.user().is_some_and(|u| u.contains(&word))));
         let nobody = TableState { filter: "no-such-process-anywhere".into(), ..TableState::default() };
         assert!(nobody.rows(&tick, &FixedFilters::default()).is_empty());
+    }
+
+    #[test]
+    fn compute_and_graphics_filters_keep_their_kind() {
+        let mut tick = tick("mixed:8");
+        tick.gpu_processes[0].kind = crate::sample::ProcessKind::Graphics;
+        tick.gpu_processes[1].kind = crate::sample::ProcessKind::ComputeAndGraphics;
+        let all = TableState::default().rows(&tick, &FixedFilters::default()).len();
+        let graphics = FixedFilters { graphics: true, ..FixedFilters::default() };
+        assert_eq!(TableState::default().rows(&tick, &graphics).len(), 2);
+        let compute = FixedFilters { compute: true, ..FixedFilters::default() };
+        assert_eq!(TableState::default().rows(&tick, &compute).len(), all - 1);
+        let both = FixedFilters { compute: true, graphics: true, ..FixedFilters::default() };
+        assert_eq!(TableState::default().rows(&tick, &both).len(), all);
     }
 
     #[test]

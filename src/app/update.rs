@@ -39,14 +39,28 @@ impl App {
             self.table.offset = 0;
             return Effect::None;
         }
+        if std::mem::take(&mut self.sort_chord)
+            && let KeyCode::Char(c) = key.code
+        {
+            self.sort_by_letter(c);
+            return Effect::None;
+        }
         let binding = KeyBinding::from_event(&key);
-        if self.screen == Screen::Help {
-            // Any key leaves the help screen, as in nvitop; quit still quits.
-            self.screen = Screen::Main;
-            return match self.keymap.lookup(binding, false) {
-                Some(Action::Quit) if binding.modifiers.contains(KeyModifiers::CONTROL) => Effect::Quit,
-                _ => Effect::None,
-            };
+        if let Screen::Help { offset } = &mut self.screen {
+            // Up/Down/PageUp/PageDown/Home/End scroll; any other key leaves, as in nvitop; Ctrl-C still quits.
+            let page = self.page_rows.max(1);
+            match self.keymap.lookup(binding, false) {
+                Some(Action::Down) => *offset += 1,
+                Some(Action::Up) => *offset = offset.saturating_sub(1),
+                Some(Action::PageDown) => *offset += page,
+                Some(Action::PageUp) => *offset = offset.saturating_sub(page),
+                Some(Action::First) => *offset = 0,
+                // The widget clamps the offset to the last page.
+                Some(Action::Last) => *offset = usize::MAX / 2,
+                Some(Action::Quit) if binding.modifiers.contains(KeyModifiers::CONTROL) => return Effect::Quit,
+                _ => self.screen = Screen::Main,
+            }
+            return Effect::None;
         }
         match self.keymap.lookup(binding, self.dialog.is_some()) {
             Some(action) => self.update(action),
@@ -66,7 +80,7 @@ impl App {
         match action {
             Action::Quit => return Effect::Quit,
             Action::Suspend => return Effect::Suspend,
-            Action::Help => self.screen = Screen::Help,
+            Action::Help => self.screen = Screen::Help { offset: 0 },
             Action::Back => {
                 self.table.filter.clear();
                 self.table.tagged.clear();
@@ -95,6 +109,14 @@ impl App {
                 self.table.sort = columns[next % columns.len()];
                 self.table.inverted = false;
             }
+            Action::SortBy => {
+                self.sort_chord = true;
+                self.status = Some(
+                    "sort by: n GPU  p PID  u USER  g GPU-MEM  s %SM  b %GMBW  c %CPU  m HOST-MEM  t TIME (upper case reverses)"
+                        .to_owned(),
+                );
+            }
+            Action::Refresh => return Effect::Redraw,
             Action::SortInvert => self.table.inverted = !self.table.inverted,
             Action::Filter => {
                 self.table.editing_filter = true;
@@ -123,6 +145,8 @@ impl App {
             Action::ModeAuto => self.mode = DisplayMode::Auto,
             Action::ModeFull => self.mode = DisplayMode::Full,
             Action::ModeCompact => self.mode = DisplayMode::Compact,
+            Action::SeekBack if self.playback.is_none() => self.scroll_command(-8),
+            Action::SeekForward if self.playback.is_none() => self.scroll_command(8),
             Action::SeekBack => self.seek(-10_000),
             Action::SeekForward => self.seek(10_000),
             Action::SeekBackLong => self.seek(-60_000),
@@ -151,7 +175,7 @@ impl App {
             (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
             (Screen::Environment { pid, .. }, Action::Details) => {
                 let pid = *pid;
-                self.screen = Screen::Details { pid, libraries: self.inspector.cuda_libraries(pid) };
+                self.screen = Screen::Details { pid, libraries: self.libraries(pid) };
             }
             (Screen::Details { .. }, Action::Environment) => self.open_environment(),
             (
@@ -196,6 +220,7 @@ impl App {
             self.status = Some("cancelled: no signal sent".to_owned());
             return;
         };
+        let synthetic = self.machine().source == crate::sample::SourceKind::Synthetic;
         let results: Vec<String> = dialog
             .targets
             .iter()
@@ -207,7 +232,14 @@ impl App {
                     }
                     other => other,
                 };
-                format!("PID {}: {outcome}", target.pid)
+                // A synthetic machine makes most of its processes up (only attached test processes are real):
+                // say that, rather than only "exited already".
+                let note = match outcome {
+                    SignalOutcome::ExitedAlready if synthetic => " (or never ran here: a synthetic machine's process)",
+                    SignalOutcome::PidReused if synthetic => " (a synthetic process's PID is another process's here)",
+                    _ => "",
+                };
+                format!("PID {}: {outcome}{note}", target.pid)
             })
             .collect();
         self.status = Some(format!("{} → {}", kind.name(), results.join("; ")));
@@ -268,6 +300,98 @@ impl App {
         self.dialog = Some(SignalDialog { targets, button });
     }
 
+    /// Enter on a finding: selects its process (on its GPU) in the table and moves the focus there, so T, K
+    /// and I act on it; a finding about a GPU alone shows that GPU's processes.
+    fn select_finding_target(&mut self) {
+        let findings = self.findings();
+        let Some(finding) = findings.get(self.advice_selected.min(findings.len().saturating_sub(1))) else {
+            self.status = Some("no findings to act on".to_owned());
+            return;
+        };
+        let (gpu, pid, title) = (finding.gpu_index, finding.pid, finding.title.clone());
+        drop(findings);
+        if let Some(gpu) = gpu
+            && self.table.only_gpu.is_some_and(|only| only != gpu)
+        {
+            self.table.only_gpu = Some(gpu);
+        }
+        // The filters must not hide the target.
+        self.table.filter.clear();
+        let rows = self.rows();
+        let target = rows.iter().position(|r| {
+            pid.is_some_and(|p| r.pid == Some(p)) && (gpu.is_none() || self.table.tree || r.key.gpu_index == gpu)
+        });
+        let target = target.or_else(|| pid.and_then(|p| rows.iter().position(|r| r.pid == Some(p))));
+        let found = target.map(|i| (i, rows[i].key));
+        drop(rows);
+        match (found, pid, gpu) {
+            (Some((index, key)), Some(pid), _) => {
+                self.focus = Focus::Processes;
+                self.select(index, key);
+                self.status = Some(format!("PID {pid} selected: T/K/I signal it, Enter opens it ({title})"));
+            }
+            (None, Some(pid), _) => {
+                self.status = Some(format!("PID {pid} of this finding is no longer listed"));
+            }
+            (_, None, Some(gpu)) => {
+                self.focus = Focus::Processes;
+                self.table.only_gpu = Some(gpu);
+                self.table.offset = 0;
+                let first = self.rows().first().map(|r| r.key);
+                if let Some(key) = first {
+                    self.select(0, key);
+                }
+                self.status = Some(format!("processes of GPU {gpu} (the finding names no single process; g cycles)"));
+            }
+            (_, None, None) => {
+                self.status = Some("this finding is about the host, not a process: x explains".to_owned());
+            }
+        }
+    }
+
+    /// The CUDA libraries of `pid`, or why there are none to read: a synthetic or recorded process has no
+    /// memory maps on this machine.
+    fn libraries(&self, pid: u32) -> super::inspect::Pairs {
+        if self.playback.is_some() {
+            return Err("a recorded process: its memory maps are not on this machine".to_owned());
+        }
+        let libraries = self.inspector.cuda_libraries(pid);
+        if self.machine().source == crate::sample::SourceKind::Synthetic && libraries.is_err() {
+            // Made up by the synthetic source (only attached test processes are real).
+            return Err("a synthetic process: it does not run on this machine, so there are no memory maps".to_owned());
+        }
+        libraries
+    }
+
+    /// The second key of an `o` chord, as in nvitop: a letter picks the column, upper case reverses it.
+    fn sort_by_letter(&mut self, letter: char) {
+        let column = match letter.to_ascii_lowercase() {
+            'n' => SortColumn::Gpu,
+            'p' => SortColumn::Pid,
+            'u' => SortColumn::User,
+            'g' => SortColumn::GpuMem,
+            's' => SortColumn::Sm,
+            'b' => SortColumn::Gmbw,
+            'c' => SortColumn::Cpu,
+            'm' => SortColumn::HostMem,
+            't' => SortColumn::Time,
+            _ => {
+                self.status = Some(format!("no sort for '{letter}' (o then n p u g s b c m t)"));
+                return;
+            }
+        };
+        self.table.sort = column;
+        self.table.inverted = letter.is_ascii_uppercase();
+        self.status = Some(format!("sorted by {}", super::columns::title_of(column)));
+    }
+
+    /// Scrolls the command column by `delta` characters (Left/Right outside a recording).
+    fn scroll_command(&mut self, delta: isize) {
+        let longest = self.rows().iter().map(|r| r.command().chars().count()).max().unwrap_or(0);
+        let offset = self.table.command_offset.saturating_add_signed(delta);
+        self.table.command_offset = offset.min(longest.saturating_sub(8));
+    }
+
     fn selected_row_info(&self) -> Option<(u32, Option<u32>)> {
         let rows = self.rows();
         let row = &rows[self.selected_index(&rows)?];
@@ -276,12 +400,12 @@ impl App {
 
     fn open_details(&mut self) {
         if self.focus == Focus::Advice {
-            self.update(Action::Explain);
+            self.select_finding_target();
             return;
         }
         match self.selected_row_info() {
             Some((pid, _)) => {
-                self.screen = Screen::Details { pid, libraries: self.inspector.cuda_libraries(pid) };
+                self.screen = Screen::Details { pid, libraries: self.libraries(pid) };
             }
             None => self.status = Some("select a process with a PID first".to_owned()),
         }
@@ -303,11 +427,12 @@ impl App {
             _ => self.selected_row_info(),
         };
         match pid {
-            Some((pid, Some(uid))) if uid == self.own_uid => {
+            // Root reads every process's environment (the kernel allows it); others their own.
+            Some((pid, Some(uid))) if uid == self.own_uid || self.own_uid == 0 => {
                 self.screen = Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0 };
             }
             Some((pid, _)) => {
-                self.screen = Screen::Main;
+                // Stay where the key was pressed (the details screen keeps its place).
                 self.status =
                     Some(format!("PID {pid} is not yours: the environment screen shows your own processes only"));
             }
@@ -449,6 +574,19 @@ impl App {
             }
         };
         self.apply_advance(&advance);
+    }
+
+    /// Acts on a mouse click: selects a row, sorts by a column (a second click inverts) or focuses the advice.
+    pub fn on_hit(&mut self, hit: super::Hit) {
+        match hit {
+            super::Hit::Row(index) => self.click_row(index),
+            super::Hit::Header(column) => self.click_header(column),
+            super::Hit::Advice => self.focus = Focus::Advice,
+            super::Hit::Finding(index) => {
+                self.focus = Focus::Advice;
+                self.advice_selected = index;
+            }
+        }
     }
 
     /// Selects the `index`-th visible row (a mouse click).

@@ -7,7 +7,11 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Paragraph, Row, Table, Widget};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
+
+use crate::app::columns::{self, CellContext, ColumnId};
+use crate::app::{FixedFilters, TableState};
+use crate::sample::{GpuProcess, HostProcess, ProcessKind, Tick};
 
 use super::fleet::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
 use crate::text::{visible, visible_lines};
@@ -85,19 +89,36 @@ fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     ]
 }
 
-#[allow(clippy::cast_precision_loss)]
-fn process_cells(p: &FleetProcess) -> [String; 6] {
-    [
-        p.gpu_index.to_string(),
-        p.pid.to_string(),
-        p.user.as_deref().map_or_else(|| "N/A".to_owned(), |u| visible(u).into_owned()),
-        na(
-            p.gpu_memory_bytes,
-            |b| if b > MAX_BYTES { ABSURD.to_owned() } else { format!("{:.1} GiB", b as f64 / GIB) },
-        ),
-        na(p.sm_util_pct, |u| sane(u, 1000.0, |u| format!("{u:.0} %"))),
-        p.command.as_deref().map_or_else(|| "N/A".to_owned(), |c| visible(c).into_owned()),
-    ]
+/// The columns a scraped node has readings for, from the monitor's one list of columns.
+const FLEET_COLUMNS: [ColumnId; 6] =
+    [ColumnId::Gpu, ColumnId::Pid, ColumnId::User, ColumnId::GpuMem, ColumnId::Sm, ColumnId::Command];
+
+/// A node's processes as the sample types, so the monitor's columns can write their cells.
+fn process_samples(processes: &[FleetProcess]) -> Tick {
+    let gpu_processes = processes
+        .iter()
+        .map(|p| GpuProcess {
+            gpu_index: p.gpu_index,
+            pid: Some(p.pid),
+            kind: ProcessKind::default(),
+            used_gpu_memory_bytes: p.gpu_memory_bytes,
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            sm_util_pct: p.sm_util_pct.map(|u| u.round().clamp(0.0, 100.0) as u32),
+            mem_util_pct: None,
+            enc_util_pct: None,
+            dec_util_pct: None,
+        })
+        .collect();
+    let host = processes
+        .iter()
+        .map(|p| HostProcess {
+            pid: p.pid,
+            user: p.user.clone(),
+            cmdline: p.command.clone().unwrap_or_else(|| "N/A".to_owned()),
+            ..HostProcess::default()
+        })
+        .collect();
+    Tick { gpu_processes, processes: host, ..Tick::default() }
 }
 
 fn node_header(node: &Node) -> String {
@@ -255,24 +276,25 @@ impl FleetView {
         )
         .block(Block::new().borders(Borders::ALL).title(format!(" {} (Esc: fleet) ", node_header(node))))
         .render(gpus_area, buf);
-        let proc_rows = node.processes.iter().map(|p| Row::new(process_cells(p).to_vec()));
-        Table::new(
-            proc_rows,
-            [
-                Constraint::Length(4),
-                Constraint::Length(8),
-                Constraint::Length(10),
-                Constraint::Length(10),
-                Constraint::Length(6),
-                Constraint::Fill(1),
-            ],
-        )
-        .header(
-            Row::new(vec!["GPU", "PID", "USER", "GPU MEM", "SM", "COMMAND"])
-                .style(Style::new().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::new().borders(Borders::ALL).title(" Processes "))
-        .render(procs_area, buf);
+        let samples = process_samples(&node.processes);
+        let rows = TableState::default().rows(&samples, &FixedFilters::default());
+        let columns = columns::only(&FLEET_COLUMNS);
+        let ctx = CellContext { now_ms: 0, tree: false };
+        let cell = |c: &columns::Column, text: String| {
+            let line = Line::from(text);
+            Cell::from(if c.align == columns::Align::Right { line.right_aligned() } else { line })
+        };
+        let proc_rows =
+            rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
+        let widths =
+            columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
+        Table::new(proc_rows, widths)
+            .header(
+                Row::new(columns.iter().map(|c| cell(c, c.title.to_owned())).collect::<Vec<_>>())
+                    .style(Style::new().add_modifier(Modifier::BOLD)),
+            )
+            .block(Block::new().borders(Borders::ALL).title(" Processes "))
+            .render(procs_area, buf);
         let lines: Vec<Line<'_>> = node
             .findings
             .iter()

@@ -4,10 +4,12 @@
 use std::fmt::Write as _;
 
 use crate::advice::{Finding, Severity};
+use crate::app::columns::{COLUMNS, CellContext, Column, header_text, row_text};
+use crate::app::{FixedFilters, TableState};
 use crate::pipeline::Pipeline;
-use crate::sample::{GpuInfo, GpuState, GpuTick, HostProcess, MachineInfo, Tick, throttle};
+use crate::sample::{GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
 
-use super::format::{NA, bytes, cuda_version, elapsed, opt, truncate, utc};
+use super::format::{NA, bytes, cuda_version, opt, truncate, utc};
 use crate::text::{visible, visible_lines};
 
 /// What the table shows: `--only`, `--user`, `--pid` and `--ascii`.
@@ -161,60 +163,29 @@ fn host(out: &mut String, tick: &Tick) {
     let _ = writeln!(out, "\nHost: {cpu} | {mem} | {swap} | {load} | {psi}");
 }
 
+/// The processes with the monitor's columns (one list of them, `app::columns`), in the monitor's default order.
 fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
-    let ascii = options.ascii;
-    let _ = writeln!(
-        out,
-        "\n{:>3} {:>8} {:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {:>9}  COMMAND",
-        "GPU", "PID", "CPID", "USER", "T", "GPU-MEM", "SM%", "MEM%", "CPU%", "HOST-MEM", "S", "TIME"
-    );
-    let mut rows: Vec<_> = tick
-        .gpu_processes
-        .iter()
-        .filter(|p| options.shows_gpu(p.gpu_index))
-        .filter(|p| options.pids.is_empty() || p.pid.is_some_and(|pid| options.pids.contains(&pid)))
-        .filter(|p| {
-            options.user.as_deref().is_none_or(|user| {
-                p.pid.and_then(|pid| tick.process(pid)).and_then(|h| h.user.as_deref()) == Some(user)
-            })
-        })
-        .collect();
+    let fixed = FixedFilters {
+        gpus: (!options.only_gpus.is_empty()).then(|| options.only_gpus.clone()),
+        user: options.user.clone(),
+        pids: options.pids.clone(),
+        ..FixedFilters::default()
+    };
+    let rows = TableState::default().rows(tick, &fixed);
+    let all: Vec<&Column> = COLUMNS.iter().collect();
+    let ctx = CellContext { now_ms: tick.at_ms, tree: false };
+    let _ = writeln!(out, "\n{}", header_text(&all, COMMAND_WIDTH, options.ascii));
     if rows.is_empty() {
         let _ = writeln!(out, "  No GPU processes{}.", if tick.gpu_processes.is_empty() { "" } else { " match" });
         return;
     }
-    rows.sort_by_key(|p| (p.gpu_index, p.pid));
-    for entry in rows {
-        let host: Option<&HostProcess> = entry.pid.and_then(|pid| tick.process(pid));
-        let pid = opt(entry.pid, |p| p.to_string());
-        let cpid = host.and_then(HostProcess::container_pid).map_or_else(|| "-".to_owned(), |p| p.to_string());
-        let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| NA.to_owned());
-        let command = match (entry.pid, host) {
-            (None, _) => "N/A (driver returned an impossible PID)".to_owned(),
-            (Some(_), Some(h)) if h.unreadable.is_some() => format!("({})", h.unreadable.as_deref().unwrap_or("")),
-            (Some(_), Some(h)) if !h.cmdline.is_empty() => h.cmdline.clone(),
-            (Some(_), Some(h)) => h.name.clone(),
-            (Some(_), None) => "(no process details)".to_owned(),
-        };
-        let time = host
-            .and_then(|h| h.started_at_ms)
-            .map_or_else(|| NA.to_owned(), |start| elapsed(tick.at_ms.saturating_sub(start) / 1000));
-        let _ = writeln!(
-            out,
-            "{:>3} {pid:>8} {cpid:>7} {:<9} {:>1} {:>9} {:>4} {:>4} {:>6} {:>9} {:>1} {time:>9}  {}",
-            entry.gpu_index,
-            truncate(&visible(&user), 9, ascii),
-            entry.kind.letter(),
-            opt(entry.used_gpu_memory_bytes, bytes),
-            opt(entry.sm_util_pct, |v| v.to_string()),
-            opt(entry.mem_util_pct, |v| v.to_string()),
-            opt(host.and_then(|h| h.cpu_pct), |v| format!("{v:.1}")),
-            opt(host.and_then(|h| h.rss_bytes), bytes),
-            host.and_then(|h| h.state).unwrap_or('?'),
-            truncate(&visible(&command), 60, ascii),
-        );
+    for row in &rows {
+        let _ = writeln!(out, "{}", row_text(row, &all, &ctx, COMMAND_WIDTH, options.ascii));
     }
 }
+
+/// Characters of the command line shown.
+const COMMAND_WIDTH: usize = 60;
 
 fn findings(out: &mut String, findings: &[Finding]) {
     if findings.is_empty() {

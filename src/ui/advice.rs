@@ -1,137 +1,433 @@
-//! The advice pane. Short terminals: one line per finding (severity, GPU/PID, title) and a detail line with the
-//! selected finding's evidence and remedy (`x` shows all of it). Tall terminals: each finding's title, evidence
-//! and remedy on their own lines, wrapped.
+//! The advice pane: each finding's severity, GPU/PID and title, its evidence ("why") and its remedy ("→"), all
+//! wrapped to the width. Text is never cut mid-sentence: when the pane is short it shows less of each finding
+//! (the evidence goes first, then the remedy) or fewer findings (the title line says how many are left out),
+//! and at the very least a one-line strip.
 
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
 
-use super::theme::{Glyphs, Theme};
-use super::{format, title_line};
+use super::layout::AdviceStyle;
+use super::paint::{Paint, fill};
 use crate::advice::{Finding, Severity};
 
-/// Columns the evidence and remedy lines are indented by in the tall pane.
+/// Columns the continuation, evidence and remedy lines are indented by.
 const INDENT: usize = 8;
-/// Findings listed in the short pane.
-const SHORT_ROWS: usize = 3;
 
-pub(super) fn severity<'a>(finding: &Finding, theme: &Theme) -> Span<'a> {
-    match finding.severity {
-        Severity::Critical => Span::styled(" CRIT ", theme.alarm),
-        Severity::Warning => Span::styled(" WARN ", theme.badge),
-        Severity::Info => Span::styled(" INFO ", theme.label),
-    }
+/// How much of a finding is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Form {
+    /// The title only.
+    Title,
+    /// The title and the remedy.
+    Brief,
+    /// The title, the evidence and the remedy.
+    Full,
 }
 
-pub(super) fn about(finding: &Finding) -> String {
+/// "GPU 1 PID 3001 " or "host ": what the finding is about.
+#[must_use]
+pub fn about(finding: &Finding) -> String {
     let gpu = finding.gpu_index.map_or_else(|| "host ".to_owned(), |g| format!("GPU {g} "));
     let pid = finding.pid.map_or_else(String::new, |p| format!("PID {p} "));
     format!(" {gpu}{pid}")
 }
 
-fn body_width(width: u16) -> usize {
-    usize::from(width).saturating_sub(INDENT + 1).max(10)
+/// Breaks `text` into lines: the first `first` characters wide, the others `rest` wide, at spaces (a word longer
+/// than a line is split, the only cut there is).
+fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let cap = |n: usize| if n == 0 { first.max(1) } else { rest.max(1) };
+    for word in text.split_whitespace() {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let room = cap(lines.len());
+            let used = line.chars().count();
+            let need = word.len() + usize::from(used > 0);
+            if used + need <= room {
+                if used > 0 {
+                    line.push(' ');
+                }
+                line.extend(word.drain(..));
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a whole line.
+            let tail = word.split_off(room);
+            lines.push(word.into_iter().collect());
+            word = tail;
+            if word.is_empty() {
+                break;
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
-/// Lines one finding takes in the tall pane at `width`.
-fn tall_height(finding: &Finding, width: u16) -> usize {
-    let w = body_width(width);
-    1 + format::wrap(&finding.evidence, w).len() + format::wrap(&finding.remedy, w.saturating_sub(2)).len()
-}
-
-/// Rows the pane needs for `findings` at `width`, at most `max` (the title included).
-#[must_use]
-pub fn height(findings: &[&Finding], width: u16, tall: bool, max: u16) -> u16 {
-    let body = if findings.is_empty() {
-        1
-    } else if tall {
-        findings.iter().map(|f| tall_height(f, width)).sum()
-    } else {
-        findings.len().min(SHORT_ROWS) + 2
-    };
-    u16::try_from(body + 1).unwrap_or(u16::MAX).min(max)
-}
-
-/// The pane's lines for `findings` in `area`. `selected` is the finding the detail line is about; `focused` says
-/// whether the pane has the keyboard (the selection is then highlighted).
-#[must_use]
-pub fn lines<'a>(
-    findings: &[&Finding],
-    selected: usize,
-    focused: bool,
-    area: Rect,
-    tall: bool,
-    theme: &Theme,
-    glyphs: &Glyphs,
-) -> Vec<Line<'a>> {
-    let hint = if findings.is_empty() { String::new() } else { "(x explains, ^W focuses) ".to_owned() };
-    let extra = vec![Span::styled(format!("({}) {hint}", findings.len()), theme.dim)];
-    let mut lines = vec![title_line("Advice", extra, area.width, theme, glyphs)];
-    if findings.is_empty() {
-        lines.push(Line::from(Span::styled("  Nothing looks wrong: no finding held for its window.", theme.low)));
-        return lines;
-    }
-    let selected = selected.min(findings.len() - 1);
-    let width = usize::from(area.width);
-    let arrow = if glyphs.ascii { "->" } else { "→" };
-    let head = |i: usize, finding: &Finding| {
-        let style = if focused && i == selected { theme.selected } else { theme.base };
-        let mut spans = vec![Span::raw(" "), severity(finding, theme), Span::styled(about(finding), theme.label)];
-        let used: usize = spans.iter().map(Span::width).sum();
-        spans.push(Span::styled(format::truncate(&finding.title, width.saturating_sub(used), glyphs.ascii), style));
-        Line::from(spans)
-    };
-    let room = usize::from(area.height.saturating_sub(1));
-    if !tall {
-        // The findings one line each, then the selected one's evidence and remedy (two lines, or the remedy alone).
-        let wanted = findings.len().min(SHORT_ROWS);
-        let (rows, detail) = if room >= wanted + 2 {
-            (wanted, 2)
-        } else if room >= 2 {
-            (wanted.min(room - 1), 1)
-        } else {
-            (1, 0)
-        };
-        let first = selected.saturating_sub(rows - 1);
-        for (i, finding) in findings.iter().enumerate().skip(first).take(rows) {
-            lines.push(head(i, finding));
-        }
-        let finding = findings[selected];
-        let remedy = format::truncate(&format!("{arrow} {}", finding.remedy), width.saturating_sub(8), glyphs.ascii);
-        if detail == 2 {
-            let evidence = format::truncate(&finding.evidence, width.saturating_sub(8), glyphs.ascii);
-            lines.push(Line::from(vec![
-                Span::styled(format!("{:>w$} ", "why", w = INDENT - 1), theme.dim),
-                Span::styled(evidence, theme.dim),
-            ]));
-        }
-        if detail >= 1 {
-            lines.push(Line::from(vec![Span::raw(" ".repeat(INDENT)), Span::styled(remedy, theme.base)]));
-        }
-        return lines;
-    }
-    // Start early enough that the selected finding is on screen.
-    let mut first = selected;
-    let mut used = tall_height(findings[selected], area.width);
-    while first > 0 && used + tall_height(findings[first - 1], area.width) <= room {
-        first -= 1;
-        used += tall_height(findings[first], area.width);
-    }
-    let w = body_width(area.width);
+/// The pane's content for one finding in `form` at `width`: spans per line.
+fn finding_lines<'a>(finding: &Finding, form: Form, width: u16, highlight: bool, paint: &Paint) -> Vec<Line<'a>> {
+    let theme = &paint.theme;
+    let width = usize::from(width);
+    let head = vec![Span::raw(" "), paint.severity_of(finding), Span::styled(about(finding), theme.label)];
+    let head_w: usize = head.iter().map(Span::width).sum();
+    let title_style = if highlight { theme.selected } else { theme.base };
+    let body_w = width.saturating_sub(INDENT).max(8);
     let pad = " ".repeat(INDENT);
-    for (i, finding) in findings.iter().enumerate().skip(first) {
-        if lines.len() > room {
+    let mut out = Vec::new();
+    for (n, text) in wrap_hanging(&finding.title, width.saturating_sub(head_w).max(8), body_w).into_iter().enumerate() {
+        if n == 0 {
+            let mut spans = head.clone();
+            spans.push(Span::styled(text, title_style));
+            out.push(Line::from(spans));
+        } else {
+            out.push(Line::from(vec![Span::raw(pad.clone()), Span::styled(text, title_style)]));
+        }
+    }
+    if form == Form::Full {
+        for (n, text) in wrap_hanging(&finding.evidence, body_w, body_w).into_iter().enumerate() {
+            let label = if n == 0 { format!("{:>w$} ", "why", w = INDENT - 1) } else { pad.clone() };
+            out.push(Line::from(vec![Span::styled(label, theme.dim), Span::styled(text, theme.dim)]));
+        }
+    }
+    if form >= Form::Brief {
+        let arrow = if paint.ascii() { "->" } else { "→" };
+        let lead_w = INDENT + arrow.chars().count() + 1;
+        let remedy_w = width.saturating_sub(lead_w).max(8);
+        for (n, text) in wrap_hanging(&finding.remedy, remedy_w, remedy_w).into_iter().enumerate() {
+            let lead = if n == 0 { format!("{pad}{arrow} ") } else { " ".repeat(lead_w) };
+            out.push(Line::from(vec![Span::styled(lead, theme.label), Span::styled(text, theme.base)]));
+        }
+    }
+    out
+}
+
+fn rows(finding: &Finding, form: Form, width: u16, paint: &Paint) -> usize {
+    finding_lines(finding, form, width, false, paint).len()
+}
+
+/// Rows the pane needs at `width`: (every finding whole with its title line, the least a pane shows: its title
+/// line and the selected finding's title).
+#[must_use]
+pub fn need(findings: &[&Finding], selected: usize, width: u16, paint: &Paint) -> (u16, u16) {
+    if findings.is_empty() {
+        return (2, 2);
+    }
+    let full: usize = findings.iter().map(|f| rows(f, Form::Full, width, paint)).sum();
+    let selected = findings[selected.min(findings.len() - 1)];
+    let least = rows(selected, Form::Title, width, paint);
+    let to_u16 = |n: usize| u16::try_from(n + 1).unwrap_or(u16::MAX);
+    (to_u16(full), to_u16(least))
+}
+
+/// What the pane shows in `room` rows below its title: the first finding shown and the form of each shown.
+/// The richest single form that shows every finding wins; else the most findings (starting early enough to
+/// include the selected one) in the richest form that shows at least two, or the selected one alone. Rows left
+/// over then show more of single findings: the remedies first (the selected finding's first), then the evidence.
+fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint: &Paint) -> (usize, Vec<Form>) {
+    let n = findings.len();
+    let height = |i: usize, form: Form| rows(findings[i], form, width, paint);
+    let heights = |form: Form| -> Vec<usize> { (0..n).map(|i| height(i, form)).collect() };
+    // A window of findings that holds the selected one: as many as fit from `selected` forward, then back.
+    let window = |h: &[usize]| -> (usize, usize) {
+        let mut first = selected;
+        let mut count = 1;
+        let mut used = h[selected];
+        while first + count < n && used + h[first + count] <= room {
+            used += h[first + count];
+            count += 1;
+        }
+        while first > 0 && used + h[first - 1] <= room {
+            first -= 1;
+            used += h[first];
+            count += 1;
+        }
+        (first, count)
+    };
+    let mut chosen = None;
+    for form in [Form::Full, Form::Brief, Form::Title] {
+        if heights(form).iter().sum::<usize>() <= room {
+            chosen = Some((form, 0, n));
             break;
         }
-        lines.push(head(i, finding));
-        for (n, text) in format::wrap(&finding.evidence, w).into_iter().enumerate() {
-            let label = if n == 0 { format!("{:>w$} ", "why", w = INDENT - 1) } else { pad.clone() };
-            lines.push(Line::from(vec![Span::styled(label, theme.dim), Span::styled(text, theme.dim)]));
-        }
-        for (n, text) in format::wrap(&finding.remedy, w.saturating_sub(2)).into_iter().enumerate() {
-            let lead = if n == 0 { format!("{pad}{arrow} ") } else { format!("{pad}  ") };
-            lines.push(Line::from(vec![Span::styled(lead, theme.label), Span::styled(text, theme.base)]));
+    }
+    if chosen.is_none() {
+        for form in [Form::Full, Form::Brief, Form::Title] {
+            let h = heights(form);
+            if h[selected] <= room {
+                let (first, count) = window(&h);
+                if count >= 2.min(n) || form == Form::Title {
+                    chosen = Some((form, first, count));
+                    break;
+                }
+            }
         }
     }
-    lines.truncate(room + 1);
-    lines
+    let Some((form, first, count)) = chosen else { return (selected, Vec::new()) };
+    let mut forms = vec![form; count];
+    let mut used: usize = (first..first + count).map(|i| height(i, form)).sum();
+    let order: Vec<usize> =
+        std::iter::once(selected).chain(first..first + count).filter(|i| (first..first + count).contains(i)).collect();
+    for target in [Form::Brief, Form::Full] {
+        for &i in &order {
+            let k = i - first;
+            if forms[k] < target {
+                let grown = used - height(i, forms[k]) + height(i, target);
+                if grown <= room {
+                    forms[k] = target;
+                    used = grown;
+                }
+            }
+        }
+    }
+    (first, forms)
+}
+
+/// The advice pane (or strip) over the findings on screen.
+#[derive(Debug)]
+pub struct AdvicePane<'a> {
+    pub findings: &'a [&'a Finding],
+    /// The finding the keyboard is on (highlighted when `focused`).
+    pub selected: usize,
+    pub focused: bool,
+    pub style: AdviceStyle,
+    pub paint: &'a Paint,
+}
+
+impl AdvicePane<'_> {
+    /// The index of the finding drawn on `row` of `area` (the pane's rectangle), for mouse clicks.
+    #[must_use]
+    pub fn finding_at(&self, area: Rect, row: u16) -> Option<usize> {
+        if self.style == AdviceStyle::Strip || area.height < 2 || row <= area.y || self.findings.is_empty() {
+            return None;
+        }
+        let selected = self.selected.min(self.findings.len() - 1);
+        let (first, forms) = choose(self.findings, selected, usize::from(area.height - 1), area.width, self.paint);
+        let mut y = usize::from(area.y) + 1;
+        for (i, form) in (first..).zip(forms) {
+            let h = rows(self.findings[i], form, area.width, self.paint);
+            if (y..y + h).contains(&usize::from(row)) {
+                return Some(i);
+            }
+            y += h;
+        }
+        None
+    }
+
+    fn strip(&self, width: u16) -> Line<'static> {
+        let theme = &self.paint.theme;
+        if self.findings.is_empty() {
+            return Line::from(Span::styled(" Nothing looks wrong", theme.low));
+        }
+        let worst = self.findings.iter().max_by_key(|f| (f.severity, std::cmp::Reverse(f.since_ms)));
+        let more = self.findings.len() - 1;
+        if let Some(worst) = worst {
+            let mut spans = vec![Span::raw(" "), self.paint.severity_of(worst), Span::raw(" ")];
+            spans.push(Span::styled(worst.title.clone(), theme.base));
+            if more > 0 {
+                spans.push(Span::styled(format!(" +{more} (x)"), theme.dim));
+            }
+            if spans.iter().map(Span::width).sum::<usize>() <= usize::from(width) {
+                return Line::from(spans);
+            }
+        }
+        // The title does not fit whole: the count per severity instead.
+        let mut spans = vec![Span::raw(" ")];
+        for severity in [Severity::Critical, Severity::Warning, Severity::Info] {
+            let count = self.findings.iter().filter(|f| f.severity == severity).count();
+            if count > 0 {
+                spans.push(self.paint.severity(severity));
+                spans.push(Span::styled(format!("{count}  "), theme.base));
+            }
+        }
+        spans.push(Span::styled("x explains", theme.dim));
+        Line::from(spans)
+    }
+}
+
+impl Widget for AdvicePane<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let paint = self.paint;
+        let theme = &paint.theme;
+        if area.height == 0 {
+            return;
+        }
+        if self.style == AdviceStyle::Strip || area.height == 1 {
+            fill(area, buf, vec![self.strip(area.width)], theme.base);
+            return;
+        }
+        let n = self.findings.len();
+        let room = usize::from(area.height - 1);
+        let selected = self.selected.min(n.saturating_sub(1));
+        let (first, forms) =
+            if n == 0 { (0, Vec::new()) } else { choose(self.findings, selected, room, area.width, paint) };
+        let count = forms.len();
+        let mut extra = if count < n {
+            vec![Span::styled(format!("({count} of {n}: ^W, Up/Down) "), theme.tagged)]
+        } else {
+            vec![Span::styled(format!("({n}) "), theme.dim)]
+        };
+        // The key hints, as many as fit after the title.
+        let used = 9 + extra.iter().map(Span::width).sum::<usize>();
+        let hints = ["x explains ", "^W focuses ", "Enter selects "];
+        let mut hint = String::new();
+        for h in hints {
+            if n > 0 && used + hint.len() + h.len() + 2 <= usize::from(area.width) {
+                hint.push_str(h);
+            }
+        }
+        if !hint.is_empty() {
+            extra.push(Span::styled(hint, theme.dim));
+        }
+        let mut lines = vec![paint.title_line("Advice", extra, area.width)];
+        if n == 0 {
+            let text = if area.width >= 60 {
+                "  Nothing looks wrong: no finding held for its window."
+            } else {
+                "  Nothing looks wrong."
+            };
+            lines.push(Line::from(Span::styled(text, theme.low)));
+        }
+        for ((i, finding), form) in self.findings.iter().enumerate().skip(first).zip(forms) {
+            lines.extend(finding_lines(finding, form, area.width, self.focused && i == selected, paint));
+        }
+        lines.truncate(room + 1);
+        fill(area, buf, lines, theme.base);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advice::Rule;
+    use crate::ui::config::ThemeName;
+
+    fn finding(severity: Severity, title: &str) -> Finding {
+        Finding {
+            rule: Rule::InputBound,
+            severity,
+            gpu_index: Some(1),
+            pid: Some(3001),
+            title: title.into(),
+            evidence: "SM util 4 % (median, 30 s); PSI io 36.8 %; PID 3001 in D 40 % of samples".into(),
+            remedy: "Raise DataLoader num_workers, use pinned memory, or move the data to local NVMe".into(),
+            explanation: "The GPU waits for batches.".into(),
+            since_ms: 0,
+        }
+    }
+
+    fn render(pane: AdvicePane<'_>, width: u16, height: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        pane.render(area, &mut buf);
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+            .collect()
+    }
+
+    #[test]
+    fn wrap_hanging_keeps_words_whole() {
+        assert_eq!(wrap_hanging("raise num_workers to 8 now", 5, 12), vec!["raise", "num_workers", "to 8 now"]);
+        assert_eq!(wrap_hanging("abcdefghij", 4, 4), vec!["abcd", "efgh", "ij"]);
+    }
+
+    #[test]
+    fn a_narrow_pane_wraps_and_never_cuts_a_sentence() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
+        let findings = [&a];
+        let pane =
+            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let lines = render(pane, 40, 12);
+        let text = lines.join(" ");
+        assert!(!text.contains('…'), "{lines:#?}");
+        // Every word of the remedy is on screen, in order.
+        let words: Vec<&str> = text.split_whitespace().collect();
+        for word in a.remedy.split_whitespace() {
+            assert!(words.contains(&word), "{word} missing: {lines:#?}");
+        }
+        assert!(lines.iter().all(|l| l.chars().count() <= 40));
+    }
+
+    #[test]
+    fn a_short_pane_shows_less_of_each_finding_then_fewer_findings() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
+        let b = finding(Severity::Warning, "GPU 0 is power capped");
+        let c = finding(Severity::Info, "GPU 2 idles with memory held");
+        let findings = [&a, &b, &c];
+        let pane = |h| {
+            render(
+                AdvicePane {
+                    findings: &findings,
+                    selected: 0,
+                    focused: false,
+                    style: AdviceStyle::Pane,
+                    paint: &paint,
+                },
+                100,
+                h,
+            )
+        };
+        // Room for titles and remedies, not the evidence.
+        let lines = pane(7);
+        assert!(lines.iter().all(|l| !l.contains("why")), "{lines:#?}");
+        assert_eq!(lines.iter().filter(|l| l.contains('→')).count(), 3, "{lines:#?}");
+        // Room for the titles only.
+        let lines = pane(4);
+        assert!(lines[1].contains("CRIT") && lines[2].contains("WARN") && lines[3].contains("INFO"), "{lines:#?}");
+        // Room for two titles: the title line says how many are shown.
+        let lines = pane(3);
+        assert!(lines[0].contains("2 of 3"), "{lines:#?}");
+        assert!(lines.iter().all(|l| !l.contains('…')), "{lines:#?}");
+    }
+
+    #[test]
+    fn a_click_finds_the_finding_under_it() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
+        let b = finding(Severity::Warning, "GPU 0 is power capped");
+        let findings = [&a, &b];
+        let pane =
+            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let area = Rect::new(0, 20, 100, 7);
+        // Title line, then a: title, why, remedy; then b: title, why, remedy.
+        assert_eq!(pane.finding_at(area, 20), None);
+        assert_eq!(pane.finding_at(area, 21), Some(0));
+        assert_eq!(pane.finding_at(area, 23), Some(0));
+        assert_eq!(pane.finding_at(area, 24), Some(1));
+        assert_eq!(pane.finding_at(area, 26), Some(1));
+    }
+
+    #[test]
+    fn the_strip_shows_the_worst_title_whole_or_counts() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Warning, "GPU 0 is power capped");
+        let b = finding(Severity::Critical, "Input pipeline starves GPU 1 while the other GPUs wait");
+        let findings = [&a, &b];
+        let strip = |w| {
+            render(
+                AdvicePane {
+                    findings: &findings,
+                    selected: 0,
+                    focused: false,
+                    style: AdviceStyle::Strip,
+                    paint: &paint,
+                },
+                w,
+                1,
+            )
+        };
+        let wide = strip(100);
+        assert!(wide[0].contains("CRIT") && wide[0].contains("wait") && wide[0].contains("+1"), "{wide:?}");
+        let narrow = strip(40);
+        assert!(narrow[0].contains("CRIT 1") && narrow[0].contains("WARN 1"), "{narrow:?}");
+    }
 }

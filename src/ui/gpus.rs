@@ -2,13 +2,16 @@
 //! boxed panel per GPU with history graphs (`panel`). A lost GPU shows a red banner while the others keep
 //! updating; absent readings are "N/A".
 
-use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
 
-use super::theme::{Glyphs, Level, Theme};
-use super::{GpuStyle, Plan, bar, format, graph, paint, title_line};
+use super::layout::GpuStyle;
+use super::paint::{Paint, fill};
+use super::theme::Level;
+use super::{format, graph};
 use crate::app::App;
 use crate::history::GpuSeries;
 use crate::sample::{GpuInfo, GpuState, GpuTick, throttle};
@@ -63,28 +66,25 @@ impl Gpu<'_> {
         self.info.name.trim_start_matches("NVIDIA ").to_owned()
     }
 
-    fn power<'s>(&self, theme: &Theme) -> Vec<Span<'s>> {
+    fn power<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let tick = self.tick;
         let power = tick.and_then(|t| t.power_mw);
         let limit = tick.and_then(|t| t.power_limit_mw);
         #[allow(clippy::cast_precision_loss)]
         let share = power.zip(limit).map(|(p, l)| if l == 0 { 0.0 } else { f64::from(p) * 100.0 / f64::from(l) });
         let mut spans = vec![
-            Span::styled("PWR ", theme.label),
-            Span::styled(
-                format!("{}/{}W", format::watts(power), format::watts(limit)),
-                theme.level(Level::of(share, 10.0, 75.0)),
-            ),
+            Span::styled("PWR ", paint.theme.label),
+            Span::styled(format!("{}/{}W", format::watts(power), format::watts(limit)), paint.load_style(share)),
         ];
         if let (Some(limit), Some(default)) = (limit, self.info.power_limit_default_mw)
             && limit < default
         {
-            spans.push(Span::styled(format!(" (cap<{}W)", format::watts(Some(default))), theme.high));
+            spans.push(Span::styled(format!(" (cap<{}W)", format::watts(Some(default))), paint.theme.moderate));
         }
         spans
     }
 
-    fn temp<'s>(&self, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'s>> {
+    fn temp<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let temp = self.tick.and_then(|t| t.temp_c);
         let slowdown = self.info.temp_slowdown_c;
         let level = match (temp, slowdown) {
@@ -93,9 +93,10 @@ impl Gpu<'_> {
             (Some(t), _) if t < 60 => Level::Low,
             _ => Level::Moderate,
         };
-        let mut spans = vec![Span::styled(format!("{}{}", format::num(temp, ""), glyphs.degree), theme.level(level))];
+        let mut spans =
+            vec![Span::styled(format!("{}{}", format::num(temp, ""), paint.glyphs.degree), paint.theme.level(level))];
         if let Some(s) = slowdown {
-            spans.push(Span::styled(format!("/{s}"), theme.dim));
+            spans.push(Span::styled(format!("/{s}"), paint.theme.dim));
         }
         spans
     }
@@ -111,7 +112,7 @@ impl Gpu<'_> {
         )
     }
 
-    fn pcie<'s>(&self, theme: &Theme) -> Vec<Span<'s>> {
+    fn pcie<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let t = self.tick;
         let (gen_now, width_now) = (t.and_then(|t| t.pcie_gen), t.and_then(|t| t.pcie_width));
         let (gen_max, width_max) = (self.info.max_pcie_gen, self.info.max_pcie_width);
@@ -119,9 +120,9 @@ impl Gpu<'_> {
             || matches!((width_now, width_max), (Some(a), Some(b)) if a < b);
         // Idle links downshift on purpose; only a downgrade under load is worth a colour.
         let loaded = self.util().is_some_and(|u| u >= 50.0);
-        let style = if downgraded && loaded { theme.high } else { theme.base };
+        let style = if downgraded && loaded { paint.theme.high } else { paint.theme.base };
         vec![
-            Span::styled("PCIe ", theme.label),
+            Span::styled("PCIe ", paint.theme.label),
             Span::styled(
                 format!(
                     "Gen{}x{}/Gen{}x{}",
@@ -140,6 +141,26 @@ impl Gpu<'_> {
         ]
     }
 
+    /// Fan, encoder/decoder, persistence mode and ECC, as far as the GPU reports them (nvitop's extra fields).
+    fn device_extras(&self) -> Option<String> {
+        let t = self.tick;
+        let on = |b: bool| if b { "on" } else { "off" };
+        let mut parts = Vec::new();
+        if let Some(fan) = t.and_then(|t| t.fan_pct) {
+            parts.push(format!("FAN {fan}%"));
+        }
+        if let (Some(enc), Some(dec)) = (t.and_then(|t| t.enc_util_pct), t.and_then(|t| t.dec_util_pct)) {
+            parts.push(format!("ENC {enc}% DEC {dec}%"));
+        }
+        if let Some(persistence) = self.info.persistence_mode {
+            parts.push(format!("PERS {}", on(persistence)));
+        }
+        if let Some(ecc) = self.info.ecc_enabled {
+            parts.push(format!("ECC {}", on(ecc)));
+        }
+        (!parts.is_empty()).then(|| parts.join("  "))
+    }
+
     fn gpm(&self) -> Option<String> {
         let gpm = self.tick?.gpm?;
         Some(format!(
@@ -153,7 +174,7 @@ impl Gpu<'_> {
 
     /// Throttle badges: reasons active now (loud) and those active earlier in the window (dim), each with the
     /// share of the window's samples it was set in.
-    fn badges<'s>(&self, theme: &Theme) -> Vec<Span<'s>> {
+    fn badges<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let now = self.tick.and_then(|t| t.throttle_bits).unwrap_or(0);
         let Some(series) = self.series else { return Vec::new() };
         let bits: Vec<Option<u64>> = series.throttle_bits.iter_from(self.window_start).copied().collect();
@@ -169,7 +190,7 @@ impl Gpu<'_> {
             }
             #[allow(clippy::cast_precision_loss)]
             let share = if n == 0 { 0.0 } else { set as f64 * 100.0 / n as f64 };
-            let style = if now & bit != 0 { theme.badge } else { theme.dim };
+            let style = if now & bit != 0 { paint.theme.badge } else { paint.theme.dim };
             spans.push(Span::raw(" "));
             spans.push(Span::styled(format!("{name} {share:.0}%"), style));
         }
@@ -183,67 +204,92 @@ impl Gpu<'_> {
 
     /// The first line of a GPU's row: index, utilization and memory bars, power and temperature, and the throttle
     /// badges when `with_badges` (a later line has them otherwise).
-    fn compact_line<'s>(&self, width: u16, with_badges: bool, theme: &Theme, glyphs: &Glyphs) -> Line<'s> {
-        let index = Span::styled(format!("{:>2} ", self.info.index), theme.title);
+    fn compact_line<'s>(&self, width: u16, with_badges: bool, paint: &Paint) -> Line<'s> {
+        let index = Span::styled(format!("{:>2} ", self.info.index), paint.theme.title);
         let name = Span::raw(if width >= 100 { format!("{:<9.9}", self.short_name()) } else { String::new() });
         if self.lost() {
             return Line::from(vec![
                 index,
                 name,
-                Span::styled(self.down_label().0, theme.alarm),
-                Span::styled(self.down_label().1, theme.high),
+                Span::styled(self.down_label().0, paint.theme.alarm),
+                Span::styled(self.down_label().1, paint.theme.high),
             ]);
         }
-        let bw = usize::from(width.saturating_sub(70) / 2).clamp(4, 20);
         let util = self.util();
         let mem = self.mem_pct();
         let t = self.tick;
+        if width < 70 {
+            // No bars: the numbers alone, and the power draw without its limit.
+            let mut spans = vec![
+                index,
+                Span::styled("UTL ", paint.theme.label),
+                Span::styled(format!("{:>4} ", format::pct(util)), paint.load_style(util)),
+                Span::styled("MEM ", paint.theme.label),
+                Span::styled(
+                    format!(
+                        "{}/{}G ",
+                        format::gib(t.and_then(|t| t.mem_used_bytes)).trim_end_matches(".0"),
+                        format::gib(self.info.mem_total_bytes).trim_end_matches(".0")
+                    ),
+                    paint.memory_style(mem),
+                ),
+                Span::raw(format!("{}W ", format::watts(t.and_then(|t| t.power_mw)))),
+            ];
+            spans.extend(self.temp(paint));
+            if with_badges && width >= 50 {
+                spans.extend(self.badges(paint));
+            }
+            return Line::from(spans);
+        }
+        // The bars take what the numbers and the badges leave (the name shows from 100 columns).
+        let fixed = if width >= 100 { 76 } else { 66 };
+        let bw = usize::from(width.saturating_sub(fixed) / 2).clamp(4, 20);
         let mut spans = vec![
             index,
             name,
-            Span::styled("UTL ", theme.label),
-            Span::styled(bar(util, bw, glyphs), theme.level(Level::of(util, 10.0, 75.0))),
+            Span::styled("UTL ", paint.theme.label),
+            Span::styled(paint.bar(util, bw), paint.load_style(util)),
             Span::raw(format!(" {:>4} ", format::pct(util))),
-            Span::styled("MEM ", theme.label),
-            Span::styled(bar(mem, bw, glyphs), theme.level(Level::of(mem, 10.0, 80.0))),
+            Span::styled("MEM ", paint.theme.label),
+            Span::styled(paint.bar(mem, bw), paint.memory_style(mem)),
             Span::raw(format!(
                 " {:>5}/{}G ",
                 format::gib(t.and_then(|t| t.mem_used_bytes)),
                 format::gib(self.info.mem_total_bytes).trim_end_matches(".0")
             )),
         ];
-        spans.extend(self.power(theme));
+        spans.extend(self.power(paint));
         spans.push(Span::raw(" "));
-        spans.extend(self.temp(theme, glyphs));
+        spans.extend(self.temp(paint));
         if with_badges {
-            spans.extend(self.badges(theme));
+            spans.extend(self.badges(paint));
         }
         Line::from(spans)
     }
 
     /// Clocks against their maximum and the PCIe link, shorter below 100 columns.
-    fn clocks_and_link<'s>(&self, width: u16, theme: &Theme) -> Vec<Span<'s>> {
+    fn clocks_and_link<'s>(&self, width: u16, paint: &Paint) -> Vec<Span<'s>> {
         if width >= 100 {
             let mut spans = vec![Span::raw("    "), Span::raw(self.clocks()), Span::raw("  ")];
-            spans.extend(self.pcie(theme));
+            spans.extend(self.pcie(paint));
             return spans;
         }
         let t = self.tick;
         let mut spans = vec![
-            Span::styled("    SM ", theme.label),
+            Span::styled("    SM ", paint.theme.label),
             Span::raw(format!(
                 "{}/{}",
                 format::num(t.and_then(|t| t.sm_clock_mhz), ""),
                 format::num(self.info.max_sm_clock_mhz, "")
             )),
-            Span::styled(" MEM ", theme.label),
+            Span::styled(" MEM ", paint.theme.label),
             Span::raw(format!(
                 "{}/{} MHz  ",
                 format::num(t.and_then(|t| t.mem_clock_mhz), ""),
                 format::num(self.info.max_mem_clock_mhz, "")
             )),
         ];
-        let mut pcie = self.pcie(theme);
+        let mut pcie = self.pcie(paint);
         // "Gen5x16/Gen5x16" reads as "5x16/5x16" where space is short.
         if let Some(link) = pcie.get_mut(1) {
             link.content = link.content.replace("Gen", "").into();
@@ -253,10 +299,10 @@ impl Gpu<'_> {
     }
 
     /// GPM activity (when the GPU has GPM) and the throttle badges.
-    fn gpm_and_throttle<'s>(&self, theme: &Theme) -> Vec<Span<'s>> {
+    fn gpm_and_throttle<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let mut spans = vec![Span::raw("    ")];
         if let Some(gpm) = self.tick.and_then(|t| t.gpm) {
-            spans.push(Span::styled("GPM ", theme.label));
+            spans.push(Span::styled("GPM ", paint.theme.label));
             spans.push(Span::raw(format!(
                 "act {} occ {} tensor {} DRAM {}  ",
                 format::pct(gpm.sm_active_pct),
@@ -265,18 +311,18 @@ impl Gpu<'_> {
                 format::pct(gpm.dram_active_pct)
             )));
         }
-        let badges = self.badges(theme);
+        let badges = self.badges(paint);
         if badges.is_empty() {
-            spans.push(Span::styled("no throttling", theme.dim));
+            spans.push(Span::styled("no throttling", paint.theme.dim));
         } else {
-            spans.push(Span::styled("THR", theme.label));
+            spans.push(Span::styled("THR", paint.theme.label));
             spans.extend(badges);
         }
         spans
     }
 
     /// A utilization sparkline filling what is left of `width` after `spans`, labelled with its span and maximum.
-    fn push_sparkline<'s>(&self, spans: &mut Vec<Span<'s>>, width: u16, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+    fn push_sparkline<'s>(&self, spans: &mut Vec<Span<'s>>, width: u16, span_s: u64, paint: &Paint) {
         let history = self.util_history();
         let max = history.iter().flatten().copied().reduce(f64::max);
         let label = format!(" util {} max {}", format::duration_s(span_s), format::pct(max));
@@ -284,49 +330,55 @@ impl Gpu<'_> {
         let room = usize::from(width).saturating_sub(used);
         if room >= 8 {
             spans.push(Span::raw("  "));
-            spans.push(Span::styled(graph::sparkline(&history, 100.0, room, glyphs.ascii), theme.low));
-            spans.push(Span::styled(label, theme.dim));
+            spans.push(Span::styled(graph::sparkline(&history, 100.0, room, paint.glyphs.ascii), paint.theme.low));
+            spans.push(Span::styled(label, paint.theme.dim));
         }
     }
 
     /// The lines of one GPU when each has `per_gpu` lines (1 to 4).
-    fn lines<'s>(&self, per_gpu: u16, width: u16, span_s: u64, theme: &Theme, glyphs: &Glyphs) -> Vec<Line<'s>> {
-        let mut lines = vec![self.compact_line(width, per_gpu <= 2, theme, glyphs)];
+    fn lines<'s>(&self, per_gpu: u16, width: u16, span_s: u64, paint: &Paint) -> Vec<Line<'s>> {
+        let mut lines = vec![self.compact_line(width, per_gpu <= 2, paint)];
         if per_gpu < 2 {
             return lines;
         }
         if self.lost() {
             let what = if self.not_answering() { "while it does not answer" } else { "since the GPU was lost" };
-            lines.push(Line::from(Span::styled(format!("    no readings {what}"), theme.dim)));
+            lines.push(Line::from(Span::styled(format!("    no readings {what}"), paint.theme.dim)));
             lines.resize(usize::from(per_gpu), Line::default());
             return lines;
         }
-        let mut second = self.clocks_and_link(width, theme);
+        let mut second = self.clocks_and_link(width, paint);
         match per_gpu {
             2 => {
                 if let Some(gpm) = self.gpm() {
                     second.push(Span::raw("  "));
                     second.push(Span::raw(gpm));
                 }
-                self.push_sparkline(&mut second, width, span_s, theme, glyphs);
+                self.push_sparkline(&mut second, width, span_s, paint);
                 lines.push(Line::from(second));
             }
             3 => {
                 lines.push(Line::from(second));
-                let mut third = self.gpm_and_throttle(theme);
-                self.push_sparkline(&mut third, width, span_s, theme, glyphs);
+                let mut third = self.gpm_and_throttle(paint);
+                self.push_sparkline(&mut third, width, span_s, paint);
                 lines.push(Line::from(third));
             }
             _ => {
                 if let Some(node) = self.info.numa_node
                     && width >= 100
                 {
-                    second.push(Span::styled(format!("  NUMA {node}"), theme.dim));
+                    second.push(Span::styled(format!("  NUMA {node}"), paint.theme.dim));
+                }
+                if let Some(extras) = self.device_extras() {
+                    let used: usize = second.iter().map(Span::width).sum();
+                    if used + 2 + extras.chars().count() <= usize::from(width) {
+                        second.push(Span::styled(format!("  {extras}"), paint.theme.dim));
+                    }
                 }
                 lines.push(Line::from(second));
-                lines.push(Line::from(self.gpm_and_throttle(theme)));
+                lines.push(Line::from(self.gpm_and_throttle(paint)));
                 let mut fourth = vec![Span::raw("  ")];
-                self.push_sparkline(&mut fourth, width, span_s, theme, glyphs);
+                self.push_sparkline(&mut fourth, width, span_s, paint);
                 lines.push(Line::from(fourth));
             }
         }
@@ -334,37 +386,95 @@ impl Gpu<'_> {
     }
 }
 
-pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let history = &app.view().history;
-    let window_start = history.window(app.span_s * 1000).map_or(0, |w| w.start);
-    let tick = app.tick();
-    let gpus: Vec<Gpu<'_>> = shown(app)
-        .into_iter()
-        .map(|info| Gpu { info, tick: tick.gpu(info.index), series: history.gpu(info.index), window_start })
-        .collect();
-    let area = plan.gpus;
-    match plan.gpu_style {
-        GpuStyle::Lines { per_gpu } => {
-            let span = format::duration_s(app.span_s);
-            let extra = vec![Span::styled(format!("({} GPUs, badges over {span}) ", gpus.len()), theme.dim)];
-            let mut lines = vec![title_line("GPUs", extra, area.width, theme, glyphs)];
-            for gpu in &gpus {
-                lines.extend(gpu.lines(per_gpu, area.width, app.span_s, theme, glyphs));
+/// The GPU area: a title line and one to four lines per GPU, or a boxed panel per GPU.
+#[derive(Debug)]
+pub struct GpuArea<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+    pub style: GpuStyle,
+}
+
+impl Widget for GpuArea<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, paint) = (self.app, self.paint);
+        let history = &app.view().history;
+        let window_start = history.window(app.span_s * 1000).map_or(0, |w| w.start);
+        let tick = app.tick();
+        let gpus: Vec<Gpu<'_>> = shown(app)
+            .into_iter()
+            .map(|info| Gpu { info, tick: tick.gpu(info.index), series: history.gpu(info.index), window_start })
+            .collect();
+        match self.style {
+            GpuStyle::Lines { per_gpu, titled } => {
+                let mut lines = Vec::new();
+                if titled {
+                    let span = format::duration_s(app.span_s);
+                    let extra =
+                        vec![Span::styled(format!("({} GPUs, badges over {span}) ", gpus.len()), paint.theme.dim)];
+                    lines.push(paint.title_line("GPUs", extra, area.width));
+                }
+                for gpu in &gpus {
+                    lines.extend(gpu.lines(per_gpu, area.width, app.span_s, paint));
+                }
+                let rows = usize::from(area.height);
+                if lines.len() > rows && rows > 0 {
+                    // The last row says what did not fit.
+                    let shown_gpus = (rows - 1 - usize::from(titled)) / usize::from(per_gpu.max(1));
+                    lines.truncate(usize::from(titled) + shown_gpus * usize::from(per_gpu.max(1)));
+                    let more = gpus.len() - shown_gpus;
+                    let why = if area.width >= 60 { " (a taller terminal shows them)" } else { "" };
+                    lines.push(Line::from(Span::styled(format!("  +{more} more GPUs{why}"), paint.theme.dim)));
+                }
+                fill(area, buf, lines, Style::default());
             }
-            paint(frame, area, lines, Style::default());
-        }
-        GpuStyle::Full { columns, height } => {
-            let width = area.width / columns;
-            for (i, gpu) in gpus.iter().enumerate() {
-                let i = u16::try_from(i).unwrap_or(u16::MAX);
-                let (col, row) = (i % columns, i / columns);
-                let x = area.x + col * width;
-                let w = if col + 1 == columns { area.width - col * width } else { width };
-                let rect = Rect { x, y: area.y + row * height, width: w, height };
-                if rect.y + rect.height <= area.y + area.height {
-                    panel::draw(gpu, frame, rect, app.span_s, theme, glyphs);
+            GpuStyle::Full { columns, height } => {
+                let width = area.width / columns;
+                for (i, gpu) in gpus.iter().enumerate() {
+                    let i = u16::try_from(i).unwrap_or(u16::MAX);
+                    let (col, row) = (i % columns, i / columns);
+                    let x = area.x + col * width;
+                    let w = if col + 1 == columns { area.width - col * width } else { width };
+                    let rect = Rect { x, y: area.y + row * height, width: w, height };
+                    if rect.y + rect.height <= area.y + area.height {
+                        panel::render(gpu, buf, rect, app.span_s, paint);
+                    }
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn lines_per_gpu_and_a_note_for_those_that_do_not_fit() {
+        let app = app("mixed:8", 10);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let area = |style| GpuArea { app: &app, paint: &paint, style };
+        let all = render(area(GpuStyle::Lines { per_gpu: 1, titled: true }), 80, 9);
+        assert!(all[0].starts_with(" GPUs (8 GPUs"), "{all:?}");
+        assert!(all[1].starts_with(" 0 UTL") && all[8].starts_with(" 7 UTL"), "{all:?}");
+        let short = render(area(GpuStyle::Lines { per_gpu: 1, titled: false }), 40, 5);
+        assert!(short[0].starts_with(" 0 UTL") && short[3].starts_with(" 3 UTL"), "{short:?}");
+        assert_eq!(short[4], "  +4 more GPUs", "{short:?}");
+        // Below 70 columns no bars, so the numbers fit 40 columns.
+        assert!(short[0].contains('%') && short[0].contains('W') && !short[0].contains('░'), "{short:?}");
+        let two = render(area(GpuStyle::Lines { per_gpu: 2, titled: true }), 120, 17);
+        assert!(two[2].contains("MHz") && two[2].contains("PCIe"), "{two:?}");
+    }
+
+    #[test]
+    fn a_full_panel_has_a_border_readings_and_graphs() {
+        let app = app("compute", 30);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let panel =
+            render(GpuArea { app: &app, paint: &paint, style: GpuStyle::Full { columns: 1, height: 9 } }, 140, 9);
+        assert!(panel[0].starts_with("╭ GPU 0 │ NVIDIA H200"), "{panel:?}");
+        assert!(panel[8].starts_with("╰"), "{panel:?}");
+        assert!(panel[1].contains("UTL") && panel[1].contains("UTIL 2 min max"), "{panel:?}");
     }
 }

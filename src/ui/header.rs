@@ -1,12 +1,13 @@
 //! The top line (host, driver, CUDA, uptime, sample time, where the data comes from, a recording's position and
 //! speed), shortened part by part to fit, and the banner line shown while the sampler is stalled or has stopped.
 
-use ratatui::Frame;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
 
 use super::format;
-use super::theme::{Glyphs, Theme};
-use super::{Plan, paint};
+use super::paint::{Paint, fill};
 use crate::app::App;
 use crate::sample::SourceKind;
 
@@ -21,23 +22,32 @@ pub fn banner(app: &App) -> Option<String> {
 }
 
 /// How much of the header to leave out, least useful first: 0 shows everything.
-const LEVELS: u8 = 7;
+const LEVELS: u8 = 10;
 
 /// The header's spans at `level`: 1 shortens the time to the clock, 2 drops the recording's or scenario's name,
-/// 3 the uptime, 4 the "UTC", 5 the time, 6 the CUDA version, 7 shortens the host name.
-fn spans<'a>(app: &App, level: u8, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
+/// 3 the uptime, 4 the "UTC", 5 the time, 6 the CUDA version, 7 shortens the host name, 8 drops the driver,
+/// 9 the host name, 10 the program's name. The folded host readings (when `host`) come last and go first.
+fn spans<'a>(app: &App, level: u8, host: bool, paint: &Paint) -> Vec<Span<'a>> {
+    let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let machine = app.machine();
     let tick = app.tick();
     let sep = Span::styled(format!(" {} ", glyphs.sep), theme.border);
     let hostname =
         if level >= 7 { format::truncate(&machine.hostname, 12, glyphs.ascii) } else { machine.hostname.clone() };
-    let mut spans = vec![
-        Span::styled(" gpusight ", theme.title),
-        Span::styled(hostname, theme.base),
-        sep.clone(),
-        Span::styled("Driver ", theme.label),
-        Span::raw(machine.driver_version.clone().unwrap_or_else(|| format::NA.to_owned())),
-    ];
+    let mut spans = Vec::new();
+    if level < 10 {
+        spans.push(Span::styled(" gpusight ", theme.title));
+    }
+    if level < 9 {
+        spans.push(Span::styled(hostname, theme.base));
+    }
+    if level < 8 {
+        spans.extend([
+            sep.clone(),
+            Span::styled("Driver ", theme.label),
+            Span::raw(machine.driver_version.clone().unwrap_or_else(|| format::NA.to_owned())),
+        ]);
+    }
     if level < 6 {
         spans.extend([
             sep.clone(),
@@ -77,31 +87,92 @@ fn spans<'a>(app: &App, level: u8, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'
         (None, SourceKind::Live) => None,
     };
     if app.is_frozen() {
-        spans.push(sep.clone());
+        if !spans.is_empty() {
+            spans.push(sep.clone());
+        }
         spans.push(Span::styled(if short { " PAUSED " } else { " PAUSED (p resumes) " }, theme.banner));
     }
     if let Some(badge) = badge {
-        spans.push(sep);
+        if !spans.is_empty() {
+            spans.push(sep.clone());
+        }
         spans.push(Span::styled(format!(" {badge} "), theme.banner));
     }
     if app.readonly {
         spans.push(Span::styled(" READ-ONLY", theme.dim));
     }
+    if host {
+        spans.push(sep);
+        spans.extend(super::host::brief(app, paint));
+    }
     spans
 }
 
-/// Draws the header, leaving out the least useful parts until it fits, and the banner under it.
-pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let width = usize::from(plan.header.width);
-    let mut line = Vec::new();
-    for level in 0..=LEVELS {
-        line = spans(app, level, theme, glyphs);
-        if line.iter().map(Span::width).sum::<usize>() <= width {
-            break;
+/// The header line: program, host, driver, CUDA, uptime, time and the source's badge, leaving out the least
+/// useful parts until it fits. With `host_folded`, the host's CPU and memory come along when there is room.
+#[derive(Debug)]
+pub struct Header<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+    pub host_folded: bool,
+}
+
+impl Widget for Header<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let width = usize::from(area.width);
+        let fits = |line: &[Span<'_>]| line.iter().map(Span::width).sum::<usize>() <= width;
+        let mut line = Vec::new();
+        'levels: for host in [self.host_folded, false] {
+            for level in 0..=LEVELS {
+                line = spans(self.app, level, host, self.paint);
+                if fits(&line) {
+                    break 'levels;
+                }
+            }
+        }
+        fill(area, buf, vec![Line::from(line)], self.paint.theme.base);
+    }
+}
+
+/// The banner under the header while the sampler is stalled or has stopped.
+#[derive(Debug)]
+pub struct Banner<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+}
+
+impl Widget for Banner<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        if let Some(text) = banner(self.app) {
+            let theme = &self.paint.theme;
+            fill(area, buf, vec![Line::from(Span::styled(format!(" {text} "), theme.alarm))], theme.base);
         }
     }
-    paint(frame, plan.header, vec![Line::from(line)], theme.base);
-    if let (Some(area), Some(text)) = (plan.banner, banner(app)) {
-        paint(frame, area, vec![Line::from(Span::styled(format!(" {text} "), theme.alarm))], theme.base);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn the_header_leaves_out_the_least_useful_parts_first() {
+        let app = app("mixed:8", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let wide = render(Header { app: &app, paint: &paint, host_folded: false }, 200, 1);
+        for part in ["gpusight", "Driver 580", "CUDA 13.0", "UTC", "SYNTHETIC synthetic mixed"] {
+            assert!(wide[0].contains(part), "{part}: {wide:?}");
+        }
+        let narrow = render(Header { app: &app, paint: &paint, host_folded: false }, 60, 1);
+        assert!(narrow[0].contains("gpusight") && narrow[0].contains("SYNTHETIC"), "{narrow:?}");
+        assert!(!narrow[0].contains("UTC"), "the time goes before the program's name: {narrow:?}");
+        // Folded into a 40-column header, the host's CPU and memory come along with the badge.
+        let folded = render(Header { app: &app, paint: &paint, host_folded: true }, 40, 1);
+        assert!(
+            folded[0].contains("SYNTHETIC") && folded[0].contains("CPU") && folded[0].contains("MEM"),
+            "{folded:?}"
+        );
+        assert!(folded[0].chars().count() <= 40);
     }
 }

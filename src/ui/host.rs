@@ -1,12 +1,13 @@
 //! The host panel: CPU (with iowait and steal), memory, swap, load and pressure; one line when space is short,
 //! with history graphs when there is room.
 
-use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
 
-use super::theme::{Glyphs, Level, Theme};
-use super::{Plan, format, graph, paint, title_line};
+use super::paint::{Paint, fill};
+use super::{format, graph};
 use crate::app::App;
 
 fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
@@ -15,7 +16,27 @@ fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
     (total.zip(host.mem_available_bytes).map(|(t, a)| t.saturating_sub(a)), total)
 }
 
-fn readings<'a>(app: &App, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
+fn mem_pct(app: &App) -> Option<f64> {
+    let (used, total) = mem_used(app);
+    #[allow(clippy::cast_precision_loss)]
+    used.zip(total).map(|(u, t)| if t == 0 { 0.0 } else { u as f64 * 100.0 / t as f64 })
+}
+
+/// CPU and memory in a few cells, for the header when the host panel is folded into it.
+pub(super) fn brief<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
+    let theme = &paint.theme;
+    let busy = app.tick().host.cpu.map(|c| f64::from(c.busy_pct));
+    let mem = mem_pct(app);
+    vec![
+        Span::styled("CPU ", theme.label),
+        Span::styled(format::pct(busy), paint.load_style(busy)),
+        Span::styled(" MEM ", theme.label),
+        Span::styled(format::pct(mem), paint.memory_style(mem)),
+    ]
+}
+
+fn readings<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
+    let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let host = &app.tick().host;
     let cpu = host.cpu;
     let sep = Span::styled(format!(" {} ", glyphs.sep), theme.border);
@@ -24,18 +45,17 @@ fn readings<'a>(app: &App, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
     let psi = host.psi;
     let f1 = |v: Option<f32>| v.map_or_else(|| format::NA.to_owned(), |v| format!("{v:.1}"));
     let busy = cpu.map(|c| f64::from(c.busy_pct));
-    #[allow(clippy::cast_precision_loss)]
-    let mem_pct = used.zip(total).map(|(u, t)| if t == 0 { 0.0 } else { u as f64 * 100.0 / t as f64 });
+    let mem_pct = mem_pct(app);
     vec![
         Span::styled("CPU ", theme.label),
-        Span::styled(format::pct(busy), theme.level(Level::of(busy, 10.0, 75.0))),
+        Span::styled(format::pct(busy), paint.load_style(busy)),
         Span::raw(format!(" io {}", format::pct(cpu.map(|c| c.iowait_pct)))),
         Span::raw(format!(" st {}", format::pct(cpu.map(|c| c.steal_pct)))),
         sep.clone(),
         Span::styled("MEM ", theme.label),
         Span::styled(
             format!("{}/{}G", format::gib(used).trim_end_matches(".0"), format::gib(total).trim_end_matches(".0")),
-            theme.level(Level::of(mem_pct, 10.0, 80.0)),
+            paint.memory_style(mem_pct),
         ),
         sep.clone(),
         Span::styled("SWP ", theme.label),
@@ -58,14 +78,36 @@ fn readings<'a>(app: &App, theme: &Theme, glyphs: &Glyphs) -> Vec<Span<'a>> {
     ]
 }
 
-pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let area = plan.host;
-    if !plan.host_full {
-        let mut spans = vec![Span::styled(" ", theme.base)];
-        spans.extend(readings(app, theme, glyphs));
-        paint(frame, area, vec![Line::from(spans)], theme.base);
-        return;
+/// The host panel: one line of readings, or (when `full`) a title, the readings and three graphs.
+#[derive(Debug)]
+pub struct HostPanel<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+    pub full: bool,
+}
+
+impl Widget for HostPanel<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, paint) = (self.app, self.paint);
+        let (theme, glyphs) = (&paint.theme, &paint.glyphs);
+        if !self.full {
+            let mut spans = vec![Span::styled(" ", theme.base)];
+            spans.extend(readings(app, paint));
+            fill(area, buf, vec![Line::from(spans)], theme.base);
+            return;
+        }
+        render_full(app, paint, area, buf, theme, glyphs);
     }
+}
+
+fn render_full(
+    app: &App,
+    paint: &Paint,
+    area: Rect,
+    buf: &mut Buffer,
+    theme: &super::theme::Theme,
+    glyphs: &super::theme::Glyphs,
+) {
     let history = &app.view().history;
     let window = history.window(app.span_s * 1000);
     let start = window.map_or(0, |w| w.start);
@@ -85,11 +127,10 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
         })
         .collect();
     let span = format::duration_s(app.span_s);
-    let title =
-        title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width, theme, glyphs);
+    let title = paint.title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width);
     let mut lines = vec![title];
     let mut first = vec![Span::raw(" ")];
-    first.extend(readings(app, theme, glyphs));
+    first.extend(readings(app, paint));
     lines.push(Line::from(first));
     let third = usize::from(area.width.saturating_sub(30)) / 3;
     let graphs = [("CPU", &cpu), ("IOWAIT", &iowait), ("MEM", &mem)];
@@ -105,5 +146,26 @@ pub fn draw(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs
         }
         lines.push(Line::from(spans));
     }
-    paint(frame, Rect { height: area.height, ..area }, lines, theme.base);
+    fill(area, buf, lines, theme.base);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn one_line_or_a_panel_with_graphs() {
+        let app = app("input-bound", 30);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let line = render(HostPanel { app: &app, paint: &paint, full: false }, 120, 1);
+        for part in ["CPU", "io", "MEM", "SWP", "LOAD", "PSI"] {
+            assert!(line[0].contains(part), "{part}: {line:?}");
+        }
+        let panel = render(HostPanel { app: &app, paint: &paint, full: true }, 120, 5);
+        assert!(panel[0].starts_with(" Host (graphs: last 2 min)"), "{panel:?}");
+        assert!(panel[2].contains("CPU") && panel[2].contains("IOWAIT") && panel[2].contains("MEM"), "{panel:?}");
+        assert!(panel[2..].iter().any(|l| l.chars().any(|c| ('\u{2801}'..='\u{28ff}').contains(&c))), "braille graphs");
+    }
 }

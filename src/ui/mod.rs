@@ -1,15 +1,17 @@
-//! Drawing the monitor. Widgets only read the [`App`]; `draw` lays the screen out for the terminal's size
-//! (compact rows at 80x24, full panels when there is room) and puts screens and the dialog on top.
+//! Drawing the monitor. Each part of the screen is a widget over a borrowed [`App`] ([`Header`], [`GpuArea`],
+//! [`HostPanel`], [`ProcessTable`], [`AdvicePane`], the sub-screens and the dialog), painted with one
+//! [`Paint`] (theme and glyphs). [`layout::plan`] decides where they go from the size alone; [`hit_test`] says
+//! what a click landed on, and the app decides what that does.
 //!
 //! Architecture invariant: nothing here mutates the app or reads the clock; times come from the samples.
 
 use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Paragraph, Widget, Wrap};
 
-use crate::app::{App, Screen};
+use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
 pub mod config;
@@ -18,242 +20,218 @@ mod gpus;
 pub mod graph;
 mod header;
 mod host;
+pub mod layout;
+pub mod paint;
 mod processes;
 mod screens;
 pub mod theme;
 
-use config::DisplayMode;
-use theme::{Glyphs, Theme};
+pub use advice::AdvicePane;
+pub use gpus::GpuArea;
+pub use header::Header;
+pub use host::HostPanel;
+pub use layout::{AdviceStyle, GpuStyle, LayoutInput, MIN_HEIGHT, MIN_WIDTH, Plan};
+pub use paint::Paint;
+pub use processes::ProcessTable;
 
-/// The smallest terminal the monitor draws in; below it a message says what size is needed.
-pub const MIN_WIDTH: u16 = 70;
-pub const MIN_HEIGHT: u16 = 20;
-
-/// How each GPU is drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GpuStyle {
-    /// `per_gpu` lines per GPU (1 to 4): readings; clocks and PCIe link; GPM and throttle badges; a sparkline.
-    Lines { per_gpu: u16 },
-    /// A boxed panel per GPU `height` rows high with history graphs, `columns` panels side by side.
-    Full { columns: u16, height: u16 },
-}
-
-/// Where everything goes on the main screen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Plan {
-    pub header: Rect,
-    pub banner: Option<Rect>,
-    pub gpus: Rect,
-    pub gpu_style: GpuStyle,
-    pub host: Rect,
-    pub host_full: bool,
-    pub table: Rect,
-    pub advice: Rect,
-    /// Title, evidence and remedy of each finding on their own lines (else one line each and a detail line).
-    pub advice_tall: bool,
-    pub footer: Rect,
-}
-
-/// The smallest full panel: a border, five lines of readings and a border.
-const FULL_PANEL_HEIGHT: u16 = 7;
-/// The tallest panel; past this the graphs are tall enough and the table gets the rest.
-const MAX_PANEL_HEIGHT: u16 = 22;
-
-fn take(area: &mut Rect, height: u16) -> Rect {
-    let height = height.min(area.height);
-    let taken = Rect { height, ..*area };
-    area.y += height;
-    area.height -= height;
-    taken
-}
-
-/// The layout of the main screen, or `None` when the terminal is too small.
-///
-/// The GPU area gets the most detail that still leaves the process table about six rows (eight when tall) and
-/// the advice pane its findings: full panels from 100 columns, else four, three, two or one line per GPU. Full
-/// panels grow taller (with taller graphs) into rows the process table would leave empty.
+/// The layout of the main screen for the app's state in `area`, or `None` when the terminal is too small.
 #[must_use]
-pub fn plan(area: Rect, app: &App) -> Option<Plan> {
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        return None;
+pub fn plan(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
+    // A short screen has no footer row; a status or the filter being typed then takes the last row, and the
+    // rest is laid out above it (so it covers nothing) while that leaves at least the smallest screen.
+    let needs_row = app.status.is_some() || app.table.editing_filter;
+    if needs_row && area.height < layout::FOOTER_FROM && area.height > MIN_HEIGHT {
+        let mut plan = plan_in(Rect { height: area.height - 1, ..area }, app, paint)?;
+        plan.footer = Some(Rect { y: area.y + area.height - 1, height: 1, ..area });
+        return Some(plan);
     }
-    let n_gpus = u16::try_from(gpus::shown(app).len()).unwrap_or(u16::MAX).max(1);
-    let tall = area.height >= 40;
-    let banner_h = u16::from(header::banner(app).is_some());
-    let host_full = tall && !app.ascii_compact_host();
-    let host_h = if host_full { 5 } else { 1 };
+    plan_in(area, app, paint)
+}
+
+fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
     let findings = app.findings();
-    let advice_max = if tall { (area.height / 4).max(6) } else { 5 };
-    let mut advice_h = advice::height(&findings, area.width, tall, advice_max);
-    let n_rows = u16::try_from(app.tick().gpu_processes.len()).unwrap_or(u16::MAX).max(1);
-    let table_min = 2 + n_rows.min(if tall { 8 } else { 6 });
-    let table_want = 2 + n_rows;
-    let fixed = 1 + banner_h + host_h + advice_h + 1;
-    let room = area.height.saturating_sub(fixed + table_min);
-    let columns = (area.width / 100).clamp(1, n_gpus);
-    let panel_rows = n_gpus.div_ceil(columns);
-    let full_h = panel_rows * FULL_PANEL_HEIGHT;
-    let lines_h = |per: u16| 1 + per * n_gpus;
-    // One line per GPU must show every GPU: the table gives up rows down to three, then the advice pane.
-    let bare = 1 + banner_h + host_h + 1;
-    let compact = (GpuStyle::Lines { per_gpu: 1 }, lines_h(1).min(area.height.saturating_sub(bare + 2 + 5)));
-    let (gpu_style, gpus_h) = match app.mode {
-        DisplayMode::Compact => compact,
-        DisplayMode::Full if full_h <= room + table_min - 3 => {
-            (GpuStyle::Full { columns, height: FULL_PANEL_HEIGHT }, full_h)
-        }
-        _ if full_h <= room && area.width >= 100 => {
-            // Grow the panels into the rows the table would leave empty (keeping a third of the screen for it).
-            let table_keep = table_want.min(area.height / 3).max(table_min);
-            let gpu_room = area.height.saturating_sub(fixed + table_keep).max(full_h);
-            let height = (gpu_room / panel_rows).clamp(FULL_PANEL_HEIGHT, MAX_PANEL_HEIGHT);
-            (GpuStyle::Full { columns, height }, panel_rows * height)
-        }
-        _ => [4, 3, 2]
-            .into_iter()
-            .find(|per| lines_h(*per) <= room)
-            .map_or(compact, |per| (GpuStyle::Lines { per_gpu: per }, lines_h(per))),
-    };
-    advice_h = advice_h.min(area.height.saturating_sub(bare + gpus_h + 5)).max(2);
-    let mut rest = area;
-    let header = take(&mut rest, 1);
-    let banner = (banner_h > 0).then(|| take(&mut rest, 1));
-    let gpus = take(&mut rest, gpus_h);
-    let host = take(&mut rest, host_h);
-    let footer = Rect { y: rest.y + rest.height.saturating_sub(1), height: 1.min(rest.height), ..rest };
-    rest.height = rest.height.saturating_sub(1);
-    let advice = Rect { y: rest.y + rest.height.saturating_sub(advice_h), height: advice_h.min(rest.height), ..rest };
-    rest.height = rest.height.saturating_sub(advice_h);
-    Some(Plan { header, banner, gpus, gpu_style, host, host_full, table: rest, advice, advice_tall: tall, footer })
-}
-
-impl App {
-    /// nvitop forces the compact host panel in ASCII mode; so do we, braille being unavailable.
-    fn ascii_compact_host(&self) -> bool {
-        self.ascii
+    let (advice_full, advice_least) = advice::need(&findings, app.advice_selected, area.width, paint);
+    let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).max(1);
+    let mut plan = layout::plan(&LayoutInput {
+        width: area.width,
+        height: area.height,
+        n_gpus: count(gpus::shown(app).len()),
+        n_rows: count(app.rows().len()),
+        banner: header::banner(app).is_some(),
+        host_graphs: !app.ascii,
+        mode: app.mode,
+        advice_full,
+        advice_least,
+    })?;
+    for rect in [&mut plan.header, &mut plan.gpus, &mut plan.table, &mut plan.advice]
+        .into_iter()
+        .chain(plan.banner.as_mut())
+        .chain(plan.host.as_mut())
+        .chain(plan.footer.as_mut())
+    {
+        rect.x += area.x;
+        rect.y += area.y;
     }
+    Some(plan)
 }
 
-/// Rows that fit in `area` (for paging): the process table's, or the environment screen's while it is shown.
+/// Rows that fit in `area` (for paging): the process table's, or a sub-screen's while one is shown.
 #[must_use]
 pub fn table_rows(area: Rect, app: &App) -> usize {
-    if matches!(app.screen, Screen::Environment { .. }) {
+    if !matches!(app.screen, Screen::Main) {
         // The header, the screen's title and the footer take three rows.
         return usize::from(area.height.saturating_sub(3)).max(1);
     }
-    plan(area, app).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
+    let paint = Paint::for_app(app);
+    plan(area, app, &paint).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
 }
 
-/// A mouse click at (`column`, `row`): selects a process row or sorts by a header.
-pub fn click(area: Rect, app: &mut App, column: u16, row: u16) {
+/// What a mouse click at (`column`, `row`) landed on: a process row, a column header or a finding.
+#[must_use]
+pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     if app.screen != Screen::Main || app.dialog.is_some() {
-        return;
+        return None;
     }
-    let Some(plan) = plan(area, app) else { return };
-    let table = plan.table;
-    if column < table.x || column >= table.x + table.width || row < table.y + 1 || row >= table.y + table.height {
-        return;
+    let paint = Paint::for_app(app);
+    let plan = plan(area, app, &paint)?;
+    let inside = |r: Rect| column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height;
+    if inside(plan.table) {
+        let table = ProcessTable { app, paint: &paint };
+        return table.hit(plan.table, column, row);
     }
-    if row == table.y + 1 {
-        if let Some(sort) = processes::column_at(table.width, column - table.x, app) {
-            app.click_header(sort);
-        }
-    } else {
-        app.click_row(usize::from(row - table.y - 2));
+    if inside(plan.advice) && !app.findings().is_empty() {
+        let findings = app.findings();
+        let pane = AdvicePane {
+            findings: &findings,
+            selected: app.advice_selected,
+            focused: app.focus == Focus::Advice,
+            style: plan.advice_style,
+            paint: &paint,
+        };
+        return Some(pane.finding_at(plan.advice, row).map_or(Hit::Advice, Hit::Finding));
     }
+    None
 }
 
 /// Draws the whole screen for the app's state.
 pub fn draw(frame: &mut Frame<'_>, app: &App) {
     let area = frame.area();
-    let theme = Theme::new(app.theme);
-    let glyphs = Glyphs::new(app.ascii);
-    frame.render_widget(Block::default().style(theme.base), area);
-    let Some(plan) = plan(area, app) else {
-        draw_too_small(frame, area, &theme);
-        return;
-    };
-    match &app.screen {
-        Screen::Main => {
-            header::draw(frame, &plan, app, &theme, &glyphs);
-            gpus::draw(frame, &plan, app, &theme, &glyphs);
-            host::draw(frame, &plan, app, &theme, &glyphs);
-            processes::draw(frame, plan.table, app, &theme, &glyphs);
-            draw_advice(frame, &plan, app, &theme, &glyphs);
-            screens::draw_footer(frame, plan.footer, app, &theme);
+    frame.render_widget(Monitor { app }, area);
+}
+
+/// The whole screen as one widget: the main screen or a sub-screen, and the dialog on top.
+struct Monitor<'a> {
+    app: &'a App,
+}
+
+impl Widget for Monitor<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let app = self.app;
+        let paint = Paint::for_app(app);
+        Block::default().style(paint.theme.base).render(area, buf);
+        let Some(plan) = plan(area, app, &paint) else {
+            TooSmall { paint: &paint }.render(area, buf);
+            return;
+        };
+        let header = Header { app, paint: &paint, host_folded: plan.host.is_none() };
+        match &app.screen {
+            Screen::Main => {
+                header.render(plan.header, buf);
+                if let Some(banner) = plan.banner {
+                    header::Banner { app, paint: &paint }.render(banner, buf);
+                }
+                GpuArea { app, paint: &paint, style: plan.gpu_style }.render(plan.gpus, buf);
+                if let Some(host) = plan.host {
+                    HostPanel { app, paint: &paint, full: plan.host_full }.render(host, buf);
+                }
+                ProcessTable { app, paint: &paint }.render(plan.table, buf);
+                let findings = app.findings();
+                AdvicePane {
+                    findings: &findings,
+                    selected: app.advice_selected,
+                    focused: app.focus == Focus::Advice,
+                    style: plan.advice_style,
+                    paint: &paint,
+                }
+                .render(plan.advice, buf);
+            }
+            screen => {
+                header.render(plan.header, buf);
+                let footer_h = u16::from(plan.footer.is_some());
+                let body = Rect { y: area.y + 1, height: area.height.saturating_sub(1 + footer_h), ..area };
+                screens::SubScreen { app, paint: &paint, screen }.render(body, buf);
+            }
         }
-        screen => {
-            header::draw(frame, &plan, app, &theme, &glyphs);
-            let body = Rect { y: area.y + 1, height: area.height - 2, ..area };
-            screens::draw_screen(frame, body, screen, app, &theme, &glyphs);
-            screens::draw_footer(frame, plan.footer, app, &theme);
+        if let Some(footer) = plan.footer {
+            screens::Footer { app, paint: &paint }.render(footer, buf);
+        } else if app.status.is_some() || app.table.editing_filter {
+            // No footer row: the status or the filter being typed takes the last row.
+            let last = Rect { y: area.y + area.height - 1, height: 1, ..area };
+            screens::Footer { app, paint: &paint }.render(last, buf);
+        }
+        if let Some(dialog) = &app.dialog {
+            screens::Dialog { dialog, paint: &paint }.render(area, buf);
         }
     }
-    if let Some(dialog) = &app.dialog {
-        screens::draw_dialog(frame, area, dialog, &theme, &glyphs);
+}
+
+/// Below the smallest size: what is needed.
+struct TooSmall<'a> {
+    paint: &'a Paint,
+}
+
+impl Widget for TooSmall<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let lines = vec![
+            Line::from(Span::styled("Terminal too small", self.paint.theme.title)),
+            Line::from(format!("needs {MIN_WIDTH}x{MIN_HEIGHT}; this is {}x{}", area.width, area.height)),
+            Line::from("(q quits)"),
+        ];
+        let height = u16::try_from(lines.len()).unwrap_or(3).min(area.height);
+        let y = area.y + area.height.saturating_sub(height) / 2;
+        let rect = Rect { y, height, ..area };
+        Paragraph::new(lines).alignment(Alignment::Center).wrap(Wrap { trim: true }).render(rect, buf);
     }
 }
 
-fn draw_too_small(frame: &mut Frame<'_>, area: Rect, theme: &Theme) {
-    let lines = vec![
-        Line::from(Span::styled("Terminal too small", theme.title)),
-        Line::from(format!(
-            "gpusight needs at least {MIN_WIDTH}x{MIN_HEIGHT}; this one is {}x{}.",
-            area.width, area.height
-        )),
-        Line::from("Enlarge the window or pane (q quits)."),
-    ];
-    let height = u16::try_from(lines.len()).unwrap_or(3).min(area.height);
-    let y = area.y + area.height.saturating_sub(height) / 2;
-    let rect = Rect { y, height, ..area };
-    frame.render_widget(Paragraph::new(lines).alignment(Alignment::Center).wrap(Wrap { trim: true }), rect);
-}
-
-fn draw_advice(frame: &mut Frame<'_>, plan: &Plan, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let findings = app.findings();
-    let focused = app.focus == crate::app::Focus::Advice;
-    let lines = advice::lines(&findings, app.advice_selected, focused, plan.advice, plan.advice_tall, theme, glyphs);
-    paint(frame, plan.advice, lines, theme.base);
-}
-
-/// Draws the advice pane alone for `findings` into `buf` (for tests and other screens): one line per finding and
-/// a detail line when `tall` is false, else title, evidence and remedy on their own lines.
-pub fn render_findings(
-    findings: &[crate::advice::Finding],
-    area: Rect,
-    buf: &mut ratatui::buffer::Buffer,
-    tall: bool,
-    theme: config::ThemeName,
-    ascii: bool,
-) {
-    use ratatui::widgets::Widget;
+/// Draws the advice pane alone for `findings` into `buf` (for tests and other screens), as a pane.
+pub fn render_findings(findings: &[crate::advice::Finding], area: Rect, buf: &mut Buffer, paint: &Paint) {
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
-    let lines = advice::lines(&refs, 0, false, area, tall, &Theme::new(theme), &Glyphs::new(ascii));
-    Paragraph::new(lines).render(area, buf);
+    AdvicePane { findings: &refs, selected: 0, focused: false, style: AdviceStyle::Pane, paint }.render(area, buf);
 }
 
-/// A section title: " Title ─────" across the width, with `extra` after the title.
-fn title_line<'a>(title: &str, extra: Vec<Span<'a>>, width: u16, theme: &Theme, glyphs: &Glyphs) -> Line<'a> {
-    let mut spans = vec![Span::styled(format!(" {title} "), theme.title)];
-    spans.extend(extra);
-    let used: usize = spans.iter().map(Span::width).sum();
-    let rule = if glyphs.ascii { "-" } else { "─" };
-    spans.push(Span::styled(rule.repeat(usize::from(width).saturating_sub(used + 1)), theme.border));
-    Line::from(spans)
-}
+/// Helpers for the widgets' buffer tests: an app on a synthetic machine and a widget drawn into a buffer.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
 
-/// A bar of `width` cells filled to `pct`.
-fn bar(pct: Option<f64>, width: usize, glyphs: &Glyphs) -> String {
-    let Some(pct) = pct else { return " ".repeat(width) };
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let filled = ((pct / 100.0).clamp(0.0, 1.0) * width as f64).round() as usize;
-    let mut s: String = std::iter::repeat_n(glyphs.bar_full, filled).collect();
-    s.extend(std::iter::repeat_n(glyphs.bar_empty, width - filled));
-    s
-}
+    use crate::app::{App, AppOptions, Feed, FeedEvent};
+    use crate::source::Source;
+    use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
-/// Renders lines into an area, clearing it first.
-fn paint(frame: &mut Frame<'_>, area: Rect, lines: Vec<Line<'_>>, style: Style) {
-    frame.render_widget(Clear, area);
-    frame.render_widget(Paragraph::new(lines).style(style), area);
+    /// An app fed `n_ticks` ticks of a synthetic scenario.
+    pub fn app(spec: &str, n_ticks: u64) -> App {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+        let first = source.next_snapshot().expect("tick").expect("some");
+        let (_tx, rx) = std::sync::mpsc::channel();
+        let options = AppOptions { own_uid: 1001, history_capacity: 600, ..AppOptions::default() };
+        let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+        for _ in 1..n_ticks {
+            let snapshot = source.next_snapshot().expect("tick").expect("some");
+            app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
+        }
+        app
+    }
+
+    /// `widget` drawn into a `width` x `height` buffer, as lines with trailing spaces trimmed.
+    pub fn render(widget: impl Widget, width: u16, height: u16) -> Vec<String> {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        widget.render(area, &mut buf);
+        (0..height)
+            .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+            .collect()
+    }
 }

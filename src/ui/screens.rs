@@ -1,18 +1,33 @@
 //! The footer, the full screens (help, process details, environment, a finding's explanation)
 //! and the signal dialog.
 
-use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
-use super::advice::{about, severity};
-use super::theme::{Glyphs, Level, Theme};
-use super::{format, graph, paint, title_line};
+use super::advice::about;
+use super::paint::{Paint, fill};
+use super::theme::Level;
+use super::{format, graph};
 use crate::app::{Action, App, Screen, SignalDialog, SignalKind};
 
-pub fn draw_footer(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) {
-    let line = if app.table.editing_filter {
+/// The last line: the filter being typed, the last status, or the main keys.
+#[derive(Debug)]
+pub struct Footer<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+}
+
+impl Widget for Footer<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, theme) = (self.app, &self.paint.theme);
+        fill(area, buf, vec![footer_line(app, theme, usize::from(area.width))], theme.base);
+    }
+}
+
+fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line<'a> {
+    if app.table.editing_filter {
         Line::from(vec![
             Span::styled(" Filter: ", theme.label),
             Span::raw(format!("{}_", app.table.filter)),
@@ -22,6 +37,11 @@ pub fn draw_footer(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) 
         Line::from(Span::styled(format!(" {status}"), theme.tagged))
     } else {
         let keys = |action: Action| app.keymap.keys(action).first().map_or_else(String::new, ToString::to_string);
+        // Two keys side by side: "[]" when each is one character, "Left/Right" otherwise.
+        let pair = |a: Action, b: Action| {
+            let (a, b) = (keys(a), keys(b));
+            if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
+        };
         let mut hints = vec![
             (keys(Action::Help), "help"),
             (keys(Action::Quit), "quit"),
@@ -29,92 +49,122 @@ pub fn draw_footer(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme) 
             (keys(Action::Tree), "tree"),
             (keys(Action::Details), "details"),
             (keys(Action::Pause), "pause"),
-            (format!("{}{}", keys(Action::SortPrev), keys(Action::SortNext)), "sort"),
-            (format!("{}{}", keys(Action::SpanShorter), keys(Action::SpanLonger)), "span"),
+            (pair(Action::SortPrev, Action::SortNext), "sort"),
+            (pair(Action::SpanShorter, Action::SpanLonger), "span"),
         ];
         if app.playback.is_some() {
-            hints.push((format!("{}{}", keys(Action::SeekBack), keys(Action::SeekForward)), "seek"));
-            hints.push((format!("{}{}", keys(Action::Slower), keys(Action::Faster)), "speed"));
+            hints.push((pair(Action::SeekBack, Action::SeekForward), "seek"));
+            hints.push((pair(Action::Slower, Action::Faster), "speed"));
+        } else {
+            hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
         }
+        // As many whole hints as fit; `?` (first) says where the rest are.
         let mut spans = Vec::new();
+        let mut used = 0;
         for (key, what) in hints {
-            spans.push(Span::styled(format!(" {key}"), theme.title));
-            spans.push(Span::styled(format!(" {what} "), theme.dim));
+            let (key, what) = (format!(" {key}"), format!(" {what} "));
+            used += key.chars().count() + what.chars().count();
+            if used > width {
+                break;
+            }
+            spans.push(Span::styled(key, theme.title));
+            spans.push(Span::styled(what, theme.dim));
         }
         Line::from(spans)
-    };
-    paint(frame, area, vec![line], theme.base);
+    }
 }
 
-pub fn draw_screen(frame: &mut Frame<'_>, area: Rect, screen: &Screen, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    match screen {
-        Screen::Main => {}
-        Screen::Help => draw_help(frame, area, app, theme, glyphs),
-        Screen::Details { pid, libraries } => draw_details(frame, area, *pid, libraries, app, theme, glyphs),
-        Screen::Environment { pid, vars, offset } => {
-            let mut lines = vec![title_line(
-                &format!("Environment of PID {pid}"),
-                vec![Span::styled("(Esc back) ", theme.dim)],
-                area.width,
-                theme,
-                glyphs,
-            )];
-            match vars {
-                Ok(vars) => {
-                    let visible = usize::from(area.height.saturating_sub(1));
-                    let offset = (*offset).min(vars.len().saturating_sub(visible));
-                    for (key, value) in vars.iter().skip(offset).take(visible) {
-                        lines.push(Line::from(vec![
-                            Span::styled(key.clone(), theme.label),
-                            Span::raw("="),
-                            Span::raw(value.replace('\n', if glyphs.ascii { "\\n" } else { "␤" })),
-                        ]));
-                    }
-                }
-                Err(why) => {
-                    lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)));
-                }
+/// A full screen in front of the main one: help, process details, environment or a finding's explanation.
+#[derive(Debug)]
+pub struct SubScreen<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+    pub screen: &'a Screen,
+}
+
+impl Widget for SubScreen<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, paint) = (self.app, self.paint);
+        match self.screen {
+            Screen::Main => {}
+            Screen::Help { offset } => render_help(area, buf, *offset, app, paint),
+            Screen::Details { pid, libraries } => render_details(area, buf, *pid, libraries, app, paint),
+            Screen::Environment { pid, vars, offset } => {
+                render_environment(area, buf, *pid, vars, *offset, paint);
             }
-            paint(frame, area, lines, theme.base);
-        }
-        Screen::Explain { index } => {
-            let findings = app.findings();
-            let Some(finding) = findings.get(*index) else { return };
-            let mut lines =
-                vec![title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width, theme, glyphs)];
-            lines.push(Line::from(vec![
-                severity(finding, theme),
-                Span::styled(about(finding), theme.label),
-                Span::styled(finding.title.clone(), theme.title),
-            ]));
-            lines.push(Line::from(""));
-            for (label, text) in
-                [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
-            {
-                lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
-                lines.push(Line::from(format!("  {text}")));
-                lines.push(Line::from(""));
-            }
-            lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
-            frame.render_widget(Clear, area);
-            frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base), area);
+            Screen::Explain { index } => render_explain(area, buf, *index, app, paint),
         }
     }
 }
 
-fn draw_help(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs: &Glyphs) {
-    let mut lines =
-        vec![title_line("Keys", vec![Span::styled("(any key returns) ", theme.dim)], area.width, theme, glyphs)];
-    let half = usize::from(area.width / 2);
-    let entries: Vec<(String, &str)> = Action::ALL
+fn render_environment(
+    area: Rect,
+    buf: &mut Buffer,
+    pid: u32,
+    vars: &crate::app::inspect::Pairs,
+    offset: usize,
+    paint: &Paint,
+) {
+    let (theme, glyphs) = (&paint.theme, &paint.glyphs);
+    let offset = &offset;
+    let mut lines = vec![paint.title_line(
+        &format!("Environment of PID {pid}"),
+        vec![Span::styled("(Esc back) ", theme.dim)],
+        area.width,
+    )];
+    match vars {
+        Ok(vars) => {
+            let visible = usize::from(area.height.saturating_sub(1));
+            let offset = (*offset).min(vars.len().saturating_sub(visible));
+            for (key, value) in vars.iter().skip(offset).take(visible) {
+                lines.push(Line::from(vec![
+                    Span::styled(key.clone(), theme.label),
+                    Span::raw("="),
+                    Span::raw(value.replace('\n', if glyphs.ascii { "\\n" } else { "␤" })),
+                ]));
+            }
+        }
+        Err(why) => {
+            lines.push(Line::from(Span::styled(format!("Could not read the environment: {why}"), theme.high)));
+        }
+    }
+    fill(area, buf, lines, theme.base);
+}
+
+fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: &Paint) {
+    let theme = &paint.theme;
+    let findings = app.findings();
+    let Some(finding) = findings.get(index) else { return };
+    let mut lines = vec![paint.title_line("Finding", vec![Span::styled("(Esc back) ", theme.dim)], area.width)];
+    lines.push(Line::from(vec![
+        paint.severity_of(finding),
+        Span::styled(about(finding), theme.label),
+        Span::styled(finding.title.clone(), theme.title),
+    ]));
+    lines.push(Line::from(""));
+    for (label, text) in
+        [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
+    {
+        lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
+        for line in format::wrap(text, usize::from(area.width).saturating_sub(3)) {
+            lines.push(Line::from(format!("  {line}")));
+        }
+        lines.push(Line::from(""));
+    }
+    lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
+    Clear.render(area, buf);
+    Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
+}
+
+/// The help entries: keys and what they do (the playback keys only while a recording plays).
+fn help_entries(app: &App) -> Vec<(String, String)> {
+    Action::ALL
         .iter()
         .filter(|a| {
             app.playback.is_some()
                 || !matches!(
                     a,
-                    Action::SeekBack
-                        | Action::SeekForward
-                        | Action::SeekBackLong
+                    Action::SeekBackLong
                         | Action::SeekForwardLong
                         | Action::JumpStart
                         | Action::JumpEnd
@@ -122,63 +172,137 @@ fn draw_help(frame: &mut Frame<'_>, area: Rect, app: &App, theme: &Theme, glyphs
                         | Action::Faster
                 )
         })
-        .map(|a| (app.keymap.describe(*a), a.help()))
-        .collect();
-    let rows = entries.len().div_ceil(2);
-    for r in 0..rows {
-        let mut spans = Vec::new();
-        for c in 0..2 {
-            if let Some((keys, help)) = entries.get(c * rows + r) {
-                let dim = app.readonly && help.contains("SIG");
-                let style = if dim { theme.dim } else { theme.base };
-                let keys = format::truncate(keys, 14, glyphs.ascii);
-                let help = format::truncate(help, half.saturating_sub(17), glyphs.ascii);
-                spans.push(Span::styled(format!(" {keys:>14} "), theme.title));
-                spans.push(Span::styled(format!("{help:<w$}", w = half.saturating_sub(17)), style));
-            }
-        }
-        lines.push(Line::from(spans));
-    }
-    lines.push(Line::from(""));
-    lines.push(Line::from(Span::styled(
-        " Process type: C compute, G graphics, X both.  Colours: green < 10 % <= yellow < 75 % (memory 80 %) <= red.",
-        theme.dim,
-    )));
-    lines.push(Line::from(Span::styled(
-        format!(" Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
-        theme.dim,
-    )));
-    paint(frame, area, lines, theme.base);
+        .map(|a| (app.keymap.describe(*a), a.help().to_owned()))
+        .collect()
 }
 
-fn draw_details(
-    frame: &mut Frame<'_>,
+/// The help screen's lines at `width`: every entry with its description wrapped beside the keys, in two
+/// columns from 120 cells, then the notes (wrapped too).
+#[must_use]
+pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
+    let theme = &paint.theme;
+    let entries = help_entries(app);
+    let columns = if width >= 120 { 2 } else { 1 };
+    let col_w = usize::from(width) / columns;
+    let keys_w = entries.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(8).clamp(6, 16).min(col_w / 3);
+    let text_w = col_w.saturating_sub(keys_w + 3).max(10);
+    // Each entry as its own block of lines.
+    let blocks: Vec<Vec<Line<'a>>> = entries
+        .iter()
+        .map(|(keys, help)| {
+            let dim = app.readonly && help.contains("SIG");
+            let style = if dim { theme.dim } else { theme.base };
+            let key_lines = format::wrap(keys, keys_w);
+            let help_lines = format::wrap(help, text_w);
+            (0..key_lines.len().max(help_lines.len()))
+                .map(|n| {
+                    let k = key_lines.get(n).map_or("", String::as_str);
+                    let h = help_lines.get(n).map_or("", String::as_str);
+                    Line::from(vec![
+                        Span::styled(format!(" {k:>keys_w$} "), theme.title),
+                        Span::styled(format!(" {h:<text_w$}"), style),
+                    ])
+                })
+                .collect()
+        })
+        .collect();
+    let mut lines = Vec::new();
+    if columns == 1 {
+        lines.extend(blocks.into_iter().flatten());
+    } else {
+        let half = blocks.len().div_ceil(2);
+        let (left, right) = blocks.split_at(half);
+        let left: Vec<Line<'a>> = left.iter().flatten().cloned().collect();
+        let right: Vec<Line<'a>> = right.iter().flatten().cloned().collect();
+        for n in 0..left.len().max(right.len()) {
+            let mut spans: Vec<Span<'a>> =
+                left.get(n).map_or_else(|| vec![Span::raw(" ".repeat(keys_w + 3 + text_w))], |l| l.spans.clone());
+            if let Some(r) = right.get(n) {
+                spans.extend(r.spans.clone());
+            }
+            lines.push(Line::from(spans));
+        }
+    }
+    lines.push(Line::from(""));
+    let notes = [
+        format!(
+            "Process type: C compute, G graphics, X both. Load colours: green below {} %, yellow, then magenta from \
+             {} % (memory {} %), set under [ui.load_colors]; red is kept for faults, and findings are INFO, WARN (on \
+             yellow) or CRIT (on red).",
+            paint.load.light_below_pct, paint.load.heavy_from_pct, paint.load.memory_heavy_from_pct
+        ),
+        "Left/Right scroll the command column (seek while a recording plays). Enter on a finding (after ^W) \
+         selects its process and GPU, so T, K and I act on it; x explains the finding."
+            .to_owned(),
+        format!("Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
+    ];
+    for note in notes {
+        for line in format::wrap(&note, usize::from(width).saturating_sub(2)) {
+            lines.push(Line::from(Span::styled(format!(" {line}"), theme.dim)));
+        }
+    }
+    lines
+}
+
+fn render_help(area: Rect, buf: &mut Buffer, offset: usize, app: &App, paint: &Paint) {
+    let theme = &paint.theme;
+    let body = help_lines(app, paint, area.width);
+    let visible = usize::from(area.height.saturating_sub(1));
+    let offset = offset.min(body.len().saturating_sub(visible));
+    let more = body.len().saturating_sub(offset + visible);
+    let hint = match (offset > 0 || more > 0, area.width >= 70) {
+        (true, true) => format!("(Up/Down scroll, {more} more below; other keys return) "),
+        (true, false) => format!("({more} more, Up/Down) "),
+        (false, _) => "(any key returns) ".to_owned(),
+    };
+    let mut lines = vec![paint.title_line("Keys", vec![Span::styled(hint, theme.dim)], area.width)];
+    lines.extend(body.into_iter().skip(offset).take(visible));
+    fill(area, buf, lines, theme.base);
+}
+
+fn render_details(
     area: Rect,
+    buf: &mut Buffer,
     pid: u32,
     libraries: &crate::app::inspect::Pairs,
     app: &App,
-    theme: &Theme,
-    glyphs: &Glyphs,
+    paint: &Paint,
 ) {
+    let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let host = app.tick().process(pid);
     let name = host.map_or_else(
         || format::NA.to_owned(),
         |h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() },
     );
     let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| format::NA.to_owned());
-    let mut lines = vec![title_line(
+    let mut lines = vec![paint.title_line(
         &format!("Process {pid}"),
         vec![Span::styled("(Esc back, e environment) ", theme.dim)],
         area.width,
-        theme,
-        glyphs,
     )];
-    lines.push(Line::from(vec![
-        Span::styled(" USER ", theme.label),
-        Span::raw(user),
-        Span::styled("  COMMAND ", theme.label),
-        Span::raw(format::truncate(&name, usize::from(area.width).saturating_sub(30), glyphs.ascii)),
-    ]));
+    // The whole command line, wrapped (up to three lines) after the user.
+    let lead = format!(" USER {user}  COMMAND ");
+    let lead_w = lead.chars().count();
+    let text_w = usize::from(area.width).saturating_sub(lead_w).max(20);
+    let mut command = format::wrap(&name, text_w);
+    if command.len() > 3 {
+        command.truncate(3);
+        if let Some(last) = command.last_mut() {
+            *last = format::truncate(&format!("{last} …"), text_w, glyphs.ascii);
+        }
+    }
+    for (n, part) in command.into_iter().enumerate() {
+        lines.push(Line::from(if n == 0 {
+            vec![
+                Span::styled(" USER ", theme.label),
+                Span::raw(user.clone()),
+                Span::styled("  COMMAND ", theme.label),
+                Span::raw(part),
+            ]
+        } else {
+            vec![Span::raw(" ".repeat(lead_w)), Span::raw(part)]
+        }));
+    }
     let series = app.view().history.process(pid);
     let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
     let graphs: Vec<(&str, Vec<Option<f64>>, String)> = match series {
@@ -241,10 +365,24 @@ fn draw_details(
         }
         Err(why) => lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim))),
     }
-    paint(frame, area, lines, theme.base);
+    fill(area, buf, lines, theme.base);
 }
 
-pub fn draw_dialog(frame: &mut Frame<'_>, area: Rect, dialog: &SignalDialog, theme: &Theme, glyphs: &Glyphs) {
+/// The signal confirmation dialog, centred on the screen.
+#[derive(Debug)]
+pub struct Dialog<'a> {
+    pub dialog: &'a SignalDialog,
+    pub paint: &'a Paint,
+}
+
+impl Widget for Dialog<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        render_dialog(area, buf, self.dialog, self.paint);
+    }
+}
+
+fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Paint) {
+    let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let width = area.width.min(76);
     let shown = dialog.targets.len().min(6);
     let height = (u16::try_from(shown).unwrap_or(6) + 6).min(area.height);
@@ -255,8 +393,8 @@ pub fn draw_dialog(frame: &mut Frame<'_>, area: Rect, dialog: &SignalDialog, the
         .border_style(theme.high)
         .title(Span::styled(" Send a signal ", theme.title));
     let inner = block.inner(rect);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(block, rect);
+    Clear.render(rect, buf);
+    block.render(rect, buf);
     let mut lines = vec![Line::from(format!(
         "Send a signal to {}?",
         if dialog.targets.len() == 1 {
@@ -290,5 +428,33 @@ pub fn draw_dialog(frame: &mut Frame<'_>, area: Rect, dialog: &SignalDialog, the
     }
     lines.push(Line::from(buttons));
     lines.push(Line::from(Span::styled("  Enter sends the highlighted one; Esc, n or q cancel", theme.dim)));
-    frame.render_widget(Paragraph::new(lines).style(theme.base), inner);
+    Paragraph::new(lines).style(theme.base).render(inner, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::app;
+
+    #[test]
+    fn help_wraps_every_description_whole_at_any_width() {
+        let app = app("compute", 2);
+        let paint = Paint::new(ThemeName::Dark, false);
+        for width in [40, 60, 80, 120, 200] {
+            let lines: Vec<String> = help_lines(&app, &paint, width)
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect::<String>())
+                .collect();
+            assert!(lines.iter().all(|l| l.chars().count() <= usize::from(width)), "{width}: {lines:#?}");
+            let text = lines.join(" ").split_whitespace().collect::<Vec<_>>().join(" ");
+            assert!(!text.contains('…'), "{width}: {text}");
+            for action in [Action::SortBy, Action::Tag, Action::Details] {
+                // In two columns the halves interleave; every word is there.
+                for word in action.help().split_whitespace() {
+                    assert!(text.contains(word), "{width}: '{word}' of {action:?} missing");
+                }
+            }
+        }
+    }
 }

@@ -1,14 +1,15 @@
 //! One GPU as a boxed panel: readings on the left, history graphs (utilization, memory, power, temperature) on
 //! the right, as many and as tall as the panel allows, each labelled with its span and maximum.
 
-use ratatui::Frame;
+use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders};
+use ratatui::widgets::{Block, Borders, Widget};
 
 use super::Gpu;
-use crate::ui::theme::{Glyphs, Level, Theme};
-use crate::ui::{bar, format, graph, paint};
+use crate::ui::paint::{Paint, fill};
+use crate::ui::theme::Level;
+use crate::ui::{format, graph};
 
 /// Width of the readings column.
 const TEXT_W: u16 = 66;
@@ -25,7 +26,7 @@ struct History {
 }
 
 impl Gpu<'_> {
-    fn histories(&self, glyphs: &Glyphs) -> Vec<History> {
+    fn histories(&self, paint: &Paint) -> Vec<History> {
         let Some(series) = self.series else { return Vec::new() };
         let from = self.window_start;
         let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
@@ -53,27 +54,27 @@ impl Gpu<'_> {
                 name: "UTIL",
                 top: 100.0,
                 max_text: format::pct(util_max),
-                level: Level::of(util_max, 10.0, 75.0),
+                level: paint.load_level(util_max),
                 values: util,
             },
             History {
                 name: "MEM",
                 top: total.unwrap_or_else(|| mem_max.unwrap_or(1.0)).max(1.0),
                 max_text: format!("{}G", format::gib(as_u64(mem_max))),
-                level: Level::of(mem_max.zip(total).map(|(m, t)| m * 100.0 / t), 10.0, 80.0),
+                level: paint.memory_level(mem_max.zip(total).map(|(m, t)| m * 100.0 / t)),
                 values: mem,
             },
             History {
                 name: "POWER",
                 top: limit_w.max(power_max.unwrap_or(0.0)).max(1.0),
                 max_text: format!("{}W", format::num(as_u32(power_max), "")),
-                level: Level::of(power_max.map(|p| p * 100.0 / limit_w.max(1.0)), 10.0, 75.0),
+                level: paint.load_level(power_max.map(|p| p * 100.0 / limit_w.max(1.0))),
                 values: power,
             },
             History {
                 name: "TEMP",
                 top: f64::from(self.info.temp_slowdown_c.unwrap_or(100)).max(temp_max.unwrap_or(0.0)),
-                max_text: format!("{}{}", format::num(as_u32(temp_max), ""), glyphs.degree),
+                max_text: format!("{}{}", format::num(as_u32(temp_max), ""), paint.glyphs.degree),
                 level: match (temp_max, self.info.temp_slowdown_c) {
                     (Some(t), Some(s)) if t + 5.0 >= f64::from(s) => Level::High,
                     (Some(t), _) if t < 60.0 => Level::Low,
@@ -85,49 +86,56 @@ impl Gpu<'_> {
     }
 
     /// The readings column: five lines.
-    fn readings<'s>(&self, theme: &Theme, glyphs: &Glyphs) -> Vec<Line<'s>> {
+    fn readings<'s>(&self, paint: &Paint) -> Vec<Line<'s>> {
         let util = self.util();
         let mem = self.mem_pct();
         let t = self.tick;
         let mut lines = vec![
             Line::from(vec![
-                Span::styled("UTL ", theme.label),
-                Span::styled(bar(util, 20, glyphs), theme.level(Level::of(util, 10.0, 75.0))),
+                Span::styled("UTL ", paint.theme.label),
+                Span::styled(paint.bar(util, 20), paint.load_style(util)),
                 Span::raw(format!(" {:>4}  ", format::pct(util))),
                 Span::raw(self.clocks()),
             ]),
             Line::from({
                 let mut spans = vec![
-                    Span::styled("MEM ", theme.label),
-                    Span::styled(bar(mem, 20, glyphs), theme.level(Level::of(mem, 10.0, 80.0))),
+                    Span::styled("MEM ", paint.theme.label),
+                    Span::styled(paint.bar(mem, 20), paint.memory_style(mem)),
                     Span::raw(format!(
                         " {}/{}GiB  ",
                         format::gib(t.and_then(|t| t.mem_used_bytes)),
                         format::gib(self.info.mem_total_bytes)
                     )),
                 ];
-                spans.extend(self.power(theme));
+                spans.extend(self.power(paint));
                 spans.push(Span::raw("  "));
-                spans.extend(self.temp(theme, glyphs));
+                spans.extend(self.temp(paint));
                 spans
             }),
-            Line::from(self.pcie(theme)),
+            Line::from(self.pcie(paint)),
             Line::from(Span::raw(self.gpm().unwrap_or_else(|| "GPM N/A".to_owned()))),
         ];
-        let badges = self.badges(theme);
+        let badges = self.badges(paint);
         lines.push(if badges.is_empty() {
-            Line::from(Span::styled("no throttling in the window", theme.dim))
+            Line::from(Span::styled("no throttling in the window", paint.theme.dim))
         } else {
-            let mut spans = vec![Span::styled("THROTTLE", theme.label)];
+            let mut spans = vec![Span::styled("THROTTLE", paint.theme.label)];
             spans.extend(badges);
             Line::from(spans)
         });
+        // Fan, encoder/decoder, persistence and ECC on the first of the lower lines with room for them.
+        if let Some(extras) = self.device_extras() {
+            let room = |line: &Line<'_>| line.width() + 2 + extras.chars().count() <= usize::from(TEXT_W);
+            if let Some(line) = lines.iter_mut().skip(2).find(|l| room(l)) {
+                line.spans.push(Span::styled(format!("  {extras}"), paint.theme.dim));
+            }
+        }
         lines
     }
 }
 
 /// Draws `gpu` as a panel filling `area`; the graphs show the last `span_s` seconds.
-pub(super) fn draw(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint: &Paint) {
     let pstate = gpu.tick.and_then(|t| t.pstate).map_or_else(|| format::NA.to_owned(), |p| format!("P{p}"));
     let numa = format::num(gpu.info.numa_node, "");
     let title = format!(
@@ -135,26 +143,26 @@ pub(super) fn draw(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64
         gpu.info.index,
         gpu.info.name,
         gpu.info.pci_bus_id,
-        sep = glyphs.sep
+        sep = paint.glyphs.sep
     );
-    let border_style = if gpu.lost() { theme.high } else { theme.border };
+    let border_style = if gpu.lost() { paint.theme.high } else { paint.theme.border };
     let block = Block::default()
         .borders(Borders::ALL)
-        .border_set(glyphs.border)
+        .border_set(paint.glyphs.border)
         .border_style(border_style)
-        .title(Span::styled(title, theme.title));
+        .title(Span::styled(title, paint.theme.title));
     let inner = block.inner(area);
-    frame.render_widget(block, area);
+    block.render(area, buf);
     if gpu.lost() {
         let lines = vec![
-            Line::from(Span::styled(gpu.down_label().0, theme.alarm)),
+            Line::from(Span::styled(gpu.down_label().0, paint.theme.alarm)),
             Line::from(Span::styled(
                 if gpu.not_answering() {
                     "NVML calls to this GPU did not return in time; no readings this tick."
                 } else {
                     "NVML reports the GPU lost or in need of a reset; no readings since."
                 },
-                theme.high,
+                paint.theme.high,
             )),
             Line::from(Span::styled(
                 if gpu.not_answering() {
@@ -162,24 +170,24 @@ pub(super) fn draw(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64
                 } else {
                     "The other GPUs keep updating. Check the kernel log for Xid 79."
                 },
-                theme.dim,
+                paint.theme.dim,
             )),
         ];
-        paint(frame, inner, lines, theme.base);
+        fill(inner, buf, lines, paint.theme.base);
         return;
     }
     let text_w = TEXT_W.min(inner.width);
-    paint(frame, Rect { width: text_w, ..inner }, gpu.readings(theme, glyphs), theme.base);
+    fill(Rect { width: text_w, ..inner }, buf, gpu.readings(paint), paint.theme.base);
     let graphs = Rect { x: inner.x + text_w + 1, width: inner.width.saturating_sub(text_w + 1), ..inner };
-    draw_graphs(gpu, frame, graphs, span_s, theme, glyphs);
+    render_graphs(gpu, buf, graphs, span_s, paint);
 }
 
 /// Lays the history graphs out in `area`: four side by side when wide, two by two when tall, else utilization.
-fn draw_graphs(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64, theme: &Theme, glyphs: &Glyphs) {
+fn render_graphs(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint: &Paint) {
     if area.width < MIN_GRAPH_W || area.height < 2 {
         return;
     }
-    let mut histories = gpu.histories(glyphs);
+    let mut histories = gpu.histories(paint);
     let (across, down) = if area.width >= 4 * MIN_GRAPH_W + 3 {
         (4, 1)
     } else if area.height >= 8 && area.width > 2 * MIN_GRAPH_W {
@@ -204,18 +212,18 @@ fn draw_graphs(gpu: &Gpu<'_>, frame: &mut Frame<'_>, area: Rect, span_s: u64, th
         let label = format::truncate(
             &format!("{} {span} max {}", history.name, history.max_text),
             usize::from(cell_w),
-            glyphs.ascii,
+            paint.glyphs.ascii,
         );
         let rows = graph::area_graph(
             &history.values,
             history.top,
             usize::from(cell_w),
             usize::from(cell_h.saturating_sub(1)),
-            glyphs.ascii,
+            paint.glyphs.ascii,
         );
-        let style = theme.level(history.level);
-        let mut lines = vec![Line::from(Span::styled(label, theme.label))];
+        let style = paint.theme.level(history.level);
+        let mut lines = vec![Line::from(Span::styled(label, paint.theme.label))];
         lines.extend(rows.into_iter().map(|r| Line::from(Span::styled(r, style))));
-        paint(frame, rect, lines, theme.base);
+        fill(rect, buf, lines, paint.theme.base);
     }
 }

@@ -1,0 +1,126 @@
+//! The one painting context every widget draws with: the theme's styles and the glyph set, chosen once per
+//! frame from the app's settings, and the small drawing helpers that need them.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Widget};
+
+use super::config::{LoadColors, ThemeName};
+use super::theme::{Glyphs, Level, Theme};
+use crate::advice::{Finding, Severity};
+
+/// Theme, glyphs and where the load colours change, passed by reference to every widget.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paint {
+    pub theme: Theme,
+    pub glyphs: Glyphs,
+    pub load: LoadColors,
+}
+
+impl Paint {
+    /// A painting context with the default load colours.
+    #[must_use]
+    pub fn new(theme: ThemeName, ascii: bool) -> Self {
+        Self { theme: Theme::new(theme), glyphs: Glyphs::new(ascii), load: LoadColors::default() }
+    }
+
+    /// The app's theme, glyphs and load colours.
+    #[must_use]
+    pub fn for_app(app: &crate::app::App) -> Self {
+        Self { load: app.load_colors, ..Self::new(app.theme, app.ascii) }
+    }
+
+    /// The load level of a utilization-like percentage (`[ui.load_colors]`).
+    #[must_use]
+    pub fn load_level(&self, pct: Option<f64>) -> Level {
+        Level::of(pct, f64::from(self.load.light_below_pct), f64::from(self.load.heavy_from_pct))
+    }
+
+    /// The load level of a memory percentage.
+    #[must_use]
+    pub fn memory_level(&self, pct: Option<f64>) -> Level {
+        Level::of(pct, f64::from(self.load.light_below_pct), f64::from(self.load.memory_heavy_from_pct))
+    }
+
+    /// The style of a utilization-like percentage.
+    #[must_use]
+    pub fn load_style(&self, pct: Option<f64>) -> Style {
+        self.theme.level(self.load_level(pct))
+    }
+
+    /// The style of a memory percentage.
+    #[must_use]
+    pub fn memory_style(&self, pct: Option<f64>) -> Style {
+        self.theme.level(self.memory_level(pct))
+    }
+
+    /// Whether the glyphs are ASCII only.
+    #[must_use]
+    pub fn ascii(&self) -> bool {
+        self.glyphs.ascii
+    }
+
+    /// A section title: " Title ─────" across the width, with `extra` after the title.
+    #[must_use]
+    pub fn title_line<'a>(&self, title: &str, extra: Vec<Span<'a>>, width: u16) -> Line<'a> {
+        let mut spans = vec![Span::styled(format!(" {title} "), self.theme.title)];
+        spans.extend(extra);
+        let used: usize = spans.iter().map(Span::width).sum();
+        let rule = if self.glyphs.ascii { "-" } else { "─" };
+        spans.push(Span::styled(rule.repeat(usize::from(width).saturating_sub(used + 1)), self.theme.border));
+        Line::from(spans)
+    }
+
+    /// A bar of `width` cells filled to `pct`.
+    #[must_use]
+    pub fn bar(&self, pct: Option<f64>, width: usize) -> String {
+        let Some(pct) = pct else { return " ".repeat(width) };
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let filled = ((pct / 100.0).clamp(0.0, 1.0) * width as f64).round() as usize;
+        let mut s: String = std::iter::repeat_n(self.glyphs.bar_full, filled).collect();
+        s.extend(std::iter::repeat_n(self.glyphs.bar_empty, width - filled));
+        s
+    }
+
+    /// A finding's severity label, styled so that the three differ by more than their colour.
+    #[must_use]
+    pub fn severity<'a>(&self, severity: Severity) -> Span<'a> {
+        match severity {
+            Severity::Critical => Span::styled(" CRIT ", self.theme.critical),
+            Severity::Warning => Span::styled(" WARN ", self.theme.warning),
+            Severity::Info => Span::styled(" INFO ", self.theme.info),
+        }
+    }
+
+    /// The severity label of `finding`.
+    #[must_use]
+    pub fn severity_of<'a>(&self, finding: &Finding) -> Span<'a> {
+        self.severity(finding.severity)
+    }
+}
+
+/// Clears `area` and draws `lines` into it with `style` underneath.
+pub fn fill(area: Rect, buf: &mut Buffer, lines: Vec<Line<'_>>, style: Style) {
+    Clear.render(area, buf);
+    Paragraph::new(lines).style(style).render(area, buf);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_colours_follow_the_config() {
+        let default = Paint::new(ThemeName::Dark, false);
+        assert_eq!(default.load_level(Some(60.0)), Level::Moderate);
+        assert_eq!(default.memory_level(Some(78.0)), Level::Moderate);
+        let strict =
+            Paint { load: LoadColors { light_below_pct: 5, heavy_from_pct: 50, memory_heavy_from_pct: 70 }, ..default };
+        assert_eq!(strict.load_level(Some(60.0)), Level::High);
+        assert_eq!(strict.load_level(Some(7.0)), Level::Moderate);
+        assert_eq!(strict.memory_level(Some(78.0)), Level::High);
+        assert_eq!(strict.load_style(Some(60.0)), strict.theme.heavy);
+    }
+}
