@@ -2,15 +2,18 @@
 //! a forwarding thread) and termination signals. A recording is paced by a timeout on that channel, only while it
 //! plays. The screen is redrawn after something happened, never on a busy loop.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyEventKind, MouseEventKind};
 use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 
-use super::{App, AppOptions, Effect, Feed, FeedEvent};
+use super::keymap::KeyBinding;
+use super::{Action, App, AppOptions, Effect, Feed, FeedEvent};
 use crate::terminal;
 use crate::ui;
 
@@ -53,20 +56,33 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
         })?;
     }
     let input_tx = tx;
+    let quick = Arc::new(QuickQuit::default());
+    let (input_quick, keymap) = (Arc::clone(&quick), app.keymap.clone());
     std::thread::Builder::new().name("input".into()).spawn(move || {
+        let mut sent = 0u64;
         loop {
             let event = match crossterm::event::read() {
                 Ok(event) => LoopEvent::Input(event),
                 Err(error) => LoopEvent::InputFailed(error.to_string()),
             };
             let failed = matches!(event, LoopEvent::InputFailed(_));
+            let quit = matches!(&event, LoopEvent::Input(crossterm::event::Event::Key(key))
+                if key.kind == crossterm::event::KeyEventKind::Press
+                    && keymap.lookup(KeyBinding::from_event(key), false) == Some(Action::Quit));
             if input_tx.send(event).is_err() || failed {
                 break;
+            }
+            sent += 1;
+            if quit && input_quick.unanswered(sent) {
+                // The screen is busy (a huge snapshot being taken in or drawn) and has not taken the key in
+                // 50 ms: give the terminal back and end here, as the loop would have.
+                terminal::restore();
+                std::process::exit(0);
             }
         }
     })?;
     let mut tui = terminal::init(app.mouse)?;
-    let result = event_loop(&mut tui, &mut app, &rx, terminal::suspend);
+    let result = event_loop_with(&mut tui, &mut app, &rx, terminal::suspend, &quick);
     terminal::restore();
     Ok(result?)
 }
@@ -85,13 +101,58 @@ fn backend_error(error: impl std::fmt::Display) -> std::io::Error {
     std::io::Error::other(format!("cannot draw on the terminal: {error}"))
 }
 
+/// How long a quit key may wait for a busy screen before the input thread ends the monitor itself.
+const QUICK_QUIT_AFTER: Duration = Duration::from_millis(50);
+
+/// What the input thread needs to quit by itself: `q` answers within 100 ms under any load, even while the loop
+/// is inside one long ingest or draw (64 GPUs x 100,000 processes took 0.5 s a snapshot).
+#[derive(Debug, Default)]
+pub(crate) struct QuickQuit {
+    /// A quit key ends the monitor in the state the loop last saw ([`App::quit_key_quits`]).
+    armed: AtomicBool,
+    /// Input events the loop has taken.
+    taken: AtomicU64,
+}
+
+impl QuickQuit {
+    /// Waits up to [`QUICK_QUIT_AFTER`] for the loop to take the `sent`th input event; true when it did not
+    /// and a quit key would have ended the monitor.
+    fn unanswered(&self, sent: u64) -> bool {
+        self.unanswered_within(sent, QUICK_QUIT_AFTER)
+    }
+
+    fn unanswered_within(&self, sent: u64, wait: Duration) -> bool {
+        let until = Instant::now() + wait;
+        while Instant::now() < until {
+            if self.taken.load(Ordering::SeqCst) >= sent {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        self.taken.load(Ordering::SeqCst) < sent && self.armed.load(Ordering::SeqCst)
+    }
+}
+
 /// The loop itself, generic over the backend so tests can drive it on a `TestBackend`.
+#[cfg(test)]
 pub(crate) fn event_loop<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     rx: &Receiver<LoopEvent>,
-    mut suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
+    suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
 ) -> std::io::Result<i32> {
+    event_loop_with(terminal, app, rx, suspend, &QuickQuit::default())
+}
+
+/// The loop, telling the input thread what it needs to quit by itself.
+fn event_loop_with<B: Backend>(
+    terminal: &mut Terminal<B>,
+    app: &mut App,
+    rx: &Receiver<LoopEvent>,
+    mut suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
+    quick: &QuickQuit,
+) -> std::io::Result<i32> {
+    quick.armed.store(app.quit_key_quits(), Ordering::SeqCst);
     let mut last_frame = Instant::now();
     // Test-only: GPUSIGHT_TEST_PANIC=1 panics after the first frame, so tests can check the terminal is restored.
     // Debug builds only: release builds have no such path.
@@ -130,9 +191,13 @@ pub(crate) fn event_loop<B: Backend>(
                 }
                 other => other,
             };
+            if matches!(event, Some(LoopEvent::Input(_) | LoopEvent::InputFailed(_))) {
+                quick.taken.fetch_add(1, Ordering::SeqCst);
+            }
             if let Some(code) = handle(terminal, app, event, area, &mut suspend, &mut last_frame)? {
                 return Ok(code);
             }
+            quick.armed.store(app.quit_key_quits(), Ordering::SeqCst);
         }
         if let Some(newest) = snapshot.and_then(|latest| latest.take()) {
             app.on_feed(FeedEvent::Snapshot(newest));
@@ -228,5 +293,33 @@ mod tests {
         assert_eq!(code, 0);
         assert_eq!(app.view().history.n_ticks(), 1, "q ended the monitor before the waiting snapshot was taken in");
         assert!(latest.take().is_some(), "the snapshot was left waiting");
+    }
+
+    #[test]
+    fn the_input_thread_quits_by_itself_only_when_a_quit_key_is_left_waiting() {
+        let quick = QuickQuit::default();
+        quick.armed.store(true, Ordering::SeqCst);
+        assert!(quick.unanswered_within(1, Duration::ZERO), "the loop has not taken the key: quit here");
+        quick.taken.store(1, Ordering::SeqCst);
+        assert!(!quick.unanswered_within(1, Duration::ZERO), "the loop took it: it quits (or not) itself");
+        quick.armed.store(false, Ordering::SeqCst);
+        assert!(!quick.unanswered_within(2, Duration::ZERO), "a dialog or the filter is open: q is not a quit");
+    }
+
+    #[test]
+    fn q_quits_only_on_the_main_screen_with_nothing_being_typed() {
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
+        let first = source.next_snapshot().expect("tick").expect("some");
+        let (_feed_tx, feed_rx) = mpsc::channel();
+        let mut app =
+            App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx: feed_rx })
+                .expect("app");
+        assert!(app.quit_key_quits());
+        let _ = app.on_key(KeyEvent::new(KeyCode::Char('/'), KeyModifiers::NONE));
+        assert!(!app.quit_key_quits(), "typing a filter: q is a letter");
+        let _ = app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+        assert!(app.quit_key_quits());
+        let _ = app.update(Action::Help);
+        assert!(!app.quit_key_quits(), "the help screen: q leaves it");
     }
 }

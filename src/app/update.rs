@@ -68,6 +68,13 @@ impl App {
         }
     }
 
+    /// Whether a quit key (`[keys] quit`, q by default) ends the monitor right now: the main screen, no dialog, no
+    /// filter being typed. The input thread reads this to quit by itself when the screen is too busy to answer.
+    #[must_use]
+    pub fn quit_key_quits(&self) -> bool {
+        self.dialog.is_none() && !self.table.editing_filter && !self.sort_chord && matches!(self.screen, Screen::Main)
+    }
+
     /// Carries out one action.
     pub fn update(&mut self, action: Action) -> Effect {
         if self.dialog.is_some() {
