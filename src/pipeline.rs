@@ -2,7 +2,7 @@
 //! monitor, `doctor`, `report`, `export` and `--once` all read what this holds.
 
 use crate::advice::{Advisor, Finding, Thresholds};
-use crate::history::History;
+use crate::history::{History, ProcessBound};
 use crate::sample::Snapshot;
 
 /// History plus findings, updated one snapshot at a time.
@@ -18,12 +18,23 @@ pub struct Pipeline {
     first_tick: crate::sample::Tick,
 }
 
+/// The per-process bound that covers every rule window: the rules read a process's series over the windows in
+/// [`Thresholds::windows`], so its history spans the longest of them (and at least [`ProcessBound::MIN_SPAN_MS`]).
+#[must_use]
+pub fn process_bound(thresholds: &Thresholds) -> ProcessBound {
+    ProcessBound::covering(thresholds.windows().iter().map(|(_, secs)| *secs).max().unwrap_or(0))
+}
+
 impl Pipeline {
     /// A pipeline for the machine of `first`, which it takes in.
     #[must_use]
     pub fn new(first: &Snapshot, capacity: usize, thresholds: Thresholds) -> Self {
         let mut pipeline = Self {
-            history: History::new(std::sync::Arc::clone(&first.machine), capacity),
+            history: History::with_process_bound(
+                std::sync::Arc::clone(&first.machine),
+                capacity,
+                process_bound(&thresholds),
+            ),
             thresholds,
             advisor: Advisor::default(),
             findings: Vec::new(),
