@@ -72,7 +72,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let machine = source.machine();
         let snapshot = |n| Snapshot { machine: machine.clone(), tick: source.tick_at(n) };
         // Fill a 900-sample history first, so rings are at their capacity, as in a long run.
-        let warm: u64 = 900 + 400;
+        let warm: u64 = if interval_ms < 1000 { 4000 } else { 1300 };
         let mut pipeline = Pipeline::new(&snapshot(0), 900, Thresholds::default());
         for n in 1..warm {
             pipeline.ingest_owned(snapshot(n));

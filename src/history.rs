@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::sample::{GpuEvent, GpuTick, HostProcess, MachineInfo, Snapshot, Tick, UnixMs};
+use crate::sample::{GpuEvent, GpuTick, MachineInfo, Snapshot, Tick, UnixMs};
 
 /// A fixed-capacity ring: pushing past the capacity drops the oldest value. Index 0 is the oldest.
 #[derive(Debug, Clone, PartialEq)]
@@ -440,6 +440,16 @@ pub struct History {
     pub events: VecDeque<GpuEvent>,
     latest: Tick,
     n_ticks: u64,
+    /// Lookup lists rebuilt every tick, kept to reuse their buffers.
+    scratch: Scratch,
+}
+
+/// The per-tick lookup lists of [`History::push_processes`]: (key, index into the tick) pairs.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    gpu_entries: Vec<(u32, usize)>,
+    by_pid: Vec<(u32, usize)>,
+    by_ppid: Vec<(u32, usize)>,
 }
 
 impl History {
@@ -468,6 +478,7 @@ impl History {
             events: VecDeque::new(),
             latest: Tick::default(),
             n_ticks: 0,
+            scratch: Scratch::default(),
         }
     }
 
@@ -599,22 +610,23 @@ impl History {
         // Every process NVML lists gets a series; host-only relatives are folded into their GPU process.
         // Lookups go through sorted (key, index) lists built once per tick, so 1,000 GPU processes with their
         // relatives cost O(n log n), not a scan of the whole tick per process.
-        let mut gpu_entries: Vec<(u32, usize)> =
-            tick.gpu_processes.iter().enumerate().filter_map(|(i, p)| p.pid.map(|pid| (pid, i))).collect();
+        let Scratch { gpu_entries, by_pid, by_ppid } = &mut self.scratch;
+        gpu_entries.clear();
+        gpu_entries.extend(tick.gpu_processes.iter().enumerate().filter_map(|(i, p)| p.pid.map(|pid| (pid, i))));
         gpu_entries.sort_unstable();
-        let mut by_pid: Vec<(u32, usize)> = tick.processes.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+        by_pid.clear();
+        by_pid.extend(tick.processes.iter().enumerate().map(|(i, p)| (p.pid, i)));
         by_pid.sort_unstable();
-        let mut by_ppid: Vec<(u32, usize)> =
-            tick.processes.iter().enumerate().filter_map(|(i, p)| p.ppid.map(|ppid| (ppid, i))).collect();
+        by_ppid.clear();
+        by_ppid.extend(tick.processes.iter().enumerate().filter_map(|(i, p)| p.ppid.map(|ppid| (ppid, i))));
         by_ppid.sort_unstable();
-        let mut children: Vec<&HostProcess> = Vec::new();
         let mut rest = gpu_entries.as_slice();
         while let Some(&(pid, _)) = rest.first() {
             let n_entries = rest.iter().take_while(|(p, _)| *p == pid).count();
             let (entries, tail) = rest.split_at(n_entries);
             rest = tail;
             // The first host process listed with this PID, as `Tick::process` finds it.
-            let host = matching(&by_pid, pid).first().map(|(_, i)| &tick.processes[*i]);
+            let host = matching(by_pid, pid).first().map(|(_, i)| &tick.processes[*i]);
             let key = ProcessKey { pid, start_ticks: host.and_then(|h| h.start_ticks) };
             let bound = self.process_bound;
             let capacity = self.capacity.min(bound.points());
@@ -635,8 +647,7 @@ impl History {
                     sm = Some(sm.map_or(pct, |s| s.max(pct)));
                 }
             }
-            children.clear();
-            children.extend(matching(&by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]));
+            let children = || matching(by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]);
             series.times.push(tick.at_ms);
             series.gpu_mem_bytes.push(mem);
             series.sm_util_pct.push(sm);
@@ -645,13 +656,13 @@ impl History {
             series.read_bytes_per_s.push(host.and_then(|h| h.read_bytes_per_s));
             series.state.push(host.and_then(|h| h.state));
             series.threads_in_d.push(host.and_then(|h| h.threads_in_d));
-            series.max_child_cpu_pct.push(children.iter().filter_map(|c| c.cpu_pct).reduce(f32::max));
-            let children_in_d = children.iter().filter(|c| c.state == Some('D')).count();
+            series.max_child_cpu_pct.push(children().filter_map(|c| c.cpu_pct).reduce(f32::max));
+            let children_in_d = children().filter(|c| c.state == Some('D')).count();
             series.children_in_d.push(u32::try_from(children_in_d).ok());
-            series.n_children.push(u32::try_from(children.len()).ok());
+            series.n_children.push(u32::try_from(children().count()).ok());
             let tree_read = host
                 .and_then(|h| h.read_bytes_per_s)
-                .map(|own| own + children.iter().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
+                .map(|own| own + children().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
             series.tree_read_bytes_per_s.push(tree_read);
         }
     }
