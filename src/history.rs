@@ -739,7 +739,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::{GpuInfo, GpuProcess};
+    use crate::sample::{GpuInfo, GpuProcess, HostProcess};
 
     fn machine(n_gpus: u32) -> Arc<MachineInfo> {
         Arc::new(MachineInfo {
