@@ -80,7 +80,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let label = |stage: &str| format!("{stage} {spec} @{interval_ms}ms");
         let mut history = pipeline.history.clone();
         let snapshots: Vec<Snapshot> = (warm..warm + ticks).map(snapshot).collect();
-        line(&label("history.push_owned"), ticks, counted(|| snapshots.into_iter().for_each(|s| history.push_owned(s))));
+        line(
+            &label("history.push_owned"),
+            ticks,
+            counted(|| snapshots.into_iter().for_each(|s| history.push_owned(s))),
+        );
         let mut advisor = Advisor::default();
         let thresholds = Thresholds::default();
         advisor.update(&history, &thresholds);
