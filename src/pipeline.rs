@@ -138,6 +138,16 @@ mod tests {
     use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
     #[test]
+    fn the_process_bound_covers_the_longest_rule_window() {
+        let default = process_bound(&Thresholds::default());
+        assert_eq!((default.span_ms, default.min_spacing_ms, default.points()), (300_000, 1000, 301));
+        let long = process_bound(&Thresholds { idle_holder_window_s: 1800, ..Thresholds::default() });
+        assert_eq!((long.span_ms, long.min_spacing_ms, long.points()), (1_800_000, 6000, 301));
+        let short = process_bound(&Thresholds { idle_holder_window_s: 60, ..Thresholds::default() });
+        assert_eq!(short.span_ms, ProcessBound::MIN_SPAN_MS, "never under five minutes");
+    }
+
+    #[test]
     fn refresh_copies_every_field() {
         let from = Finding {
             rule: Rule::IdleHolder,
