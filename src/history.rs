@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::sample::{GpuEvent, GpuTick, HostProcess, MachineInfo, Snapshot, Tick, UnixMs};
+use crate::sample::{GpuEvent, GpuTick, MachineInfo, Snapshot, Tick, UnixMs};
 
 /// A fixed-capacity ring: pushing past the capacity drops the oldest value. Index 0 is the oldest.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,12 +25,22 @@ impl<T> Ring<T> {
         Self { values: VecDeque::new(), capacity }
     }
 
-    /// Appends a value, dropping the oldest when full.
+    /// Appends a value, dropping the oldest when full. The buffer grows by doubling up to the capacity and never
+    /// past it (a `VecDeque` left to itself would round 9,000 slots up to 16,384).
     pub fn push(&mut self, value: T) {
-        if self.values.len() == self.capacity {
+        let len = self.values.len();
+        if len == self.capacity {
             self.values.pop_front();
+        } else if len == self.values.capacity() {
+            let want = (len * 2).max(4).min(self.capacity);
+            self.values.reserve_exact(want - len);
         }
         self.values.push_back(value);
+    }
+
+    /// Removes and returns the oldest value.
+    pub fn pop_front(&mut self) -> Option<T> {
+        self.values.pop_front()
     }
 
     #[must_use]
@@ -63,6 +73,12 @@ impl<T> Ring<T> {
     /// Oldest to newest.
     pub fn iter(&self) -> impl DoubleEndedIterator<Item = &T> + ExactSizeIterator + '_ {
         self.values.iter()
+    }
+
+    /// Bytes this ring holds on the heap (its allocated slots, full or not).
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<T>()
     }
 
     /// The values from `start` (an index, 0 = oldest) to the newest.
@@ -171,6 +187,27 @@ impl GpuSeries {
         }
     }
 
+    fn heap_bytes(&self) -> usize {
+        self.lost.heap_bytes()
+            + self.util_pct.heap_bytes()
+            + self.mem_util_pct.heap_bytes()
+            + self.mem_used_bytes.heap_bytes()
+            + self.power_mw.heap_bytes()
+            + self.power_limit_mw.heap_bytes()
+            + self.temp_c.heap_bytes()
+            + self.sm_clock_mhz.heap_bytes()
+            + self.mem_clock_mhz.heap_bytes()
+            + self.throttle_bits.heap_bytes()
+            + self.pcie_gen.heap_bytes()
+            + self.pcie_width.heap_bytes()
+            + self.pcie_rx_kbps.heap_bytes()
+            + self.pcie_tx_kbps.heap_bytes()
+            + self.sm_active_pct.heap_bytes()
+            + self.sm_occupancy_pct.heap_bytes()
+            + self.tensor_active_pct.heap_bytes()
+            + self.dram_active_pct.heap_bytes()
+    }
+
     pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
         let gpm = gpu.and_then(|g| g.gpm);
         self.lost.push(gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost));
@@ -236,6 +273,22 @@ impl HostSeries {
         }
     }
 
+    fn heap_bytes(&self) -> usize {
+        self.cpu_busy_pct.heap_bytes()
+            + self.iowait_pct.heap_bytes()
+            + self.steal_pct.heap_bytes()
+            + self.mem_available_bytes.heap_bytes()
+            + self.mem_total_bytes.heap_bytes()
+            + self.swap_used_bytes.heap_bytes()
+            + self.swap_in_pages_per_s.heap_bytes()
+            + self.swap_out_pages_per_s.heap_bytes()
+            + self.load_1.heap_bytes()
+            + self.psi_cpu_some.heap_bytes()
+            + self.psi_io_some.heap_bytes()
+            + self.psi_io_full.heap_bytes()
+            + self.psi_memory_some.heap_bytes()
+    }
+
     fn push(&mut self, tick: &Tick) {
         let host = &tick.host;
         let cpu = host.cpu;
@@ -254,6 +307,49 @@ impl HostSeries {
         self.psi_io_some.push(psi.and_then(|p| p.io_some_avg10));
         self.psi_io_full.push(psi.and_then(|p| p.io_full_avg10));
         self.psi_memory_some.push(psi.and_then(|p| p.memory_some_avg10));
+    }
+}
+
+/// How much of each process's past is kept, apart from the machine's own history.
+///
+/// The machine keeps `history_s` (15 minutes) at the sampling interval; kept per process at that rate, 1,000 GPU
+/// processes at 0.1 s would take over a gigabyte. The rules that read per-process series look back at most the
+/// longest window in [`crate::advice::Thresholds::windows`] (idle-holder's 5 minutes by default), and the
+/// per-process readings NVML gives change every couple of seconds, so a process keeps its last `span_ms` at one
+/// sample per `min_spacing_ms`: at most [`ProcessBound::points`] samples, whatever the interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessBound {
+    /// The newest span a process keeps; a process not seen for this long is forgotten.
+    pub span_ms: u64,
+    /// A process sample closer than this to the one before it is skipped (the machine's own sample is not).
+    pub min_spacing_ms: u64,
+}
+
+impl ProcessBound {
+    /// The shortest span kept, so the details screen has five minutes to draw even with short rule windows.
+    pub const MIN_SPAN_MS: u64 = 300_000;
+    /// The most samples a process keeps over its span (the spacing widens for longer spans).
+    pub const MAX_POINTS: u64 = 300;
+    /// Samples are never kept closer than this (NVML's per-process readings refresh every ~2 s).
+    pub const MIN_SPACING_MS: u64 = 1000;
+
+    /// A bound whose span covers a rule window of `longest_window_s`.
+    #[must_use]
+    pub fn covering(longest_window_s: u64) -> Self {
+        let span_ms = longest_window_s.saturating_mul(1000).max(Self::MIN_SPAN_MS);
+        Self { span_ms, min_spacing_ms: span_ms.div_ceil(Self::MAX_POINTS).max(Self::MIN_SPACING_MS) }
+    }
+
+    /// The most samples a process's rings hold: one per spacing over the span, plus the one at its start.
+    #[must_use]
+    pub fn points(&self) -> usize {
+        usize::try_from(self.span_ms / self.min_spacing_ms.max(1) + 1).unwrap_or(usize::MAX)
+    }
+}
+
+impl Default for ProcessBound {
+    fn default() -> Self {
+        Self::covering(0)
     }
 }
 
@@ -312,6 +408,62 @@ impl ProcessSeries {
         }
     }
 
+    fn heap_bytes(&self) -> usize {
+        self.times.heap_bytes()
+            + self.gpu_mem_bytes.heap_bytes()
+            + self.sm_util_pct.heap_bytes()
+            + self.cpu_pct.heap_bytes()
+            + self.rss_bytes.heap_bytes()
+            + self.read_bytes_per_s.heap_bytes()
+            + self.state.heap_bytes()
+            + self.threads_in_d.heap_bytes()
+            + self.max_child_cpu_pct.heap_bytes()
+            + self.children_in_d.heap_bytes()
+            + self.n_children.heap_bytes()
+            + self.tree_read_bytes_per_s.heap_bytes()
+            + self.tree_write_bytes_per_s.heap_bytes()
+            + self.max_thread_cpu_pct.heap_bytes()
+    }
+
+    /// The length of every series, for tests that they stay aligned.
+    #[cfg(test)]
+    fn series_lens(&self) -> [usize; 14] {
+        [
+            self.times.len(),
+            self.gpu_mem_bytes.len(),
+            self.sm_util_pct.len(),
+            self.cpu_pct.len(),
+            self.rss_bytes.len(),
+            self.read_bytes_per_s.len(),
+            self.state.len(),
+            self.threads_in_d.len(),
+            self.max_child_cpu_pct.len(),
+            self.children_in_d.len(),
+            self.n_children.len(),
+            self.tree_read_bytes_per_s.len(),
+            self.tree_write_bytes_per_s.len(),
+            self.max_thread_cpu_pct.len(),
+        ]
+    }
+
+    /// Drops the oldest sample of every series (they stay aligned).
+    fn pop_front(&mut self) {
+        self.times.pop_front();
+        self.gpu_mem_bytes.pop_front();
+        self.sm_util_pct.pop_front();
+        self.cpu_pct.pop_front();
+        self.rss_bytes.pop_front();
+        self.read_bytes_per_s.pop_front();
+        self.state.pop_front();
+        self.threads_in_d.pop_front();
+        self.max_child_cpu_pct.pop_front();
+        self.children_in_d.pop_front();
+        self.n_children.pop_front();
+        self.tree_read_bytes_per_s.pop_front();
+        self.tree_write_bytes_per_s.pop_front();
+        self.max_thread_cpu_pct.pop_front();
+    }
+
     /// The time of the newest sample of this process.
     #[must_use]
     pub fn last_seen_ms(&self) -> Option<UnixMs> {
@@ -324,6 +476,7 @@ impl ProcessSeries {
 pub struct History {
     machine: Arc<MachineInfo>,
     capacity: usize,
+    process_bound: ProcessBound,
     pub times: Ring<UnixMs>,
     pub gpus: Vec<GpuSeries>,
     pub host: HostSeries,
@@ -332,19 +485,37 @@ pub struct History {
     pub events: VecDeque<GpuEvent>,
     latest: Tick,
     n_ticks: u64,
+    /// Lookup lists rebuilt every tick, kept to reuse their buffers.
+    scratch: Scratch,
+}
+
+/// The per-tick lookup lists of [`History::push_processes`]: (key, index into the tick) pairs.
+#[derive(Debug, Clone, Default)]
+struct Scratch {
+    gpu_entries: Vec<(u32, usize)>,
+    by_pid: Vec<(u32, usize)>,
+    by_ppid: Vec<(u32, usize)>,
 }
 
 impl History {
     /// The most events kept.
     pub const MAX_EVENTS: usize = 256;
 
-    /// An empty history for `machine` that keeps `capacity` samples.
+    /// An empty history for `machine` that keeps `capacity` samples, and per process the default
+    /// [`ProcessBound`] (five minutes at one sample a second).
     #[must_use]
     pub fn new(machine: Arc<MachineInfo>, capacity: usize) -> Self {
+        Self::with_process_bound(machine, capacity, ProcessBound::default())
+    }
+
+    /// An empty history for `machine` that keeps `capacity` samples, and per process what `process_bound` says.
+    #[must_use]
+    pub fn with_process_bound(machine: Arc<MachineInfo>, capacity: usize, process_bound: ProcessBound) -> Self {
         let gpus = machine.gpus.iter().map(|g| GpuSeries::new(g.index, capacity)).collect();
         Self {
             machine,
             capacity: capacity.max(1),
+            process_bound,
             times: Ring::new(capacity),
             gpus,
             host: HostSeries::new(capacity),
@@ -352,6 +523,7 @@ impl History {
             events: VecDeque::new(),
             latest: Tick::default(),
             n_ticks: 0,
+            scratch: Scratch::default(),
         }
     }
 
@@ -378,6 +550,12 @@ impl History {
         self.capacity
     }
 
+    /// What each process keeps of its past.
+    #[must_use]
+    pub fn process_bound(&self) -> ProcessBound {
+        self.process_bound
+    }
+
     /// Time of the newest sample.
     #[must_use]
     pub fn now_ms(&self) -> Option<UnixMs> {
@@ -402,6 +580,25 @@ impl History {
         self.processes.values().filter(|p| p.key.pid == pid).max_by_key(|p| p.last_seen_ms())
     }
 
+    /// Bytes the rings and the event list hold on the heap (the newest tick and the maps' own tables left out): the
+    /// figure the per-process bound keeps flat, reported by `examples/history_mem`.
+    #[must_use]
+    pub fn heap_bytes(&self) -> usize {
+        let gpus: usize = self.gpus.iter().map(GpuSeries::heap_bytes).sum();
+        let processes: usize = self.processes.values().map(ProcessSeries::heap_bytes).sum();
+        self.times.heap_bytes()
+            + gpus
+            + self.host.heap_bytes()
+            + processes
+            + self.events.capacity() * std::mem::size_of::<GpuEvent>()
+    }
+
+    /// Bytes the per-process rings hold on the heap.
+    #[must_use]
+    pub fn process_heap_bytes(&self) -> usize {
+        self.processes.values().map(ProcessSeries::heap_bytes).sum()
+    }
+
     /// Takes in a snapshot. If the machine changed (another recording, GPUs added), history starts over.
     pub fn push(&mut self, snapshot: &Snapshot) {
         self.restart_if_other_machine(&snapshot.machine);
@@ -417,7 +614,7 @@ impl History {
 
     fn restart_if_other_machine(&mut self, machine: &Arc<MachineInfo>) {
         if !Arc::ptr_eq(&self.machine, machine) && *self.machine != **machine {
-            *self = Self::new(Arc::clone(machine), self.capacity);
+            *self = Self::with_process_bound(Arc::clone(machine), self.capacity, self.process_bound);
         }
     }
 
@@ -433,12 +630,13 @@ impl History {
             tick.at_ms = newest;
         }
         let at_ms = tick.at_ms;
+        let tick_gap_ms = self.times.last().map_or(0, |newest| at_ms - newest);
         self.times.push(at_ms);
         for series in &mut self.gpus {
             series.push(tick.gpu(series.index));
         }
         self.host.push(&tick);
-        self.push_processes(&tick);
+        self.push_processes(&tick, tick_gap_ms);
         for event in &tick.events {
             if self.events.len() == Self::MAX_EVENTS {
                 self.events.pop_front();
@@ -450,29 +648,41 @@ impl History {
         self.n_ticks += 1;
     }
 
-    fn push_processes(&mut self, tick: &Tick) {
+    /// `tick_gap_ms` is the time since the machine's previous sample: a process sample is skipped when it comes
+    /// sooner than the bound's spacing after the last one kept, less half a gap, so sampling jitter at 0.1 s does
+    /// not skip the sample due at one second.
+    fn push_processes(&mut self, tick: &Tick, tick_gap_ms: u64) {
         // Every process NVML lists gets a series; host-only relatives are folded into their GPU process.
         // Lookups go through sorted (key, index) lists built once per tick, so 1,000 GPU processes with their
         // relatives cost O(n log n), not a scan of the whole tick per process.
-        let mut gpu_entries: Vec<(u32, usize)> =
-            tick.gpu_processes.iter().enumerate().filter_map(|(i, p)| p.pid.map(|pid| (pid, i))).collect();
+        let Scratch { gpu_entries, by_pid, by_ppid } = &mut self.scratch;
+        gpu_entries.clear();
+        gpu_entries.extend(tick.gpu_processes.iter().enumerate().filter_map(|(i, p)| p.pid.map(|pid| (pid, i))));
         gpu_entries.sort_unstable();
-        let mut by_pid: Vec<(u32, usize)> = tick.processes.iter().enumerate().map(|(i, p)| (p.pid, i)).collect();
+        by_pid.clear();
+        by_pid.extend(tick.processes.iter().enumerate().map(|(i, p)| (p.pid, i)));
         by_pid.sort_unstable();
-        let mut by_ppid: Vec<(u32, usize)> =
-            tick.processes.iter().enumerate().filter_map(|(i, p)| p.ppid.map(|ppid| (ppid, i))).collect();
+        by_ppid.clear();
+        by_ppid.extend(tick.processes.iter().enumerate().filter_map(|(i, p)| p.ppid.map(|ppid| (ppid, i))));
         by_ppid.sort_unstable();
-        let mut children: Vec<&HostProcess> = Vec::new();
         let mut rest = gpu_entries.as_slice();
         while let Some(&(pid, _)) = rest.first() {
             let n_entries = rest.iter().take_while(|(p, _)| *p == pid).count();
             let (entries, tail) = rest.split_at(n_entries);
             rest = tail;
             // The first host process listed with this PID, as `Tick::process` finds it.
-            let host = matching(&by_pid, pid).first().map(|(_, i)| &tick.processes[*i]);
+            let host = matching(by_pid, pid).first().map(|(_, i)| &tick.processes[*i]);
             let key = ProcessKey { pid, start_ticks: host.and_then(|h| h.start_ticks) };
-            let capacity = self.capacity;
+            let bound = self.process_bound;
+            let capacity = self.capacity.min(bound.points());
             let series = self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, capacity));
+            let due_ms = bound.min_spacing_ms.saturating_sub(tick_gap_ms / 2);
+            if series.last_seen_ms().is_some_and(|seen| tick.at_ms.saturating_sub(seen) < due_ms) {
+                continue;
+            }
+            while series.times.get(0).is_some_and(|first| tick.at_ms.saturating_sub(*first) > bound.span_ms) {
+                series.pop_front();
+            }
             let (mut mem, mut sm) = (None::<u64>, None::<u32>);
             for entry in entries.iter().map(|(_, i)| &tick.gpu_processes[*i]) {
                 if let Some(bytes) = entry.used_gpu_memory_bytes {
@@ -482,8 +692,7 @@ impl History {
                     sm = Some(sm.map_or(pct, |s| s.max(pct)));
                 }
             }
-            children.clear();
-            children.extend(matching(&by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]));
+            let children = || matching(by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]);
             series.times.push(tick.at_ms);
             series.gpu_mem_bytes.push(mem);
             series.sm_util_pct.push(sm);
@@ -492,28 +701,29 @@ impl History {
             series.read_bytes_per_s.push(host.and_then(|h| h.read_bytes_per_s));
             series.state.push(host.and_then(|h| h.state));
             series.threads_in_d.push(host.and_then(|h| h.threads_in_d));
-            series.max_child_cpu_pct.push(children.iter().filter_map(|c| c.cpu_pct).reduce(f32::max));
-            let children_in_d = children.iter().filter(|c| c.state == Some('D')).count();
+            series.max_child_cpu_pct.push(children().filter_map(|c| c.cpu_pct).reduce(f32::max));
+            let children_in_d = children().filter(|c| c.state == Some('D')).count();
             series.children_in_d.push(u32::try_from(children_in_d).ok());
-            series.n_children.push(u32::try_from(children.len()).ok());
+            series.n_children.push(u32::try_from(children().count()).ok());
             let tree_read = host
                 .and_then(|h| h.read_bytes_per_s)
-                .map(|own| own + children.iter().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
+                .map(|own| own + children().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
             series.tree_read_bytes_per_s.push(tree_read);
             let tree_write = host
                 .and_then(|h| h.write_bytes_per_s)
-                .map(|own| own + children.iter().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
+                .map(|own| own + children().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
             series.tree_write_bytes_per_s.push(tree_write);
             series.max_thread_cpu_pct.push(host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct));
         }
     }
 
-    /// Drops processes not seen for longer than the history spans, so memory stays flat.
+    /// Drops processes not seen for longer than the history spans (the machine's or the process bound's, the
+    /// shorter), so memory stays flat.
     fn forget_old_processes(&mut self, now_ms: UnixMs) {
         let Some(oldest_ms) = self.times.get(0).copied() else {
             return;
         };
-        let span_ms = now_ms.saturating_sub(oldest_ms);
+        let span_ms = now_ms.saturating_sub(oldest_ms).min(self.process_bound.span_ms);
         self.processes
             .retain(|_, series| series.last_seen_ms().is_some_and(|seen| now_ms.saturating_sub(seen) <= span_ms));
     }
@@ -579,7 +789,7 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sample::{GpuInfo, GpuProcess};
+    use crate::sample::{GpuInfo, GpuProcess, HostProcess};
 
     fn machine(n_gpus: u32) -> Arc<MachineInfo> {
         Arc::new(MachineInfo {
@@ -648,6 +858,87 @@ mod tests {
             history.push_tick(tick(at_ms, Some(0)));
         }
         assert!(history.process(42).is_none(), "a process gone for a whole span is dropped");
+    }
+
+    /// A tick at `at_ms` with process 42 on GPU 0.
+    fn with_process(at_ms: UnixMs) -> Tick {
+        Tick {
+            at_ms,
+            gpu_processes: vec![GpuProcess { pid: Some(42), used_gpu_memory_bytes: Some(1), ..GpuProcess::default() }],
+            ..tick(at_ms, Some(50))
+        }
+    }
+
+    #[test]
+    fn ring_buffers_never_grow_past_their_capacity() {
+        let mut ring = Ring::new(9000);
+        for v in 0..20_000_u64 {
+            ring.push(v);
+        }
+        assert_eq!(ring.len(), 9000);
+        assert_eq!(ring.heap_bytes(), 9000 * std::mem::size_of::<u64>(), "no slack past the capacity");
+    }
+
+    #[test]
+    fn per_process_rings_stop_at_their_own_bound_at_a_fast_interval() {
+        // 15 minutes of machine history at 0.1 s, a process present throughout.
+        let bound = ProcessBound::default();
+        let mut history = History::with_process_bound(machine(1), 9000, bound);
+        for n in 0..12_000 {
+            history.push_tick(with_process(n * 100));
+        }
+        assert_eq!(history.times.len(), 9000, "the machine keeps its whole capacity");
+        let series = history.process(42).expect("series");
+        assert_eq!(bound.points(), 301);
+        assert_eq!(series.times.len(), 301, "one sample a second over five minutes");
+        let kept: Vec<UnixMs> = series.times.iter().copied().collect();
+        assert_eq!((kept.first().copied(), kept.last().copied()), (Some(899_000), Some(1_199_000)));
+        assert!(kept.windows(2).all(|w| w[1] - w[0] == 1000), "evenly spaced, one a second");
+        assert_eq!(series.times.heap_bytes(), 301 * std::mem::size_of::<UnixMs>());
+        // Every series of the process stays aligned with its time column.
+        assert_eq!(series.series_lens(), [301; 14]);
+        // Pushing on changes nothing in size.
+        let before = history.process_heap_bytes();
+        for n in 12_000..13_000 {
+            history.push_tick(with_process(n * 100));
+        }
+        assert_eq!(history.process_heap_bytes(), before);
+    }
+
+    #[test]
+    fn per_process_rings_keep_every_sample_at_one_second_up_to_the_span() {
+        let mut history = History::with_process_bound(machine(1), 900, ProcessBound::default());
+        for n in 0..1000 {
+            // Jitter of a few ms either way must not cost a sample.
+            let jitter = if n % 2 == 0 { 3 } else { 0 };
+            history.push_tick(with_process(n * 1000 + jitter));
+        }
+        let series = history.process(42).expect("series");
+        assert_eq!(series.times.len(), 301);
+        assert_eq!(series.times.last().copied(), Some(999_000));
+    }
+
+    #[test]
+    fn a_longer_rule_window_widens_the_spacing_not_the_point_count() {
+        let bound = ProcessBound::covering(3600);
+        assert_eq!((bound.span_ms, bound.min_spacing_ms, bound.points()), (3_600_000, 12_000, 301));
+        let mut history = History::with_process_bound(machine(1), 36_000, bound);
+        for n in 0..50_000 {
+            history.push_tick(with_process(n * 100));
+        }
+        assert_eq!(history.process(42).map(|s| s.times.len()), Some(301));
+    }
+
+    #[test]
+    fn a_process_gone_for_the_process_span_is_forgotten_before_the_machine_span() {
+        let mut history = History::with_process_bound(machine(1), 9000, ProcessBound::default());
+        history.push_tick(with_process(0));
+        for n in 1..=3000 {
+            history.push_tick(tick(n * 100, Some(0)));
+        }
+        assert!(history.process(42).is_some(), "seen 300 s ago: still kept");
+        history.push_tick(tick(300_100, Some(0)));
+        assert!(history.process(42).is_none(), "gone for longer than the process span");
     }
 
     #[test]

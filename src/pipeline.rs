@@ -2,7 +2,7 @@
 //! monitor, `doctor`, `report`, `export` and `--once` all read what this holds.
 
 use crate::advice::{Advisor, Finding, Thresholds};
-use crate::history::History;
+use crate::history::{History, ProcessBound};
 use crate::sample::Snapshot;
 
 /// History plus findings, updated one snapshot at a time.
@@ -11,12 +11,19 @@ pub struct Pipeline {
     pub history: History,
     pub thresholds: Thresholds,
     advisor: Advisor,
-    findings: Vec<Finding>,
     /// Every finding that was active at some point, newest version of each, with the time of the last sample it
-    /// was active at, for `doctor`.
+    /// was active at, for `doctor`; at most [`Pipeline::MAX_SEEN`] (short jobs that come and go for weeks would
+    /// otherwise add one each).
     seen: Vec<(Finding, crate::sample::UnixMs)>,
     /// The first tick taken in, the baseline for cumulative counters in `report`.
     first_tick: crate::sample::Tick,
+}
+
+/// The per-process bound that covers every rule window: the rules read a process's series over the windows in
+/// [`Thresholds::windows`], so its history spans the longest of them (and at least [`ProcessBound::MIN_SPAN_MS`]).
+#[must_use]
+pub fn process_bound(thresholds: &Thresholds) -> ProcessBound {
+    ProcessBound::covering(thresholds.windows().iter().map(|(_, secs)| *secs).max().unwrap_or(0))
 }
 
 impl Pipeline {
@@ -24,10 +31,13 @@ impl Pipeline {
     #[must_use]
     pub fn new(first: &Snapshot, capacity: usize, thresholds: Thresholds) -> Self {
         let mut pipeline = Self {
-            history: History::new(std::sync::Arc::clone(&first.machine), capacity),
+            history: History::with_process_bound(
+                std::sync::Arc::clone(&first.machine),
+                capacity,
+                process_bound(&thresholds),
+            ),
             thresholds,
             advisor: Advisor::default(),
-            findings: Vec::new(),
             seen: Vec::new(),
             first_tick: first.tick.clone(),
         };
@@ -47,14 +57,37 @@ impl Pipeline {
         self.evaluate();
     }
 
+    /// The most findings [`Pipeline::findings_seen`] remembers; past it, the one that started longest ago and is
+    /// not active now is forgotten.
+    pub const MAX_SEEN: usize = 512;
+
     fn evaluate(&mut self) {
-        self.findings = self.advisor.update(&self.history, &self.thresholds).to_vec();
+        // The active findings stay in the advisor (no copy per tick); the remembered ones are refreshed in place,
+        // reusing their strings' buffers.
         let now_ms = self.history.now_ms().unwrap_or(0);
-        for finding in &self.findings {
-            let same = |f: &Finding| (f.rule, f.gpu_index, f.pid) == (finding.rule, finding.gpu_index, finding.pid);
-            match self.seen.iter_mut().find(|(f, _)| same(f)) {
-                Some(slot) => *slot = (finding.clone(), now_ms),
+        let active = self.advisor.update(&self.history, &self.thresholds);
+        for finding in active {
+            match self.seen.iter_mut().find(|(f, _)| f.key() == finding.key()) {
+                Some((slot, until)) => {
+                    refresh(slot, finding);
+                    *until = now_ms;
+                }
                 None => self.seen.push((finding.clone(), now_ms)),
+            }
+        }
+        while self.seen.len() > Self::MAX_SEEN {
+            let oldest = self
+                .seen
+                .iter()
+                .enumerate()
+                .filter(|(_, (f, _))| !active.iter().any(|a| a.key() == f.key()))
+                .min_by_key(|(_, (f, _))| f.since_ms)
+                .map(|(i, _)| i);
+            match oldest {
+                Some(i) => {
+                    self.seen.swap_remove(i);
+                }
+                None => break,
             }
         }
     }
@@ -90,6 +123,110 @@ impl Pipeline {
     /// The findings active after the last snapshot, worst first.
     #[must_use]
     pub fn findings(&self) -> &[Finding] {
-        &self.findings
+        self.advisor.active()
+    }
+}
+
+/// Copies `from` into `slot` field by field: `String::clone_from` keeps the slot's buffers when they are large
+/// enough, so refreshing a finding that stays active allocates nothing.
+fn refresh(slot: &mut Finding, from: &Finding) {
+    let Finding { rule, severity, gpu_index, pid, title, evidence, remedy, explanation, since_ms } = from;
+    slot.rule = *rule;
+    slot.severity = *severity;
+    slot.gpu_index = *gpu_index;
+    slot.pid = *pid;
+    slot.title.clone_from(title);
+    slot.evidence.clone_from(evidence);
+    slot.remedy.clone_from(remedy);
+    slot.explanation.clone_from(explanation);
+    slot.since_ms = *since_ms;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::advice::Rule;
+    use crate::source::Source;
+    use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+    #[test]
+    fn the_process_bound_covers_the_longest_rule_window() {
+        let default = process_bound(&Thresholds::default());
+        assert_eq!((default.span_ms, default.min_spacing_ms, default.points()), (300_000, 1000, 301));
+        let long = process_bound(&Thresholds { idle_holder_window_s: 1800, ..Thresholds::default() });
+        assert_eq!((long.span_ms, long.min_spacing_ms, long.points()), (1_800_000, 6000, 301));
+        let short = process_bound(&Thresholds { idle_holder_window_s: 60, ..Thresholds::default() });
+        assert_eq!(short.span_ms, ProcessBound::MIN_SPAN_MS, "never under five minutes");
+    }
+
+    #[test]
+    fn refresh_copies_every_field() {
+        let from = Finding {
+            rule: Rule::IdleHolder,
+            severity: crate::advice::Severity::Warning,
+            gpu_index: Some(3),
+            pid: Some(42),
+            title: "t".to_owned(),
+            evidence: "e".to_owned(),
+            remedy: "r".to_owned(),
+            explanation: "x".to_owned(),
+            since_ms: 7,
+        };
+        let mut slot = Finding {
+            rule: Rule::SharedGpu,
+            gpu_index: None,
+            pid: None,
+            title: "a much longer old title".to_owned(),
+            since_ms: 1,
+            ..from.clone()
+        };
+        refresh(&mut slot, &from);
+        assert_eq!(slot, from);
+    }
+
+    #[test]
+    fn the_findings_seen_are_capped_dropping_the_oldest() {
+        let source = SyntheticSource::new(SyntheticSpec::parse("idle").expect("spec"));
+        let machine = source.machine();
+        let snapshot = |n| Snapshot { machine: machine.clone(), tick: source.tick_at(n) };
+        let mut pipeline = Pipeline::new(&snapshot(0), 600, Thresholds::default());
+        let old = |i: u32| Finding {
+            rule: Rule::IdleHolder,
+            severity: crate::advice::Severity::Warning,
+            gpu_index: Some(0),
+            pid: Some(10_000 + i),
+            title: String::new(),
+            evidence: String::new(),
+            remedy: String::new(),
+            explanation: String::new(),
+            since_ms: u64::from(i),
+        };
+        pipeline.seen = (0..600).map(|i| (old(i), 0)).collect();
+        pipeline.ingest_owned(snapshot(1));
+        assert_eq!(pipeline.findings_seen().len(), Pipeline::MAX_SEEN);
+        let pids: Vec<u32> = pipeline.findings_seen().iter().filter_map(|f| f.pid).collect();
+        assert!(!pids.contains(&10_000) && pids.contains(&10_599), "the oldest went first");
+    }
+
+    #[test]
+    fn the_findings_seen_are_those_active_along_the_way() {
+        let source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
+        let machine = source.machine();
+        let snapshot = |n| Snapshot { machine: machine.clone(), tick: source.tick_at(n) };
+        let mut pipeline = Pipeline::new(&snapshot(0), 600, Thresholds::default());
+        let mut keys = Vec::new();
+        for n in 1..120 {
+            pipeline.ingest_owned(snapshot(n));
+            keys.extend(pipeline.findings().iter().map(Finding::key));
+        }
+        assert!(!pipeline.findings().is_empty(), "mixed:8 has findings after two minutes");
+        keys.sort();
+        keys.dedup();
+        let mut seen: Vec<_> = pipeline.findings_seen().iter().map(Finding::key).collect();
+        seen.sort();
+        assert_eq!(seen, keys);
+        for finding in pipeline.findings() {
+            assert!(pipeline.findings_seen().contains(finding), "the newest version of an active finding is kept");
+        }
     }
 }

@@ -778,7 +778,7 @@ fn export(data: &Data, config: &Config, interval: Duration, listen: std::net::So
                 let Ok(mut slot) = pipeline.lock() else { return false };
                 let pipeline = match slot.as_mut() {
                     Some(pipeline) => {
-                        pipeline.ingest(&snapshot);
+                        pipeline.ingest_owned(*snapshot);
                         pipeline
                     }
                     None => slot.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
@@ -69,6 +69,8 @@ pub(crate) struct ProcessSampler {
     /// Per-thread CPU counters of the GPU processes' threads, by TID (only GPU processes: the budget).
     threads_prev: HashMap<u32, ThreadPrev>,
     buf: Vec<u8>,
+    /// The path of the file being read, its buffer reused from read to read.
+    path: PathBuf,
 }
 
 impl ProcessSampler {
@@ -80,6 +82,7 @@ impl ProcessSampler {
             children_files: None,
             threads_prev: HashMap::new(),
             buf: Vec::with_capacity(4096),
+            path: PathBuf::with_capacity(64),
         }
     }
 
@@ -194,7 +197,7 @@ impl ProcessSampler {
         children: &mut Vec<u32>,
         seen: &mut HashSet<u32>,
     ) -> Option<ThreadWalk> {
-        let task_dir = proc_dir.join(pid.to_string()).join("task");
+        let task_dir = pid_path(&mut self.path, proc_dir, pid, "task").to_path_buf();
         if self.children_files.is_none() {
             let main = task_dir.join(pid.to_string());
             if main.join("stat").exists() {
@@ -203,8 +206,8 @@ impl ProcessSampler {
         }
         let mut walk = ThreadWalk::default();
         for entry in std::fs::read_dir(&task_dir).ok()?.flatten() {
-            let tid_dir = entry.path();
-            if let Ok(text) = read_text(&tid_dir.join("stat"), &mut self.buf)
+            let tid = entry.file_name();
+            if let Ok(text) = read_text(tid_path(&mut self.path, &task_dir, &tid, "stat"), &mut self.buf)
                 && let Some(stat) = parse_pid_stat(&text)
             {
                 if stat.state == 'D' {
@@ -221,7 +224,7 @@ impl ProcessSampler {
                 }
             }
             if self.children_files == Some(true)
-                && let Ok(text) = read_text(&tid_dir.join("children"), &mut self.buf)
+                && let Ok(text) = read_text(tid_path(&mut self.path, &task_dir, &tid, "children"), &mut self.buf)
             {
                 children.extend(parse_children(&text));
             }
@@ -262,20 +265,15 @@ impl ProcessSampler {
         threads_in_d: Option<u32>,
     ) -> HostProcess {
         let pid = stat.pid;
-        let dir = proc_dir.join(pid.to_string());
-        let (status, status_err) = match read_text(&dir.join("status"), &mut self.buf) {
+        let (status, status_err) = match read_text(pid_path(&mut self.path, proc_dir, pid, "status"), &mut self.buf) {
             Ok(text) => (parse_pid_status(&text), None),
             Err(err) => (PidStatus::default(), Some(err)),
         };
-        let (io, io_err) = match read_text(&dir.join("io"), &mut self.buf) {
+        let (io, io_err) = match read_text(pid_path(&mut self.path, proc_dir, pid, "io"), &mut self.buf) {
             Ok(text) => (parse_pid_io(&text), None),
             Err(err) => (Default::default(), Some(err)),
         };
         let prev = self.prev.remove(&pid).filter(|p| p.start_ticks == stat.starttime);
-        let cmdline = match prev.as_ref().filter(|p| p.comm == stat.comm) {
-            Some(p) => p.cmdline.clone(),
-            None => std::fs::read(dir.join("cmdline")).map(|b| parse_cmdline(&b)).unwrap_or_default(),
-        };
         let cpu_ticks = stat.utime.saturating_add(stat.stime);
         let dt_s = prev.as_ref().and_then(|p| seconds_between(p.at_ms, clock.now_ms));
         let (mut cpu_pct, mut read_bytes_per_s, mut write_bytes_per_s) = (None, None, None);
@@ -298,6 +296,18 @@ impl ProcessSampler {
             (None, Some(e)) => Some(format!("I/O counters: {}", describe(&e))),
             (None, None) => None,
         };
+        // A process whose name did not change keeps the command line read before: no read, and the previous
+        // strings move on to the next tick's counters, so only the row's copy of the command line is new.
+        let (comm, cmdline) = match prev.filter(|p| p.comm == stat.comm) {
+            Some(p) => (p.comm, p.cmdline),
+            None => {
+                let cmdline = std::fs::read(pid_path(&mut self.path, proc_dir, pid, "cmdline"))
+                    .map(|b| parse_cmdline(&b))
+                    .unwrap_or_default();
+                (stat.comm.clone(), cmdline)
+            }
+        };
+        let row_cmdline = cmdline.clone();
         self.prev.insert(
             pid,
             ProcPrev {
@@ -306,8 +316,8 @@ impl ProcessSampler {
                 cpu_ticks,
                 read_bytes: io.read_bytes,
                 write_bytes: io.write_bytes,
-                comm: stat.comm.clone(),
-                cmdline: cmdline.clone(),
+                comm,
+                cmdline,
             },
         );
         HostProcess {
@@ -317,7 +327,7 @@ impl ProcessSampler {
             uid,
             user,
             name: stat.comm,
-            cmdline,
+            cmdline: row_cmdline,
             state: Some(stat.state),
             cpu_pct,
             rss_bytes,
@@ -335,7 +345,7 @@ impl ProcessSampler {
     }
 
     fn read_stat(&mut self, proc_dir: &Path, pid: u32) -> io::Result<PidStat> {
-        let text = read_text(&proc_dir.join(pid.to_string()).join("stat"), &mut self.buf)?;
+        let text = read_text(pid_path(&mut self.path, proc_dir, pid, "stat"), &mut self.buf)?;
         parse_pid_stat(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line"))
     }
 }
@@ -358,6 +368,29 @@ fn thread_cpu(prev: Option<ThreadPrev>, stat: &PidStat, clock: Clock) -> (Option
         cpu_percent(p.cpu_ticks, now.cpu_ticks, clock.ticks_per_s, dt_s)
     });
     (pct, now)
+}
+
+/// `proc_dir/PID/file`, written into `path` (its buffer reused: no allocation once it is large enough).
+fn pid_path<'p>(path: &'p mut PathBuf, proc_dir: &Path, pid: u32, file: &str) -> &'p Path {
+    use std::fmt::Write as _;
+    let text = path.as_mut_os_string();
+    text.clear();
+    text.push(proc_dir);
+    // Writing into an `OsString` cannot fail.
+    let _ = write!(text, "/{pid}/{file}");
+    path
+}
+
+/// `task_dir/TID/file`, as [`pid_path`].
+fn tid_path<'p>(path: &'p mut PathBuf, task_dir: &Path, tid: &std::ffi::OsStr, file: &str) -> &'p Path {
+    let text = path.as_mut_os_string();
+    text.clear();
+    text.push(task_dir);
+    text.push("/");
+    text.push(tid);
+    text.push("/");
+    text.push(file);
+    path
 }
 
 /// Whether a read failed because the process is gone (ENOENT at open, ESRCH at read).
@@ -430,6 +463,16 @@ mod tests {
         // The same TID with a new start time is another thread: no rate.
         let reused = parse_pid_stat(&line(300, 7000)).expect("stat");
         assert_eq!(thread_cpu(Some(kept), &reused, clock(2_000)).0, None);
+    }
+
+    #[test]
+    fn paths_are_built_in_place_as_join_would() {
+        let mut path = PathBuf::new();
+        let proc_dir = Path::new("/x/proc");
+        assert_eq!(pid_path(&mut path, proc_dir, 1200, "stat"), proc_dir.join("1200").join("stat"));
+        assert_eq!(pid_path(&mut path, proc_dir, 7, "io"), Path::new("/x/proc/7/io"));
+        let task = Path::new("/x/proc/7/task");
+        assert_eq!(tid_path(&mut path, task, std::ffi::OsStr::new("8"), "children"), task.join("8").join("children"));
     }
 
     #[test]

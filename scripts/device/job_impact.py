@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+"""Does a monitor slow a training job? A fixed PyTorch training step, timed while monitors come and go.
+
+One trainer process runs the same step (a ResNet-18-like network, bf16 autocast, SGD, batch of random data made
+once on the GPU: no DataLoader, no host I/O) for the whole run and logs when each step ended. Meanwhile the driver
+runs ROUNDS rounds; each round visits every condition once, in a fresh random order:
+
+  none          no monitor
+  gpusight-1s   target/release/gpusight --interval 1    (the TUI, in a 160x50 pseudo-terminal)
+  gpusight-0.1s target/release/gpusight --interval 0.1
+  nvitop-1s     python3 -m nvitop --interval 1           (in a 160x50 pseudo-terminal)
+  dmon-1s       nvidia-smi dmon -d 1                     (output to /dev/null)
+
+A condition's phase starts the monitor, waits SETTLE_S (start-up: NVML init, first reads), measures for MEASURE_S,
+then stops the monitor. Steps that ended inside the measured part belong to the condition. For each round the
+median step time of each condition is compared with that round's `none` (a paired ratio, so slow drifts in clocks
+or temperature cancel); the estimate is the mean of the per-round differences and its 95 % interval comes from a
+bootstrap over rounds (10,000 resamples). The monitor's own CPU (utime + stime of its process over the measured
+part) is printed beside it.
+
+  python3 scripts/device/job_impact.py drive [--rounds 8] [--settle 3] [--measure 8] [--out DIR]
+  python3 scripts/device/job_impact.py analyze DIR
+
+Run through scripts/device/job_impact.sh, which installs nvitop from .device/whl first.
+"""
+
+import argparse
+import json
+import os
+import pty
+import random
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+CONDITIONS = ["none", "gpusight-1s", "gpusight-0.1s", "nvitop-1s", "dmon-1s"]
+
+
+# ---------------------------------------------------------------------------------------------------------- trainer
+def train(args):
+    import torch
+    import torch.nn as nn
+
+    torch.manual_seed(0)
+    torch.backends.cudnn.benchmark = True
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    dev = torch.device("cuda")
+
+    class Block(nn.Module):
+        def __init__(self, c_in, c_out, stride):
+            super().__init__()
+            self.c1 = nn.Conv2d(c_in, c_out, 3, stride, 1, bias=False)
+            self.b1 = nn.BatchNorm2d(c_out)
+            self.c2 = nn.Conv2d(c_out, c_out, 3, 1, 1, bias=False)
+            self.b2 = nn.BatchNorm2d(c_out)
+            self.short = None
+            if stride != 1 or c_in != c_out:
+                self.short = nn.Sequential(nn.Conv2d(c_in, c_out, 1, stride, bias=False), nn.BatchNorm2d(c_out))
+
+        def forward(self, x):
+            y = torch.relu(self.b1(self.c1(x)))
+            y = self.b2(self.c2(y))
+            return torch.relu(y + (x if self.short is None else self.short(x)))
+
+    layers = [nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    c = 64
+    for c_out, stride in [(64, 1), (128, 2), (256, 2), (512, 2)]:
+        layers += [Block(c, c_out, stride), Block(c_out, c_out, 1)]
+        c = c_out
+    layers += [nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, 1000)]
+    model = nn.Sequential(*layers).to(dev).to(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x = torch.randn(args.batch, 3, args.size, args.size, device=dev).to(memory_format=torch.channels_last)
+    y = torch.randint(0, 1000, (args.batch,), device=dev)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()  # a sync each step, as a loop that logs its loss has
+
+    end_warmup = time.monotonic() + args.warmup
+    while time.monotonic() < end_warmup:
+        step()
+    with open(args.log, "w") as log:
+        log.write("ready\n")
+        log.flush()
+        last = time.monotonic()
+        while not os.path.exists(args.stop):
+            step()
+            now = time.monotonic()
+            log.write(f"{now:.6f} {now - last:.6f}\n")
+            last = now
+        log.flush()
+
+
+# ----------------------------------------------------------------------------------------------------------- driver
+def spawn_in_pty(argv, rows=50, cols=160):
+    """Starts argv on a new pseudo-terminal of rows x cols, in its own session; a thread drains its output."""
+    import fcntl
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = dict(os.environ, TERM="xterm-256color")
+    proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, start_new_session=True, env=env)
+    os.close(slave)
+
+    def drain():
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    break
+            except OSError:
+                break
+        os.close(master)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return proc
+
+
+def start_monitor(condition, gpusight):
+    if condition == "none":
+        return None
+    if condition == "gpusight-1s":
+        return spawn_in_pty([gpusight, "--interval", "1"])
+    if condition == "gpusight-0.1s":
+        return spawn_in_pty([gpusight, "--interval", "0.1"])
+    if condition == "nvitop-1s":
+        return spawn_in_pty([sys.executable, "-m", "nvitop", "--interval", "1"])
+    if condition == "dmon-1s":
+        return subprocess.Popen(
+            ["nvidia-smi", "dmon", "-d", "1"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    raise ValueError(condition)
+
+
+def cpu_seconds(pid):
+    """utime + stime of a process (all its threads), in seconds; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def stop_monitor(proc):
+    if proc is None:
+        return None
+    code = proc.poll()
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return code  # not None: the monitor had exited on its own before the end of its phase
+
+
+def drive(args):
+    out = args.out
+    os.makedirs(out, exist_ok=True)
+    gpusight = os.path.abspath(args.gpusight)
+    log_path, stop_path = os.path.join(out, "steps.txt"), os.path.join(out, "stop")
+    if os.path.exists(stop_path):
+        os.remove(stop_path)
+    per_phase = args.settle + args.measure + 1.0
+    total = args.warmup + args.rounds * len(CONDITIONS) * per_phase
+    print(f"job_impact: {args.rounds} rounds x {len(CONDITIONS)} conditions x {per_phase:.0f} s "
+          f"+ {args.warmup:.0f} s warm-up = about {total / 60:.1f} min", flush=True)
+    trainer = subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), "train", "--log", log_path, "--stop", stop_path,
+         "--warmup", str(args.warmup), "--batch", str(args.batch), "--size", str(args.size)],
+    )
+    phases = []
+    try:
+        while not (os.path.exists(log_path) and open(log_path).readline().strip() == "ready"):
+            if trainer.poll() is not None:
+                sys.exit(f"the trainer exited with {trainer.returncode} before it was ready")
+            time.sleep(0.5)
+        rng = random.Random(args.seed)
+        for r in range(args.rounds):
+            order = CONDITIONS[:]
+            rng.shuffle(order)
+            for condition in order:
+                proc = start_monitor(condition, gpusight)
+                time.sleep(args.settle)
+                cpu0 = cpu_seconds(proc.pid) if proc else None
+                start = time.monotonic()
+                time.sleep(args.measure)
+                end = time.monotonic()
+                cpu1 = cpu_seconds(proc.pid) if proc else None
+                exited = stop_monitor(proc)
+                cpu_pct = None
+                if cpu0 is not None and cpu1 is not None:
+                    cpu_pct = (cpu1 - cpu0) / (end - start) * 100
+                phases.append({"round": r, "condition": condition, "start": start, "end": end,
+                               "monitor_cpu_pct": cpu_pct, "monitor_exited_early": exited})
+                if exited is not None:
+                    print(f"  round {r}: {condition} exited early with {exited}", flush=True)
+                time.sleep(1.0)
+            print(f"  round {r + 1}/{args.rounds} done", flush=True)
+    finally:
+        open(stop_path, "w").close()
+        try:
+            trainer.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            trainer.kill()
+        with open(os.path.join(out, "phases.json"), "w") as f:
+            json.dump(phases, f, indent=1)
+    analyze_dir(out)
+
+
+# --------------------------------------------------------------------------------------------------------- analysis
+def bootstrap_mean_ci(values, resamples=10_000, seed=1):
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choice(values) for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
+
+
+def analyze_dir(out):
+    steps = []
+    with open(os.path.join(out, "steps.txt")) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 2:
+                steps.append((float(parts[0]), float(parts[1])))
+    with open(os.path.join(out, "phases.json")) as f:
+        phases = json.load(f)
+    medians = {}  # (round, condition) -> median step time in s
+    cpu = {}
+    for p in phases:
+        inside = [dt for t, dt in steps if p["start"] <= t - dt and t <= p["end"]]
+        if len(inside) >= 5:
+            medians[(p["round"], p["condition"])] = statistics.median(inside)
+        if p["monitor_cpu_pct"] is not None:
+            cpu.setdefault(p["condition"], []).append(p["monitor_cpu_pct"])
+    rounds = sorted({p["round"] for p in phases})
+    base = [medians[(r, "none")] for r in rounds if (r, "none") in medians]
+    if not base:
+        sys.exit("no measured phase without a monitor: nothing to compare with")
+    print(f"\nsteps logged: {len(steps)}; rounds: {len(rounds)}; median step with no monitor: "
+          f"{statistics.median(base) * 1000:.2f} ms (per round {min(base) * 1000:.2f}-{max(base) * 1000:.2f} ms)")
+    print(f"{'condition':<15} {'rounds':>6} {'median step':>12} {'diff vs none':>13} {'95 % interval':>20} "
+          f"{'monitor CPU':>12}")
+    rows = []
+    for condition in CONDITIONS:
+        meds = [medians[(r, condition)] for r in rounds if (r, condition) in medians]
+        diffs = [(medians[(r, condition)] / medians[(r, "none")] - 1) * 100
+                 for r in rounds if (r, condition) in medians and (r, "none") in medians]
+        cpu_text = f"{statistics.mean(cpu[condition]):.2f} %" if condition in cpu else "-"
+        if condition == "none" or len(diffs) < 2:
+            print(f"{condition:<15} {len(meds):>6} {statistics.median(meds) * 1000 if meds else float('nan'):>9.2f} ms"
+                  f" {'-':>13} {'-':>20} {cpu_text:>12}")
+            continue
+        mean = statistics.mean(diffs)
+        lo, hi = bootstrap_mean_ci(diffs)
+        print(f"{condition:<15} {len(meds):>6} {statistics.median(meds) * 1000:>9.2f} ms {mean:>+11.2f} % "
+              f"[{lo:>+7.2f} %, {hi:>+7.2f} %] {cpu_text:>12}")
+        rows.append({"condition": condition, "rounds": len(diffs), "diff_pct": mean, "ci95_pct": [lo, hi],
+                     "monitor_cpu_pct": statistics.mean(cpu[condition]) if condition in cpu else None})
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    print("\nA difference is measurable when its interval leaves out 0; the target is an interval of +-1 % or "
+          "tighter (more rounds narrow it).")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train")
+    t.add_argument("--log", required=True)
+    t.add_argument("--stop", required=True)
+    t.add_argument("--warmup", type=float, default=20)
+    t.add_argument("--batch", type=int, default=128)
+    t.add_argument("--size", type=int, default=160)
+    d = sub.add_parser("drive")
+    d.add_argument("--rounds", type=int, default=8)
+    d.add_argument("--settle", type=float, default=3)
+    d.add_argument("--measure", type=float, default=8)
+    d.add_argument("--warmup", type=float, default=20)
+    d.add_argument("--batch", type=int, default=128)
+    d.add_argument("--size", type=int, default=160)
+    d.add_argument("--seed", type=int, default=20)
+    d.add_argument("--gpusight", default="target/release/gpusight")
+    d.add_argument("--out", default=os.environ.get("OUT", "/tmp/job_impact"))
+    a = sub.add_parser("analyze")
+    a.add_argument("dir")
+    args = parser.parse_args()
+    if args.cmd == "train":
+        train(args)
+    elif args.cmd == "drive":
+        drive(args)
+    else:
+        analyze_dir(args.dir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Issue 20 on the real GPU: a soak of the headless exporter at 0.1 s (RSS, RssAnon, threads, open fds and CPU
+# every EVERY_S seconds for DURATION_S), then resident memory split by mapping: gpusight's own anonymous memory,
+# the driver libraries (libcuda, libnvidia-ml and the rest of libnvidia-*), the gpusight binary, other files.
+#
+#   DURATION_S=600 EVERY_S=30 scripts/device/soak_memory.sh      # 10 min; results in $OUT (default /tmp/soak_memory)
+#
+# What to look for: after the first ~2 minutes RSS and RssAnon flat (the machine history at 0.1 s fills in 15 min
+# but a 1-GPU machine's rings are under 2 MB), threads and fds constant; the split's "anonymous" row is
+# gpusight's own share plus what NVML allocates on the heap.
+set -euo pipefail
+DURATION_S=${DURATION_S:-600}
+EVERY_S=${EVERY_S:-30}
+INTERVAL=${INTERVAL:-0.1}
+OUT=${OUT:-/tmp/soak_memory}
+BIN=${GPUSIGHT:-target/release/gpusight}
+PORT=${PORT:-19401}
+mkdir -p "$OUT"
+"$BIN" export --interval "$INTERVAL" --listen "127.0.0.1:$PORT" 2>"$OUT/stderr.txt" &
+PID=$!
+trap 'kill "$PID" 2>/dev/null || true' EXIT
+kb() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$PID/status"; }
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$PID/stat"; }
+{
+  echo -e "elapsed_s\tvm_rss_kb\trss_anon_kb\trss_file_kb\tthreads\tfds\tcpu_s"
+  start=$(date +%s)
+  while :; do
+    elapsed=$(($(date +%s) - start))
+    kill -0 "$PID" 2>/dev/null || { echo "gpusight exited early" >&2; exit 1; }
+    curl -s --max-time 5 -o /dev/null "http://127.0.0.1:$PORT/metrics" || true
+    fds=$(find "/proc/$PID/fd" -mindepth 1 -maxdepth 1 | wc -l)
+    echo -e "$elapsed\t$(kb VmRSS)\t$(kb RssAnon)\t$(kb RssFile)\t$(kb Threads)\t$fds\t$(cpu_s)"
+    [ "$elapsed" -ge "$DURATION_S" ] && break
+    sleep "$EVERY_S"
+  done
+} | tee "$OUT/soak.tsv"
+echo "resident memory by mapping (kB), from /proc/$PID/smaps:" | tee "$OUT/split.txt"
+awk '
+  /^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6) ? $6 : "[anonymous]"; next }
+  /^Rss:/ {
+    n = name
+    if (n ~ /libcuda/) k = "libcuda"
+    else if (n ~ /libnvidia-ml/) k = "libnvidia-ml"
+    else if (n ~ /libnvidia/) k = "other libnvidia-*"
+    else if (n ~ /gpusight/) k = "gpusight binary"
+    else if (n == "[anonymous]" || n == "[heap]") k = "anonymous + heap (gpusight and NVML heap)"
+    else if (n ~ /^\[/) k = "other " n
+    else k = "other files"
+    rss[k] += $2
+  }
+  END { for (k in rss) printf "%8d  %s\n", rss[k], k }
+' "/proc/$PID/smaps" | sort -rn | tee -a "$OUT/split.txt"
