@@ -51,6 +51,26 @@ fn input_bound_needs_io_evidence_not_just_low_util() {
 }
 
 #[test]
+fn input_bound_ignores_host_pressure_from_a_checkpoint_writer() {
+    // As seen on the H200: a job saving checkpoints raises PSI io to ~20 % with its writes; its reads stay at
+    // 0 B/s and a reading thread shows up in D in one sample of thirty. That is not a job waiting for storage.
+    let writer = Build::new("input-bound").tick(|n, t| {
+        quiet_io(t);
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(20.0);
+        }
+        if n % 30 == 0 {
+            set_process(t, 2001, |p| {
+                p.state = Some('D');
+                p.threads_in_d = Some(1);
+                p.read_bytes_per_s = Some(8 << 20);
+            });
+        }
+    });
+    assert!(!has(&writer.findings(60), Rule::InputBound));
+}
+
+#[test]
 fn input_bound_fires_on_d_state_alone_when_reads_are_unreadable() {
     let unreadable = Build::new("input-bound").tick(|_, t| {
         set_process(t, 2001, |p| p.read_bytes_per_s = None);

@@ -223,7 +223,9 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         // A high read rate alone is a decode pipeline's too: with pegged workers and calm PSI it is not storage.
         let reads_high = read.is_some_and(|r| r >= t.read_high_mib_s * MIB) && (psi_high || !pegged);
         let reads_some = read.is_some_and(|r| r >= t.read_low_mib_s * MIB);
-        let pressure = psi_high && (d_share > 0.0 || reads_some);
+        // PSI is host-wide: someone else's writes (a checkpoint) raise it too, so it counts only with this
+        // process's own reads or a real share of its samples in D while reading (a stray one is not enough).
+        let pressure = psi_high && (reads_some || d_share >= t.d_state_share / 3.0);
         let io_evidence = d_share >= t.d_state_share || reads_high || pressure;
         if !io_evidence || !stay {
             continue;
