@@ -93,7 +93,7 @@ impl FleetScreen {
 ///
 /// # Errors
 /// The terminal cannot be used.
-pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<i32> {
+pub fn run(url: &str, refresh: Duration) -> color_eyre::Result<i32> {
     let keymap = Keymap::default();
     let (tx, rx) = mpsc::channel::<Message>();
     let signal_tx = tx.clone();

@@ -420,22 +420,17 @@ impl App {
         let Some(playback) = &self.playback else {
             return false;
         };
-        let snapshot = |tick: &Tick| Snapshot { machine: Arc::clone(&playback.machine), tick: tick.clone() };
         match *advance {
             player::Advance::None => false,
             player::Advance::Forward { from, to } => {
-                for tick in &playback.ticks[from..to.min(playback.ticks.len())] {
-                    self.pipeline.ingest(&snapshot(tick));
-                }
+                self.pipeline.ingest_ticks(playback.ticks.get(from..to.min(playback.ticks.len())).unwrap_or_default());
                 true
             }
             player::Advance::Rebuild { to } => {
-                let mut ticks = playback.ticks[..to.min(playback.ticks.len())].iter();
-                if let Some(first) = ticks.next() {
-                    let mut pipeline = Pipeline::new(&snapshot(first), self.capacity, self.thresholds.clone());
-                    for tick in ticks {
-                        pipeline.ingest(&snapshot(tick));
-                    }
+                let ticks = &playback.ticks[..to.min(playback.ticks.len())];
+                if let Some(pipeline) =
+                    Pipeline::from_ticks(&playback.machine, ticks, self.capacity, self.thresholds.clone())
+                {
                     self.pipeline = pipeline;
                 }
                 true
