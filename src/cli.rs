@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_mins(10)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert!(parse_duration("soon").is_err());
@@ -272,7 +272,7 @@ mod tests {
         assert!(cli.data.demo && cli.view.once && cli.view.json);
         let cli =
             Cli::try_parse_from(["gpusight", "doctor", "--duration", "60s", "--replay", "x.jsonl"]).expect("parse");
-        assert!(matches!(cli.command, Some(Command::Doctor { duration, .. }) if duration == Duration::from_secs(60)));
+        assert!(matches!(cli.command, Some(Command::Doctor { duration, .. }) if duration == Duration::from_mins(1)));
         let cli = Cli::try_parse_from(["gpusight", "doctor", "--color", "never", "--count-cleared"]).expect("parse");
         assert!(matches!(cli.command, Some(Command::Doctor { color: ColorWhen::Never, count_cleared: true, .. })));
         assert!(Cli::try_parse_from(["gpusight", "doctor", "--color", "sometimes"]).is_err());

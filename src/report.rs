@@ -140,7 +140,6 @@ fn counter_share(reason: u64, baseline: Option<&Tick>, latest: &Tick, index: u32
     let elapsed_ns = latest.at_ms.checked_sub(base.at_ms)?.checked_mul(1_000_000).filter(|e| *e > 0)?;
     let before = pick(&base.gpu(index)?.throttle_ns?)?;
     let after = pick(&latest.gpu(index)?.throttle_ns?)?;
-    #[allow(clippy::cast_precision_loss)]
     let share = after.checked_sub(before)? as f64 / elapsed_ns as f64;
     Some(share.clamp(0.0, 1.0))
 }
@@ -155,10 +154,8 @@ fn gpu_report(info: &GpuInfo, series: Option<&GpuSeries>, history: &History, bas
             description,
             share_of_samples: series.and_then(|s| {
                 let present: Vec<u64> = s.throttle_bits.iter().filter_map(|b| *b).collect();
-                #[allow(clippy::cast_precision_loss)]
-                let share = (!present.is_empty())
-                    .then(|| present.iter().filter(|b| *b & bit != 0).count() as f64 / present.len() as f64);
-                share
+                (!present.is_empty())
+                    .then(|| present.iter().filter(|b| *b & bit != 0).count() as f64 / present.len() as f64)
             }),
             share_of_time: counter_share(*bit, baseline, history.latest(), info.index),
         })

@@ -2,6 +2,7 @@
 //! recordings played and sought; plus the real signal sender against a real child process.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
 
+use std::os::unix::process::ExitStatusExt as _;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -218,7 +219,6 @@ fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
     assert_eq!(sender.send(&target(start_ticks + 1), SignalKind::Term), SignalOutcome::PidReused);
     assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::Sent);
     let status = child.wait().expect("wait");
-    use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(15), "killed by SIGTERM");
     assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::ExitedAlready);
 }

@@ -99,7 +99,6 @@ impl Span {
     pub fn of(times: &crate::history::Ring<UnixMs>, secs: u64, min_coverage: f64) -> Option<Self> {
         let span_ms = secs.saturating_mul(1000);
         let window = window_of(times, span_ms)?;
-        #[allow(clippy::cast_precision_loss)]
         let covered = window.len >= 2 && window.span_ms() as f64 >= span_ms as f64 * min_coverage;
         Some(Self { window, secs, covered })
     }
@@ -141,7 +140,6 @@ impl Num for u32 {
 }
 
 impl Num for u64 {
-    #[allow(clippy::cast_precision_loss)]
     fn as_f64(self) -> f64 {
         self as f64
     }
@@ -233,7 +231,6 @@ pub fn duration_label(secs: u64) -> String {
 
 /// Bytes for people, in binary units: "20.5 GiB", "380 MiB".
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
 pub fn bytes_label(bytes: f64) -> String {
     const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
     const MIB: f64 = 1024.0 * 1024.0;

@@ -5,6 +5,7 @@
 use super::table::{ProcessRow, SortColumn};
 use crate::sample::HostProcess;
 use crate::ui::format;
+use std::fmt::Write as _;
 
 /// Which column: for views that show a subset (the fleet view has no host readings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,8 +178,12 @@ pub fn line(columns: &[&Column], texts: &[String], last_width: usize, ascii: boo
         let width = if c.width == 0 { last_width } else { usize::from(c.width) };
         let text = format::truncate(text, width, ascii);
         match c.align {
-            Align::Right => out.push_str(&format!("{text:>width$} ")),
-            Align::Left => out.push_str(&format!("{text:<width$} ")),
+            Align::Right => {
+                let _ = write!(out, "{text:>width$} ");
+            }
+            Align::Left => {
+                let _ = write!(out, "{text:<width$} ");
+            }
         }
     }
     out.trim_end().to_owned()

@@ -295,7 +295,11 @@ impl App {
             PlaybackStart::Beginning => return,
             PlaybackStart::At(seconds) => {
                 let first = playback.ticks.first().map_or(0, |t| t.at_ms);
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a non-negative offset in milliseconds"
+                )]
                 let target = first + (seconds.max(0.0) * 1000.0) as u64;
                 playback.ticks.partition_point(|t| t.at_ms <= target).max(1)
             }

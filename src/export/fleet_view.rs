@@ -45,7 +45,6 @@ fn sane(value: f64, max: f64, show: impl Fn(f64) -> String) -> String {
 /// No GPU has a pebibyte of memory: past it, the number is garbage.
 const MAX_BYTES: u64 = 1 << 50;
 
-#[allow(clippy::cast_precision_loss)]
 fn memory_cell(gpu: &FleetGpu) -> String {
     match (gpu.mem_used_bytes, gpu.mem_total_bytes) {
         (Some(used), _) if used > MAX_BYTES => ABSURD.to_owned(),
@@ -102,7 +101,11 @@ fn process_samples(processes: &[FleetProcess]) -> Tick {
             pid: Some(p.pid),
             kind: ProcessKind::default(),
             used_gpu_memory_bytes: p.gpu_memory_bytes,
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a percentage clamped to 0..=100"
+            )]
             sm_util_pct: p.sm_util_pct.map(|u| u.round().clamp(0.0, 100.0) as u32),
             mem_util_pct: None,
             enc_util_pct: None,
@@ -250,7 +253,7 @@ impl FleetView {
             .render(area, buf);
     }
 
-    fn render_node(&self, node: &Node, area: Rect, buf: &mut Buffer) {
+    fn render_node(node: &Node, area: Rect, buf: &mut Buffer) {
         let [gpus_area, procs_area, findings_area] = Layout::vertical([
             Constraint::Length(u16::try_from(node.gpus.len()).unwrap_or(u16::MAX).saturating_add(3)),
             Constraint::Fill(1),
@@ -312,7 +315,7 @@ impl Widget for &FleetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let nodes = self.fleet.nodes_worst_first();
         match nodes.get(self.selected) {
-            Some(node) if self.drilled => self.render_node(node, area, buf),
+            Some(node) if self.drilled => FleetView::render_node(node, area, buf),
             _ => self.render_grid(area, buf),
         }
     }

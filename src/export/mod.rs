@@ -9,6 +9,7 @@
 pub mod fleet;
 pub mod fleet_view;
 pub mod metrics;
+pub mod names;
 pub mod server;
 
 pub use server::{ExportHandle, ExportServer, RunningServer, serve};

@@ -5,14 +5,12 @@ pub const NA: &str = "N/A";
 
 /// Bytes as GiB with one decimal, e.g. `10.1 GiB`.
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
 pub fn gib(bytes: u64) -> String {
     format!("{:.1} GiB", bytes as f64 / f64::from(1u32 << 30))
 }
 
 /// Bytes in the largest unit that keeps the number readable: `512 MiB`, `10.1 GiB`.
 #[must_use]
-#[allow(clippy::cast_precision_loss)]
 pub fn bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
     let mut value = bytes as f64;

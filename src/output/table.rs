@@ -135,7 +135,6 @@ fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
 }
 
 /// GiB without the unit, for "used / total" pairs.
-#[allow(clippy::cast_precision_loss)]
 fn gib_short(value: u64) -> String {
     format!("{:.1}", value as f64 / f64::from(1u32 << 30))
 }

@@ -1,4 +1,9 @@
 //! Tests of the reproducibility record on synthetic histories.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "test ramps of small, positive whole numbers"
+)]
 
 use super::markdown::utc;
 use super::*;

@@ -38,7 +38,7 @@ pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: Sock
 fn publish(mut feed: LiveFeed, handle: &ExportHandle, capacity: usize, thresholds: &crate::advice::Thresholds) {
     let mut pipeline: Option<Pipeline> = None;
     loop {
-        match feed.next(Duration::from_secs(3600), &warn) {
+        match feed.next(Duration::from_hours(1), &warn) {
             Next::Snapshot(snapshot) => {
                 let pipeline = match pipeline.as_mut() {
                     Some(pipeline) => {

@@ -170,7 +170,6 @@ impl StallNotice {
     }
 }
 
-#[allow(clippy::cast_precision_loss, reason = "milliseconds of a stall are far below 2^52")]
 fn ms_to_s(ms: u64) -> f64 {
     ms as f64 / 1000.0
 }

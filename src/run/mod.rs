@@ -203,7 +203,7 @@ fn use_ascii(cli: &Cli) -> bool {
 /// The samples the history keeps: `history_s` at this interval, at least 60 and at most 100,000.
 fn capacity(config: &Config, interval: Duration) -> usize {
     let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ceil of a positive, finite ratio")]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ceil of a positive, finite ratio")]
     let samples = samples.ceil() as usize;
     samples.clamp(60, 100_000)
 }

@@ -63,7 +63,6 @@ fn synthetic_backlog(data: &Data, source: &mut dyn Source, at: Option<f64>) -> R
         #[allow(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
-            clippy::cast_precision_loss,
             reason = "a non-negative count of samples, capped below"
         )]
         let n = (seconds.max(0.0) * 1000.0 / spec.interval_ms.max(1) as f64) as u64;

@@ -101,10 +101,8 @@ fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) ->
 
 /// How many samples a synthetic machine runs for to reach `--at` (two without it: rates need a previous one).
 fn synthetic_samples(at: Option<f64>, interval_ms: u64) -> Result<u64, RunError> {
-    #[allow(clippy::cast_precision_loss, reason = "an interval in milliseconds is far below 2^52")]
     let interval_ms = interval_ms.max(1) as f64;
     let seconds = at.unwrap_or(0.0);
-    #[allow(clippy::cast_precision_loss, reason = "a constant far below 2^52")]
     let most_samples = MAX_SYNTHETIC_AT_SAMPLES as f64;
     if seconds * 1000.0 / interval_ms >= most_samples {
         let most = (most_samples - 1.0) * interval_ms / 1000.0;
@@ -113,7 +111,7 @@ fn synthetic_samples(at: Option<f64>, interval_ms: u64) -> Result<u64, RunError>
              ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
         )));
     }
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked below the maximum above")]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked below the maximum above")]
     let n = at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
     Ok(n)
 }

@@ -104,7 +104,7 @@ fn watch_live(
 
 /// How many samples `duration` holds at `interval`, at least one.
 fn duration_samples(duration: Duration, interval: Duration) -> usize {
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ceil of a positive, finite ratio")]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ceil of a positive, finite ratio")]
     let n = (duration.as_secs_f64() / interval.as_secs_f64().max(0.001)).ceil() as usize;
     n.max(1)
 }

@@ -6,9 +6,8 @@ pub const NA: &str = "N/A";
 /// Bytes in binary units with one decimal from GiB up: "812MiB", "80.1GiB".
 #[must_use]
 pub fn bytes(value: Option<u64>) -> String {
-    let Some(value) = value else { return NA.to_owned() };
     const KIB: f64 = 1024.0;
-    #[allow(clippy::cast_precision_loss)]
+    let Some(value) = value else { return NA.to_owned() };
     let v = value as f64;
     if v >= KIB * KIB * KIB * KIB {
         format!("{:.1}TiB", v / (KIB * KIB * KIB * KIB))
@@ -26,7 +25,6 @@ pub fn bytes(value: Option<u64>) -> String {
 /// Whole GiB with one decimal, for "used/total" pairs.
 #[must_use]
 pub fn gib(value: Option<u64>) -> String {
-    #[allow(clippy::cast_precision_loss)]
     value.map_or_else(|| NA.to_owned(), |v| format!("{:.1}", v as f64 / f64::from(1u32 << 30)))
 }
 

@@ -54,7 +54,6 @@ impl Gpu<'_> {
     fn mem_pct(&self) -> Option<f64> {
         let used = self.tick?.mem_used_bytes?;
         let total = self.info.mem_total_bytes?;
-        #[allow(clippy::cast_precision_loss)]
         (total > 0).then(|| used as f64 * 100.0 / total as f64)
     }
 
@@ -70,7 +69,6 @@ impl Gpu<'_> {
         let tick = self.tick;
         let power = tick.and_then(|t| t.power_mw);
         let limit = tick.and_then(|t| t.power_limit_mw);
-        #[allow(clippy::cast_precision_loss)]
         let share = power.zip(limit).map(|(p, l)| if l == 0 { 0.0 } else { f64::from(p) * 100.0 / f64::from(l) });
         let mut spans = vec![
             Span::styled("PWR ", paint.theme.label),
@@ -188,7 +186,6 @@ impl Gpu<'_> {
             if set == 0 && now & bit == 0 {
                 continue;
             }
-            #[allow(clippy::cast_precision_loss)]
             let share = if n == 0 { 0.0 } else { set as f64 * 100.0 / n as f64 };
             let style = if now & bit != 0 { paint.theme.badge } else { paint.theme.dim };
             spans.push(Span::raw(" "));
@@ -322,7 +319,7 @@ impl Gpu<'_> {
     }
 
     /// A utilization sparkline filling what is left of `width` after `spans`, labelled with its span and maximum.
-    fn push_sparkline<'s>(&self, spans: &mut Vec<Span<'s>>, width: u16, span_s: u64, paint: &Paint) {
+    fn push_sparkline(&self, spans: &mut Vec<Span<'_>>, width: u16, span_s: u64, paint: &Paint) {
         let history = self.util_history();
         let max = history.iter().flatten().copied().reduce(f64::max);
         let label = format!(" util {} max {}", format::duration_s(span_s), format::pct(max));

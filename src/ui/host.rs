@@ -18,7 +18,6 @@ fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
 
 fn mem_pct(app: &App) -> Option<f64> {
     let (used, total) = mem_used(app);
-    #[allow(clippy::cast_precision_loss)]
     used.zip(total).map(|(u, t)| if t == 0 { 0.0 } else { u as f64 * 100.0 / t as f64 })
 }
 
@@ -122,7 +121,6 @@ fn render_full(
         .iter_from(start)
         .zip(history.host.mem_total_bytes.iter_from(start))
         .map(|(a, t)| {
-            #[allow(clippy::cast_precision_loss)]
             a.zip(*t).map(|(a, t)| if t == 0 { 0.0 } else { (t.saturating_sub(a)) as f64 * 100.0 / t as f64 })
         })
         .collect();

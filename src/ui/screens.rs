@@ -303,27 +303,7 @@ fn render_details(
             vec![Span::raw(" ".repeat(lead_w)), Span::raw(part)]
         }));
     }
-    let series = app.view().history.process(pid);
-    let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
-    let graphs: Vec<(&str, Vec<Option<f64>>, String)> = match series {
-        Some(s) => {
-            #[allow(clippy::cast_precision_loss)]
-            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            #[allow(clippy::cast_precision_loss)]
-            let rss: Vec<Option<f64>> = s.rss_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
-            let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
-            vec![
-                ("GPU-MEM", mem.clone(), format!("max {}", format::bytes(max_of(&mem).map(|m| m as u64)))),
-                ("%SM", sm.clone(), format!("max {}", format::pct(max_of(&sm)))),
-                ("%CPU", cpu.clone(), format!("max {}", format::pct(max_of(&cpu)))),
-                ("HOST-MEM", rss.clone(), format!("max {}", format::bytes(max_of(&rss).map(|m| m as u64)))),
-            ]
-        }
-        None => Vec::new(),
-    };
+    let graphs = process_graphs(app, pid);
     if graphs.is_empty() {
         lines.push(Line::from(Span::styled(" no history for this process yet", theme.dim)));
     }
@@ -366,6 +346,34 @@ fn render_details(
         Err(why) => lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim))),
     }
     fill(area, buf, lines, theme.base);
+}
+
+/// The process's graphs over the span shown: name, values, and the caption with the maximum.
+fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, String)> {
+    let series = app.view().history.process(pid);
+    let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
+    match series {
+        Some(s) => {
+            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let rss: Vec<Option<f64>> = s.rss_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
+            let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
+            let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "byte counts: whole and positive"
+            )]
+            let max_bytes = |v: &[Option<f64>]| max_of(v).map(|m| m as u64);
+            vec![
+                ("GPU-MEM", mem.clone(), format!("max {}", format::bytes(max_bytes(&mem)))),
+                ("%SM", sm.clone(), format!("max {}", format::pct(max_of(&sm)))),
+                ("%CPU", cpu.clone(), format!("max {}", format::pct(max_of(&cpu)))),
+                ("HOST-MEM", rss.clone(), format!("max {}", format::bytes(max_bytes(&rss)))),
+            ]
+        }
+        None => Vec::new(),
+    }
 }
 
 /// The signal confirmation dialog, centred on the screen.

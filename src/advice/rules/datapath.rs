@@ -82,7 +82,6 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let outside = allowed.iter().filter(|c| local.binary_search(c).is_err()).count();
-        #[allow(clippy::cast_precision_loss)]
         let outside_share = outside as f64 / allowed.len() as f64;
         if outside_share <= ctx.t.numa_max_outside_share {
             continue;

@@ -31,9 +31,7 @@ impl Gpu<'_> {
         let from = self.window_start;
         let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
         let util = self.util_history();
-        #[allow(clippy::cast_precision_loss)]
         let total = self.info.mem_total_bytes.map(|t| t as f64);
-        #[allow(clippy::cast_precision_loss)]
         let mem: Vec<Option<f64>> = series.mem_used_bytes.iter_from(from).map(|v| v.map(|b| b as f64)).collect();
         let power: Vec<Option<f64>> =
             series.power_mw.iter_from(from).map(|v| v.map(|mw| f64::from(mw) / 1000.0)).collect();
@@ -45,9 +43,17 @@ impl Gpu<'_> {
             .map_or(0.0, |mw| f64::from(mw) / 1000.0);
         let mem_max = max_of(&mem);
         let (util_max, power_max, temp_max) = (max_of(&util), max_of(&power), max_of(&temp));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "medians of byte counts: whole and positive"
+        )]
         let as_u64 = |v: Option<f64>| v.map(|v| v as u64);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "medians of clocks and percentages: small and positive"
+        )]
         let as_u32 = |v: Option<f64>| v.map(|v| v.round() as u32);
         vec![
             History {
