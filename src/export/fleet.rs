@@ -332,15 +332,111 @@ fn to_u64(v: f64) -> u64 {
     v.max(0.0).round() as u64
 }
 
+/// The nodes being built, by Prometheus instance.
+type Nodes = BTreeMap<String, NodeBuilder>;
+
+fn instance(s: &VectorSample) -> String {
+    label(s, "instance").unwrap_or("unknown").to_owned()
+}
+
+/// `gpusight_throttle_reason_active`: the reasons active on each GPU (idle is not a throttle).
+fn read_throttle_reasons(nodes: &mut Nodes, samples: &[VectorSample]) {
+    for s in samples {
+        let node = nodes.entry(instance(s)).or_default();
+        let reason = label(s, "reason").map(str::to_owned);
+        if let Some(gpu) = node.gpu(s) {
+            let reasons = gpu.throttle_reasons.get_or_insert_with(Vec::new);
+            if let (Some(reason), Some(v)) = (reason, s.value)
+                && v >= 1.0
+                && reason != "gpu_idle"
+                && !reasons.contains(&reason)
+            {
+                reasons.push(reason);
+            }
+        }
+    }
+}
+
+/// The per-process series: memory and SM share, one row per GPU and PID.
+fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a VectorSample>) {
+    for s in samples {
+        let (Some(gpu), Some(pid)) =
+            (label(s, "gpu").and_then(|g| g.parse().ok()), label(s, "pid").and_then(|p| p.parse().ok()))
+        else {
+            continue;
+        };
+        let node = nodes.entry(instance(s)).or_default();
+        if node.name.is_none() {
+            node.name = node_name(s).map(str::to_owned);
+        }
+        let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
+            gpu_index: gpu,
+            pid,
+            user: label(s, "user").map(str::to_owned),
+            command: label(s, "command").map(str::to_owned),
+            gpu_memory_bytes: None,
+            sm_util_pct: None,
+        });
+        match s.labels.get("__name__").map(String::as_str) {
+            Some(PROCESS_SM_UTILIZATION) => process.sm_util_pct = s.value.map(|v| v * 100.0),
+            _ => process.gpu_memory_bytes = s.value.map(to_u64),
+        }
+    }
+}
+
+/// `gpusight_finding`: the active findings of each node, worst first.
+fn read_findings(nodes: &mut Nodes, samples: &[VectorSample]) {
+    for s in samples {
+        if s.value.is_none_or(|v| v < 1.0) {
+            continue;
+        }
+        let node = nodes.entry(instance(s)).or_default();
+        let finding = FleetFinding {
+            rule: label(s, "rule").unwrap_or("unknown").to_owned(),
+            severity: label(s, "severity").unwrap_or("unknown").to_owned(),
+            gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
+            pid: label(s, "pid").and_then(|p| p.parse().ok()),
+        };
+        node.findings.insert((finding.rank(), finding));
+    }
+}
+
+/// The columns no node has a series for, with why.
+fn missing_columns<'a>(get: &impl Fn(&str) -> &'a Vec<VectorSample>) -> Vec<(String, String)> {
+    let column_sources: [(&str, &str); 8] = [
+        ("util", GPU_UTIL),
+        ("memory", FB_USED),
+        ("power", POWER_USAGE),
+        ("temperature", GPU_TEMP),
+        ("power limit", POWER_LIMIT),
+        ("throttle", THROTTLE_REASON_ACTIVE),
+        ("processes", PROCESS_GPU_MEMORY),
+        ("findings", FINDING),
+    ];
+    let any_gpusight = QUERIES.iter().filter(|q| q.starts_with("gpusight_")).any(|q| !get(q).is_empty());
+    column_sources
+        .iter()
+        .filter(|(_, query)| get(query).is_empty())
+        .map(|(column, query)| {
+            let why = if query.starts_with("gpusight_") && !any_gpusight {
+                format!("no {query} series: no node runs gpusight export (dcgm-exporter alone has no such series)")
+            } else if *column == "findings" || *column == "processes" {
+                format!("no {query} series: none active on any node")
+            } else {
+                format!("no {query} series on any node")
+            };
+            ((*column).to_owned(), why)
+        })
+        .collect()
+}
+
 impl Fleet {
     /// Builds the fleet from the query answers. `now_s` is the query time (for the scrape age).
     #[must_use]
-    #[allow(clippy::too_many_lines)]
     pub fn from_answers(source: &str, answers: &Answers, now_s: f64, options: &FleetOptions) -> Self {
         let empty = Vec::new();
         let get = |q: &str| answers.get(q).unwrap_or(&empty);
         let mut nodes: BTreeMap<String, NodeBuilder> = BTreeMap::new();
-        let instance = |s: &VectorSample| label(s, "instance").unwrap_or("unknown").to_owned();
 
         for s in get("up") {
             nodes.entry(instance(s)).or_default().up = s.value.map(|v| v >= 1.0);
@@ -373,56 +469,9 @@ impl Fleet {
                 }
             }
         }
-        for s in get(THROTTLE_REASON_ACTIVE) {
-            let node = nodes.entry(instance(s)).or_default();
-            let reason = label(s, "reason").map(str::to_owned);
-            if let Some(gpu) = node.gpu(s) {
-                let reasons = gpu.throttle_reasons.get_or_insert_with(Vec::new);
-                if let (Some(reason), Some(v)) = (reason, s.value)
-                    && v >= 1.0
-                    && reason != "gpu_idle"
-                    && !reasons.contains(&reason)
-                {
-                    reasons.push(reason);
-                }
-            }
-        }
-        for s in get(PROCESS_GPU_MEMORY).iter().chain(get(PROCESS_SM_UTILIZATION)) {
-            let (Some(gpu), Some(pid)) =
-                (label(s, "gpu").and_then(|g| g.parse().ok()), label(s, "pid").and_then(|p| p.parse().ok()))
-            else {
-                continue;
-            };
-            let node = nodes.entry(instance(s)).or_default();
-            if node.name.is_none() {
-                node.name = node_name(s).map(str::to_owned);
-            }
-            let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
-                gpu_index: gpu,
-                pid,
-                user: label(s, "user").map(str::to_owned),
-                command: label(s, "command").map(str::to_owned),
-                gpu_memory_bytes: None,
-                sm_util_pct: None,
-            });
-            match s.labels.get("__name__").map(String::as_str) {
-                Some(PROCESS_SM_UTILIZATION) => process.sm_util_pct = s.value.map(|v| v * 100.0),
-                _ => process.gpu_memory_bytes = s.value.map(to_u64),
-            }
-        }
-        for s in get(FINDING) {
-            if s.value.is_none_or(|v| v < 1.0) {
-                continue;
-            }
-            let node = nodes.entry(instance(s)).or_default();
-            let finding = FleetFinding {
-                rule: label(s, "rule").unwrap_or("unknown").to_owned(),
-                severity: label(s, "severity").unwrap_or("unknown").to_owned(),
-                gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
-                pid: label(s, "pid").and_then(|p| p.parse().ok()),
-            };
-            node.findings.insert((finding.rank(), finding));
-        }
+        read_throttle_reasons(&mut nodes, get(THROTTLE_REASON_ACTIVE));
+        read_processes(&mut nodes, get(PROCESS_GPU_MEMORY).iter().chain(get(PROCESS_SM_UTILIZATION)));
+        read_findings(&mut nodes, get(FINDING));
 
         let stale_after_s = options.stale_after.as_secs_f64();
         let nodes = nodes
@@ -459,31 +508,7 @@ impl Fleet {
             })
             .collect();
 
-        let column_sources: [(&str, &str); 8] = [
-            ("util", GPU_UTIL),
-            ("memory", FB_USED),
-            ("power", POWER_USAGE),
-            ("temperature", GPU_TEMP),
-            ("power limit", POWER_LIMIT),
-            ("throttle", THROTTLE_REASON_ACTIVE),
-            ("processes", PROCESS_GPU_MEMORY),
-            ("findings", FINDING),
-        ];
-        let any_gpusight = QUERIES.iter().filter(|q| q.starts_with("gpusight_")).any(|q| !get(q).is_empty());
-        let missing_columns = column_sources
-            .iter()
-            .filter(|(_, query)| get(query).is_empty())
-            .map(|(column, query)| {
-                let why = if query.starts_with("gpusight_") && !any_gpusight {
-                    format!("no {query} series: no node runs gpusight export (dcgm-exporter alone has no such series)")
-                } else if *column == "findings" || *column == "processes" {
-                    format!("no {query} series: none active on any node")
-                } else {
-                    format!("no {query} series on any node")
-                };
-                ((*column).to_owned(), why)
-            })
-            .collect();
+        let missing_columns = missing_columns(&get);
         Self { source: source.to_owned(), nodes, missing_columns }
     }
 
