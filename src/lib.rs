@@ -60,3 +60,4 @@ pub mod source;
 pub mod terminal;
 pub mod text;
 pub mod ui;
+pub mod units;

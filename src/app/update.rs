@@ -166,7 +166,7 @@ impl App {
         let at = SPANS_S.iter().position(|s| *s >= self.span_s).unwrap_or(SPANS_S.len() - 1);
         let next = if longer { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
         self.span_s = SPANS_S[next];
-        self.status = Some(format!("graphs show the last {}", crate::ui::format::duration_s(self.span_s)));
+        self.status = Some(format!("graphs show the last {}", crate::units::duration_s(self.span_s)));
     }
 
     /// The explanation of the selected finding, if there is one.

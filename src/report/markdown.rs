@@ -51,7 +51,7 @@ fn yes_no(value: Option<bool>, yes: &str, no: &str) -> String {
     value.map_or_else(|| UNKNOWN.to_owned(), |v| if v { yes.to_owned() } else { no.to_owned() })
 }
 
-pub use crate::output::format::utc;
+pub use crate::units::utc;
 
 /// One table row; the value may quote the machine (names, versions), so it is made visible and kept on its row.
 fn row(out: &mut String, field: &str, value: &str) {

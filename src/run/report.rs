@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use crate::advice::window::duration_label;
+use crate::units::duration_label;
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::pipeline::Pipeline;

@@ -15,7 +15,6 @@ use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
 pub mod config;
-pub mod format;
 mod gpus;
 pub mod graph;
 mod header;

@@ -7,10 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use super::advice::about;
+use super::graph;
 use super::paint::{Paint, fill};
 use super::theme::Level;
-use super::{format, graph};
 use crate::app::{Action, App, Screen, SignalDialog, SignalKind};
+use crate::units;
 
 /// The last line: the filter being typed, the last status, or the main keys.
 #[derive(Debug)]
@@ -146,12 +147,12 @@ fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: 
         [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
     {
         lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
-        for line in format::wrap(text, usize::from(area.width).saturating_sub(3)) {
+        for line in units::wrap(text, usize::from(area.width).saturating_sub(3)) {
             lines.push(Line::from(format!("  {line}")));
         }
         lines.push(Line::from(""));
     }
-    lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
+    lines.push(Line::from(Span::styled(format!("Since {}", units::utc(finding.since_ms)), theme.dim)));
     Clear.render(area, buf);
     Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
 }
@@ -192,8 +193,8 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         .map(|(keys, help)| {
             let dim = app.readonly && help.contains("SIG");
             let style = if dim { theme.dim } else { theme.base };
-            let key_lines = format::wrap(keys, keys_w);
-            let help_lines = format::wrap(help, text_w);
+            let key_lines = units::wrap(keys, keys_w);
+            let help_lines = units::wrap(help, text_w);
             (0..key_lines.len().max(help_lines.len()))
                 .map(|n| {
                     let k = key_lines.get(n).map_or("", String::as_str);
@@ -237,7 +238,7 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         format!("Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
     ];
     for note in notes {
-        for line in format::wrap(&note, usize::from(width).saturating_sub(2)) {
+        for line in units::wrap(&note, usize::from(width).saturating_sub(2)) {
             lines.push(Line::from(Span::styled(format!(" {line}"), theme.dim)));
         }
     }
@@ -271,10 +272,10 @@ fn render_details(
     let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let host = app.tick().process(pid);
     let name = host.map_or_else(
-        || format::NA.to_owned(),
+        || units::NA.to_owned(),
         |h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() },
     );
-    let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| format::NA.to_owned());
+    let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| units::NA.to_owned());
     let mut lines = vec![paint.title_line(
         &format!("Process {pid}"),
         vec![Span::styled("(Esc back, e environment) ", theme.dim)],
@@ -284,11 +285,11 @@ fn render_details(
     let lead = format!(" USER {user}  COMMAND ");
     let lead_w = lead.chars().count();
     let text_w = usize::from(area.width).saturating_sub(lead_w).max(20);
-    let mut command = format::wrap(&name, text_w);
+    let mut command = units::wrap(&name, text_w);
     if command.len() > 3 {
         command.truncate(3);
         if let Some(last) = command.last_mut() {
-            *last = format::truncate(&format!("{last} …"), text_w, glyphs.ascii);
+            *last = units::truncate(&format!("{last} …"), text_w, glyphs.ascii);
         }
     }
     for (n, part) in command.into_iter().enumerate() {
@@ -366,10 +367,10 @@ fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, S
             )]
             let max_bytes = |v: &[Option<f64>]| max_of(v).map(|m| m as u64);
             vec![
-                ("GPU-MEM", mem.clone(), format!("max {}", format::bytes(max_bytes(&mem)))),
-                ("%SM", sm.clone(), format!("max {}", format::pct(max_of(&sm)))),
-                ("%CPU", cpu.clone(), format!("max {}", format::pct(max_of(&cpu)))),
-                ("HOST-MEM", rss.clone(), format!("max {}", format::bytes(max_bytes(&rss)))),
+                ("GPU-MEM", mem.clone(), format!("max {}", units::bytes(max_bytes(&mem)))),
+                ("%SM", sm.clone(), format!("max {}", units::pct(max_of(&sm)))),
+                ("%CPU", cpu.clone(), format!("max {}", units::pct(max_of(&cpu)))),
+                ("HOST-MEM", rss.clone(), format!("max {}", units::bytes(max_bytes(&rss)))),
             ]
         }
         None => Vec::new(),
@@ -415,12 +416,12 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
         let text = format!(
             " PID {} ({}) holds {} GPU memory: {}",
             target.pid,
-            target.user.clone().unwrap_or_else(|| format::NA.to_owned()),
-            format::bytes(target.gpu_mem_bytes),
+            target.user.clone().unwrap_or_else(|| units::NA.to_owned()),
+            units::bytes(target.gpu_mem_bytes),
             target.command
         );
         lines.push(Line::from(Span::styled(
-            format::truncate(&text, usize::from(inner.width), glyphs.ascii),
+            units::truncate(&text, usize::from(inner.width), glyphs.ascii),
             theme.label,
         )));
     }
