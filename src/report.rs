@@ -43,6 +43,10 @@ pub struct HostSection {
     pub cuda_driver_version: Option<String>,
     pub nvml_version: Option<String>,
     pub open_kernel_module: Option<bool>,
+    /// The CPU model, where the source knew it (live runs).
+    pub cpu_model: Option<String>,
+    /// The CPU's frequency in MHz when sampling started.
+    pub cpu_mhz: Option<u64>,
 }
 
 /// What the statistics cover.
@@ -208,6 +212,8 @@ fn host_section(machine: &MachineInfo) -> HostSection {
         cuda_driver_version: machine.cuda_driver_version.map(|v| format!("{}.{}", v / 1000, v % 1000 / 10)),
         nvml_version: machine.nvml_version.clone(),
         open_kernel_module: machine.open_kernel_module,
+        cpu_model: machine.cpu.as_ref().map(|c| c.model.clone()),
+        cpu_mhz: machine.cpu.as_ref().and_then(|c| c.mhz),
     }
 }
 

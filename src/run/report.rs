@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use crate::units::duration_label;
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::pipeline::Pipeline;
+use crate::units::duration_label;
 
 use super::watch::{Watcher, watch};
 use super::{Data, RunError, emit, emit_json};

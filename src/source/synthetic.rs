@@ -339,6 +339,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
         mem_total_bytes: Some(2048 * GIB),
         boot_time_ms: Some(DEFAULT_START_MS - 86_400_000),
         gpus,
+        cpu: None,
     }
 }
 
