@@ -52,7 +52,7 @@ fn k_then_esc_sends_nothing_and_k_then_enter_kills() {
     app.update(Action::Down);
     app.on_key(key('K'));
     let dialog = app.dialog.as_ref().expect("dialog open");
-    assert_eq!(dialog.button, 1, "SIGKILL pre-selected");
+    assert_eq!(dialog.button, gpusight::app::DialogButton::Send(SignalKind::Kill), "SIGKILL pre-selected");
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert!(app.dialog.is_none());
     assert!(sent.lock().expect("lock").is_empty());

@@ -155,8 +155,38 @@ pub enum PlaybackStart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalDialog {
     pub targets: Vec<SignalTarget>,
-    /// Index into [`SignalKind::ALL`], or 3 for Cancel.
-    pub button: usize,
+    /// The highlighted button.
+    pub button: DialogButton,
+}
+
+/// A button of the signal dialog, left to right: one per signal, then Cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogButton {
+    Send(SignalKind),
+    Cancel,
+}
+
+impl DialogButton {
+    /// The buttons, left to right.
+    pub const ALL: [Self; 4] =
+        [Self::Send(SignalKind::Term), Self::Send(SignalKind::Kill), Self::Send(SignalKind::Int), Self::Cancel];
+
+    /// What the button says.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Send(kind) => kind.name(),
+            Self::Cancel => "Cancel",
+        }
+    }
+
+    /// The button `step` places to the right (negative: to the left), wrapping around.
+    #[must_use]
+    pub fn moved(self, step: isize) -> Self {
+        let at = Self::ALL.iter().position(|b| *b == self).unwrap_or(0);
+        let n = Self::ALL.len().cast_signed();
+        Self::ALL[(at.cast_signed() + step).rem_euclid(n).cast_unsigned()]
+    }
 }
 
 /// A recording being played.

@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::keymap::KeyBinding;
 use super::signal::{SignalKind, SignalOutcome, SignalTarget};
 use super::table::{ProcessRow, SortColumn};
-use super::{Action, App, Effect, Focus, Screen, SignalDialog};
+use super::{Action, App, DialogButton, Effect, Focus, Screen, SignalDialog};
 use crate::ui::config::{DisplayMode, SPANS_S};
 
 impl App {
@@ -216,11 +216,11 @@ impl App {
             return Effect::None;
         };
         match action {
-            Action::DialogLeft => dialog.button = (dialog.button + 3) % 4,
-            Action::DialogRight => dialog.button = (dialog.button + 1) % 4,
-            Action::SignalTerm => dialog.button = 0,
-            Action::SignalKill => dialog.button = 1,
-            Action::SignalInt => dialog.button = 2,
+            Action::DialogLeft => dialog.button = dialog.button.moved(-1),
+            Action::DialogRight => dialog.button = dialog.button.moved(1),
+            Action::SignalTerm => dialog.button = DialogButton::Send(SignalKind::Term),
+            Action::SignalKill => dialog.button = DialogButton::Send(SignalKind::Kill),
+            Action::SignalInt => dialog.button = DialogButton::Send(SignalKind::Int),
             Action::DialogCancel | Action::Quit | Action::Back => {
                 self.dialog = None;
                 self.status = Some("cancelled: no signal sent".to_owned());
@@ -237,7 +237,7 @@ impl App {
     }
 
     fn send_signals(&mut self, dialog: &SignalDialog) {
-        let Some(kind) = SignalKind::ALL.get(dialog.button).copied() else {
+        let DialogButton::Send(kind) = dialog.button else {
             self.status = Some("cancelled: no signal sent".to_owned());
             return;
         };
@@ -317,8 +317,7 @@ impl App {
             return;
         }
         self.status = note;
-        let button = SignalKind::ALL.iter().position(|k| *k == kind).unwrap_or(3);
-        self.dialog = Some(SignalDialog { targets, button });
+        self.dialog = Some(SignalDialog { targets, button: DialogButton::Send(kind) });
     }
 
     /// Enter on a finding: selects its process (on its GPU) in the table and moves the focus there, so T, K

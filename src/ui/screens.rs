@@ -10,7 +10,7 @@ use super::advice::about;
 use super::graph;
 use super::paint::{Paint, fill};
 use super::theme::Level;
-use crate::app::{Action, App, Screen, SignalDialog, SignalKind};
+use crate::app::{Action, App, DialogButton, Screen, SignalDialog};
 use crate::units;
 
 /// The last line: the filter being typed, the last status, or the main keys.
@@ -430,10 +430,10 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
     }
     lines.push(Line::from(""));
     let mut buttons = Vec::new();
-    for (i, label) in SignalKind::ALL.iter().map(|k| k.name()).chain(std::iter::once("Cancel")).enumerate() {
-        let style = if i == dialog.button { theme.alarm } else { theme.base };
+    for button in DialogButton::ALL {
+        let style = if button == dialog.button { theme.alarm } else { theme.base };
         buttons.push(Span::raw("  "));
-        buttons.push(Span::styled(format!("[ {label} ]"), style));
+        buttons.push(Span::styled(format!("[ {} ]", button.label()), style));
     }
     lines.push(Line::from(buttons));
     lines.push(Line::from(Span::styled("  Enter sends the highlighted one; Esc, n or q cancel", theme.dim)));
