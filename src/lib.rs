@@ -49,6 +49,7 @@ pub mod crash;
 pub mod doctor;
 pub mod export;
 pub mod flag_checks;
+pub mod fleet;
 pub mod history;
 pub mod host;
 pub mod output;

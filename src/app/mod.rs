@@ -13,7 +13,8 @@ use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
 pub mod action;
 pub mod columns;
 pub mod feed;
-pub mod fleet;
+/// The fleet view's event loop moved to [`crate::fleet::run`]; this path stays for the tests that name it.
+pub use crate::fleet::run as fleet;
 pub mod inspect;
 pub mod keymap;
 pub mod player;

@@ -1,5 +1,5 @@
 //! Every metric family the exporter renders, in the order it renders them, with the name a scraper sees: the one
-//! table both [`super::metrics`] (which registers and fills them) and [`super::fleet`] (which queries them back from
+//! table both [`super::metrics`] (which registers and fills them) and [`crate::fleet::query`] (which queries them back from
 //! Prometheus) read, so a rename cannot break one side without the other.
 //!
 //! prometheus-client appends the unit (`_bytes`, `_seconds`, our `_ratio`) and, for counters, `_total` to the

@@ -20,7 +20,7 @@ pub enum RunError {
     Export(#[from] crate::export::ExportError),
     /// The Prometheus server of `--prometheus` could not be asked.
     #[error(transparent)]
-    Fleet(#[from] crate::export::fleet::FleetError),
+    Fleet(#[from] crate::fleet::FleetError),
     /// The command line asks for something that cannot be done; the text says what to give instead.
     #[error("{0}")]
     Usage(String),

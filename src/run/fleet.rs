@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::cli::Cli;
-use crate::export::fleet::{Fleet, FleetOptions, check_url};
+use crate::fleet::query::{Fleet, FleetOptions, check_url};
 
 use super::{RunError, emit, emit_json};
 
@@ -12,7 +12,7 @@ pub(super) fn run(cli: &Cli, interval: Duration) -> Result<i32, RunError> {
     let url = cli.view.prometheus.as_deref().unwrap_or_default();
     check_url(url).map_err(|e| RunError::Usage(e.to_string()))?;
     if !cli.view.once {
-        return crate::app::fleet::run(url, interval.max(Duration::from_secs(1))).map_err(RunError::Interactive);
+        return crate::fleet::run::run(url, interval.max(Duration::from_secs(1))).map_err(RunError::Interactive);
     }
     let fleet = Fleet::query(url, &FleetOptions::default())?;
     if cli.view.json {

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::names::Family;
+use crate::export::names::Family;
 
 /// The queries the fleet is built from, by the column they feed. Each is an instant vector.
 /// The metric names come from [`super::names`], the table the exporter renders from.

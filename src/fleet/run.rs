@@ -9,11 +9,10 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 
-use crate::export::fleet::{Fleet, FleetOptions};
-use crate::export::fleet_view::FleetView;
-
-use super::action::Action;
-use super::keymap::{KeyBinding, Keymap};
+use super::query::{Fleet, FleetOptions};
+use super::view::FleetView;
+use crate::app::action::Action;
+use crate::app::keymap::{KeyBinding, Keymap};
 
 enum Message {
     Fleet(Result<Box<Fleet>, String>),
@@ -83,7 +82,7 @@ impl FleetScreen {
         };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
-            frame.render_widget(view, body);
+            frame.render_widget(crate::ui::fleet::FleetWidget(view), body);
         }
         frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
     }
@@ -137,7 +136,7 @@ pub fn run(url: &str, refresh: Duration) -> color_eyre::Result<i32> {
         })?;
     }
     let mut terminal = crate::terminal::init(false)?;
-    let mut screen = FleetScreen { url: crate::export::fleet::redact_url(url), view: None, error: None };
+    let mut screen = FleetScreen { url: super::query::redact_url(url), view: None, error: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
             terminal.draw(|frame| screen.draw(frame))?;
