@@ -127,7 +127,7 @@ pub const COLUMNS: &[Column] = &[
 const MIN_COMMAND: u16 = 24;
 
 /// The columns shown in `width` cells (after the two-cell row marker): the most that leave the command at least
-/// [`MIN_COMMAND`] cells, dropping by [`Column::drop_order`].
+/// `MIN_COMMAND` cells, dropping by [`Column::drop_order`].
 #[must_use]
 pub fn fit(width: u16) -> Vec<&'static Column> {
     let mut limit = u8::MAX;

@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::export::names::Family;
 
 /// The queries the fleet is built from, by the column they feed. Each is an instant vector.
-/// The metric names come from [`super::names`], the table the exporter renders from.
+/// The metric names come from [`crate::export::names`], the table the exporter renders from.
 pub const QUERIES: [&str; 14] = [
     "up",
     "timestamp(up)",

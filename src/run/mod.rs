@@ -6,13 +6,13 @@
 //!
 //! | Mode | Module |
 //! |---|---|
-//! | the interactive monitor | [`monitor`] |
-//! | `--once` and `--status` | [`once`] |
-//! | `doctor` | [`doctor`] |
-//! | `report` | [`report`] |
-//! | `--record FILE --headless` | [`record`] |
-//! | `export` | [`export`] |
-//! | `--prometheus URL` | [`fleet`] |
+//! | the interactive monitor | `run/monitor.rs` |
+//! | `--once` and `--status` | `run/once.rs` |
+//! | `doctor` | `run/doctor.rs` |
+//! | `report` | `run/report.rs` |
+//! | `--record FILE --headless` | `run/record.rs` |
+//! | `export` | `run/export.rs` |
+//! | `--prometheus URL` | `run/fleet.rs` |
 
 mod data;
 mod doctor;
