@@ -12,7 +12,7 @@ use ratatui::text::Line;
 use super::query::{Fleet, FleetOptions};
 use super::view::FleetView;
 use crate::app::action::Action;
-use crate::app::keymap::{KeyBinding, Keymap};
+use crate::app::keymap::{KeyBinding, KeyOverrides, Keymap};
 
 enum Message {
     Fleet(Result<Box<Fleet>, String>),
@@ -88,12 +88,13 @@ impl FleetScreen {
     }
 }
 
-/// Runs the fleet view until the user quits.
+/// Runs the fleet view until the user quits, with the monitor's keymap and the config's `[keys]` overrides.
 ///
 /// # Errors
-/// The terminal cannot be used.
-pub fn run(url: &str, refresh: Duration) -> color_eyre::Result<i32> {
-    let keymap = Keymap::default();
+/// The `[keys]` overrides do not make a keymap (the config check refuses them first), or the terminal cannot be
+/// used.
+pub fn run(url: &str, refresh: Duration, keys: &KeyOverrides) -> color_eyre::Result<i32> {
+    let keymap = Keymap::with_overrides(keys)?;
     let (tx, rx) = mpsc::channel::<Message>();
     let signal_tx = tx.clone();
     {

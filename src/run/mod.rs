@@ -115,7 +115,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
         None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
         None if cli.view.status => once::status(&data, cli, &config, interval),
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
-        None if cli.view.prometheus.is_some() => fleet::run(cli, interval),
+        None if cli.view.prometheus.is_some() => fleet::run(cli, &config, interval),
         None if cli.view.once => once::run(&data, cli, &config, interval),
         None if cli.data.record.as_deref().is_some_and(|p| p.as_os_str() == "-") => {
             Err(RunError::Usage("--record - streams to stdout, where the monitor draws: add --headless".into()))
