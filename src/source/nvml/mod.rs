@@ -7,6 +7,7 @@
 //! deadline; a GPU that has not answered by then is reported as [`GpuState::NotAnswering`] while the others are
 //! filled in. Which thread makes which NVML calls, and why, is in ARCHITECTURE.md ("NVML and threads").
 
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -154,6 +155,7 @@ impl NvmlGpus {
         let mut slots = Vec::new();
         let mut devices: Vec<(u32, Arc<Device<'static>>)> = Vec::new();
         let mut gpm_readers: Vec<(u32, Box<dyn GpmReader>)> = Vec::new();
+        let mut pcie_flags: Vec<(u32, Arc<AtomicBool>)> = Vec::new();
         for index in (0..count).filter(|i| only.is_empty() || only.contains(i)) {
             let _running = crash::enter(Family::Open, Some(index));
             let device = match nvml.device_by_index(index) {
@@ -166,7 +168,9 @@ impl NvmlGpus {
                 }
             };
             let gpu = info::read_gpu_info(index, &device, &mut notes);
-            let reader = worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, periods);
+            let pcie_covered = Arc::new(AtomicBool::new(false));
+            let reader =
+                worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, periods, Arc::clone(&pcie_covered));
             let (req_tx, req_rx) = mpsc::channel();
             let slot_no = slots.len();
             let replies_tx = reply_tx.clone();
@@ -184,6 +188,7 @@ impl NvmlGpus {
             slots.push(Slot { index, requests, busy: false, lost });
             if gpu.gpm_supported && periods.gpm_ms > 0 {
                 gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device)))));
+                pcie_flags.push((index, pcie_covered));
             }
             devices.push((index, device));
             gpus.push(gpu);
@@ -195,6 +200,11 @@ impl NvmlGpus {
             None
         } else {
             let monitor = GpmMonitor::start(gpm_readers, gpm_stale_ms);
+            for (index, flag) in pcie_flags {
+                if let Some(m) = &monitor {
+                    m.share_pcie_flag(index, flag);
+                }
+            }
             if monitor.is_none() {
                 notes.push("could not start the GPM thread; SM activity is not read".to_string());
             }
@@ -286,6 +296,11 @@ impl NvmlGpus {
             match reply {
                 Some(mut reply) => {
                     reply.tick.gpm = self.gpm.as_ref().and_then(|g| g.latest(slot.index, now_ms));
+                    // GPM's PCIe rates (the whole window) stand in for the PCIe thread's, which stops reading while
+                    // GPM has them.
+                    if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
+                        (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
+                    }
                     out.gpus.push(reply.tick);
                     out.gpu_processes.extend(reply.processes);
                 }
