@@ -19,8 +19,8 @@ S=$PWD/scripts/device
 O=${OUT:-/tmp/findings-out}
 # The data must live on a block device (tmpfs has no storage to wait for): /var/tmp unless WORKDIR says otherwise.
 W=${WORKDIR:-/var/tmp/gs_findings}
-# io.max for the small-files case ("" turns the throttle off): 300 reads/s and 16 MiB/s per disk.
-IO_MAX=${IO_MAX-riops=300 rbps=16777216}
+# io.max for the small-files case ("" turns the throttle off): 600 reads/s and 64 MiB/s per disk.
+IO_MAX=${IO_MAX-riops=600 rbps=67108864}
 CG=/sys/fs/cgroup/gs_slow_store
 mkdir -p "$O" "$W"
 exec > >(tee "$O/log.txt") 2>&1
@@ -80,9 +80,9 @@ run_case() {
     rm -f "$ready" "$truth"
     echo "== case $name (t=$(( $(date +%s) - t0 )) s): $*"
     if [ "$name" = small-files ] && slow_store; then
-        # The job (and the DataLoader workers it forks) start inside the slow store's cgroup.
-        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$CG" \
-            python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+        # The DataLoader workers move themselves into the slow store's cgroup as they start (worker_init_fn); the
+        # main process, its CUDA libraries and the GPU work stay outside it.
+        GS_SLOW_CGROUP=$CG python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
     else
         python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
     fi
@@ -99,6 +99,7 @@ run_case() {
     fi
     "$B" doctor --duration 45s --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
     echo "doctor exit=$?"
+    [ "$name" = small-files ] && [ -f "$CG/io.stat" ] && echo "slow store io.stat: $(cat "$CG/io.stat")"
     [ -n "$dropper" ] && kill "$dropper" 2>/dev/null
     # The job runs 50 s once warm; give it 30 s more to write its truth, then stop it.
     local left=300
@@ -110,7 +111,6 @@ run_case() {
 
 run_case healthy -- --data "$W/jpeg" --workers "$WORKERS" --batch 128
 run_case one-worker -- --data "$W/jpeg" --workers 1 --batch 128
-drop_caches
 run_case small-files -- --data "$W/raw" --kind raw --fadvise --workers 2 --batch 256
 run_case writer -- --data "$W/jpeg" --workers "$WORKERS" --batch 128 --ckpt-every 2 --ckpt-gib 3
 

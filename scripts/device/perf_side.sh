@@ -7,7 +7,7 @@
 #      `nvidia-smi dmon -d 1`, all started together; CPU counted over a steady window of WINDOW s that starts 20 s
 #      after them, from the sum of every thread's run time (/proc/PID/task/*/schedstat, ns) and from utime+stime;
 #      the 1 s monitor's CPU by thread; resident memory by mapping for the monitor and for dmon.
-#   GPUSIGHT=target/release/gpusight WINDOW=120 OUT=/tmp/perf_side bash scripts/device/perf_side.sh
+#   GPUSIGHT=target/release/gpusight WINDOW=120 OUT=/tmp/perf_side bash scripts/device/perf_side.sh  (SKIP_PCIE=1: part 2 only)
 set -u
 B=${GPUSIGHT:-$PWD/target/release/gpusight}
 P=${PROBE:-$PWD/target/release/examples/nvml_probe}
@@ -19,6 +19,7 @@ trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; touch /tmp/perf_sid
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .device/whl/*.whl 2>/dev/null
 export PYTHONPATH=/tmp/site
 
+if [ -z "${SKIP_PCIE:-}" ]; then
 echo "== 1. PCIe: GPM against pcie_throughput under host-to-device copies"
 python3 - <<'EOF' &
 import time, torch
@@ -37,6 +38,7 @@ COPY=$!
 sleep 2
 "$P" pcie 10 | tee "$O/pcie_compare.txt"
 wait $COPY
+fi
 
 echo "== 2. CPU and memory side by side (window $WINDOW s)"
 rm -f /tmp/perf_side.stop

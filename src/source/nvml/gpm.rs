@@ -37,10 +37,11 @@ const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::PcieTxPerSec,
 ];
 
-/// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them
-/// (KiB: the two agreed on the H200, docs/validation.md).
+/// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
+/// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
+/// (59.49 GB/s) stood beside the throughput call's 59.79 million KB/s (`nvml_probe pcie`, docs/performance.md).
 fn mib_s_to_kbps(value: f64) -> Option<u32> {
-    (value.is_finite() && value >= 0.0).then(|| (value * 1024.0).round().min(f64::from(u32::MAX)) as u32)
+    (value.is_finite() && value >= 0.0).then(|| (value * 1_048.576).round().min(f64::from(u32::MAX)) as u32)
 }
 
 /// One GPU's GPM reads. Implemented over NVML by [`NvmlGpm`]; tests give instrumented fakes.
@@ -103,6 +104,10 @@ impl GpmReader for NvmlGpm {
         .iter()
         .any(Option::is_some);
         Ok(any.then_some(metrics))
+    }
+
+    fn pcie_kbps(&self) -> Option<(u32, u32)> {
+        self.pcie
     }
 }
 
@@ -412,7 +417,8 @@ mod tests {
 
     #[test]
     fn gpm_pcie_mib_per_second_becomes_kb_per_second() {
-        assert_eq!(mib_s_to_kbps(1.5), Some(1_536));
+        assert_eq!(mib_s_to_kbps(1.5), Some(1_573));
+        assert_eq!(mib_s_to_kbps(56_737.9), Some(59_494_000));
         assert_eq!(mib_s_to_kbps(0.0), Some(0));
         assert_eq!(mib_s_to_kbps(-1.0), None);
         assert_eq!(mib_s_to_kbps(f64::NAN), None);
