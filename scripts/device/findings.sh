@@ -97,8 +97,12 @@ run_case() {
         dropper=$!
         PIDS+=("$dropper")
     fi
+    # A recording beside doctor, so the case can be replayed through `doctor --replay` off the GPU.
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
     "$B" doctor --duration 45s --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
     echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
     [ "$name" = small-files ] && [ -f "$CG/io.stat" ] && echo "slow store io.stat: $(cat "$CG/io.stat")"
     [ -n "$dropper" ] && kill "$dropper" 2>/dev/null
     # The job runs 50 s once warm; give it 30 s more to write its truth, then stop it.

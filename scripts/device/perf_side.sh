@@ -54,7 +54,7 @@ nvidia-smi dmon -d 1 > "$O/dmon.txt" &
 DMON=$!
 PIDS+=($DMON)
 sleep 3
-G1=$(pgrep -xf "$B"); G01=$(pgrep -f "$B --interval 0.1" | head -1)
+G1=$(pgrep -xf "$B"); G01=$(pgrep -xf "$B --interval 0.1")
 echo "pids: gpusight 1 s $G1, 0.1 s $G01, dmon $DMON"
 run_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 ticks() { awk '{print $14 + $15}' /proc/"$1"/stat; }
