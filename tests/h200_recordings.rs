@@ -1,5 +1,6 @@
 //! Recordings made on a real H200 while real PyTorch jobs ran (scripts/device/findings.sh and newfindings.sh,
 //! docs/validation.md), replayed through `doctor --json`: the verdicts seen on the hardware stay the verdicts.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
 
 use std::process::Command;
 
