@@ -44,7 +44,32 @@ fn probe<T, E: std::fmt::Debug>(name: &str, times: u32, mut call: impl FnMut() -
     );
 }
 
+/// `nvml_probe pcie N`: N windows of 2 s on GPU 0, each giving GPM's PCIe rates (MiB/s, over the whole window)
+/// beside `pcie_throughput` (KB/s, a 20 ms sample at the window's end), to check that the two agree.
+fn compare_pcie(nvml: &Nvml, windows: u32) {
+    use nvml_wrapper::enums::gpm::GpmMetricId;
+    let device = nvml.device_by_index(0).expect("GPU 0");
+    let metrics = [GpmMetricId::PcieRxPerSec, GpmMetricId::PcieTxPerSec];
+    let mut previous = device.gpm_sample().expect("GPM sample");
+    println!("window  gpm_rx_MiB/s  gpm_tx_MiB/s  gpm_rx_x1024  throughput_rx_KB/s  throughput_tx_KB/s");
+    for n in 0..windows {
+        std::thread::sleep(std::time::Duration::from_secs(2));
+        let current = device.gpm_sample().expect("GPM sample");
+        let got = nvml_wrapper::gpm::gpm_metrics_get(nvml, &previous, &current, &metrics).expect("GPM metrics");
+        let value = |i: usize| got.get(i).and_then(|r| r.as_ref().ok()).map_or(f64::NAN, |r| r.value);
+        let rx = device.pcie_throughput(PcieUtilCounter::Receive).map_or(-1, i64::from);
+        let tx = device.pcie_throughput(PcieUtilCounter::Send).map_or(-1, i64::from);
+        println!("{n:>6}  {:>12.1}  {:>12.1}  {:>12.0}  {rx:>18}  {tx:>18}", value(0), value(1), value(0) * 1024.0);
+        previous = current;
+    }
+}
+
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("pcie") {
+        let windows = std::env::args().nth(2).and_then(|n| n.parse().ok()).unwrap_or(10);
+        compare_pcie(&Nvml::init().expect("NVML"), windows);
+        return;
+    }
     println!("start: rss {} kB, threads {}", status("VmRSS:"), status("Threads:"));
     let (wall, cpu) = (Instant::now(), thread_cpu_us());
     let nvml = Nvml::init().expect("NVML");
@@ -82,6 +107,8 @@ fn main() {
         nvml_wrapper::enums::gpm::GpmMetricId::AnyTensorUtil,
         nvml_wrapper::enums::gpm::GpmMetricId::DramBwUtil,
         nvml_wrapper::enums::gpm::GpmMetricId::GraphicsUtil,
+        nvml_wrapper::enums::gpm::GpmMetricId::PcieRxPerSec,
+        nvml_wrapper::enums::gpm::GpmMetricId::PcieTxPerSec,
     ];
     let mut previous = device.gpm_sample().ok();
     probe("gpm_sample + gpm_metrics_get x10", 10, || {

@@ -6,7 +6,9 @@
 # step time (the ground truth):
 #   healthy     JPEG ImageFolder, num_workers = CPUs - 2, warm cache   expect: no warning (exit 0)
 #   one-worker  the same job with num_workers = 1                       expect: cpu-bound-input naming the worker PID
-#   small-files 48 KiB raw files, 2 workers, page cache dropped         expect: input-bound
+#   small-files 48 KiB raw files, 2 workers, page cache dropped, and (IO_MAX, default on) the job in a cgroup v2
+#               whose io.max caps reads on every disk (a slow store: an HDD array, a busy network volume)
+#                                                                       expect: input-bound
 #   writer      the healthy job saving a ~3 GiB checkpoint every 2 s    expect: not input-bound
 # Run from the repository root with the release binary built; results (doctor JSON, ground truth, log, table)
 # go to $OUT (default /tmp/findings-out). Needs root for drop_caches (without it the cache is only advised away).
@@ -15,9 +17,30 @@ cd "$(dirname "$0")/../.." || exit 3
 B=$PWD/target/release/gpusight
 S=$PWD/scripts/device
 O=${OUT:-/tmp/findings-out}
-W=/tmp/gs_findings
+# The data must live on a block device (tmpfs has no storage to wait for): /var/tmp unless WORKDIR says otherwise.
+W=${WORKDIR:-/var/tmp/gs_findings}
+# io.max for the small-files case ("" turns the throttle off): 600 reads/s and 64 MiB/s per disk.
+IO_MAX=${IO_MAX-riops=600 rbps=67108864}
+CG=/sys/fs/cgroup/gs_slow_store
 mkdir -p "$O" "$W"
 exec > >(tee "$O/log.txt") 2>&1
+echo "work dir $W on $(findmnt -no SOURCE,FSTYPE,MAJ:MIN -T "$W" | tr -s ' ')"
+
+# slow_store: a cgroup v2 whose io.max caps reads on every disk; prints why when it cannot be made.
+slow_store() {
+    [ -n "$IO_MAX" ] || return 1
+    [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] || { echo "note: no cgroup v2 at /sys/fs/cgroup"; return 1; }
+    grep -qw io /sys/fs/cgroup/cgroup.controllers || { echo "note: no io controller"; return 1; }
+    grep -qw io /sys/fs/cgroup/cgroup.subtree_control || echo +io > /sys/fs/cgroup/cgroup.subtree_control || return 1
+    mkdir -p "$CG" || return 1
+    local dev n=0
+    for dev in /sys/block/*/dev; do
+        case $dev in */loop*|*/ram*|*/zram*) continue ;; esac
+        echo "$(cat "$dev") $IO_MAX" > "$CG/io.max" && n=$((n + 1))
+    done
+    echo "slow store: io.max on $n disk(s):"; sed 's/^/  /' "$CG/io.max"
+    [ $n -gt 0 ]
+}
 [ -x "$B" ] || { echo "no $B: build it with cargo build --release"; exit 3; }
 
 PIDS=()
@@ -26,6 +49,7 @@ cleanup() {
     sleep 1
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
     rm -rf "$W"
+    [ -d "$CG" ] && { cat "$CG/cgroup.procs" 2>/dev/null | while read -r p; do echo "$p" > /sys/fs/cgroup/cgroup.procs; done; rmdir "$CG"; } 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -55,7 +79,13 @@ run_case() {
     local ready="$W/$name.ready" truth="$O/${name}_truth.json"
     rm -f "$ready" "$truth"
     echo "== case $name (t=$(( $(date +%s) - t0 )) s): $*"
-    python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+    if [ "$name" = small-files ] && slow_store; then
+        # The DataLoader workers move themselves into the slow store's cgroup as they start (worker_init_fn); the
+        # main process, its CUDA libraries and the GPU work stay outside it.
+        GS_SLOW_CGROUP=$CG python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+    else
+        python3 "$S/findings_train.py" --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+    fi
     local job=$!
     PIDS+=("$job")
     local waited=0
@@ -67,8 +97,13 @@ run_case() {
         dropper=$!
         PIDS+=("$dropper")
     fi
+    # A recording beside doctor, so the case can be replayed through `doctor --replay` off the GPU.
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
     "$B" doctor --duration 45s --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
     echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    [ "$name" = small-files ] && [ -f "$CG/io.stat" ] && echo "slow store io.stat: $(cat "$CG/io.stat")"
     [ -n "$dropper" ] && kill "$dropper" 2>/dev/null
     # The job runs 50 s once warm; give it 30 s more to write its truth, then stop it.
     local left=300
@@ -80,7 +115,6 @@ run_case() {
 
 run_case healthy -- --data "$W/jpeg" --workers "$WORKERS" --batch 128
 run_case one-worker -- --data "$W/jpeg" --workers 1 --batch 128
-drop_caches
 run_case small-files -- --data "$W/raw" --kind raw --fadvise --workers 2 --batch 256
 run_case writer -- --data "$W/jpeg" --workers "$WORKERS" --batch 128 --ckpt-every 2 --ckpt-gib 3
 

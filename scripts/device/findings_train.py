@@ -26,10 +26,18 @@ from torch.utils.data import DataLoader, Dataset
 WORKER_PIDS = "/tmp/gs_findings_workers"
 
 
+SLOW_CGROUP = os.environ.get("GS_SLOW_CGROUP", "")
+
+
 def note_worker(_worker_id):
-    """worker_init_fn: records the worker's PID so the script can check the finding names it."""
+    """worker_init_fn: records the worker's PID so the script can check the finding names it, and with
+    GS_SLOW_CGROUP set moves the worker into that cgroup (its io.max makes the worker's storage slow, while the main
+    process, its libraries and the GPU work stay outside)."""
     with open(WORKER_PIDS, "a") as f:
         f.write(f"{os.getpid()}\n")
+    if SLOW_CGROUP:
+        with open(os.path.join(SLOW_CGROUP, "cgroup.procs"), "w") as f:
+            f.write(f"{os.getpid()}\n")
 
 
 class RawFiles(Dataset):

@@ -12,7 +12,9 @@ runs ROUNDS rounds; each round visits every condition once, in a fresh random or
   dmon-1s       nvidia-smi dmon -d 1                     (output to /dev/null)
 
 A condition's phase starts the monitor, waits SETTLE_S (start-up: NVML init, first reads), measures for MEASURE_S,
-then stops the monitor. Steps that ended inside the measured part belong to the condition. For each round the
+then stops the monitor. With --resident every monitor is started once at the beginning and frozen (SIGSTOP); a
+phase thaws its monitor (SIGCONT), waits SETTLE_S, measures, and freezes it again: no start-up in any phase, so
+phases can be short and rounds many (a frozen monitor makes no call and takes no CPU: the `none` condition). Steps that ended inside the measured part belong to the condition. For each round the
 median step time of each condition is compared with that round's `none` (a paired ratio, so slow drifts in clocks
 or temperature cancel); the estimate is the mean of the per-round differences and its 95 % interval comes from a
 bootstrap over rounds (10,000 resamples). The monitor's own CPU (utime + stime of its process over the measured
@@ -179,7 +181,7 @@ def drive(args):
     log_path, stop_path = os.path.join(out, "steps.txt"), os.path.join(out, "stop")
     if os.path.exists(stop_path):
         os.remove(stop_path)
-    per_phase = args.settle + args.measure + 1.0
+    per_phase = args.settle + args.measure + (0.2 if args.resident else 1.0)
     total = args.warmup + args.rounds * len(CONDITIONS) * per_phase
     print(f"job_impact: {args.rounds} rounds x {len(CONDITIONS)} conditions x {per_phase:.0f} s "
           f"+ {args.warmup:.0f} s warm-up = about {total / 60:.1f} min", flush=True)
@@ -188,24 +190,42 @@ def drive(args):
          "--warmup", str(args.warmup), "--batch", str(args.batch), "--size", str(args.size)],
     )
     phases = []
+    resident = {}
     try:
         while not (os.path.exists(log_path) and open(log_path).readline().strip() == "ready"):
             if trainer.poll() is not None:
                 sys.exit(f"the trainer exited with {trainer.returncode} before it was ready")
             time.sleep(0.5)
+        if args.resident:
+            for condition in CONDITIONS:
+                resident[condition] = start_monitor(condition, gpusight)
+            time.sleep(5)
+            for proc in resident.values():
+                if proc is not None:
+                    os.killpg(proc.pid, signal.SIGSTOP)
         rng = random.Random(args.seed)
         for r in range(args.rounds):
             order = CONDITIONS[:]
             rng.shuffle(order)
             for condition in order:
-                proc = start_monitor(condition, gpusight)
+                if args.resident:
+                    proc = resident[condition]
+                    if proc is not None:
+                        os.killpg(proc.pid, signal.SIGCONT)
+                else:
+                    proc = start_monitor(condition, gpusight)
                 time.sleep(args.settle)
                 cpu0 = cpu_seconds(proc.pid) if proc else None
                 start = time.monotonic()
                 time.sleep(args.measure)
                 end = time.monotonic()
                 cpu1 = cpu_seconds(proc.pid) if proc else None
-                exited = stop_monitor(proc)
+                if args.resident:
+                    exited = proc.poll() if proc else None
+                    if proc is not None and exited is None:
+                        os.killpg(proc.pid, signal.SIGSTOP)
+                else:
+                    exited = stop_monitor(proc)
                 cpu_pct = None
                 if cpu0 is not None and cpu1 is not None:
                     cpu_pct = (cpu1 - cpu0) / (end - start) * 100
@@ -213,9 +233,16 @@ def drive(args):
                                "monitor_cpu_pct": cpu_pct, "monitor_exited_early": exited})
                 if exited is not None:
                     print(f"  round {r}: {condition} exited early with {exited}", flush=True)
-                time.sleep(1.0)
+                time.sleep(0.2 if args.resident else 1.0)
             print(f"  round {r + 1}/{args.rounds} done", flush=True)
     finally:
+        for proc in resident.values():
+            if proc is not None:
+                try:
+                    os.killpg(proc.pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+                stop_monitor(proc)
         open(stop_path, "w").close()
         try:
             trainer.wait(timeout=30)
@@ -298,6 +325,7 @@ def main():
     d.add_argument("--batch", type=int, default=128)
     d.add_argument("--size", type=int, default=160)
     d.add_argument("--seed", type=int, default=20)
+    d.add_argument("--resident", action="store_true", help="start every monitor once and freeze/thaw it per phase")
     d.add_argument("--gpusight", default="target/release/gpusight")
     d.add_argument("--out", default=os.environ.get("OUT", "/tmp/job_impact"))
     a = sub.add_parser("analyze")

@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 
 use crate::sample::{HostProcess, HostTick, MachineInfo, UnixMs};
 
+pub mod job;
 pub mod maps;
 pub mod parse;
 pub mod pid_parse;

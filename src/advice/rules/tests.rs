@@ -71,6 +71,37 @@ fn input_bound_ignores_host_pressure_from_a_checkpoint_writer() {
 }
 
 #[test]
+fn input_bound_fires_on_a_slow_store_that_delivers_little() {
+    // As seen on the H200 (docs/validation.md §10): DataLoader workers behind a throttled disk (io.max 600 reads/s,
+    // 64 MiB/s) read about 1.4 MiB/s and wait in D; the GPU idles (DataLoader 98 % of the step). A read-rate floor
+    // on "in D while reading" hid it: the slower the store, the less it reads.
+    let slow = Build::new("input-bound").tick(|n, t| {
+        set_process(t, 2001, |p| {
+            p.state = Some(if n % 5 == 0 { 'S' } else { 'D' });
+            p.threads_in_d = Some(u32::from(n % 5 != 0));
+            p.read_bytes_per_s = Some(1_400 << 10);
+            p.write_bytes_per_s = Some(0);
+        });
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(3.0);
+        }
+    });
+    assert!(has(&slow.findings(60), Rule::InputBound));
+    // The same D pattern with nothing read (blocked on a log file or a lock, not on storage reads): quiet.
+    let no_reads = Build::new("input-bound").tick(|n, t| {
+        set_process(t, 2001, |p| {
+            p.state = Some(if n % 5 == 0 { 'S' } else { 'D' });
+            p.threads_in_d = Some(u32::from(n % 5 != 0));
+            p.read_bytes_per_s = Some(0);
+        });
+        if let Some(psi) = t.host.psi.as_mut() {
+            psi.io_some_avg10 = Some(3.0);
+        }
+    });
+    assert!(!has(&no_reads.findings(60), Rule::InputBound));
+}
+
+#[test]
 fn input_bound_fires_on_d_state_alone_when_reads_are_unreadable() {
     let unreadable = Build::new("input-bound").tick(|_, t| {
         set_process(t, 2001, |p| p.read_bytes_per_s = None);

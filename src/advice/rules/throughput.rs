@@ -132,13 +132,18 @@ impl ProcessSamples {
             .or_else(|| mean(self.sm_active.iter().map(|a| a.map(f64::from))))
     }
 
-    /// Per sample: the process tree in D while it reads (or while its reads cannot be seen). A thread in D
-    /// writing a checkpoint or blocked on a log file does not count.
+    /// Per sample: the process tree in D while it reads from storage (or while its reads cannot be seen). Any
+    /// bytes read count: a slow store delivers little (on the H200, DataLoader workers behind a throttled disk read
+    /// 1.4 MiB/s and waited in D), so a read-rate floor would hide exactly the worst stores. A sample with no bytes
+    /// read (a thread in D on a log file, a stray one) or whose writes dominate (a checkpoint) does not count.
     fn in_d_reading(&self, t: &super::super::Thresholds) -> Vec<bool> {
         (0..self.times.len())
             .map(|i| {
-                let reads = self.read[i].is_none_or(|r| r as f64 >= t.read_low_mib_s * MIB);
-                (self.self_in_d[i] || self.child_in_d[i]) && reads
+                let read = self.read[i];
+                let reads = read.is_none_or(|r| r > 0);
+                let write = self.write[i].unwrap_or(0) as f64;
+                let writing = write >= t.read_low_mib_s * MIB && write >= 2.0 * read.unwrap_or(0) as f64;
+                (self.self_in_d[i] || self.child_in_d[i]) && reads && !writing
             })
             .collect()
     }

@@ -10,6 +10,7 @@
 //! thread is busy are dropped (never queued), and metrics older than [`GpmMonitor`]'s staleness limit read as
 //! unknown.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -23,14 +24,26 @@ use super::worker::Field;
 use crate::crash::{self, Family};
 use crate::sample::{GpmMetrics, UnixMs};
 
-/// The GPM metrics asked for, in the order of [`GpmMetrics`]'s fields.
-const GPM_METRICS: [GpmMetricId; 5] = [
+/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX. GPM's PCIe counters cover the
+/// whole window between two samples in the same call, so a GPU with GPM needs no PCIe thread of its own (whose
+/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms).
+const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::SmUtil,
     GpmMetricId::SmOccupancy,
     GpmMetricId::AnyTensorUtil,
     GpmMetricId::DramBwUtil,
     GpmMetricId::GraphicsUtil,
+    GpmMetricId::PcieRxPerSec,
+    GpmMetricId::PcieTxPerSec,
 ];
+
+/// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
+/// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
+/// (59.49 GB/s) stood beside the throughput call's 59.79 million KB/s (`nvml_probe pcie`, docs/performance.md).
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "finite, non-negative, capped at u32::MAX")]
+fn mib_s_to_kbps(value: f64) -> Option<u32> {
+    (value.is_finite() && value >= 0.0).then(|| (value * 1_048.576).round().min(f64::from(u32::MAX)) as u32)
+}
 
 /// One GPU's GPM reads. Implemented over NVML by [`NvmlGpm`]; tests give instrumented fakes.
 pub trait GpmReader: Send + 'static {
@@ -39,6 +52,12 @@ pub trait GpmReader: Send + 'static {
     /// # Errors
     /// What NVML said.
     fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError>;
+
+    /// PCIe (RX, TX) in KB/s over the window of the last [`GpmReader::read`], where the GPU reports them through
+    /// GPM; `None` otherwise.
+    fn pcie_kbps(&self) -> Option<(u32, u32)> {
+        None
+    }
 }
 
 /// GPM over NVML for one device. Its samples are allocated, filled, compared and freed on the GPM thread only.
@@ -47,13 +66,14 @@ pub struct NvmlGpm {
     nvml: &'static Nvml,
     device: Arc<Device<'static>>,
     previous: Option<GpmSample<'static>>,
+    pcie: Option<(u32, u32)>,
 }
 
 impl NvmlGpm {
     /// A reader for this device.
     #[must_use]
     pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>) -> Self {
-        Self { nvml, device, previous: None }
+        Self { nvml, device, previous: None, pcie: None }
     }
 }
 
@@ -65,7 +85,9 @@ impl GpmReader for NvmlGpm {
         let Some(current) = self.previous.as_ref() else { return Ok(None) };
         let results = nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &GPM_METRICS)?;
         drop(previous);
-        let value = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).and_then(|r| gpm_pct(r.value));
+        let raw = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
+        let value = |i: usize| raw(i).and_then(gpm_pct);
+        self.pcie = raw(5).and_then(mib_s_to_kbps).zip(raw(6).and_then(mib_s_to_kbps));
         let metrics = GpmMetrics {
             sm_active_pct: value(0),
             sm_occupancy_pct: value(1),
@@ -84,18 +106,25 @@ impl GpmReader for NvmlGpm {
         .any(Option::is_some);
         Ok(any.then_some(metrics))
     }
+
+    fn pcie_kbps(&self) -> Option<(u32, u32)> {
+        self.pcie
+    }
 }
 
 /// The latest metrics of one GPU and the sample time of the request that produced them.
 #[derive(Debug, Clone, Copy, Default)]
 struct Latest {
     metrics: Option<GpmMetrics>,
+    pcie_kbps: Option<(u32, u32)>,
     at_ms: Option<UnixMs>,
 }
 
 #[derive(Debug, Default)]
 struct Shared {
     latest: Vec<Latest>,
+    /// Per slot, the flag that tells the GPU's PCIe thread that GPM reports PCIe, so it need not read it.
+    pcie_covered: Vec<Option<Arc<AtomicBool>>>,
     notes: Vec<String>,
 }
 
@@ -122,7 +151,11 @@ impl GpmMonitor {
     #[must_use]
     pub fn start(gpus: Vec<(u32, Box<dyn GpmReader>)>, stale_ms: u64) -> Option<Self> {
         let indices: Vec<u32> = gpus.iter().map(|(i, _)| *i).collect();
-        let shared = Arc::new(Mutex::new(Shared { latest: vec![Latest::default(); gpus.len()], notes: Vec::new() }));
+        let shared = Arc::new(Mutex::new(Shared {
+            latest: vec![Latest::default(); gpus.len()],
+            pcie_covered: vec![None; gpus.len()],
+            notes: Vec::new(),
+        }));
         // Room for one request: a request made while a round is running waits for the next round, and any more
         // are dropped, so a hung call never builds a queue.
         let (requests, rx) = mpsc::sync_channel(1);
@@ -155,6 +188,27 @@ impl GpmMonitor {
         (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.metrics).flatten()
     }
 
+    /// The latest PCIe (RX, TX) in KB/s of the GPU with this NVML index, from GPM, unless older than the staleness
+    /// limit at `now_ms`.
+    #[must_use]
+    pub fn latest_pcie(&self, index: u32, now_ms: UnixMs) -> Option<(u32, u32)> {
+        let slot = self.indices.iter().position(|&i| i == index)?;
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let latest = shared.latest.get(slot)?;
+        let at_ms = latest.at_ms?;
+        (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.pcie_kbps).flatten()
+    }
+
+    /// Hands over the flag this GPU's PCIe thread watches: set while GPM reports the GPU's PCIe rates, cleared when a
+    /// read brings none, so the thread reads PCIe itself only when GPM does not.
+    pub fn share_pcie_flag(&self, index: u32, flag: Arc<AtomicBool>) {
+        let Some(slot) = self.indices.iter().position(|&i| i == index) else { return };
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(place) = shared.pcie_covered.get_mut(slot) {
+            *place = Some(flag);
+        }
+    }
+
     /// Notes raised on the GPM thread since the last call (a GPU without GPM, a failed call).
     pub fn take_notes(&self) -> Vec<String> {
         std::mem::take(&mut self.shared.lock().unwrap_or_else(PoisonError::into_inner).notes)
@@ -172,11 +226,15 @@ fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shar
                 let reader = &mut entry.reader;
                 entry.memo.call(Field::Gpm, || reader.read())
             };
+            let pcie_kbps = entry.reader.pcie_kbps().filter(|_| matches!(read, Some(Some(_))));
             let notes = entry.memo.take_notes();
             let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.notes.extend(notes);
+            if let Some(Some(flag)) = shared.pcie_covered.get(slot) {
+                flag.store(pcie_kbps.is_some(), Ordering::Relaxed);
+            }
             if let (Some(Some(metrics)), Some(latest)) = (read, shared.latest.get_mut(slot)) {
-                *latest = Latest { metrics: Some(metrics), at_ms: Some(now_ms) };
+                *latest = Latest { metrics: Some(metrics), pcie_kbps, at_ms: Some(now_ms) };
             }
         }
     }
@@ -323,6 +381,49 @@ mod tests {
         assert_eq!(monitor.latest(0, 6_001), None);
         assert_eq!(monitor.latest(7, 1_000), None, "no such GPU");
         go_tx.send(()).expect("release");
+    }
+
+    /// A GPU whose GPM reports PCIe rates, or not.
+    struct WithPcie(Option<(u32, u32)>);
+
+    impl GpmReader for WithPcie {
+        fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
+            Ok(Some(GpmMetrics { sm_active_pct: Some(50.0), ..GpmMetrics::default() }))
+        }
+
+        fn pcie_kbps(&self) -> Option<(u32, u32)> {
+            self.0
+        }
+    }
+
+    #[test]
+    fn gpm_pcie_rates_reach_the_reader_and_tell_the_pcie_thread_to_rest() {
+        let gpus: Vec<(u32, Box<dyn GpmReader>)> =
+            vec![(0, Box::new(WithPcie(Some((2_048, 1_024))))), (1, Box::new(WithPcie(None)))];
+        let monitor = GpmMonitor::start(gpus, 10_000).expect("thread");
+        let covered = [Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(true))];
+        monitor.share_pcie_flag(0, Arc::clone(&covered[0]));
+        monitor.share_pcie_flag(1, Arc::clone(&covered[1]));
+        monitor.request(1_000);
+        // The round is done once GPU 1's metrics are in (GPUs are read in order).
+        while monitor.latest(1, 1_000).is_none() {
+            std::thread::yield_now();
+        }
+        assert_eq!(monitor.latest_pcie(0, 1_000), Some((2_048, 1_024)));
+        assert!(covered[0].load(Ordering::Relaxed), "GPU 0's PCIe thread may rest");
+        assert_eq!(monitor.latest_pcie(1, 1_000), None);
+        assert!(!covered[1].load(Ordering::Relaxed), "GPU 1's PCIe thread must read PCIe itself");
+        assert_eq!(monitor.latest_pcie(0, 20_000), None, "stale after the limit");
+    }
+
+    #[test]
+    fn gpm_pcie_mib_per_second_becomes_kb_per_second() {
+        assert_eq!(mib_s_to_kbps(1.5), Some(1_573));
+        assert_eq!(mib_s_to_kbps(56_737.9), Some(59_494_000));
+        assert_eq!(mib_s_to_kbps(0.0), Some(0));
+        assert_eq!(mib_s_to_kbps(-1.0), None);
+        assert_eq!(mib_s_to_kbps(f64::NAN), None);
+        assert_eq!(mib_s_to_kbps(1e30), Some(u32::MAX));
     }
 
     struct Unsupported;

@@ -7,6 +7,7 @@
 //! deadline; a GPU that has not answered by then is reported as [`GpuState::NotAnswering`] while the others are
 //! filled in. Which thread makes which NVML calls, and why, is in ARCHITECTURE.md ("NVML and threads").
 
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -130,14 +131,25 @@ fn driver_info(nvml: &'static Nvml) -> DriverInfo {
 }
 
 /// The GPM thread for the GPUs that have GPM, or none (no such GPU, or the thread could not start: said in a note).
-fn start_gpm(readers: Vec<(u32, Box<dyn GpmReader>)>, gpm_ms: u64, notes: &mut Vec<String>) -> Option<GpmMonitor> {
+/// Each GPU's PCIe flag tells its PCIe thread when GPM covers its rates.
+fn start_gpm(
+    readers: Vec<(u32, Box<dyn GpmReader>)>,
+    pcie_flags: Vec<(u32, Arc<AtomicBool>)>,
+    gpm_ms: u64,
+    notes: &mut Vec<String>,
+) -> Option<GpmMonitor> {
     if readers.is_empty() {
         return None;
     }
     // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
     let monitor = GpmMonitor::start(readers, (gpm_ms * 3).max(10_000));
-    if monitor.is_none() {
-        notes.push("could not start the GPM thread; SM activity is not read".to_string());
+    match &monitor {
+        Some(m) => {
+            for (index, flag) in pcie_flags {
+                m.share_pcie_flag(index, flag);
+            }
+        }
+        None => notes.push("could not start the GPM thread; SM activity is not read".to_string()),
     }
     monitor
 }
@@ -172,6 +184,7 @@ impl NvmlGpus {
         let mut slots = Vec::new();
         let mut devices: Vec<(u32, Arc<Device<'static>>)> = Vec::new();
         let mut gpm_readers: Vec<(u32, Box<dyn GpmReader>)> = Vec::new();
+        let mut pcie_flags: Vec<(u32, Arc<AtomicBool>)> = Vec::new();
         for index in (0..count).filter(|i| only.is_empty() || only.contains(i)) {
             let _running = crash::enter(Family::Open, Some(index));
             let device = match nvml.device_by_index(index) {
@@ -184,7 +197,9 @@ impl NvmlGpus {
                 }
             };
             let gpu = info::read_gpu_info(index, &device, &mut notes);
-            let reader = worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, periods);
+            let pcie_covered = Arc::new(AtomicBool::new(false));
+            let reader =
+                worker::GpuReader::new(nvml, Arc::clone(&device), &gpu, pid_max, periods, Arc::clone(&pcie_covered));
             let (req_tx, req_rx) = mpsc::channel();
             let slot_no = slots.len();
             let replies_tx = reply_tx.clone();
@@ -202,12 +217,13 @@ impl NvmlGpus {
             slots.push(Slot { index, requests, busy: false, lost });
             if gpu.gpm_supported && periods.gpm_ms > 0 {
                 gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device)))));
+                pcie_flags.push((index, pcie_covered));
             }
             devices.push((index, device));
             gpus.push(gpu);
         }
         info::read_topology(nvml, &mut gpus, &devices);
-        let gpm = start_gpm(gpm_readers, periods.gpm_ms, &mut notes);
+        let gpm = start_gpm(gpm_readers, pcie_flags, periods.gpm_ms, &mut notes);
         let xid = watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
         Ok(Self {
             driver,
@@ -293,6 +309,11 @@ impl NvmlGpus {
         for (slot, reply) in self.slots.iter().zip(fresh) {
             if let Some(mut reply) = reply {
                 reply.tick.gpm = self.gpm.as_ref().and_then(|g| g.latest(slot.index, now_ms));
+                // GPM's PCIe rates (the whole window) stand in for the PCIe thread's, which stops reading while
+                // GPM has them.
+                if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
+                    (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
+                }
                 out.gpus.push(reply.tick);
                 out.gpu_processes.extend(reply.processes);
             } else {

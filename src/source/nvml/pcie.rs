@@ -1,7 +1,9 @@
 //! PCIe throughput, off the read path: each NVML call samples a 20 ms window and blocks, so one thread per GPU
 //! reads TX and RX every couple of seconds and leaves the latest values where the reader takes them without
-//! waiting.
+//! waiting. A GPU whose GPM reports PCIe (Hopper and later) needs none of this: while the GPM thread says so
+//! through the shared flag, the thread makes no NVML call at all.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -33,15 +35,21 @@ pub struct PcieMonitor {
 }
 
 impl PcieMonitor {
-    /// Starts the thread for this device. Returns `None` if the thread could not be spawned.
+    /// Starts the thread for this device; it reads nothing while `covered` is set (GPM reports PCIe). Returns
+    /// `None` if the thread could not be spawned.
     #[must_use]
-    pub fn start(gpu_index: u32, device: Arc<Device<'static>>, period: Duration) -> Option<Self> {
+    pub fn start(
+        gpu_index: u32,
+        device: Arc<Device<'static>>,
+        period: Duration,
+        covered: Arc<AtomicBool>,
+    ) -> Option<Self> {
         let latest = Arc::new(Mutex::new(Latest::default()));
         let (stop_tx, stop_rx) = mpsc::channel::<()>();
         let shared = Arc::clone(&latest);
         std::thread::Builder::new()
             .name(format!("gpusight-pcie-{gpu_index}"))
-            .spawn(move || run(gpu_index, &device, &shared, &stop_rx, period))
+            .spawn(move || run(gpu_index, &device, &shared, &stop_rx, period, &covered))
             .ok()?;
         Some(Self { latest, stale_after: PCIE_STALE_AFTER.max(period * 3), _stop: stop_tx })
     }
@@ -63,12 +71,25 @@ impl PcieMonitor {
     }
 }
 
-fn run(gpu_index: u32, device: &Device<'static>, latest: &Mutex<Latest>, stop: &mpsc::Receiver<()>, period: Duration) {
+fn run(
+    gpu_index: u32,
+    device: &Device<'static>,
+    latest: &Mutex<Latest>,
+    stop: &mpsc::Receiver<()>,
+    period: Duration,
+    covered: &AtomicBool,
+) {
     let _running = crate::crash::enter(crate::crash::Family::Pcie, Some(gpu_index));
     let mut rx_ok = true;
     let mut tx_ok = true;
     loop {
         let started = Instant::now();
+        if covered.load(Ordering::Relaxed) {
+            match stop.recv_timeout(period) {
+                Err(RecvTimeoutError::Timeout) => continue,
+                Ok(()) | Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
         let read = |counter: PcieUtilCounter, ok: &mut bool| -> Result<Option<u32>, ()> {
             if !*ok {
                 return Ok(None);

@@ -2,6 +2,7 @@
 //! thread, never the others or the caller.
 
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
@@ -103,6 +104,7 @@ impl GpuReader {
         info: &GpuInfo,
         pid_max: u32,
         periods: TierPeriods,
+        pcie_covered: Arc<AtomicBool>,
     ) -> Self {
         let mut memo = FieldMemo::new(info.index);
         if info.ecc_enabled == Some(false) {
@@ -120,7 +122,14 @@ impl GpuReader {
             memo.mark_unsupported(Field::Fan);
         }
         let pcie = (periods.pcie_ms > 0)
-            .then(|| PcieMonitor::start(info.index, Arc::clone(&device), Duration::from_millis(periods.pcie_ms)))
+            .then(|| {
+                PcieMonitor::start(
+                    info.index,
+                    Arc::clone(&device),
+                    Duration::from_millis(periods.pcie_ms),
+                    pcie_covered,
+                )
+            })
             .flatten();
         Self {
             index: info.index,
@@ -257,6 +266,12 @@ impl GpuReader {
             self.mem_total_bytes,
         );
         let listed: Vec<u32> = self.processes.iter().filter_map(|p| p.pid).collect();
+        if listed.is_empty() {
+            // Nothing to attribute utilization to: the call (about 2 ms of driver CPU on an H200) cannot tell
+            // anything an idle GPU's row would show.
+            self.proc_util.update(&[], &listed);
+            return;
+        }
         let since = self.proc_util.last_seen_us();
         let samples = m.call(Field::ProcUtil, || match d.process_utilization_stats(since) {
             Err(NvmlError::NotFound) => Ok(Vec::new()),

@@ -1,0 +1,425 @@
+//! Job identity: which multi-process training job a GPU process belongs to, from what the host already shows.
+//!
+//! A training job on several GPUs is several processes (torchrun, `DeepSpeed`, Accelerate, Slurm's srun, mpirun),
+//! one per rank. The pieces that tie them together, each read without privileges beyond what reading the
+//! process's own files needs:
+//! - the rendezvous in its environment (`/proc/PID/environ`, readable for one's own processes or as root):
+//!   `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`/`MASTER_PORT`, `TORCHELASTIC_RUN_ID`, Slurm's and Open MPI's
+//!   rank variables, `SLURM_JOB_ID`, and in Kubernetes the pod's name (`HOSTNAME`) and namespace (`POD_NAMESPACE`);
+//! - the container or scheduler in its cgroup path (`/proc/PID/cgroup`): a Docker container id, a Kubernetes pod uid
+//!   and container id, a Slurm job id;
+//! - the launcher among its ancestors' command lines.
+//!
+//! Everything here is a pure function over text; the sampler reads the files. An environment that cannot be read is
+//! a note for the person, never an error: the process is then grouped by what else is known.
+
+use std::fmt;
+
+/// What a process's environment says about the job it belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobEnv {
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub world_size: Option<u32>,
+    /// `MASTER_ADDR:MASTER_PORT`, the rendezvous every rank of a torch.distributed job shares.
+    pub master: Option<String>,
+    /// torchrun's run id (`TORCHELASTIC_RUN_ID`), shared by every rank it started.
+    pub run_id: Option<String>,
+    pub slurm_job_id: Option<String>,
+    /// Kubernetes pod name (`HOSTNAME` where `KUBERNETES_SERVICE_HOST` is set) and namespace (`POD_NAMESPACE`, set
+    /// through the downward API where a deployment asks for it).
+    pub pod: Option<String>,
+    pub namespace: Option<String>,
+}
+
+impl JobEnv {
+    /// Reads the job's variables from `(name, value)` pairs (as `host::maps::parse_environ` gives them).
+    #[must_use]
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut env = Self::default();
+        let (mut addr, mut port, mut kubernetes, mut hostname) = (None, None, false, None);
+        // Several launchers name the same thing; the first of each list that is set wins.
+        let mut ranks: [Option<u32>; 4] = [None; 4];
+        let mut local_ranks: [Option<u32>; 4] = [None; 4];
+        let mut sizes: [Option<u32>; 4] = [None; 4];
+        for (name, value) in pairs {
+            let number = || value.trim().parse::<u32>().ok();
+            let text = || Some(value.trim().to_owned()).filter(|v| !v.is_empty());
+            match name {
+                "RANK" => ranks[0] = number(),
+                "PMI_RANK" => ranks[1] = number(),
+                "OMPI_COMM_WORLD_RANK" => ranks[2] = number(),
+                "SLURM_PROCID" => ranks[3] = number(),
+                "LOCAL_RANK" => local_ranks[0] = number(),
+                "MPI_LOCALRANKID" => local_ranks[1] = number(),
+                "OMPI_COMM_WORLD_LOCAL_RANK" => local_ranks[2] = number(),
+                "SLURM_LOCALID" => local_ranks[3] = number(),
+                "WORLD_SIZE" => sizes[0] = number(),
+                "PMI_SIZE" => sizes[1] = number(),
+                "OMPI_COMM_WORLD_SIZE" => sizes[2] = number(),
+                "SLURM_NTASKS" => sizes[3] = number(),
+                "MASTER_ADDR" => addr = text(),
+                "MASTER_PORT" => port = text(),
+                "TORCHELASTIC_RUN_ID" => env.run_id = text(),
+                "SLURM_JOB_ID" => env.slurm_job_id = text(),
+                "SLURM_JOBID" if env.slurm_job_id.is_none() => env.slurm_job_id = text(),
+                "KUBERNETES_SERVICE_HOST" => kubernetes = true,
+                "HOSTNAME" => hostname = text(),
+                "POD_NAME" => env.pod = text(),
+                "POD_NAMESPACE" => env.namespace = text(),
+                _ => {}
+            }
+        }
+        env.rank = ranks.into_iter().flatten().next();
+        env.local_rank = local_ranks.into_iter().flatten().next();
+        env.world_size = sizes.into_iter().flatten().next();
+        env.master = addr.map(|a| port.map_or_else(|| a.clone(), |p| format!("{a}:{p}")));
+        if kubernetes && env.pod.is_none() {
+            env.pod = hostname;
+        }
+        env
+    }
+
+    /// Whether the environment says anything about a job.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+/// The container or scheduler a cgroup path names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Container {
+    /// A Docker container (or one started by containerd/CRI-O outside Kubernetes): its full id.
+    Docker { id: String },
+    /// A Kubernetes pod (its uid) and, where the path names it, the container's id.
+    Kubernetes { pod_uid: String, container_id: Option<String> },
+    /// A Slurm job.
+    Slurm { job_id: String },
+}
+
+impl fmt::Display for Container {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Docker { id } => write!(f, "container {}", short_id(id)),
+            Self::Kubernetes { pod_uid, container_id: Some(c) } => {
+                write!(f, "pod {} container {}", short_id(pod_uid), short_id(c))
+            }
+            Self::Kubernetes { pod_uid, container_id: None } => write!(f, "pod {}", short_id(pod_uid)),
+            Self::Slurm { job_id } => write!(f, "Slurm job {job_id}"),
+        }
+    }
+}
+
+/// The first 12 characters of a container id, as `docker ps` shows it.
+fn short_id(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// The container or scheduler named by `/proc/PID/cgroup` (v1 or v2 lines, `ID:CONTROLLERS:PATH`), if any.
+#[must_use]
+pub fn container_of(cgroup_file: &str) -> Option<Container> {
+    // v2's unified line ("0::") first, then any v1 line: the same path shows under each controller.
+    let mut paths: Vec<&str> = cgroup_file.lines().filter_map(|l| l.splitn(3, ':').nth(2)).collect();
+    paths.sort_by_key(|p| !cgroup_file.contains(&format!("0::{p}")));
+    paths.into_iter().find_map(container_in_path)
+}
+
+/// The container or scheduler named by one cgroup path.
+fn container_in_path(path: &str) -> Option<Container> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    if let Some(job_id) = parts.iter().find_map(|p| p.strip_prefix("job_")).filter(|id| is_digits(id))
+        && parts.iter().any(|p| p.starts_with("slurm"))
+    {
+        return Some(Container::Slurm { job_id: job_id.to_owned() });
+    }
+    let container_id = parts.iter().rev().find_map(|p| container_id_in(p));
+    if let Some(pod_uid) = parts.iter().find_map(|p| pod_uid_in(p)) {
+        return Some(Container::Kubernetes { pod_uid, container_id });
+    }
+    let docker = parts.iter().any(|p| *p == "docker" || p.starts_with("docker-") || p.starts_with("libpod-"));
+    container_id.filter(|_| docker || parts.len() == 1).map(|id| Container::Docker { id })
+}
+
+/// A container id in one path component: `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`,
+/// `libpod-<id>.scope` or a bare 64-hex id.
+fn container_id_in(part: &str) -> Option<String> {
+    let part = part.strip_suffix(".scope").unwrap_or(part);
+    let id = ["docker-", "cri-containerd-", "crio-", "libpod-", "containerd-"]
+        .iter()
+        .find_map(|prefix| part.strip_prefix(prefix))
+        .unwrap_or(part);
+    (id.len() == 64 && id.bytes().all(|b| b.is_ascii_hexdigit())).then(|| id.to_owned())
+}
+
+/// A pod uid in one path component: `pod<uid>` (v1, dashes) or `kubepods-<qos>-pod<uid>.slice` (systemd,
+/// underscores for dashes).
+fn pod_uid_in(part: &str) -> Option<String> {
+    let part = part.strip_suffix(".slice").unwrap_or(part);
+    let start = part.rfind("pod")?;
+    if start > 0 && !part.starts_with("kubepods") {
+        return None;
+    }
+    let uid = part.get(start + 3..)?.replace('_', "-");
+    let looks_like_uid = uid.len() == 36 && uid.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
+    looks_like_uid.then_some(uid)
+}
+
+fn is_digits(text: &str) -> bool {
+    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A program that starts the ranks of a distributed job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    Torchrun,
+    DeepSpeed,
+    Accelerate,
+    Srun,
+    Mpirun,
+}
+
+impl Launcher {
+    /// The name a person knows it by.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Torchrun => "torchrun",
+            Self::DeepSpeed => "deepspeed",
+            Self::Accelerate => "accelerate",
+            Self::Srun => "srun",
+            Self::Mpirun => "mpirun",
+        }
+    }
+}
+
+/// The launcher a command line runs, if it is one: `torchrun`, `python -m torch.distributed.run` (or `.launch`),
+/// `deepspeed`, `accelerate launch`, `srun`, `mpirun`/`mpiexec`.
+#[must_use]
+pub fn launcher_of(cmdline: &[String]) -> Option<Launcher> {
+    let base = |arg: &String| arg.rsplit('/').next().unwrap_or(arg).to_owned();
+    let program = cmdline.first().map(base)?;
+    let by_name = |name: &str| match name {
+        "torchrun" => Some(Launcher::Torchrun),
+        "deepspeed" => Some(Launcher::DeepSpeed),
+        "srun" => Some(Launcher::Srun),
+        "mpirun" | "mpiexec" | "orterun" | "prterun" => Some(Launcher::Mpirun),
+        _ => None,
+    };
+    if let Some(launcher) = by_name(&program) {
+        return Some(launcher);
+    }
+    // A Python entry point: `python -m torch.distributed.run`, `python /usr/bin/torchrun`, `accelerate launch`.
+    let args: Vec<String> = cmdline.iter().skip(1).map(base).collect();
+    let is_python = program.starts_with("python");
+    if program == "accelerate" || (is_python && args.first().is_some_and(|a| a == "accelerate")) {
+        return args.iter().any(|a| a == "launch").then_some(Launcher::Accelerate);
+    }
+    if is_python {
+        let module = cmdline.iter().position(|a| a == "-m").and_then(|i| cmdline.get(i + 1));
+        match module.map(String::as_str) {
+            Some("torch.distributed.run" | "torch.distributed.launch") => return Some(Launcher::Torchrun),
+            Some("deepspeed.launcher.runner" | "deepspeed") => return Some(Launcher::DeepSpeed),
+            _ => {}
+        }
+        return args.first().and_then(|script| by_name(script));
+    }
+    None
+}
+
+/// What ties a process to the other ranks of its job, strongest first. Two GPU processes with equal keys are one job.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum JobKey {
+    /// The torch.distributed rendezvous (`MASTER_ADDR:MASTER_PORT`, with torchrun's run id where set).
+    Rendezvous { master: String, run_id: Option<String> },
+    /// A Slurm job.
+    Slurm(String),
+    /// The launcher process (its PID) that started the ranks.
+    Launcher(u32),
+    /// A Kubernetes pod or a container: the processes of one are one job.
+    Container(String),
+    /// Nothing ties it to another process: a job of its own.
+    Alone(u32),
+}
+
+/// The job key of a process from what is known of it: its environment, the PID of a launcher among its ancestors,
+/// its container.
+#[must_use]
+pub fn job_key(pid: u32, env: &JobEnv, launcher_pid: Option<u32>, container: Option<&Container>) -> JobKey {
+    if let Some(master) = &env.master
+        && (env.world_size.is_some_and(|n| n > 1) || env.rank.is_some())
+    {
+        return JobKey::Rendezvous { master: master.clone(), run_id: env.run_id.clone() };
+    }
+    if let Some(id) = env.slurm_job_id.clone().or_else(|| match container {
+        Some(Container::Slurm { job_id }) => Some(job_id.clone()),
+        _ => None,
+    }) {
+        return JobKey::Slurm(id);
+    }
+    if let Some(launcher) = launcher_pid {
+        return JobKey::Launcher(launcher);
+    }
+    match container {
+        Some(Container::Kubernetes { pod_uid, .. }) => JobKey::Container(pod_uid.clone()),
+        Some(Container::Docker { id }) => JobKey::Container(id.clone()),
+        Some(Container::Slurm { .. }) | None => JobKey::Alone(pid),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> JobEnv {
+        JobEnv::from_pairs(pairs.iter().copied())
+    }
+
+    fn cmd(args: &[&str]) -> Vec<String> {
+        args.iter().map(|&a| a.to_owned()).collect()
+    }
+
+    #[test]
+    fn torchrun_ranks_read_their_rendezvous() {
+        let e = env(&[
+            ("RANK", "1"),
+            ("LOCAL_RANK", "1"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "29500"),
+            ("TORCHELASTIC_RUN_ID", "none"),
+            ("PATH", "/usr/bin"),
+        ]);
+        assert_eq!((e.rank, e.local_rank, e.world_size), (Some(1), Some(1), Some(2)));
+        assert_eq!(e.master.as_deref(), Some("127.0.0.1:29500"));
+        let key = job_key(900, &e, Some(800), None);
+        assert_eq!(key, JobKey::Rendezvous { master: "127.0.0.1:29500".into(), run_id: Some("none".into()) });
+        // Rank 0 of the same job has the same key.
+        let rank0 = env(&[
+            ("RANK", "0"),
+            ("WORLD_SIZE", "2"),
+            ("MASTER_ADDR", "127.0.0.1"),
+            ("MASTER_PORT", "29500"),
+            ("TORCHELASTIC_RUN_ID", "none"),
+        ]);
+        assert_eq!(job_key(899, &rank0, Some(800), None), key);
+    }
+
+    #[test]
+    fn mpi_and_slurm_ranks_fall_back_in_order() {
+        let e =
+            env(&[("OMPI_COMM_WORLD_RANK", "3"), ("OMPI_COMM_WORLD_LOCAL_RANK", "1"), ("OMPI_COMM_WORLD_SIZE", "8")]);
+        assert_eq!((e.rank, e.local_rank, e.world_size), (Some(3), Some(1), Some(8)));
+        let s = env(&[("SLURM_PROCID", "5"), ("SLURM_LOCALID", "1"), ("SLURM_NTASKS", "16"), ("SLURM_JOB_ID", "4242")]);
+        assert_eq!((s.rank, s.local_rank, s.world_size), (Some(5), Some(1), Some(16)));
+        assert_eq!(job_key(1, &s, None, None), JobKey::Slurm("4242".into()));
+        // torch's own RANK wins over the scheduler's when both are set.
+        let both = env(&[("SLURM_PROCID", "5"), ("RANK", "2")]);
+        assert_eq!(both.rank, Some(2));
+    }
+
+    #[test]
+    fn an_empty_or_unrelated_environment_is_a_job_of_its_own() {
+        let e = env(&[("PATH", "/usr/bin"), ("RANK", "not a number"), ("MASTER_ADDR", "")]);
+        assert!(e.is_empty());
+        assert_eq!(job_key(77, &e, None, None), JobKey::Alone(77));
+        // A MASTER_ADDR with neither a rank nor a world size (a leftover export) does not make a job.
+        let leftover = env(&[("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "1234")]);
+        assert_eq!(job_key(78, &leftover, None, None), JobKey::Alone(78));
+    }
+
+    #[test]
+    fn kubernetes_pods_are_named_from_the_environment() {
+        let e = env(&[("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("HOSTNAME", "trainer-0"), ("POD_NAMESPACE", "ml")]);
+        assert_eq!(e.pod.as_deref(), Some("trainer-0"));
+        assert_eq!(e.namespace.as_deref(), Some("ml"));
+        // HOSTNAME outside Kubernetes is only a host name.
+        assert_eq!(env(&[("HOSTNAME", "box")]).pod, None);
+    }
+
+    const ID: &str = "3f0c9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7";
+
+    #[test]
+    fn containers_from_cgroup_paths() {
+        assert_eq!(
+            container_of(&format!("0::/system.slice/docker-{ID}.scope\n")),
+            Some(Container::Docker { id: ID.into() })
+        );
+        assert_eq!(
+            container_of(&format!("12:memory:/docker/{ID}\n11:cpu:/docker/{ID}\n")),
+            Some(Container::Docker { id: ID.into() })
+        );
+        let pod = "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice/cri-containerd-".to_owned() + ID + ".scope\n";
+        assert_eq!(
+            container_of(&pod),
+            Some(Container::Kubernetes {
+                pod_uid: "1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901".into(),
+                container_id: Some(ID.into())
+            })
+        );
+        let v1 = format!("4:cpu:/kubepods/besteffort/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901/{ID}\n");
+        assert!(matches!(container_of(&v1), Some(Container::Kubernetes { container_id: Some(_), .. })));
+        assert_eq!(
+            container_of("0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n"),
+            Some(Container::Slurm { job_id: "4242".into() })
+        );
+        assert_eq!(
+            container_of("7:cpuset:/slurm/uid_1000/job_77/step_batch/task_0\n"),
+            Some(Container::Slurm { job_id: "77".into() })
+        );
+    }
+
+    #[test]
+    fn ordinary_cgroups_name_no_container() {
+        for text in [
+            "0::/user.slice/user-1000.slice/session-3.scope\n",
+            "0::/process_api/abcca2579c36bd8c86c1252fbbe7f884\n",
+            "0::/\n",
+            "0::/system.slice/ssh.service\n",
+            "garbage without colons\n",
+            "",
+        ] {
+            assert_eq!(container_of(text), None, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn container_ids_show_short() {
+        assert_eq!(Container::Docker { id: ID.into() }.to_string(), "container 3f0c9a1b2c4d");
+        assert_eq!(Container::Slurm { job_id: "4242".into() }.to_string(), "Slurm job 4242");
+    }
+
+    #[test]
+    fn launchers_from_command_lines() {
+        let cases: [(&[&str], Option<Launcher>); 11] = [
+            (&["/usr/local/bin/torchrun", "--nproc-per-node=2", "train.py"], Some(Launcher::Torchrun)),
+            (
+                &["/usr/bin/python3", "/usr/local/bin/torchrun", "--nproc-per-node=2", "train.py"],
+                Some(Launcher::Torchrun),
+            ),
+            (&["python", "-m", "torch.distributed.run", "--nproc_per_node", "8", "t.py"], Some(Launcher::Torchrun)),
+            (&["python3", "-m", "torch.distributed.launch", "t.py"], Some(Launcher::Torchrun)),
+            (&["/opt/venv/bin/deepspeed", "--num_gpus", "8", "t.py"], Some(Launcher::DeepSpeed)),
+            (&["/opt/venv/bin/python", "/opt/venv/bin/accelerate", "launch", "t.py"], Some(Launcher::Accelerate)),
+            (&["accelerate", "config"], None),
+            (&["srun", "-n", "8", "python", "t.py"], Some(Launcher::Srun)),
+            (&["mpiexec", "-n", "4", "python", "t.py"], Some(Launcher::Mpirun)),
+            (&["python", "train.py"], None),
+            (&["bash", "-c", "torchrun t.py"], None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(launcher_of(&cmd(line)), want, "{line:?}");
+        }
+        assert_eq!(launcher_of(&[]), None);
+    }
+
+    #[test]
+    fn keys_prefer_the_strongest_tie() {
+        let none = JobEnv::default();
+        let pod = Container::Kubernetes { pod_uid: "u".into(), container_id: None };
+        assert_eq!(job_key(5, &none, Some(4), Some(&pod)), JobKey::Launcher(4));
+        assert_eq!(job_key(5, &none, None, Some(&pod)), JobKey::Container("u".into()));
+        let slurm = Container::Slurm { job_id: "9".into() };
+        assert_eq!(job_key(5, &none, Some(4), Some(&slurm)), JobKey::Slurm("9".into()));
+    }
+}
