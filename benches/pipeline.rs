@@ -111,7 +111,11 @@ fn serialize(c: &mut Criterion) {
             b.iter(|| black_box(gpusight::output::json::render(&pipeline).len()));
         });
         group.bench_function(BenchmarkId::new("once_table", spec), |b| {
-            b.iter(|| black_box(gpusight::output::table::render(&pipeline, &Default::default()).len()));
+            b.iter(|| {
+                black_box(
+                    gpusight::output::table::render(&pipeline, &gpusight::output::table::TableOptions::default()).len(),
+                )
+            });
         });
         let xids = gpusight::export::metrics::XidMemory::default();
         let (machine, tick) = (pipeline.history.machine(), pipeline.history.latest());

@@ -57,7 +57,6 @@ fn counted(f: impl FnOnce()) -> (u64, u64) {
 }
 
 fn line(stage: &str, ticks: u64, (allocs, bytes): (u64, u64)) {
-    #[allow(clippy::cast_precision_loss)]
     let (a, b) = (allocs as f64 / ticks as f64, bytes as f64 / ticks as f64 / 1024.0);
     println!("{stage:<44} {a:>12.1} {b:>12.1}");
 }

@@ -33,7 +33,6 @@ fn status_kb(field: &str) -> Option<u64> {
 }
 
 fn mib(bytes: Option<u64>) -> String {
-    #[allow(clippy::cast_precision_loss)]
     bytes.map_or_else(|| "N/A".to_owned(), |b| format!("{:.1}", b as f64 / 1024.0 / 1024.0))
 }
 
@@ -62,7 +61,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let history = &pipeline.history;
         #[allow(clippy::cast_possible_truncation)]
         let (all, procs) = (history.heap_bytes() as u64, history.process_heap_bytes() as u64);
-        #[allow(clippy::cast_precision_loss)]
         let virtual_s = (n * interval_ms) as f64 / 1000.0;
         println!(
             "{n:>8} {virtual_s:>9.0} {:>8} {:>9} {:>11} {:>13} {:>10} {:>7.1}",

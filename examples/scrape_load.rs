@@ -23,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn serve(addr: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>> {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(scenario)?);
     let first = source.next_snapshot()?.ok_or("no first tick")?;
-    let mut pipeline = Pipeline::new(&first, 600, Default::default());
+    let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     let handle = ExportHandle::new();
     handle.publish(&pipeline)?;
     let server = ExportServer::bind(addr.parse()?, handle.clone())?.spawn()?;
@@ -45,7 +45,6 @@ fn cpu_ticks(pid: u32) -> Result<u64, Box<dyn std::error::Error>> {
     Ok(fields.get(11).ok_or("short stat")?.parse::<u64>()? + fields.get(12).ok_or("short stat")?.parse::<u64>()?)
 }
 
-#[allow(clippy::cast_precision_loss)]
 fn load(url: &str, pid: u32, seconds: u64, clients: usize) -> Result<(), Box<dyn std::error::Error>> {
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let cpu_before = cpu_ticks(pid)?;
@@ -81,6 +80,7 @@ fn load(url: &str, pid: u32, seconds: u64, clients: usize) -> Result<(), Box<dyn
     let wall = started.elapsed().as_secs_f64();
     let cpu_s = (cpu_ticks(pid)? - cpu_before) as f64 / 100.0;
     latencies.sort();
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "an index from a share in 0..=1")]
     let pct = |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)));
     println!(
         "clients {clients}, {wall:.1} s, scrapes {} ({:.0}/s), errors {errors}, body {bytes} B",

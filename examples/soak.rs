@@ -34,7 +34,6 @@ fn rss_bytes() -> Option<u64> {
 }
 
 fn mib(bytes: Option<u64>) -> String {
-    #[allow(clippy::cast_precision_loss)]
     bytes.map_or_else(|| "N/A".to_owned(), |b| format!("{:.1} MiB", b as f64 / 1024.0 / 1024.0))
 }
 
@@ -92,7 +91,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     report(ticks, &app, Duration::ZERO);
-    #[allow(clippy::cast_precision_loss)]
     let mean_ms = work.as_secs_f64() * 1000.0 / ticks.max(1) as f64;
     println!(
         "done in {:.1} s; work per tick (ingest + advice + frame): mean {mean_ms:.2} ms, worst {:.1} ms",

@@ -1,23 +1,10 @@
-//! The command line: flags, subcommands, picking the source, and exit codes. `main.rs` only calls [`main`].
+//! The command line: flags and subcommands, and nothing else. It only parses: what a command line does is
+//! [`crate::run`]'s, which imports this module (never the other way round).
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-
-use crate::config::Config;
-use crate::source::SourceError;
-
-/// Exit code when no NVIDIA driver could be used, or the command line was wrong (as clap does for bad flags).
-pub const EXIT_NO_DRIVER: i32 = 2;
-/// Exit code for any other failure (bad file, unreadable recording, port in use).
-pub const EXIT_FAILURE: i32 = 1;
-/// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
-/// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
-pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::doctor::EXIT_UNKNOWN;
-/// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
-pub const EXIT_NO_TERMINAL: i32 = 3;
 
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
@@ -186,7 +173,8 @@ pub enum ColorWhen {
 }
 
 /// Whether the raw arguments ask for `doctor` (for the exit code of a command line that does not parse).
-fn asks_for_doctor(args: &[String]) -> bool {
+#[must_use]
+pub fn asks_for_doctor(args: &[String]) -> bool {
     args.iter().skip(1).any(|a| a == "doctor")
 }
 
@@ -248,83 +236,19 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     addrs.first().copied().ok_or_else(|| format!("'{host}' in '{text}' has no address"))
 }
 
-/// Runs gpusight with the process's arguments and returns the exit code.
-#[must_use]
-pub fn main() -> i32 {
-    use clap::{CommandFactory as _, FromArgMatches as _};
-    // First of all, so that a driver library that crashes the process leaves the terminal usable and says why.
-    crate::crash::install();
-    let args: Vec<String> = std::env::args().collect();
-    let parsed = Cli::command().try_get_matches_from(&args).and_then(|matches| {
-        let mut cli = Cli::from_arg_matches(&matches)?;
-        cli.duration_given = matches.subcommand().is_some_and(|(_, sub)| {
-            sub.try_get_raw("duration").is_ok()
-                && sub.value_source("duration") == Some(clap::parser::ValueSource::CommandLine)
-        });
-        Ok(cli)
-    });
-    let cli = match parsed {
-        Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            return match (e.use_stderr(), asks_for_doctor(&args)) {
-                (false, _) => 0,
-                (true, true) => EXIT_DOCTOR_UNKNOWN,
-                (true, false) => EXIT_NO_DRIVER,
-            };
-        }
-    };
-    match crate::run::run(&cli) {
-        Ok(code) => code,
-        Err(e) => {
-            // Messages can quote what came from outside (a path, a server's answer): no control character passes.
-            let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
-            match e {
-                // doctor could not check: the monitoring convention's "unknown", never "critical".
-                _ if matches!(cli.command, Some(Command::Doctor { .. })) => EXIT_DOCTOR_UNKNOWN,
-                RunError::Source(SourceError::NoDriver(_) | SourceError::Usage(_)) | RunError::Usage(_) => {
-                    EXIT_NO_DRIVER
-                }
-                _ => EXIT_FAILURE,
-            }
-        }
-    }
-}
-
-/// Why a command failed; each message is one line for a person.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error(transparent)]
-    Source(#[from] SourceError),
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    #[error(transparent)]
-    Record(#[from] crate::source::replay::RecordError),
-    #[error("{0}")]
-    Usage(String),
-    #[error("{0}")]
-    Other(String),
-}
-
-/// The configuration with the command line's overrides applied and checked.
+/// Parses the process's arguments (the program name first), noting whether `--duration` was given.
 ///
 /// # Errors
-/// A bad config file or an out-of-range interval.
-pub fn effective_config(data: &DataArgs) -> Result<Config, RunError> {
-    if data.config.is_none()
-        && let Some(warning) = Config::default_path_warning()
-    {
-        crate::run::warn(&warning);
-    }
-    let mut config = Config::load_or_default(data.config.as_deref())?;
-    if let Some(interval) = data.interval {
-        config.general.interval_s = interval;
-    }
-    let interval = config.general.interval_s;
-    if !(0.1..=60.0).contains(&interval) {
-        return Err(RunError::Usage(format!("interval {interval} s is out of range: use 0.1 to 60 seconds")));
-    }
-    Ok(config)
+/// clap's error for a command line that does not parse, or for `--help` and `--version` (which print and exit 0).
+pub fn parse(args: &[String]) -> Result<Cli, clap::Error> {
+    use clap::{CommandFactory as _, FromArgMatches as _};
+    let matches = Cli::command().try_get_matches_from(args)?;
+    let mut cli = Cli::from_arg_matches(&matches)?;
+    cli.duration_given = matches.subcommand().is_some_and(|(_, sub)| {
+        sub.try_get_raw("duration").is_ok()
+            && sub.value_source("duration") == Some(clap::parser::ValueSource::CommandLine)
+    });
+    Ok(cli)
 }
 
 #[cfg(test)]
@@ -334,7 +258,7 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
-        assert_eq!(parse_duration("10m"), Ok(Duration::from_secs(600)));
+        assert_eq!(parse_duration("10m"), Ok(Duration::from_mins(10)));
         assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
         assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
         assert!(parse_duration("soon").is_err());
@@ -348,7 +272,7 @@ mod tests {
         assert!(cli.data.demo && cli.view.once && cli.view.json);
         let cli =
             Cli::try_parse_from(["gpusight", "doctor", "--duration", "60s", "--replay", "x.jsonl"]).expect("parse");
-        assert!(matches!(cli.command, Some(Command::Doctor { duration, .. }) if duration == Duration::from_secs(60)));
+        assert!(matches!(cli.command, Some(Command::Doctor { duration, .. }) if duration == Duration::from_mins(1)));
         let cli = Cli::try_parse_from(["gpusight", "doctor", "--color", "never", "--count-cleared"]).expect("parse");
         assert!(matches!(cli.command, Some(Command::Doctor { color: ColorWhen::Never, count_cleared: true, .. })));
         assert!(Cli::try_parse_from(["gpusight", "doctor", "--color", "sometimes"]).is_err());

@@ -193,7 +193,11 @@ impl General {
     /// The NVML tier periods these settings ask for.
     #[must_use]
     pub fn tier_periods(&self) -> crate::source::nvml::TierPeriods {
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "milliseconds from a range-checked number of seconds"
+        )]
         let ms = |s: f64| (s.max(0.0) * 1000.0).round() as u64;
         crate::source::nvml::TierPeriods {
             medium_ms: ms(self.process_period_s).max(100),

@@ -96,7 +96,6 @@ pub fn current() -> Option<(Family, Option<u32>)> {
 }
 
 fn decode(value: u64) -> Option<(Family, Option<u32>)> {
-    #[allow(clippy::cast_possible_truncation)]
     let family = Family::from_u8((value & 0xff) as u8)?;
     let gpu = (value >> 8).checked_sub(1).and_then(|g| u32::try_from(g).ok());
     Some((family, gpu))
@@ -191,7 +190,6 @@ fn decimal(mut value: u32, buf: &mut [u8; 10]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
-        #[allow(clippy::cast_possible_truncation)]
         let digit = (value % 10) as u8;
         buf[at] = b'0' + digit;
         value /= 10;

@@ -2,6 +2,7 @@
 //! watched, what could not be seen, and an exit code for CI jobs, cron and health checks.
 
 use serde_json::{Value, json};
+use std::fmt::Write as _;
 
 use crate::advice::window::duration_label;
 use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
@@ -155,36 +156,39 @@ impl DoctorReport {
     pub fn to_text(&self, color: bool) -> String {
         let mut out = String::new();
         let n = self.gpus.len();
-        out.push_str(&format!(
-            "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)\n",
+        let _ = writeln!(
+            out,
+            "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)",
             visible(&self.hostname),
             visible(&self.source_label),
             visible(self.driver_version.as_deref().unwrap_or("unknown")),
             if n == 1 { "" } else { "s" },
             duration_label(self.duration_s()),
             self.samples,
-        ));
+        );
         if let Some(asked) = self.cut_short_of_s {
-            out.push_str(&format!(
-                "CUT SHORT by Ctrl-C after {} of the {} asked for: what follows is what was seen so far.\n",
+            let _ = writeln!(
+                out,
+                "CUT SHORT by Ctrl-C after {} of the {} asked for: what follows is what was seen so far.",
                 duration_label(self.duration_s()),
                 duration_label(asked)
-            ));
+            );
         }
         out.push('\n');
         let mut step = None;
         for f in &self.findings {
             if step != Some(f.rule.step()) {
                 step = Some(f.rule.step());
-                out.push_str(&format!("{}\n", f.rule.step().title()));
+                let _ = writeln!(out, "{}", f.rule.step().title());
             }
             push_finding(&mut out, f, color, None);
         }
         if !self.cleared.is_empty() {
-            out.push_str(&format!(
-                "Earlier in the window, cleared by its end ({}):\n",
+            let _ = writeln!(
+                out,
+                "Earlier in the window, cleared by its end ({}):",
                 if self.count_cleared { "counted in the exit code" } else { "not counted in the exit code" }
-            ));
+            );
             for c in &self.cleared {
                 let span =
                     format!("from {} to {} of the watch", self.offset(c.finding.since_ms), self.offset(c.until_ms));
@@ -194,7 +198,7 @@ impl DoctorReport {
         if !self.not_judged.is_empty() {
             out.push_str("Not judged:\n");
             for line in &self.not_judged {
-                out.push_str(&format!("  - {}\n", visible(line)));
+                let _ = writeln!(out, "  - {}", visible(line));
             }
             out.push('\n');
         }
@@ -203,17 +207,17 @@ impl DoctorReport {
         let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged (see \"Not judged\" above)" };
         if crit + warn == 0 {
             if info == 0 {
-                out.push_str(&format!("No problems found{scope}.\n"));
+                let _ = writeln!(out, "No problems found{scope}.");
             } else {
-                out.push_str(&format!("No problems found{scope} ({info} informational finding{}).\n", plural(info)));
+                let _ = writeln!(out, "No problems found{scope} ({info} informational finding{}).", plural(info));
             }
         } else {
-            out.push_str(&format!("{crit} critical, {warn} warning{}, {info} info.\n", plural(warn)));
+            let _ = writeln!(out, "{crit} critical, {warn} warning{}, {info} info.", plural(warn));
         }
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n");
             for note in &self.notes {
-                out.push_str(&format!("  - {}\n", visible(note)));
+                let _ = writeln!(out, "  - {}", visible(note));
             }
         }
         out
@@ -291,18 +295,17 @@ fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) 
         about.push(format!("PID {p}"));
     }
     let about = if about.is_empty() { "host".to_owned() } else { about.join(" ") };
-    out.push_str(&format!("{label} [{}] {about}: {}\n", f.rule.name(), visible(&f.title)));
+    let _ = writeln!(out, "{label} [{}] {about}: {}", f.rule.name(), visible(&f.title));
     if let Some(span) = span {
-        out.push_str(&format!("         held:     {span}\n"));
+        let _ = writeln!(out, "         held:     {span}");
     }
-    out.push_str(&format!("         evidence: {}\n", visible(&f.evidence)));
-    out.push_str(&format!("         remedy:   {}\n\n", visible(&f.remedy)));
+    let _ = writeln!(out, "         evidence: {}", visible(&f.evidence));
+    let _ = write!(out, "         remedy:   {}\n\n", visible(&f.remedy));
 }
 
 /// The rules whose window is longer than the watch.
 fn short_windows(pipeline: &Pipeline, watched_s: u64) -> Vec<String> {
     let t = &pipeline.thresholds;
-    #[allow(clippy::cast_precision_loss)]
     let short = |window_s: u64| (watched_s as f64) < window_s as f64 * t.min_window_coverage;
     let mut out = Vec::new();
     for (rules, window_s) in t.windows() {

@@ -118,7 +118,7 @@ pub fn window_of(times: &Ring<UnixMs>, span_ms: u64) -> Option<Window> {
     // Times are non-decreasing, so a binary search finds the first sample inside the window.
     let (mut lo, mut hi) = (0, times.len());
     while lo < hi {
-        let mid = (lo + hi) / 2;
+        let mid = usize::midpoint(lo, hi);
         if times.get(mid).is_some_and(|t| *t < from_ms) {
             lo = mid + 1;
         } else {
@@ -767,8 +767,7 @@ impl Stats {
         }
         present.sort_by(f64::total_cmp);
         let n = present.len();
-        let median = if n % 2 == 1 { present[n / 2] } else { (present[n / 2 - 1] + present[n / 2]) / 2.0 };
-        #[allow(clippy::cast_precision_loss)]
+        let median = if n % 2 == 1 { present[n / 2] } else { f64::midpoint(present[n / 2 - 1], present[n / 2]) };
         let mean = present.iter().sum::<f64>() / n as f64;
         Some(Self { n_present: n, n_total, min: present[0], max: present[n - 1], mean, median })
     }
@@ -776,13 +775,7 @@ impl Stats {
     /// The share of samples (gaps count against) that were present.
     #[must_use]
     pub fn coverage(&self) -> f64 {
-        if self.n_total == 0 {
-            0.0
-        } else {
-            #[allow(clippy::cast_precision_loss)]
-            let share = self.n_present as f64 / self.n_total as f64;
-            share
-        }
+        if self.n_total == 0 { 0.0 } else { self.n_present as f64 / self.n_total as f64 }
     }
 }
 

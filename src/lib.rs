@@ -20,11 +20,14 @@
 //! - [`advice`]: the rules, pure functions of the history.
 //! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
-//!   Prometheus metrics and the fleet view.
-//! - [`text`]: text from outside (command lines, names, labels) made safe to print on a terminal.
-//! - [`config`], [`cli`] and [`run`]: the config file, the command line and the dispatch ([`flag_checks`]: flags
-//!   that would do nothing where they were given); `main.rs` only calls [`cli::main`]. [`crash`]: what a fatal
-//!   signal inside a driver library leaves behind. [`completions`]: shell completions and the man page.
+//!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
+//!   Prometheus server (reader, model, event loop; its widget is in [`ui`]).
+//! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,
+//!   names, labels) made safe to print on a terminal.
+//! - [`cli`] only parses the command line; [`run`] dispatches it, one module per mode, every real-time mode
+//!   sampling through [`run::feed::spawn_feed`]; `main.rs` only calls [`run::main`]. [`config`]: the config file;
+//!   [`flag_checks`]: flags that would do nothing where they were given. [`crash`]: what a fatal signal inside a
+//!   driver library leaves behind. [`completions`]: shell completions and the man page.
 //!
 //! # Architecture invariants
 //!
@@ -37,6 +40,8 @@
 //!   except the header that says which it is.
 //! - One module owns terminal setup and restore; a panic restores the terminal before printing, and so does a
 //!   fatal signal ([`crash`]).
+//! - No import circle: [`cli`] imports nothing from [`run`]; no function over 80 lines outside tests (clippy's
+//!   `too_many_lines` at 80, pedantic on).
 //! - GPM calls are made by one thread for all GPUs (NVML crashes when two overlap); every other NVML family runs
 //!   on per-GPU threads. ARCHITECTURE.md, "NVML and threads", says which thread calls what.
 
@@ -49,6 +54,7 @@ pub mod crash;
 pub mod doctor;
 pub mod export;
 pub mod flag_checks;
+pub mod fleet;
 pub mod history;
 pub mod host;
 pub mod output;
@@ -60,3 +66,4 @@ pub mod source;
 pub mod terminal;
 pub mod text;
 pub mod ui;
+pub mod units;

@@ -1,5 +1,5 @@
 //! The gpusight binary: everything lives in the library; this only hands over to it.
 
 fn main() {
-    std::process::exit(gpusight::cli::main());
+    std::process::exit(gpusight::run::main());
 }

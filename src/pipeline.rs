@@ -45,6 +45,46 @@ impl Pipeline {
         pipeline
     }
 
+    /// A pipeline over a run of ticks of one machine (a recording, or the ticks a one-shot command collected):
+    /// the first one starts it and the others are taken in order. `None` when `ticks` is empty. The monitor's
+    /// player and every one-shot mode build their pipeline this way, so a recording is judged the same everywhere.
+    #[must_use]
+    pub fn from_ticks(
+        machine: &std::sync::Arc<crate::sample::MachineInfo>,
+        ticks: &[crate::sample::Tick],
+        capacity: usize,
+        thresholds: Thresholds,
+    ) -> Option<Self> {
+        let (first, rest) = ticks.split_first()?;
+        let first = Snapshot { machine: std::sync::Arc::clone(machine), tick: first.clone() };
+        let mut pipeline = Self::new(&first, capacity, thresholds);
+        pipeline.ingest_ticks(rest);
+        Some(pipeline)
+    }
+
+    /// A pipeline over snapshots in order (a source read as fast as it answers); `None` when there are none.
+    #[must_use]
+    pub fn from_snapshots(
+        snapshots: impl IntoIterator<Item = Snapshot>,
+        capacity: usize,
+        thresholds: Thresholds,
+    ) -> Option<Self> {
+        let mut snapshots = snapshots.into_iter();
+        let mut pipeline = Self::new(&snapshots.next()?, capacity, thresholds);
+        for snapshot in snapshots {
+            pipeline.ingest_owned(snapshot);
+        }
+        Some(pipeline)
+    }
+
+    /// Takes in ticks of this pipeline's machine, in order (a recording played forward).
+    pub fn ingest_ticks(&mut self, ticks: &[crate::sample::Tick]) {
+        let machine = std::sync::Arc::clone(self.history.machine());
+        for tick in ticks {
+            self.ingest_owned(Snapshot { machine: std::sync::Arc::clone(&machine), tick: tick.clone() });
+        }
+    }
+
     /// Takes in one snapshot and re-evaluates the findings.
     pub fn ingest(&mut self, snapshot: &Snapshot) {
         self.history.push(snapshot);

@@ -43,6 +43,10 @@ pub struct HostSection {
     pub cuda_driver_version: Option<String>,
     pub nvml_version: Option<String>,
     pub open_kernel_module: Option<bool>,
+    /// The CPU model, where the source knew it (live runs).
+    pub cpu_model: Option<String>,
+    /// The CPU's frequency in MHz when sampling started.
+    pub cpu_mhz: Option<u64>,
 }
 
 /// What the statistics cover.
@@ -140,7 +144,6 @@ fn counter_share(reason: u64, baseline: Option<&Tick>, latest: &Tick, index: u32
     let elapsed_ns = latest.at_ms.checked_sub(base.at_ms)?.checked_mul(1_000_000).filter(|e| *e > 0)?;
     let before = pick(&base.gpu(index)?.throttle_ns?)?;
     let after = pick(&latest.gpu(index)?.throttle_ns?)?;
-    #[allow(clippy::cast_precision_loss)]
     let share = after.checked_sub(before)? as f64 / elapsed_ns as f64;
     Some(share.clamp(0.0, 1.0))
 }
@@ -155,10 +158,8 @@ fn gpu_report(info: &GpuInfo, series: Option<&GpuSeries>, history: &History, bas
             description,
             share_of_samples: series.and_then(|s| {
                 let present: Vec<u64> = s.throttle_bits.iter().filter_map(|b| *b).collect();
-                #[allow(clippy::cast_precision_loss)]
-                let share = (!present.is_empty())
-                    .then(|| present.iter().filter(|b| *b & bit != 0).count() as f64 / present.len() as f64);
-                share
+                (!present.is_empty())
+                    .then(|| present.iter().filter(|b| *b & bit != 0).count() as f64 / present.len() as f64)
             }),
             share_of_time: counter_share(*bit, baseline, history.latest(), info.index),
         })
@@ -211,6 +212,8 @@ fn host_section(machine: &MachineInfo) -> HostSection {
         cuda_driver_version: machine.cuda_driver_version.map(|v| format!("{}.{}", v / 1000, v % 1000 / 10)),
         nvml_version: machine.nvml_version.clone(),
         open_kernel_module: machine.open_kernel_module,
+        cpu_model: machine.cpu.as_ref().map(|c| c.model.clone()),
+        cpu_mhz: machine.cpu.as_ref().and_then(|c| c.mhz),
     }
 }
 

@@ -61,6 +61,19 @@ pub struct MachineInfo {
     /// The host's boot time, to turn process start ticks into wall time.
     pub boot_time_ms: Option<UnixMs>,
     pub gpus: Vec<GpuInfo>,
+    /// The host CPU's model and frequency (live only, read once by sysinfo; a recording keeps what it saw, and
+    /// older recordings and synthetic machines have none). Left out of the JSON when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuIdentity>,
+}
+
+/// A CPU as `report` names it: "AMD EPYC 9654 96-Core Processor", 2400 MHz.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct CpuIdentity {
+    pub model: String,
+    /// The first CPU's frequency when gpusight started, in MHz (`None` where the kernel does not say).
+    pub mhz: Option<u64>,
 }
 
 /// What one GPU is: identity, maxima and settings that do not change while we watch.

@@ -70,6 +70,15 @@ pub fn restore() {
     crate::crash::terminal_left();
 }
 
+/// Installs color-eyre as the report for errors and panics, before any terminal setup: [`install_panic_hook`]
+/// then wraps it, so a panic puts the terminal back first and color-eyre's report lands on a usable screen.
+/// Called once by [`crate::run::main`]; a second call does nothing.
+pub fn install_error_report() {
+    // Only the environment section is left out: it tells users to set RUST_BACKTRACE, which the report's
+    // location and message make unnecessary for a person reading it.
+    let _ = color_eyre::config::HookBuilder::default().display_env_section(false).install();
+}
+
 /// Installs (once) a panic hook that restores the terminal and then runs the previous hook, so the panic message
 /// lands on a usable screen.
 pub fn install_panic_hook() {

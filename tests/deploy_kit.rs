@@ -73,7 +73,7 @@ fn exported_names(spec: &str) -> BTreeSet<String> {
         gpusight::source::synthetic::SyntheticSpec::parse(spec).unwrap(),
     );
     let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = gpusight::pipeline::Pipeline::new(&first, 600, Default::default());
+    let mut pipeline = gpusight::pipeline::Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     for _ in 0..60 {
         pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
     }
@@ -180,7 +180,7 @@ fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
         }
         Ok(body["data"]["result"].as_array().map_or(0, Vec::len))
     };
-    poll("every panel's query returns data", Duration::from_secs(120), || {
+    poll("every panel's query returns data", Duration::from_mins(2), || {
         let empty: Vec<String> = queries
             .iter()
             .filter(|(_, expr)| query(expr).map_or(true, |n| n == 0))

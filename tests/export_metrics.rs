@@ -136,11 +136,11 @@ fn dcgm_names_units_and_labels() {
     assert!(text.contains("# TYPE DCGM_FI_DEV_GPU_UTIL gauge"));
     assert!(text.contains("# TYPE gpusight_throttle_seconds_total counter"));
     assert!(text.contains(r#"reason="power_cap"} 2.5"#), "{text}");
-    assert!(text.contains(r#"gpusight_throttle_reason_active{"#));
+    assert!(text.contains(r"gpusight_throttle_reason_active{"));
     assert!(text.contains(
         r#"gpusight_process_gpu_memory_bytes{gpu="0",UUID="GPU-0000",hostname="node-a",pid="4242",user="alice",command="python3"} 1073741824"#
     ));
-    assert!(text.contains(r#"gpusight_process_sm_utilization_ratio{"#));
+    assert!(text.contains(r"gpusight_process_sm_utilization_ratio{"));
 }
 
 #[test]
@@ -208,4 +208,42 @@ fn bus_id_in_nvml_form() {
     assert_eq!(dcgm_bus_id("0000:81:00.0"), "00000000:81:00.0");
     assert_eq!(dcgm_bus_id("0000:af:00.0"), "00000000:AF:00.0");
     assert_eq!(dcgm_bus_id("garbage"), "GARBAGE");
+}
+
+/// The fleet reader and the exporter share one table of names (`export::names`): every name the reader queries
+/// (other than Prometheus's own `up`) is a family the exporter renders, with the client's suffix rules applied,
+/// and every family's `exposed` name is the one in the text.
+#[test]
+fn every_name_the_fleet_reader_queries_is_one_the_exporter_renders() {
+    use gpusight::export::names::Family;
+    let finding = Finding {
+        rule: Rule::PowerCapped,
+        severity: Severity::Info,
+        gpu_index: Some(0),
+        pid: None,
+        title: "power capped".to_owned(),
+        evidence: String::new(),
+        remedy: String::new(),
+        explanation: String::new(),
+        since_ms: 0,
+    };
+    let text = render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[finding], "node-a", &XidMemory::default())
+        .unwrap();
+    let rendered: Vec<&str> =
+        text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).collect();
+    for query in gpusight::export::fleet::QUERIES {
+        if query == "up" || query == "timestamp(up)" {
+            continue;
+        }
+        assert!(rendered.contains(&query), "the reader queries {query}, which the exporter does not render");
+    }
+    for family in Family::ALL {
+        let def = family.def();
+        // A counter's TYPE line names it without `_total`; its samples carry the suffix.
+        let typed = def.exposed.strip_suffix("_total").unwrap_or(def.exposed);
+        if rendered.contains(&typed) {
+            assert!(text.lines().any(|l| l.starts_with(def.exposed)), "{family:?}: no sample named {}", def.exposed);
+        }
+    }
+    assert!(rendered.len() >= 30, "most families render for a full tick: {rendered:?}");
 }

@@ -36,7 +36,7 @@ fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
 fn published_pipeline(spec: &str) -> Pipeline {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).unwrap());
     let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = Pipeline::new(&first, 600, Default::default());
+    let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     for _ in 0..5 {
         pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
     }

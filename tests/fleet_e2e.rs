@@ -31,7 +31,7 @@ struct Exporter {
 fn start_exporter(spec: &'static str) -> Exporter {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).unwrap());
     let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = Pipeline::new(&first, 600, Default::default());
+    let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     // A minute of virtual time, so the advice engine's windows are full.
     for _ in 0..60 {
         pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
@@ -43,7 +43,7 @@ fn start_exporter(spec: &'static str) -> Exporter {
 }
 
 #[test]
-#[allow(clippy::too_many_lines)]
+#[allow(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_exporters_through_prometheus() {
     let Some(prometheus) = find_program("prometheus") else {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");
@@ -80,7 +80,7 @@ fn three_exporters_through_prometheus() {
     let options = FleetOptions { timeout: Duration::from_secs(2), stale_after: Duration::from_secs(30) };
     let log_tail = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
 
-    let fleet = poll("3 nodes and 11 GPUs up", Duration::from_secs(60), || {
+    let fleet = poll("3 nodes and 11 GPUs up", Duration::from_mins(1), || {
         let fleet = Fleet::query(&url, &options).map_err(|e| e.to_string())?;
         let all_up = fleet.nodes.iter().all(|n| n.state == NodeState::Up);
         let all_util = fleet.nodes.iter().flat_map(|n| &n.gpus).all(|g| g.util_pct.is_some());

@@ -26,6 +26,7 @@ fn fleet_json(url: &str) -> Result<serde_json::Value, String> {
 }
 
 #[test]
+#[allow(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_export_processes_through_prometheus_and_the_fleet_command() {
     let Some(prometheus) = find_program("prometheus") else {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");
@@ -72,7 +73,7 @@ fn three_export_processes_through_prometheus_and_the_fleet_command() {
     );
     let url = format!("http://{listen}");
     // The input-bound finding needs its 30 s window of samples on the exporter's side, so allow well over that.
-    let fleet = poll("3 nodes, 11 GPUs and the input-bound finding", Duration::from_secs(120), || {
+    let fleet = poll("3 nodes, 11 GPUs and the input-bound finding", Duration::from_mins(2), || {
         let fleet = fleet_json(&url)?;
         let nodes = fleet["nodes"].as_array().cloned().unwrap_or_default();
         let n_gpus: usize = nodes.iter().map(|n| n["gpus"].as_array().map_or(0, Vec::len)).sum();

@@ -122,8 +122,9 @@ fn reader_never_panics_on_garbage() {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                let at = (state % bytes.len() as u64) as usize;
-                bytes[at] = (state >> 32) as u8;
+                #[allow(clippy::cast_possible_truncation, reason = "an index below the length, and a random byte")]
+                let (at, byte) = ((state % bytes.len() as u64) as usize, (state >> 32) as u8);
+                bytes[at] = byte;
             }
             if let Ok(samples) = parse_vector(&String::from_utf8_lossy(&bytes)) {
                 let answers =

@@ -111,7 +111,7 @@ fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
         gpusight::app::Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
     let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
     let mut app = gpusight::app::App::new(options, &feed).expect("app");
-    app.advance_playback(Duration::from_secs(60));
+    app.advance_playback(Duration::from_mins(1));
     for (width, height) in [(200, 60), (80, 24)] {
         let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
         terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
@@ -488,9 +488,9 @@ fn item14_healthz_says_503_on_stale_data() {
     assert_eq!(limit, Some(Duration::from_secs(5)));
     assert_eq!(stale_after(Duration::from_secs(10)), Duration::from_secs(30));
     assert_eq!(health(Some((Duration::from_secs(1), 7)), limit, false).0, StatusCode::OK);
-    let (status, text) = health(Some((Duration::from_secs(60), 7)), limit, false);
+    let (status, text) = health(Some((Duration::from_mins(1), 7)), limit, false);
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
     assert!(text.starts_with("stale\nlast sample 60.0 s ago"), "{text}");
-    assert_eq!(health(Some((Duration::from_secs(60), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
+    assert_eq!(health(Some((Duration::from_mins(1), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
     assert_eq!(health(None, limit, false).0, StatusCode::SERVICE_UNAVAILABLE);
 }

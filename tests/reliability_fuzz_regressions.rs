@@ -33,7 +33,7 @@ fn play_and_draw(bytes: &[u8]) -> Recording {
     };
     let options = AppOptions { own_uid: 1000, own_user: None, history_capacity: 64, ..AppOptions::default() };
     let mut app = App::new(options, &feed).expect("app");
-    let _ = app.advance_playback(std::time::Duration::from_secs(3600));
+    let _ = app.advance_playback(std::time::Duration::from_hours(1));
     for (w, h) in [(120, 40), (80, 24)] {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
         terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");

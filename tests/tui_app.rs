@@ -2,6 +2,7 @@
 //! recordings played and sought; plus the real signal sender against a real child process.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
 
+use std::os::unix::process::ExitStatusExt as _;
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
@@ -51,7 +52,7 @@ fn k_then_esc_sends_nothing_and_k_then_enter_kills() {
     app.update(Action::Down);
     app.on_key(key('K'));
     let dialog = app.dialog.as_ref().expect("dialog open");
-    assert_eq!(dialog.button, 1, "SIGKILL pre-selected");
+    assert_eq!(dialog.button, gpusight::app::DialogButton::Send(SignalKind::Kill), "SIGKILL pre-selected");
     app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
     assert!(app.dialog.is_none());
     assert!(sent.lock().expect("lock").is_empty());
@@ -218,7 +219,6 @@ fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
     assert_eq!(sender.send(&target(start_ticks + 1), SignalKind::Term), SignalOutcome::PidReused);
     assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::Sent);
     let status = child.wait().expect("wait");
-    use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(15), "killed by SIGTERM");
     assert_eq!(sender.send(&target(start_ticks), SignalKind::Term), SignalOutcome::ExitedAlready);
 }

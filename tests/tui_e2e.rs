@@ -3,6 +3,7 @@
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
 
 use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt as _;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -147,7 +148,6 @@ fn kill_from_the_monitor_reaches_a_real_process() {
     session.send("\r");
     session.wait_for("sent");
     let status = victim.wait().expect("wait");
-    use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(9));
     session.send("q");
     assert_eq!(session.exit_code(), 0);
@@ -234,7 +234,6 @@ fn sigterm_from_the_monitor_reaches_a_real_process() {
     session.send("\r");
     session.wait_for("sent");
     let status = victim.wait().expect("wait");
-    use std::os::unix::process::ExitStatusExt;
     assert_eq!(status.signal(), Some(15));
     session.send("q");
     assert_eq!(session.exit_code(), 0);

@@ -99,7 +99,6 @@ impl Span {
     pub fn of(times: &crate::history::Ring<UnixMs>, secs: u64, min_coverage: f64) -> Option<Self> {
         let span_ms = secs.saturating_mul(1000);
         let window = window_of(times, span_ms)?;
-        #[allow(clippy::cast_precision_loss)]
         let covered = window.len >= 2 && window.span_ms() as f64 >= span_ms as f64 * min_coverage;
         Some(Self { window, secs, covered })
     }
@@ -141,7 +140,6 @@ impl Num for u32 {
 }
 
 impl Num for u64 {
-    #[allow(clippy::cast_precision_loss)]
     fn as_f64(self) -> f64 {
         self as f64
     }
@@ -217,48 +215,8 @@ pub fn at<T: Copy>(series: &Series<T>, index: Option<usize>) -> Option<T> {
     index.and_then(|i| series.get(i).copied().flatten())
 }
 
-/// A duration for people: "45 s", "2 min", "1 h 30 min".
-#[must_use]
-pub fn duration_label(secs: u64) -> String {
-    if secs < 120 {
-        format!("{secs} s")
-    } else if secs < 3600 {
-        let (m, s) = (secs / 60, secs % 60);
-        if s == 0 { format!("{m} min") } else { format!("{m} min {s} s") }
-    } else {
-        let (h, m) = (secs / 3600, secs % 3600 / 60);
-        if m == 0 { format!("{h} h") } else { format!("{h} h {m} min") }
-    }
-}
-
-/// Bytes for people, in binary units: "20.5 GiB", "380 MiB".
-#[must_use]
-#[allow(clippy::cast_precision_loss)]
-pub fn bytes_label(bytes: f64) -> String {
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    const MIB: f64 = 1024.0 * 1024.0;
-    if bytes.abs() >= GIB {
-        format!("{:.1} GiB", bytes / GIB)
-    } else if bytes.abs() >= MIB {
-        format!("{:.0} MiB", bytes / MIB)
-    } else if bytes.abs() >= 1024.0 {
-        format!("{:.0} KiB", bytes / 1024.0)
-    } else {
-        format!("{bytes:.0} B")
-    }
-}
-
-/// A percentage for people: whole numbers above 10, one decimal below.
-#[must_use]
-pub fn pct_label(pct: f64) -> String {
-    if pct.abs() >= 10.0 || pct == 0.0 { format!("{pct:.0} %") } else { format!("{pct:.1} %") }
-}
-
-/// A share (0–1) as a percentage of samples: "40 %".
-#[must_use]
-pub fn share_label(share: f64) -> String {
-    format!("{:.0} %", share * 100.0)
-}
+/// The labels advice evidence is written with live in [`crate::units`], with every other output's units.
+pub use crate::units::{bytes_label, duration_label, pct_label, share_label};
 
 /// Bytes per MiB, for thresholds given in MiB.
 pub const MIB: f64 = 1024.0 * 1024.0;

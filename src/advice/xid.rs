@@ -1,5 +1,7 @@
 //! What Xid codes mean, for the gpu-errors rule: a short description and whether the code usually points at the
-//! application rather than the hardware (sources: NVIDIA's Xid catalogue as summarised in reference/nvml.md §5).
+//! application rather than the hardware. Source: NVIDIA's Xid catalogue ("XID Errors" in the GPU deployment and
+//! management documentation, <https://docs.nvidia.com/deploy/xid-errors/>); docs/advice.md, "gpu-errors", says how
+//! gpusight reads each class.
 
 /// How an Xid code is usually read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 
 use super::table::{ProcessRow, SortColumn};
 use crate::sample::HostProcess;
-use crate::ui::format;
+use crate::units;
+use std::fmt::Write as _;
 
 /// Which column: for views that show a subset (the fleet view has no host readings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +63,7 @@ fn gpu(row: &ProcessRow<'_>, ctx: &CellContext) -> String {
             row.gpus.iter().map(|g| g.gpu_index.to_string()).collect::<Vec<_>>().join(",")
         }
     } else {
-        row.key.gpu_index.map_or_else(|| format::NA.to_owned(), |g| g.to_string())
+        row.key.gpu_index.map_or_else(|| units::NA.to_owned(), |g| g.to_string())
     }
 }
 
@@ -92,32 +93,32 @@ const fn column(
 /// Every column, left to right.
 pub const COLUMNS: &[Column] = &[
     column(ColumnId::Gpu, "GPU", 4, Align::Left, Some(SortColumn::Gpu), 0, gpu),
-    column(ColumnId::Pid, "PID", 7, Align::Right, Some(SortColumn::Pid), 0, |row, _| format::num(row.pid, "")),
+    column(ColumnId::Pid, "PID", 7, Align::Right, Some(SortColumn::Pid), 0, |row, _| units::num(row.pid, "")),
     column(ColumnId::ContainerPid, "CPID", 6, Align::Right, None, 9, |row, _| {
         row.host.and_then(HostProcess::container_pid).map_or_else(|| "-".to_owned(), |p| p.to_string())
     }),
     column(ColumnId::User, "USER", 8, Align::Left, Some(SortColumn::User), 3, |row, _| {
-        row.user().map_or_else(|| format::NA.to_owned(), ToOwned::to_owned)
+        row.user().map_or_else(|| units::NA.to_owned(), ToOwned::to_owned)
     }),
     column(ColumnId::Kind, "T", 1, Align::Left, None, 7, |row, _| {
         row.gpus.first().map_or("-".to_owned(), |g| g.kind.letter().to_string())
     }),
     column(ColumnId::GpuMem, "GPU-MEM", 8, Align::Right, Some(SortColumn::GpuMem), 0, |row, _| {
-        format::bytes(row.gpu_mem_bytes())
+        units::bytes(row.gpu_mem_bytes())
     }),
-    column(ColumnId::Sm, "%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| format::pct(row.sm_pct())),
-    column(ColumnId::Gmbw, "%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| format::pct(row.gmbw_pct())),
+    column(ColumnId::Sm, "%SM", 4, Align::Right, Some(SortColumn::Sm), 0, |row, _| units::pct(row.sm_pct())),
+    column(ColumnId::Gmbw, "%GMBW", 6, Align::Right, Some(SortColumn::Gmbw), 5, |row, _| units::pct(row.gmbw_pct())),
     column(ColumnId::Cpu, "%CPU", 5, Align::Right, Some(SortColumn::Cpu), 2, |row, _| {
-        row.host.and_then(|h| h.cpu_pct).map_or_else(|| format::NA.to_owned(), |c| format!("{c:.0}"))
+        row.host.and_then(|h| h.cpu_pct).map_or_else(|| units::NA.to_owned(), |c| format!("{c:.0}"))
     }),
     column(ColumnId::HostMem, "HOST-MEM", 9, Align::Right, Some(SortColumn::HostMem), 6, |row, _| {
-        format::bytes(row.host.and_then(|h| h.rss_bytes))
+        units::bytes(row.host.and_then(|h| h.rss_bytes))
     }),
     column(ColumnId::State, "S", 1, Align::Left, None, 8, |row, _| {
         row.host.and_then(|h| h.state).map_or_else(|| "?".to_owned(), |s| s.to_string())
     }),
     column(ColumnId::Time, "TIME", 9, Align::Right, Some(SortColumn::Time), 4, |row, ctx| {
-        format::elapsed_ms(row.elapsed_ms(ctx.now_ms))
+        units::elapsed_ms(row.elapsed_ms(ctx.now_ms))
     }),
     column(ColumnId::Command, "COMMAND", 0, Align::Left, Some(SortColumn::Command), 0, command),
 ];
@@ -126,7 +127,7 @@ pub const COLUMNS: &[Column] = &[
 const MIN_COMMAND: u16 = 24;
 
 /// The columns shown in `width` cells (after the two-cell row marker): the most that leave the command at least
-/// [`MIN_COMMAND`] cells, dropping by [`Column::drop_order`].
+/// `MIN_COMMAND` cells, dropping by [`Column::drop_order`].
 #[must_use]
 pub fn fit(width: u16) -> Vec<&'static Column> {
     let mut limit = u8::MAX;
@@ -175,10 +176,14 @@ pub fn line(columns: &[&Column], texts: &[String], last_width: usize, ascii: boo
     let mut out = String::new();
     for (c, text) in columns.iter().zip(texts) {
         let width = if c.width == 0 { last_width } else { usize::from(c.width) };
-        let text = format::truncate(text, width, ascii);
+        let text = units::truncate(text, width, ascii);
         match c.align {
-            Align::Right => out.push_str(&format!("{text:>width$} ")),
-            Align::Left => out.push_str(&format!("{text:<width$} ")),
+            Align::Right => {
+                let _ = write!(out, "{text:>width$} ");
+            }
+            Align::Left => {
+                let _ = write!(out, "{text:<width$} ");
+            }
         }
     }
     out.trim_end().to_owned()

@@ -77,17 +77,16 @@ impl KeyBinding {
             rest = &rest[prefix_len..];
         }
         let mut chars = rest.chars();
-        let code = match (chars.next(), chars.next()) {
-            (Some(c), None) => KeyCode::Char(c),
-            _ => {
-                let lower = rest.to_ascii_lowercase();
-                if let Some((_, code)) = NAMED.iter().find(|(name, _)| *name == lower) {
-                    *code
-                } else if let Some(n) = lower.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
-                    if (1..=24).contains(&n) { KeyCode::F(n) } else { return None }
-                } else {
-                    return None;
-                }
+        let code = if let (Some(c), None) = (chars.next(), chars.next()) {
+            KeyCode::Char(c)
+        } else {
+            let lower = rest.to_ascii_lowercase();
+            if let Some((_, code)) = NAMED.iter().find(|(name, _)| *name == lower) {
+                *code
+            } else if let Some(n) = lower.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
+                if (1..=24).contains(&n) { KeyCode::F(n) } else { return None }
+            } else {
+                return None;
             }
         };
         Some(Self { code, modifiers }.normalized())

@@ -13,7 +13,8 @@ use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
 pub mod action;
 pub mod columns;
 pub mod feed;
-pub mod fleet;
+/// The fleet view's event loop moved to [`crate::fleet::run`]; this path stays for the tests that name it.
+pub use crate::fleet::run as fleet;
 pub mod inspect;
 pub mod keymap;
 pub mod player;
@@ -155,8 +156,38 @@ pub enum PlaybackStart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalDialog {
     pub targets: Vec<SignalTarget>,
-    /// Index into [`SignalKind::ALL`], or 3 for Cancel.
-    pub button: usize,
+    /// The highlighted button.
+    pub button: DialogButton,
+}
+
+/// A button of the signal dialog, left to right: one per signal, then Cancel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DialogButton {
+    Send(SignalKind),
+    Cancel,
+}
+
+impl DialogButton {
+    /// The buttons, left to right.
+    pub const ALL: [Self; 4] =
+        [Self::Send(SignalKind::Term), Self::Send(SignalKind::Kill), Self::Send(SignalKind::Int), Self::Cancel];
+
+    /// What the button says.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Send(kind) => kind.name(),
+            Self::Cancel => "Cancel",
+        }
+    }
+
+    /// The button `step` places to the right (negative: to the left), wrapping around.
+    #[must_use]
+    pub fn moved(self, step: isize) -> Self {
+        let at = Self::ALL.iter().position(|b| *b == self).unwrap_or(0);
+        let n = Self::ALL.len().cast_signed();
+        Self::ALL[(at.cast_signed() + step).rem_euclid(n).cast_unsigned()]
+    }
 }
 
 /// A recording being played.
@@ -295,7 +326,11 @@ impl App {
             PlaybackStart::Beginning => return,
             PlaybackStart::At(seconds) => {
                 let first = playback.ticks.first().map_or(0, |t| t.at_ms);
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a non-negative offset in milliseconds"
+                )]
                 let target = first + (seconds.max(0.0) * 1000.0) as u64;
                 playback.ticks.partition_point(|t| t.at_ms <= target).max(1)
             }
@@ -420,22 +455,17 @@ impl App {
         let Some(playback) = &self.playback else {
             return false;
         };
-        let snapshot = |tick: &Tick| Snapshot { machine: Arc::clone(&playback.machine), tick: tick.clone() };
         match *advance {
             player::Advance::None => false,
             player::Advance::Forward { from, to } => {
-                for tick in &playback.ticks[from..to.min(playback.ticks.len())] {
-                    self.pipeline.ingest(&snapshot(tick));
-                }
+                self.pipeline.ingest_ticks(playback.ticks.get(from..to.min(playback.ticks.len())).unwrap_or_default());
                 true
             }
             player::Advance::Rebuild { to } => {
-                let mut ticks = playback.ticks[..to.min(playback.ticks.len())].iter();
-                if let Some(first) = ticks.next() {
-                    let mut pipeline = Pipeline::new(&snapshot(first), self.capacity, self.thresholds.clone());
-                    for tick in ticks {
-                        pipeline.ingest(&snapshot(tick));
-                    }
+                let ticks = &playback.ticks[..to.min(playback.ticks.len())];
+                if let Some(pipeline) =
+                    Pipeline::from_ticks(&playback.machine, ticks, self.capacity, self.thresholds.clone())
+                {
                     self.pipeline = pipeline;
                 }
                 true

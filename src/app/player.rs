@@ -36,7 +36,6 @@ impl Player {
     #[must_use]
     pub fn new(ticks: &[Tick]) -> Self {
         let times_ms: Vec<UnixMs> = ticks.iter().map(|t| t.at_ms).collect();
-        #[allow(clippy::cast_precision_loss)]
         let clock_ms = times_ms.first().copied().unwrap_or(0) as f64;
         Self { times_ms, shown: 1, clock_ms, speed_idx: 2, paused: false }
     }
@@ -87,7 +86,6 @@ impl Player {
             return None;
         }
         let next = *self.times_ms.get(self.shown)?;
-        #[allow(clippy::cast_precision_loss)]
         let wait_ms = ((next as f64 - self.clock_ms) / self.speed()).max(0.0);
         Some(Duration::from_secs_f64(wait_ms / 1000.0))
     }
@@ -99,7 +97,6 @@ impl Player {
         }
         self.clock_ms += elapsed.as_secs_f64() * 1000.0 * self.speed();
         let from = self.shown;
-        #[allow(clippy::cast_precision_loss)]
         while self.times_ms.get(self.shown).is_some_and(|t| *t as f64 <= self.clock_ms) {
             self.shown += 1;
         }
@@ -133,7 +130,6 @@ impl Player {
     fn go_to(&mut self, shown: usize) -> Advance {
         let from = self.shown;
         self.shown = shown;
-        #[allow(clippy::cast_precision_loss)]
         {
             self.clock_ms = self.times_ms.get(shown - 1).copied().unwrap_or(0) as f64;
         }
@@ -163,7 +159,7 @@ mod tests {
         player.faster();
         assert!((player.speed() - 4.0).abs() < f64::EPSILON);
         assert_eq!(player.advance(Duration::from_secs(1)), Advance::Forward { from: 2, to: 6 });
-        assert_eq!(player.advance(Duration::from_secs(60)), Advance::Forward { from: 6, to: 10 });
+        assert_eq!(player.advance(Duration::from_mins(1)), Advance::Forward { from: 6, to: 10 });
         assert!(player.at_end() && player.is_paused());
         assert_eq!(player.position(), (Duration::from_secs(9), Duration::from_secs(9)));
     }

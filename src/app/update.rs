@@ -6,7 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::keymap::KeyBinding;
 use super::signal::{SignalKind, SignalOutcome, SignalTarget};
 use super::table::{ProcessRow, SortColumn};
-use super::{Action, App, Effect, Focus, Screen, SignalDialog};
+use super::{Action, App, DialogButton, Effect, Focus, Screen, SignalDialog};
 use crate::ui::config::{DisplayMode, SPANS_S};
 
 impl App {
@@ -88,14 +88,7 @@ impl App {
             Action::Quit => return Effect::Quit,
             Action::Suspend => return Effect::Suspend,
             Action::Help => self.screen = Screen::Help { offset: 0 },
-            Action::Back => {
-                self.table.filter.clear();
-                self.table.tagged.clear();
-                self.table.selected = None;
-                self.table.only_gpu = None;
-                self.table.only_user = None;
-                self.focus = Focus::Processes;
-            }
+            Action::Back => self.back_to_all(),
             Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::First | Action::Last => {
                 self.move_selection(action);
             }
@@ -109,20 +102,8 @@ impl App {
                 self.table.tree = !self.table.tree;
                 self.table.offset = 0;
             }
-            Action::SortPrev | Action::SortNext => {
-                let columns = SortColumn::ALL;
-                let at = columns.iter().position(|c| *c == self.table.sort).unwrap_or(0);
-                let next = if action == Action::SortNext { at + 1 } else { at + columns.len() - 1 };
-                self.table.sort = columns[next % columns.len()];
-                self.table.inverted = false;
-            }
-            Action::SortBy => {
-                self.sort_chord = true;
-                self.status = Some(
-                    "sort by: n GPU  p PID  u USER  g GPU-MEM  s %SM  b %GMBW  c %CPU  m HOST-MEM  t TIME (upper case reverses)"
-                        .to_owned(),
-                );
-            }
+            Action::SortPrev | Action::SortNext => self.cycle_sort(action == Action::SortNext),
+            Action::SortBy => self.start_sort_chord(),
             Action::Refresh => return Effect::Redraw,
             Action::SortInvert => self.table.inverted = !self.table.inverted,
             Action::Filter => {
@@ -132,23 +113,11 @@ impl App {
             Action::CycleGpu => self.cycle_gpu(),
             Action::CycleUser => self.cycle_user(),
             Action::Pause => self.toggle_pause(),
-            Action::SpanLonger | Action::SpanShorter => {
-                let at = SPANS_S.iter().position(|s| *s >= self.span_s).unwrap_or(SPANS_S.len() - 1);
-                let next =
-                    if action == Action::SpanLonger { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
-                self.span_s = SPANS_S[next];
-                self.status = Some(format!("graphs show the last {}", crate::ui::format::duration_s(self.span_s)));
-            }
+            Action::SpanLonger | Action::SpanShorter => self.change_span(action == Action::SpanLonger),
             Action::FocusNext => {
                 self.focus = if self.focus == Focus::Processes { Focus::Advice } else { Focus::Processes };
             }
-            Action::Explain => {
-                if self.findings().is_empty() {
-                    self.status = Some("no findings to explain".to_owned());
-                } else {
-                    self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1) };
-                }
-            }
+            Action::Explain => self.explain_selected(),
             Action::ModeAuto => self.mode = DisplayMode::Auto,
             Action::ModeFull => self.mode = DisplayMode::Full,
             Action::ModeCompact => self.mode = DisplayMode::Compact,
@@ -162,6 +131,51 @@ impl App {
             Action::DialogConfirm | Action::DialogCancel | Action::DialogLeft | Action::DialogRight => {}
         }
         Effect::None
+    }
+
+    /// Esc on the main screen: every filter, tag and selection is dropped.
+    fn back_to_all(&mut self) {
+        self.table.filter.clear();
+        self.table.tagged.clear();
+        self.table.selected = None;
+        self.table.only_gpu = None;
+        self.table.only_user = None;
+        self.focus = Focus::Processes;
+    }
+
+    /// The next (or previous) sort column, not inverted.
+    fn cycle_sort(&mut self, forward: bool) {
+        let columns = SortColumn::ALL;
+        let at = columns.iter().position(|c| *c == self.table.sort).unwrap_or(0);
+        let next = if forward { at + 1 } else { at + columns.len() - 1 };
+        self.table.sort = columns[next % columns.len()];
+        self.table.inverted = false;
+    }
+
+    /// The sort chord: the next key picks the column.
+    fn start_sort_chord(&mut self) {
+        self.sort_chord = true;
+        self.status = Some(
+            "sort by: n GPU  p PID  u USER  g GPU-MEM  s %SM  b %GMBW  c %CPU  m HOST-MEM  t TIME (upper case reverses)"
+                .to_owned(),
+        );
+    }
+
+    /// A longer (or shorter) span for the graphs.
+    fn change_span(&mut self, longer: bool) {
+        let at = SPANS_S.iter().position(|s| *s >= self.span_s).unwrap_or(SPANS_S.len() - 1);
+        let next = if longer { (at + 1).min(SPANS_S.len() - 1) } else { at.saturating_sub(1) };
+        self.span_s = SPANS_S[next];
+        self.status = Some(format!("graphs show the last {}", crate::units::duration_s(self.span_s)));
+    }
+
+    /// The explanation of the selected finding, if there is one.
+    fn explain_selected(&mut self) {
+        if self.findings().is_empty() {
+            self.status = Some("no findings to explain".to_owned());
+        } else {
+            self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1) };
+        }
     }
 
     fn update_sub_screen(&mut self, action: Action) -> Effect {
@@ -202,11 +216,11 @@ impl App {
             return Effect::None;
         };
         match action {
-            Action::DialogLeft => dialog.button = (dialog.button + 3) % 4,
-            Action::DialogRight => dialog.button = (dialog.button + 1) % 4,
-            Action::SignalTerm => dialog.button = 0,
-            Action::SignalKill => dialog.button = 1,
-            Action::SignalInt => dialog.button = 2,
+            Action::DialogLeft => dialog.button = dialog.button.moved(-1),
+            Action::DialogRight => dialog.button = dialog.button.moved(1),
+            Action::SignalTerm => dialog.button = DialogButton::Send(SignalKind::Term),
+            Action::SignalKill => dialog.button = DialogButton::Send(SignalKind::Kill),
+            Action::SignalInt => dialog.button = DialogButton::Send(SignalKind::Int),
             Action::DialogCancel | Action::Quit | Action::Back => {
                 self.dialog = None;
                 self.status = Some("cancelled: no signal sent".to_owned());
@@ -223,7 +237,7 @@ impl App {
     }
 
     fn send_signals(&mut self, dialog: &SignalDialog) {
-        let Some(kind) = SignalKind::ALL.get(dialog.button).copied() else {
+        let DialogButton::Send(kind) = dialog.button else {
             self.status = Some("cancelled: no signal sent".to_owned());
             return;
         };
@@ -303,8 +317,7 @@ impl App {
             return;
         }
         self.status = note;
-        let button = SignalKind::ALL.iter().position(|k| *k == kind).unwrap_or(3);
-        self.dialog = Some(SignalDialog { targets, button });
+        self.dialog = Some(SignalDialog { targets, button: DialogButton::Send(kind) });
     }
 
     /// Enter on a finding: selects its process (on its GPU) in the table and moves the focus there, so T, K

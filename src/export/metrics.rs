@@ -16,6 +16,7 @@ use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
+use super::names::{Family, Kind, MetricUnit};
 use crate::advice::Finding;
 use crate::sample::{GpuEventKind, GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
 
@@ -102,32 +103,45 @@ const REASON_LABELS: [(u64, &str); 9] = [
     (throttle::DISPLAY_CLOCK_SETTING, "display_clocks"),
 ];
 
-/// Collects samples per family in registration order.
-#[derive(Debug, Default)]
+/// Collects samples per family; every family of [`Family::ALL`] is registered, in that order.
+#[derive(Debug)]
 struct Builder {
-    families: Vec<(&'static str, &'static str, Option<Unit>, SampleFamily)>,
+    families: Vec<SampleFamily>,
 }
 
 impl Builder {
-    fn family(&mut self, name: &'static str, help: &'static str, unit: Option<Unit>, metric_type: MetricType) -> usize {
-        // The encoder ends every help text with a full stop itself.
-        let help = help.trim_end_matches('.');
-        self.families.push((name, help, unit, SampleFamily { metric_type, samples: Vec::new() }));
-        self.families.len() - 1
+    fn new() -> Self {
+        let families = Family::ALL
+            .iter()
+            .map(|family| {
+                let metric_type = match family.def().kind {
+                    Kind::Gauge => MetricType::Gauge,
+                    Kind::Untyped => MetricType::Unknown,
+                    Kind::Counter => MetricType::Counter,
+                };
+                SampleFamily { metric_type, samples: Vec::new() }
+            })
+            .collect();
+        Self { families }
     }
 
-    fn push(&mut self, family: usize, labels: &Labels, value: Option<Value>) {
-        if let (Some(value), Some(entry)) = (value, self.families.get_mut(family)) {
-            entry.3.samples.push((labels.clone(), value));
+    fn push(&mut self, family: Family, labels: &Labels, value: Option<Value>) {
+        if let (Some(value), Some(entry)) = (value, self.families.get_mut(family as usize)) {
+            entry.samples.push((labels.clone(), value));
         }
     }
 
     fn into_registry(self) -> Registry {
         let mut registry = Registry::default();
-        for (name, help, unit, family) in self.families {
-            match unit {
-                Some(unit) => registry.register_with_unit(name, help, unit, family),
-                None => registry.register(name, help, family),
+        for (family, samples) in Family::ALL.iter().zip(self.families) {
+            let def = family.def();
+            // The encoder ends every help text with a full stop itself.
+            let help = def.help.trim_end_matches('.');
+            match def.unit {
+                Some(MetricUnit::Bytes) => registry.register_with_unit(def.name, help, Unit::Bytes, samples),
+                Some(MetricUnit::Seconds) => registry.register_with_unit(def.name, help, Unit::Seconds, samples),
+                Some(MetricUnit::Ratio) => registry.register_with_unit(def.name, help, ratio_unit(), samples),
+                None => registry.register(def.name, help, samples),
             }
         }
         registry
@@ -181,7 +195,6 @@ fn flag(on: bool) -> Value {
 ///
 /// # Errors
 /// Only when the encoder fails to write into the string, which does not happen in practice.
-#[allow(clippy::too_many_lines)]
 pub fn render(
     machine: &MachineInfo,
     tick: &Tick,
@@ -189,191 +202,110 @@ pub fn render(
     hostname: &str,
     xids: &XidMemory,
 ) -> Result<String, std::fmt::Error> {
-    let mut b = Builder::default();
-    let (gauge, untyped, counter) = (MetricType::Gauge, MetricType::Unknown, MetricType::Counter);
-    let sm_clock = b.family("DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", None, gauge);
-    let mem_clock = b.family("DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", None, gauge);
-    let temp = b.family("DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", None, gauge);
-    let power = b.family("DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", None, gauge);
-    let energy =
-        b.family("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", None, untyped);
-    let pcie_tx = b.family("DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", None, gauge);
-    let pcie_rx = b.family("DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", None, gauge);
-    let replay = b.family("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", None, untyped);
-    let util = b.family("DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", None, gauge);
-    let copy_util = b.family("DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", None, gauge);
-    let enc = b.family("DCGM_FI_DEV_ENC_UTIL", "Encoder utilization (in %).", None, gauge);
-    let dec = b.family("DCGM_FI_DEV_DEC_UTIL", "Decoder utilization (in %).", None, gauge);
-    let xid = b.family("DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", None, gauge);
-    let fb_free = b.family("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", None, gauge);
-    let fb_used = b.family("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", None, gauge);
-    let fb_reserved = b.family("DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", None, gauge);
-    let rows_unc = b.family(
-        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-        "Number of remapped rows for uncorrectable errors.",
-        None,
-        untyped,
-    );
-    let rows_cor = b.family(
-        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS",
-        "Number of remapped rows for correctable errors.",
-        None,
-        untyped,
-    );
-    let rows_fail = b.family("DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed.", None, gauge);
-    let rows_pending = b.family(
-        "gpusight_remapped_rows_pending",
-        "Whether a row remap is pending: the GPU needs a reset (1) or not (0).",
-        None,
-        gauge,
-    );
-    let ecc_uncorrected = b.family(
-        "gpusight_ecc_uncorrected_volatile",
-        "Uncorrected ECC errors since the driver loaded (volatile count).",
-        None,
-        gauge,
-    );
-    let gr_active =
-        b.family("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "Ratio of time the graphics engine is active.", None, gauge);
-    let sm_active =
-        b.family("DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", None, gauge);
-    let sm_occ = b.family("DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.", None, gauge);
-    let tensor =
-        b.family("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", None, gauge);
-    let dram = b.family(
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-        None,
-        gauge,
-    );
-
-    let up = b.family(
-        "gpusight_gpu_up",
-        "Whether the GPU answered at the last sample (0: lost or not answering).",
-        None,
-        gauge,
-    );
-    let power_limit = b.family("gpusight_power_limit_watts", "The enforced power limit.", None, gauge);
-    let reason_active = b.family(
-        "gpusight_throttle_reason_active",
-        "Whether a clock event (throttle) reason is active now (1) or not (0).",
-        None,
-        gauge,
-    );
-    let throttled = b.family(
-        "gpusight_throttle",
-        "Cumulative time spent in a clock event (throttle) reason since the driver loaded.",
-        Some(Unit::Seconds),
-        counter,
-    );
-    let link_gen = b.family("gpusight_pcie_link_gen", "Current PCIe link generation.", None, gauge);
-    let link_gen_max =
-        b.family("gpusight_pcie_link_gen_max", "Maximum PCIe link generation of the GPU and slot.", None, gauge);
-    let link_width = b.family("gpusight_pcie_link_width", "Current PCIe link width (lanes).", None, gauge);
-    let link_width_max = b.family("gpusight_pcie_link_width_max", "Maximum PCIe link width (lanes).", None, gauge);
-    let numa = b.family("gpusight_numa_node", "NUMA node of the GPU's PCI device.", None, gauge);
-    let proc_mem = b.family("gpusight_process_gpu_memory", "GPU memory used by a process.", Some(Unit::Bytes), gauge);
-    let proc_sm = b.family(
-        "gpusight_process_sm_utilization",
-        "Share of the last sample window in which a process ran a kernel on the GPU's SMs.",
-        Some(ratio_unit()),
-        gauge,
-    );
-    let iowait =
-        b.family("gpusight_host_cpu_iowait", "Share of all CPU time spent in iowait.", Some(ratio_unit()), gauge);
-    let steal = b.family(
-        "gpusight_host_cpu_steal",
-        "Share of all CPU time stolen by the hypervisor.",
-        Some(ratio_unit()),
-        gauge,
-    );
-    let psi = b.family(
-        "gpusight_host_pressure",
-        "Pressure stall information, avg10: share of time some or all tasks stalled on a resource.",
-        Some(ratio_unit()),
-        gauge,
-    );
-    let finding = b.family("gpusight_finding", "An active finding of the advice engine (1 while active).", None, gauge);
-
+    let mut b = Builder::new();
     for info in &machine.gpus {
         let Some(g) = tick.gpu(info.index) else { continue };
         let labels = gpu_labels(info, machine, hostname);
-        b.push(up, &labels, Some(flag(g.state == GpuState::Ok)));
-        b.push(numa, &labels, int(info.numa_node));
-        b.push(link_gen_max, &labels, int(info.max_pcie_gen));
-        b.push(link_width_max, &labels, int(info.max_pcie_width));
+        b.push(Family::GpuUp, &labels, Some(flag(g.state == GpuState::Ok)));
+        b.push(Family::NumaNode, &labels, int(info.numa_node));
+        b.push(Family::PcieLinkGenMax, &labels, int(info.max_pcie_gen));
+        b.push(Family::PcieLinkWidthMax, &labels, int(info.max_pcie_width));
         if g.state != GpuState::Ok {
             continue;
         }
-        push_dcgm_gpu(
-            &mut b,
-            g,
-            &labels,
-            &DcgmFamilies {
-                sm_clock,
-                mem_clock,
-                temp,
-                power,
-                energy,
-                pcie_tx,
-                pcie_rx,
-                replay,
-                util,
-                copy_util,
-                enc,
-                dec,
-                fb_free,
-                fb_used,
-                fb_reserved,
-                rows_unc,
-                rows_cor,
-                rows_fail,
-            },
-        );
+        push_dcgm_gpu(&mut b, g, &labels);
         if let Some((code, message)) = xids.last(info.index) {
             let mut xid_labels = labels.clone();
             xid_labels.push(("err_code", code.to_string()));
             xid_labels.push(("err_msg", message.to_owned()));
-            b.push(xid, &xid_labels, Some(Value::Int(u64::from(code))));
+            b.push(Family::XidErrors, &xid_labels, Some(Value::Int(u64::from(code))));
         }
-        b.push(rows_pending, &labels, g.remapped_rows.map(|rows| flag(rows.pending)));
-        b.push(ecc_uncorrected, &labels, int(g.ecc.and_then(|e| e.volatile_uncorrected)));
-        if info.gpm_supported
-            && let Some(gpm) = &g.gpm
-        {
-            b.push(gr_active, &labels, ratio(gpm.gr_engine_active_pct));
-            b.push(sm_active, &labels, ratio(gpm.sm_active_pct));
-            b.push(sm_occ, &labels, ratio(gpm.sm_occupancy_pct));
-            b.push(tensor, &labels, ratio(gpm.tensor_active_pct));
-            b.push(dram, &labels, ratio(gpm.dram_active_pct));
-        }
-        b.push(power_limit, &labels, g.power_limit_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
-        if let Some(bits) = g.throttle_bits {
-            for (bit, reason) in REASON_LABELS {
-                let mut reason_labels = labels.clone();
-                reason_labels.push(("reason", reason.to_owned()));
-                b.push(reason_active, &reason_labels, Some(flag(bits & bit != 0)));
-            }
-        }
-        if let Some(counters) = &g.throttle_ns {
-            let per_reason = [
-                ("power_cap", counters.sw_power_cap_ns),
-                ("sync_boost", counters.sync_boost_ns),
-                ("sw_thermal", counters.sw_thermal_ns),
-                ("hw_thermal", counters.hw_thermal_ns),
-                ("hw_power_brake", counters.hw_power_brake_ns),
-            ];
-            for (reason, ns) in per_reason {
-                let mut reason_labels = labels.clone();
-                reason_labels.push(("reason", reason.to_owned()));
-                #[allow(clippy::cast_precision_loss)]
-                b.push(throttled, &reason_labels, ns.map(|ns| Value::Float(ns as f64 / 1e9)));
-            }
-        }
-        b.push(link_gen, &labels, int(g.pcie_gen));
-        b.push(link_width, &labels, int(g.pcie_width));
+        push_gpusight_gpu(&mut b, info, g, &labels);
     }
+    push_processes(&mut b, machine, tick, hostname);
+    push_host(&mut b, tick, hostname);
+    for f in findings {
+        let labels: Labels = vec![
+            ("hostname", hostname.to_owned()),
+            ("rule", rule_name(f)),
+            ("severity", severity_name(f)),
+            ("gpu", f.gpu_index.map(|i| i.to_string()).unwrap_or_default()),
+            ("pid", f.pid.map(|p| p.to_string()).unwrap_or_default()),
+        ];
+        b.push(Family::Finding, &labels, Some(Value::Int(1)));
+    }
+    let registry = b.into_registry();
+    let mut text = String::new();
+    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)?;
+    Ok(text)
+}
 
+/// dcgm-exporter's series of one answering GPU.
+fn push_dcgm_gpu(b: &mut Builder, g: &GpuTick, labels: &Labels) {
+    let mib = |bytes: Option<u64>| bytes.map(|v| Value::Int(v / MIB));
+    b.push(Family::SmClock, labels, int(g.sm_clock_mhz));
+    b.push(Family::MemClock, labels, int(g.mem_clock_mhz));
+    b.push(Family::GpuTemp, labels, int(g.temp_c));
+    b.push(Family::PowerUsage, labels, g.power_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
+    b.push(Family::TotalEnergy, labels, int(g.energy_mj));
+    b.push(Family::PcieTx, labels, g.pcie_tx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
+    b.push(Family::PcieRx, labels, g.pcie_rx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
+    b.push(Family::PcieReplay, labels, int(g.pcie_replay_count));
+    b.push(Family::GpuUtil, labels, int(g.util_pct));
+    b.push(Family::MemCopyUtil, labels, int(g.mem_util_pct));
+    b.push(Family::EncUtil, labels, int(g.enc_util_pct));
+    b.push(Family::DecUtil, labels, int(g.dec_util_pct));
+    b.push(Family::FbFree, labels, mib(g.mem_free_bytes));
+    b.push(Family::FbUsed, labels, mib(g.mem_used_bytes));
+    b.push(Family::FbReserved, labels, mib(g.mem_reserved_bytes));
+    if let Some(rows) = &g.remapped_rows {
+        b.push(Family::UncorrectableRemappedRows, labels, Some(Value::Int(u64::from(rows.uncorrectable))));
+        b.push(Family::CorrectableRemappedRows, labels, Some(Value::Int(u64::from(rows.correctable))));
+        b.push(Family::RowRemapFailure, labels, Some(flag(rows.failure)));
+    }
+}
+
+/// Our own series of one answering GPU: remaps, ECC, GPM, power limit, throttle reasons, PCIe link.
+fn push_gpusight_gpu(b: &mut Builder, info: &GpuInfo, g: &GpuTick, labels: &Labels) {
+    b.push(Family::RemappedRowsPending, labels, g.remapped_rows.map(|rows| flag(rows.pending)));
+    b.push(Family::EccUncorrectedVolatile, labels, int(g.ecc.and_then(|e| e.volatile_uncorrected)));
+    if info.gpm_supported
+        && let Some(gpm) = &g.gpm
+    {
+        b.push(Family::GrEngineActive, labels, ratio(gpm.gr_engine_active_pct));
+        b.push(Family::SmActive, labels, ratio(gpm.sm_active_pct));
+        b.push(Family::SmOccupancy, labels, ratio(gpm.sm_occupancy_pct));
+        b.push(Family::TensorActive, labels, ratio(gpm.tensor_active_pct));
+        b.push(Family::DramActive, labels, ratio(gpm.dram_active_pct));
+    }
+    b.push(Family::PowerLimit, labels, g.power_limit_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
+    if let Some(bits) = g.throttle_bits {
+        for (bit, reason) in REASON_LABELS {
+            let mut reason_labels = labels.clone();
+            reason_labels.push(("reason", reason.to_owned()));
+            b.push(Family::ThrottleReasonActive, &reason_labels, Some(flag(bits & bit != 0)));
+        }
+    }
+    if let Some(counters) = &g.throttle_ns {
+        let per_reason = [
+            ("power_cap", counters.sw_power_cap_ns),
+            ("sync_boost", counters.sync_boost_ns),
+            ("sw_thermal", counters.sw_thermal_ns),
+            ("hw_thermal", counters.hw_thermal_ns),
+            ("hw_power_brake", counters.hw_power_brake_ns),
+        ];
+        for (reason, ns) in per_reason {
+            let mut reason_labels = labels.clone();
+            reason_labels.push(("reason", reason.to_owned()));
+            b.push(Family::Throttle, &reason_labels, ns.map(|ns| Value::Float(ns as f64 / 1e9)));
+        }
+    }
+    b.push(Family::PcieLinkGen, labels, int(g.pcie_gen));
+    b.push(Family::PcieLinkWidth, labels, int(g.pcie_width));
+}
+
+/// One series per GPU process: its memory and SM share.
+fn push_processes(b: &mut Builder, machine: &MachineInfo, tick: &Tick, hostname: &str) {
     for process in &tick.gpu_processes {
         let (Some(pid), Some(info)) =
             (process.pid, crate::sample::by_index(&machine.gpus, process.gpu_index, |i| i.index))
@@ -389,14 +321,17 @@ pub fn render(
             ("user", host.and_then(|h| h.user.clone()).unwrap_or_default()),
             ("command", host.map(|h| h.name.clone()).unwrap_or_default()),
         ];
-        b.push(proc_mem, &labels, int(process.used_gpu_memory_bytes));
-        b.push(proc_sm, &labels, process.sm_util_pct.map(|p| Value::Float(f64::from(p) / 100.0)));
+        b.push(Family::ProcessGpuMemory, &labels, int(process.used_gpu_memory_bytes));
+        b.push(Family::ProcessSmUtilization, &labels, process.sm_util_pct.map(|p| Value::Float(f64::from(p) / 100.0)));
     }
+}
 
+/// The host's CPU shares and pressure.
+fn push_host(b: &mut Builder, tick: &Tick, hostname: &str) {
     let host_labels: Labels = vec![("hostname", hostname.to_owned())];
     if let Some(cpu) = &tick.host.cpu {
-        b.push(iowait, &host_labels, ratio(Some(cpu.iowait_pct)));
-        b.push(steal, &host_labels, ratio(Some(cpu.steal_pct)));
+        b.push(Family::HostCpuIowait, &host_labels, ratio(Some(cpu.iowait_pct)));
+        b.push(Family::HostCpuSteal, &host_labels, ratio(Some(cpu.steal_pct)));
     }
     if let Some(p) = &tick.host.psi {
         let series = [
@@ -410,71 +345,8 @@ pub fn render(
             let mut labels = host_labels.clone();
             labels.push(("resource", resource.to_owned()));
             labels.push(("kind", kind.to_owned()));
-            b.push(psi, &labels, ratio(value));
+            b.push(Family::HostPressure, &labels, ratio(value));
         }
-    }
-
-    for f in findings {
-        let labels: Labels = vec![
-            ("hostname", hostname.to_owned()),
-            ("rule", rule_name(f)),
-            ("severity", severity_name(f)),
-            ("gpu", f.gpu_index.map(|i| i.to_string()).unwrap_or_default()),
-            ("pid", f.pid.map(|p| p.to_string()).unwrap_or_default()),
-        ];
-        b.push(finding, &labels, Some(Value::Int(1)));
-    }
-
-    let registry = b.into_registry();
-    let mut text = String::new();
-    prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)?;
-    Ok(text)
-}
-
-/// The family handles of the dcgm-exporter GPU series.
-#[derive(Debug)]
-struct DcgmFamilies {
-    sm_clock: usize,
-    mem_clock: usize,
-    temp: usize,
-    power: usize,
-    energy: usize,
-    pcie_tx: usize,
-    pcie_rx: usize,
-    replay: usize,
-    util: usize,
-    copy_util: usize,
-    enc: usize,
-    dec: usize,
-    fb_free: usize,
-    fb_used: usize,
-    fb_reserved: usize,
-    rows_unc: usize,
-    rows_cor: usize,
-    rows_fail: usize,
-}
-
-fn push_dcgm_gpu(b: &mut Builder, g: &GpuTick, labels: &Labels, f: &DcgmFamilies) {
-    let mib = |bytes: Option<u64>| bytes.map(|v| Value::Int(v / MIB));
-    b.push(f.sm_clock, labels, int(g.sm_clock_mhz));
-    b.push(f.mem_clock, labels, int(g.mem_clock_mhz));
-    b.push(f.temp, labels, int(g.temp_c));
-    b.push(f.power, labels, g.power_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
-    b.push(f.energy, labels, int(g.energy_mj));
-    b.push(f.pcie_tx, labels, g.pcie_tx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
-    b.push(f.pcie_rx, labels, g.pcie_rx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
-    b.push(f.replay, labels, int(g.pcie_replay_count));
-    b.push(f.util, labels, int(g.util_pct));
-    b.push(f.copy_util, labels, int(g.mem_util_pct));
-    b.push(f.enc, labels, int(g.enc_util_pct));
-    b.push(f.dec, labels, int(g.dec_util_pct));
-    b.push(f.fb_free, labels, mib(g.mem_free_bytes));
-    b.push(f.fb_used, labels, mib(g.mem_used_bytes));
-    b.push(f.fb_reserved, labels, mib(g.mem_reserved_bytes));
-    if let Some(rows) = &g.remapped_rows {
-        b.push(f.rows_unc, labels, Some(Value::Int(u64::from(rows.uncorrectable))));
-        b.push(f.rows_cor, labels, Some(Value::Int(u64::from(rows.correctable))));
-        b.push(f.rows_fail, labels, Some(flag(rows.failure)));
     }
 }
 

@@ -1,14 +1,17 @@
-//! `gpusight export`: Prometheus metrics with dcgm-exporter's names, and the fleet view over a Prometheus server.
+//! `gpusight export`: Prometheus metrics with dcgm-exporter's names.
 //!
-//! - [`metrics`]: the exposition of one snapshot (a pure function).
+//! - [`names`]: every metric family, with the name a scraper sees: the one table the exposition and the fleet
+//!   reader ([`crate::fleet`]) both read.
+//! - [`metrics`]: the exposition of one snapshot (a pure function, driven by [`names`]).
 //! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
 //!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
-//! - [`fleet`]: reads every node's series back from a Prometheus server into a [`fleet::Fleet`];
-//!   [`fleet_view`] draws it (text, JSON, a ratatui widget).
 
-pub mod fleet;
-pub mod fleet_view;
+/// The fleet reader moved to [`crate::fleet::query`]; this path stays for the tests and scripts that name it.
+pub use crate::fleet::query as fleet;
+/// The fleet view's text and JSON moved to [`crate::fleet::view`]; this path stays for the tests that name it.
+pub use crate::fleet::view as fleet_view;
 pub mod metrics;
+pub mod names;
 pub mod server;
 
 pub use server::{ExportHandle, ExportServer, RunningServer, serve};

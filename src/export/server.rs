@@ -67,7 +67,7 @@ struct Published {
     /// The sample's own time (source clock).
     sample_at_ms: UnixMs,
     /// When it was published, for the age on `/healthz`.
-    published: Instant,
+    made_at: Instant,
 }
 
 /// The shared end between the sampler and the server. Cheap to clone; every clone publishes to the same server.
@@ -126,7 +126,7 @@ impl ExportHandle {
             render(machine, tick, findings, hostname, &xids)?
         };
         let published =
-            Arc::new(Published { body: Bytes::from(body), sample_at_ms: tick.at_ms, published: Instant::now() });
+            Arc::new(Published { body: Bytes::from(body), sample_at_ms: tick.at_ms, made_at: Instant::now() });
         *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Some(published);
         Ok(())
     }
@@ -154,7 +154,7 @@ async fn healthz(State(handle): State<ExportHandle>) -> Response {
     let latest = handle.latest();
     let ended = handle.ended.load(std::sync::atomic::Ordering::Relaxed);
     let (status, text) =
-        health(latest.as_ref().map(|p| (p.published.elapsed(), p.sample_at_ms)), handle.stale_after, ended);
+        health(latest.as_ref().map(|p| (p.made_at.elapsed(), p.sample_at_ms)), handle.stale_after, ended);
     (status, text).into_response()
 }
 
@@ -293,25 +293,24 @@ async fn serve_bounded(
     let mut stop = std::pin::pin!(stop);
     loop {
         // At the cap, new connections wait in the kernel's backlog (costing no descriptor here) until one ends.
-        let permit = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
-                if full_since.is_none() {
-                    full_since = Some(Instant::now());
-                    shed_note(&format!(
-                        "{} connections open, the most served at once; new ones wait until slow or idle ones are \
-                         closed (after {} s without a whole request)",
-                        limits.max_connections,
-                        limits.header_read_timeout.as_secs_f64()
-                    ));
-                }
-                tokio::select! {
-                    () = &mut stop => break,
-                    permit = Arc::clone(&slots).acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => break,
-                    },
-                }
+        let permit = if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+            permit
+        } else {
+            if full_since.is_none() {
+                full_since = Some(Instant::now());
+                shed_note(&format!(
+                    "{} connections open, the most served at once; new ones wait until slow or idle ones are \
+                     closed (after {} s without a whole request)",
+                    limits.max_connections,
+                    limits.header_read_timeout.as_secs_f64()
+                ));
+            }
+            tokio::select! {
+                () = &mut stop => break,
+                permit = Arc::clone(&slots).acquire_owned() => match permit {
+                    Ok(permit) => permit,
+                    Err(_) => break,
+                },
             }
         };
         if let Some(since) = full_since.take() {

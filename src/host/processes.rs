@@ -271,7 +271,7 @@ impl ProcessSampler {
         };
         let (io, io_err) = match read_text(pid_path(&mut self.path, proc_dir, pid, "io"), &mut self.buf) {
             Ok(text) => (parse_pid_io(&text), None),
-            Err(err) => (Default::default(), Some(err)),
+            Err(err) => (super::pid_parse::PidIo::default(), Some(err)),
         };
         let prev = self.prev.remove(&pid).filter(|p| p.start_ticks == stat.starttime);
         let cpu_ticks = stat.utime.saturating_add(stat.stime);
@@ -298,14 +298,13 @@ impl ProcessSampler {
         };
         // A process whose name did not change keeps the command line read before: no read, and the previous
         // strings move on to the next tick's counters, so only the row's copy of the command line is new.
-        let (comm, cmdline) = match prev.filter(|p| p.comm == stat.comm) {
-            Some(p) => (p.comm, p.cmdline),
-            None => {
-                let cmdline = std::fs::read(pid_path(&mut self.path, proc_dir, pid, "cmdline"))
-                    .map(|b| parse_cmdline(&b))
-                    .unwrap_or_default();
-                (stat.comm.clone(), cmdline)
-            }
+        let (comm, cmdline) = if let Some(p) = prev.filter(|p| p.comm == stat.comm) {
+            (p.comm, p.cmdline)
+        } else {
+            let cmdline = std::fs::read(pid_path(&mut self.path, proc_dir, pid, "cmdline"))
+                .map(|b| parse_cmdline(&b))
+                .unwrap_or_default();
+            (stat.comm.clone(), cmdline)
         };
         let row_cmdline = cmdline.clone();
         self.prev.insert(
@@ -410,7 +409,7 @@ fn describe(err: &io::Error) -> String {
 }
 
 /// CPU use in percent of one core from two `utime+stime` readings `dt_s` apart.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "a CPU percentage fits an f32")]
 fn cpu_percent(before: u64, now: u64, ticks_per_s: u64, dt_s: f64) -> Option<f32> {
     if ticks_per_s == 0 {
         return None;
@@ -420,7 +419,11 @@ fn cpu_percent(before: u64, now: u64, ticks_per_s: u64, dt_s: f64) -> Option<f32
 }
 
 /// A bytes-per-second rate, rounded; `None` when a reading is missing or went backwards.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a byte rate: positive and far below u64::MAX"
+)]
 fn bytes_rate(before: Option<u64>, now: Option<u64>, dt_s: f64) -> Option<u64> {
     let delta = now?.checked_sub(before?)?;
     Some((delta as f64 / dt_s).round() as u64)

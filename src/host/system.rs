@@ -106,21 +106,20 @@ impl SystemSampler {
 }
 
 /// Seconds from `earlier` to `later`; `None` when time did not move forward.
-#[allow(clippy::cast_precision_loss)]
 pub(crate) fn seconds_between(earlier: UnixMs, later: UnixMs) -> Option<f64> {
     let ms = later.checked_sub(earlier).filter(|ms| *ms > 0)?;
     Some(ms as f64 / 1000.0)
 }
 
 /// A per-second rate of a counter; `None` when either reading is missing or the counter went backwards.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "a rate per second fits an f32")]
 fn rate(before: Option<u64>, now: Option<u64>, dt_s: f64) -> Option<f32> {
     let delta = now?.checked_sub(before?)?;
     Some((delta as f64 / dt_s) as f32)
 }
 
 /// Turns a delta of the aggregate line into shares in percent; `None` when no time was accounted.
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "shares in percent fit an f32")]
 fn breakdown(d: CpuTimes) -> Option<CpuBreakdown> {
     let total = d.total();
     if total == 0 {
@@ -185,6 +184,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[allow(clippy::float_cmp, reason = "the shares of whole numbers come out exact")]
     fn breakdown_counts_nice_as_user_and_irq_as_system() {
         let d = CpuTimes { user: 30, nice: 10, system: 5, irq: 3, softirq: 2, idle: 30, iowait: 15, steal: 5 };
         let b = breakdown(d).unwrap();

@@ -2,7 +2,6 @@
 //! the `--status` line. All read the same `Pipeline` as the monitor.
 
 pub mod csv;
-pub mod format;
 pub mod json;
 pub mod status;
 pub mod table;

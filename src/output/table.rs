@@ -9,8 +9,8 @@ use crate::app::{FixedFilters, TableState};
 use crate::pipeline::Pipeline;
 use crate::sample::{GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
 
-use super::format::{NA, bytes, cuda_version, opt, truncate, utc};
 use crate::text::{visible, visible_lines};
+use crate::units::{NA, bytes_spaced as bytes, cuda_version, opt, truncate, utc};
 
 /// What the table shows: `--only`, `--user`, `--pid` and `--ascii`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -135,7 +135,6 @@ fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
 }
 
 /// GiB without the unit, for "used / total" pairs.
-#[allow(clippy::cast_precision_loss)]
 fn gib_short(value: u64) -> String {
     format!("{:.1}", value as f64 / f64::from(1u32 << 30))
 }

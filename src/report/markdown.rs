@@ -51,7 +51,7 @@ fn yes_no(value: Option<bool>, yes: &str, no: &str) -> String {
     value.map_or_else(|| UNKNOWN.to_owned(), |v| if v { yes.to_owned() } else { no.to_owned() })
 }
 
-pub use crate::output::format::utc;
+pub use crate::units::utc;
 
 /// One table row; the value may quote the machine (names, versions), so it is made visible and kept on its row.
 fn row(out: &mut String, field: &str, value: &str) {
@@ -171,7 +171,12 @@ pub fn render(report: &Report) -> String {
     out.push_str("## Host\n\n| Field | Value |\n|---|---|\n");
     row(&mut out, "Hostname", &h.hostname);
     row(&mut out, "CPUs", &format!("{} logical, {} NUMA node(s)", h.n_cpus, h.n_numa_nodes));
-    row(&mut out, "CPU model", UNKNOWN);
+    let cpu = match (&h.cpu_model, h.cpu_mhz) {
+        (Some(model), Some(mhz)) => format!("{model} ({mhz} MHz)"),
+        (Some(model), None) => model.clone(),
+        (None, _) => UNKNOWN.to_owned(),
+    };
+    row(&mut out, "CPU model", &cpu);
     row(&mut out, "Memory", &size(h.mem_total_bytes));
     row(&mut out, "Kernel", &or_unknown(h.kernel_release.as_deref()));
     row(

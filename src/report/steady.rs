@@ -96,8 +96,8 @@ pub fn detect(times: &Ring<UnixMs>, gpu: &GpuSeries, criterion: &SteadyCriterion
         if (tb - ta).abs() <= criterion.max_temp_drift_c && (cb - ca).abs() <= criterion.max_clock_drift_mhz {
             state.reached = Some(true);
             state.after_s = Some(start.0.saturating_sub(first.0) / 1000);
-            state.temp_c = Some((ta + tb) / 2.0);
-            state.sm_clock_mhz = Some((ca + cb) / 2.0);
+            state.temp_c = Some(f64::midpoint(ta, tb));
+            state.sm_clock_mhz = Some(f64::midpoint(ca, cb));
             break;
         }
     }

@@ -1,4 +1,9 @@
 //! Tests of the reproducibility record on synthetic histories.
+#![allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "test ramps of small, positive whole numbers"
+)]
 
 use super::markdown::utc;
 use super::*;
@@ -138,4 +143,17 @@ fn the_history_never_runs_backwards_when_the_clock_does() {
     assert!(!md.contains("5124095576030"), "{md}");
     // 200 samples a second apart with a 5 s step back: 194 s of clock, as the samples held it.
     assert!(md.contains("(3 min 14 s, 200 samples)") || md.contains("194"), "{md}");
+}
+
+#[test]
+fn a_live_machine_names_its_cpu_model_and_frequency() {
+    let build = Build::new("compute").machine(|m| {
+        m.cpu =
+            Some(crate::sample::CpuIdentity { model: "AMD EPYC 9654 96-Core Processor".to_owned(), mhz: Some(2400) });
+    });
+    let report = Report::new(&build.history(10), None);
+    let md = report.to_markdown();
+    assert!(md.contains("| CPU model | AMD EPYC 9654 96-Core Processor (2400 MHz) |"), "{md}");
+    let doc = report.to_json();
+    assert_eq!(doc["host"]["cpu_mhz"], 2400);
 }

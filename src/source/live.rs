@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::host::{HostRoot, HostSampler};
-use crate::sample::{MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
+use crate::sample::{CpuIdentity, MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
 
 use super::nvml::{NvmlGpus, NvmlOptions, TierPeriods};
 use super::{Source, SourceError};
@@ -51,9 +51,20 @@ impl LiveSource {
             mem_total_bytes: host_info.mem_total_bytes,
             boot_time_ms: host_info.boot_time_ms,
             gpus: gpus.gpus().to_vec(),
+            cpu: cpu_identity(),
         };
         Ok(Self { gpus, host, machine: Arc::new(machine) })
     }
+}
+
+/// The CPU's model and current frequency, from sysinfo (which reads `/proc/cpuinfo` and cpufreq once here).
+fn cpu_identity() -> Option<CpuIdentity> {
+    use sysinfo::{CpuRefreshKind, RefreshKind, System};
+    let refresh = RefreshKind::nothing().with_cpu(CpuRefreshKind::nothing().with_frequency());
+    let system = System::new_with_specifics(refresh).ok()?;
+    let cpu = system.cpus().first()?;
+    let model = cpu.brand().trim();
+    (!model.is_empty()).then(|| CpuIdentity { model: model.to_owned(), mhz: Some(cpu.frequency()).filter(|f| *f > 0) })
 }
 
 fn now_ms() -> UnixMs {

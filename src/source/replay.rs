@@ -103,7 +103,7 @@ impl Recording {
         limits: ReadLimits,
     ) -> Result<Self, SourceError> {
         let mut reader = BufReader::new(reader);
-        let is_gzip = reader.fill_buf().map(|buf| buf.starts_with(&[0x1f, 0x8b])).unwrap_or(false);
+        let is_gzip = reader.fill_buf().is_ok_and(|buf| buf.starts_with(&[0x1f, 0x8b]));
         if is_gzip {
             let decoder = flate2::bufread::MultiGzDecoder::new(reader);
             Self::parse_lines(BufReader::new(decoder), name, label, limits, true)
@@ -199,7 +199,11 @@ impl Recording {
     pub fn index_at(&self, seconds: f64) -> Option<usize> {
         let first = self.ticks.first()?.at_ms;
         let ms = if seconds.is_nan() { 0.0 } else { (seconds * 1000.0).clamp(0.0, u64::MAX as f64) };
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "milliseconds into a recording: positive and far below u64::MAX"
+        )]
         let target = first.saturating_add(ms as u64);
         let after = self.ticks.partition_point(|t| t.at_ms <= target);
         Some(after.saturating_sub(1))

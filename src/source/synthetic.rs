@@ -339,6 +339,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
         mem_total_bytes: Some(2048 * GIB),
         boot_time_ms: Some(DEFAULT_START_MS - 86_400_000),
         gpus,
+        cpu: None,
     }
 }
 
@@ -538,6 +539,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         hw_power_brake_ns: Some(0),
     });
     if info.gpm_supported {
+        #[allow(clippy::cast_possible_truncation, reason = "a percentage from 0 to 100 fits an f32")]
         let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
         gpu.gpm = Some(GpmMetrics {
             sm_active_pct: Some(f(6, sm_active)),
@@ -672,6 +674,7 @@ fn add_processes(
     let used = gpu.mem_used_bytes.unwrap_or(0).saturating_sub(560 * MIB);
     let sm = gpu.util_pct.unwrap_or(0).saturating_sub(1);
     // The input-bound process's states over ten reads on the real H200: RDRRDDRDRR.
+    #[allow(clippy::items_after_statements, reason = "kept next to its one use; this function is split by issue 17")]
     const INPUT_STATES: &[u8; 10] = b"RDRRDDRDRR";
     match workload {
         Workload::Idle | Workload::Churn => {}

@@ -8,13 +8,14 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::graph;
 use super::layout::GpuStyle;
 use super::paint::{Paint, fill};
 use super::theme::Level;
-use super::{format, graph};
 use crate::app::App;
 use crate::history::GpuSeries;
 use crate::sample::{GpuInfo, GpuState, GpuTick, throttle};
+use crate::units;
 
 mod panel;
 
@@ -54,7 +55,6 @@ impl Gpu<'_> {
     fn mem_pct(&self) -> Option<f64> {
         let used = self.tick?.mem_used_bytes?;
         let total = self.info.mem_total_bytes?;
-        #[allow(clippy::cast_precision_loss)]
         (total > 0).then(|| used as f64 * 100.0 / total as f64)
     }
 
@@ -70,16 +70,15 @@ impl Gpu<'_> {
         let tick = self.tick;
         let power = tick.and_then(|t| t.power_mw);
         let limit = tick.and_then(|t| t.power_limit_mw);
-        #[allow(clippy::cast_precision_loss)]
         let share = power.zip(limit).map(|(p, l)| if l == 0 { 0.0 } else { f64::from(p) * 100.0 / f64::from(l) });
         let mut spans = vec![
             Span::styled("PWR ", paint.theme.label),
-            Span::styled(format!("{}/{}W", format::watts(power), format::watts(limit)), paint.load_style(share)),
+            Span::styled(format!("{}/{}W", units::watts(power), units::watts(limit)), paint.load_style(share)),
         ];
         if let (Some(limit), Some(default)) = (limit, self.info.power_limit_default_mw)
             && limit < default
         {
-            spans.push(Span::styled(format!(" (cap<{}W)", format::watts(Some(default))), paint.theme.moderate));
+            spans.push(Span::styled(format!(" (cap<{}W)", units::watts(Some(default))), paint.theme.moderate));
         }
         spans
     }
@@ -94,7 +93,7 @@ impl Gpu<'_> {
             _ => Level::Moderate,
         };
         let mut spans =
-            vec![Span::styled(format!("{}{}", format::num(temp, ""), paint.glyphs.degree), paint.theme.level(level))];
+            vec![Span::styled(format!("{}{}", units::num(temp, ""), paint.glyphs.degree), paint.theme.level(level))];
         if let Some(s) = slowdown {
             spans.push(Span::styled(format!("/{s}"), paint.theme.dim));
         }
@@ -105,10 +104,10 @@ impl Gpu<'_> {
         let t = self.tick;
         format!(
             "SM {}/{}MHz  MEM {}/{}MHz",
-            format::num(t.and_then(|t| t.sm_clock_mhz), ""),
-            format::num(self.info.max_sm_clock_mhz, ""),
-            format::num(t.and_then(|t| t.mem_clock_mhz), ""),
-            format::num(self.info.max_mem_clock_mhz, ""),
+            units::num(t.and_then(|t| t.sm_clock_mhz), ""),
+            units::num(self.info.max_sm_clock_mhz, ""),
+            units::num(t.and_then(|t| t.mem_clock_mhz), ""),
+            units::num(self.info.max_mem_clock_mhz, ""),
         )
     }
 
@@ -126,17 +125,17 @@ impl Gpu<'_> {
             Span::styled(
                 format!(
                     "Gen{}x{}/Gen{}x{}",
-                    format::num(gen_now, ""),
-                    format::num(width_now, ""),
-                    format::num(gen_max, ""),
-                    format::num(width_max, "")
+                    units::num(gen_now, ""),
+                    units::num(width_now, ""),
+                    units::num(gen_max, ""),
+                    units::num(width_max, "")
                 ),
                 style,
             ),
             Span::raw(format!(
                 " RX {} TX {}",
-                format::rate_kbps(t.and_then(|t| t.pcie_rx_kbps)),
-                format::rate_kbps(t.and_then(|t| t.pcie_tx_kbps))
+                units::rate_kbps(t.and_then(|t| t.pcie_rx_kbps)),
+                units::rate_kbps(t.and_then(|t| t.pcie_tx_kbps))
             )),
         ]
     }
@@ -165,10 +164,10 @@ impl Gpu<'_> {
         let gpm = self.tick?.gpm?;
         Some(format!(
             "GPM SM act {}  occ {}  tensor {}  DRAM {}",
-            format::pct(gpm.sm_active_pct),
-            format::pct(gpm.sm_occupancy_pct),
-            format::pct(gpm.tensor_active_pct),
-            format::pct(gpm.dram_active_pct)
+            units::pct(gpm.sm_active_pct),
+            units::pct(gpm.sm_occupancy_pct),
+            units::pct(gpm.tensor_active_pct),
+            units::pct(gpm.dram_active_pct)
         ))
     }
 
@@ -188,7 +187,6 @@ impl Gpu<'_> {
             if set == 0 && now & bit == 0 {
                 continue;
             }
-            #[allow(clippy::cast_precision_loss)]
             let share = if n == 0 { 0.0 } else { set as f64 * 100.0 / n as f64 };
             let style = if now & bit != 0 { paint.theme.badge } else { paint.theme.dim };
             spans.push(Span::raw(" "));
@@ -223,17 +221,17 @@ impl Gpu<'_> {
             let mut spans = vec![
                 index,
                 Span::styled("UTL ", paint.theme.label),
-                Span::styled(format!("{:>4} ", format::pct(util)), paint.load_style(util)),
+                Span::styled(format!("{:>4} ", units::pct(util)), paint.load_style(util)),
                 Span::styled("MEM ", paint.theme.label),
                 Span::styled(
                     format!(
                         "{}/{}G ",
-                        format::gib(t.and_then(|t| t.mem_used_bytes)).trim_end_matches(".0"),
-                        format::gib(self.info.mem_total_bytes).trim_end_matches(".0")
+                        units::gib_number(t.and_then(|t| t.mem_used_bytes)).trim_end_matches(".0"),
+                        units::gib_number(self.info.mem_total_bytes).trim_end_matches(".0")
                     ),
                     paint.memory_style(mem),
                 ),
-                Span::raw(format!("{}W ", format::watts(t.and_then(|t| t.power_mw)))),
+                Span::raw(format!("{}W ", units::watts(t.and_then(|t| t.power_mw)))),
             ];
             spans.extend(self.temp(paint));
             if with_badges && width >= 50 {
@@ -249,13 +247,13 @@ impl Gpu<'_> {
             name,
             Span::styled("UTL ", paint.theme.label),
             Span::styled(paint.bar(util, bw), paint.load_style(util)),
-            Span::raw(format!(" {:>4} ", format::pct(util))),
+            Span::raw(format!(" {:>4} ", units::pct(util))),
             Span::styled("MEM ", paint.theme.label),
             Span::styled(paint.bar(mem, bw), paint.memory_style(mem)),
             Span::raw(format!(
                 " {:>5}/{}G ",
-                format::gib(t.and_then(|t| t.mem_used_bytes)),
-                format::gib(self.info.mem_total_bytes).trim_end_matches(".0")
+                units::gib_number(t.and_then(|t| t.mem_used_bytes)),
+                units::gib_number(self.info.mem_total_bytes).trim_end_matches(".0")
             )),
         ];
         spans.extend(self.power(paint));
@@ -279,14 +277,14 @@ impl Gpu<'_> {
             Span::styled("    SM ", paint.theme.label),
             Span::raw(format!(
                 "{}/{}",
-                format::num(t.and_then(|t| t.sm_clock_mhz), ""),
-                format::num(self.info.max_sm_clock_mhz, "")
+                units::num(t.and_then(|t| t.sm_clock_mhz), ""),
+                units::num(self.info.max_sm_clock_mhz, "")
             )),
             Span::styled(" MEM ", paint.theme.label),
             Span::raw(format!(
                 "{}/{} MHz  ",
-                format::num(t.and_then(|t| t.mem_clock_mhz), ""),
-                format::num(self.info.max_mem_clock_mhz, "")
+                units::num(t.and_then(|t| t.mem_clock_mhz), ""),
+                units::num(self.info.max_mem_clock_mhz, "")
             )),
         ];
         let mut pcie = self.pcie(paint);
@@ -305,10 +303,10 @@ impl Gpu<'_> {
             spans.push(Span::styled("GPM ", paint.theme.label));
             spans.push(Span::raw(format!(
                 "act {} occ {} tensor {} DRAM {}  ",
-                format::pct(gpm.sm_active_pct),
-                format::pct(gpm.sm_occupancy_pct),
-                format::pct(gpm.tensor_active_pct),
-                format::pct(gpm.dram_active_pct)
+                units::pct(gpm.sm_active_pct),
+                units::pct(gpm.sm_occupancy_pct),
+                units::pct(gpm.tensor_active_pct),
+                units::pct(gpm.dram_active_pct)
             )));
         }
         let badges = self.badges(paint);
@@ -322,10 +320,10 @@ impl Gpu<'_> {
     }
 
     /// A utilization sparkline filling what is left of `width` after `spans`, labelled with its span and maximum.
-    fn push_sparkline<'s>(&self, spans: &mut Vec<Span<'s>>, width: u16, span_s: u64, paint: &Paint) {
+    fn push_sparkline(&self, spans: &mut Vec<Span<'_>>, width: u16, span_s: u64, paint: &Paint) {
         let history = self.util_history();
         let max = history.iter().flatten().copied().reduce(f64::max);
-        let label = format!(" util {} max {}", format::duration_s(span_s), format::pct(max));
+        let label = format!(" util {} max {}", units::duration_s(span_s), units::pct(max));
         let used: usize = spans.iter().map(Span::width).sum::<usize>() + 2 + label.len();
         let room = usize::from(width).saturating_sub(used);
         if room >= 8 {
@@ -408,7 +406,7 @@ impl Widget for GpuArea<'_> {
             GpuStyle::Lines { per_gpu, titled } => {
                 let mut lines = Vec::new();
                 if titled {
-                    let span = format::duration_s(app.span_s);
+                    let span = units::duration_s(app.span_s);
                     let extra =
                         vec![Span::styled(format!("({} GPUs, badges over {span}) ", gpus.len()), paint.theme.dim)];
                     lines.push(paint.title_line("GPUs", extra, area.width));

@@ -35,7 +35,11 @@ pub fn sparkline(values: &[Option<f64>], max: f64, width: usize, ascii: bool) ->
             None => ' ',
             Some(v) => {
                 let share = if max > 0.0 { (v / max).clamp(0.0, 1.0) } else { 0.0 };
-                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "a level from a share in 0..=1 of the graph's height"
+                )]
                 let level = (share * top as f64).round() as usize;
                 // A present nonzero reading shows at least the lowest mark, so it differs from a gap.
                 levels[if v > 0.0 { level.max(1) } else { level }]
@@ -52,7 +56,11 @@ pub fn area_graph(values: &[Option<f64>], max: f64, width: usize, height: usize,
     let dots_per_row = if ascii { 1 } else { 4 };
     let samples = buckets(values, width * per_cell);
     let total_dots = height * dots_per_row;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "heights from shares in 0..=1 of the graph's height"
+    )]
     let heights: Vec<Option<usize>> = samples
         .iter()
         .map(|v| {

@@ -6,10 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
-use super::format;
 use super::paint::{Paint, fill};
 use crate::app::App;
 use crate::sample::SourceKind;
+use crate::units;
 
 /// The banner text, when there is one.
 #[must_use]
@@ -33,7 +33,7 @@ fn spans<'a>(app: &App, level: u8, host: bool, paint: &Paint) -> Vec<Span<'a>> {
     let tick = app.tick();
     let sep = Span::styled(format!(" {} ", glyphs.sep), theme.border);
     let hostname =
-        if level >= 7 { format::truncate(&machine.hostname, 12, glyphs.ascii) } else { machine.hostname.clone() };
+        if level >= 7 { units::truncate(&machine.hostname, 12, glyphs.ascii) } else { machine.hostname.clone() };
     let mut spans = Vec::new();
     if level < 10 {
         spans.push(Span::styled(" gpusight ", theme.title));
@@ -45,21 +45,21 @@ fn spans<'a>(app: &App, level: u8, host: bool, paint: &Paint) -> Vec<Span<'a>> {
         spans.extend([
             sep.clone(),
             Span::styled("Driver ", theme.label),
-            Span::raw(machine.driver_version.clone().unwrap_or_else(|| format::NA.to_owned())),
+            Span::raw(machine.driver_version.clone().unwrap_or_else(|| units::NA.to_owned())),
         ]);
     }
     if level < 6 {
         spans.extend([
             sep.clone(),
             Span::styled("CUDA ", theme.label),
-            Span::raw(format::cuda_version(machine.cuda_driver_version)),
+            Span::raw(units::opt(machine.cuda_driver_version, units::cuda_version)),
         ]);
     }
     if level < 3 {
-        spans.extend([sep.clone(), Span::styled("up ", theme.label), Span::raw(format::uptime(tick.host.uptime_s))]);
+        spans.extend([sep.clone(), Span::styled("up ", theme.label), Span::raw(units::uptime(tick.host.uptime_s))]);
     }
     if level < 5 {
-        let time = format::utc(tick.at_ms);
+        let time = units::utc(tick.at_ms);
         let time = match level {
             0 => time,
             1..=3 => time[11..].to_owned(),
@@ -73,12 +73,7 @@ fn spans<'a>(app: &App, level: u8, host: bool, paint: &Paint) -> Vec<Span<'a>> {
             let (at, length) = playback.player.position();
             let state = if playback.player.is_paused() { "PAUSED".to_owned() } else { glyphs.play.to_owned() };
             let label = if short { "REC".to_owned() } else { format!("RECORDING {}", playback.label) };
-            Some(format!(
-                "{label} {state} {}x {}/{}",
-                playback.player.speed(),
-                format::clock(at),
-                format::clock(length)
-            ))
+            Some(format!("{label} {state} {}x {}/{}", playback.player.speed(), units::clock(at), units::clock(length)))
         }
         (None, SourceKind::Synthetic) if short => Some("SYNTHETIC".to_owned()),
         (None, SourceKind::Synthetic) => Some(format!("SYNTHETIC {}", machine.source_label)),

@@ -6,9 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
+use super::graph;
 use super::paint::{Paint, fill};
-use super::{format, graph};
 use crate::app::App;
+use crate::units;
 
 fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
     let host = &app.tick().host;
@@ -18,7 +19,6 @@ fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
 
 fn mem_pct(app: &App) -> Option<f64> {
     let (used, total) = mem_used(app);
-    #[allow(clippy::cast_precision_loss)]
     used.zip(total).map(|(u, t)| if t == 0 { 0.0 } else { u as f64 * 100.0 / t as f64 })
 }
 
@@ -29,9 +29,9 @@ pub(super) fn brief<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
     let mem = mem_pct(app);
     vec![
         Span::styled("CPU ", theme.label),
-        Span::styled(format::pct(busy), paint.load_style(busy)),
+        Span::styled(units::pct(busy), paint.load_style(busy)),
         Span::styled(" MEM ", theme.label),
-        Span::styled(format::pct(mem), paint.memory_style(mem)),
+        Span::styled(units::pct(mem), paint.memory_style(mem)),
     ]
 }
 
@@ -43,18 +43,22 @@ fn readings<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
     let (used, total) = mem_used(app);
     let swap_used = host.swap_total_bytes.zip(host.swap_free_bytes).map(|(t, f)| t.saturating_sub(f));
     let psi = host.psi;
-    let f1 = |v: Option<f32>| v.map_or_else(|| format::NA.to_owned(), |v| format!("{v:.1}"));
+    let f1 = |v: Option<f32>| v.map_or_else(|| units::NA.to_owned(), |v| format!("{v:.1}"));
     let busy = cpu.map(|c| f64::from(c.busy_pct));
     let mem_pct = mem_pct(app);
     vec![
         Span::styled("CPU ", theme.label),
-        Span::styled(format::pct(busy), paint.load_style(busy)),
-        Span::raw(format!(" io {}", format::pct(cpu.map(|c| c.iowait_pct)))),
-        Span::raw(format!(" st {}", format::pct(cpu.map(|c| c.steal_pct)))),
+        Span::styled(units::pct(busy), paint.load_style(busy)),
+        Span::raw(format!(" io {}", units::pct(cpu.map(|c| c.iowait_pct)))),
+        Span::raw(format!(" st {}", units::pct(cpu.map(|c| c.steal_pct)))),
         sep.clone(),
         Span::styled("MEM ", theme.label),
         Span::styled(
-            format!("{}/{}G", format::gib(used).trim_end_matches(".0"), format::gib(total).trim_end_matches(".0")),
+            format!(
+                "{}/{}G",
+                units::gib_number(used).trim_end_matches(".0"),
+                units::gib_number(total).trim_end_matches(".0")
+            ),
             paint.memory_style(mem_pct),
         ),
         sep.clone(),
@@ -62,7 +66,7 @@ fn readings<'a>(app: &App, paint: &Paint) -> Vec<Span<'a>> {
         Span::raw(if host.swap_total_bytes == Some(0) {
             "off".to_owned()
         } else {
-            format!("{}/{}G", format::gib(swap_used), format::gib(host.swap_total_bytes))
+            format!("{}/{}G", units::gib_number(swap_used), units::gib_number(host.swap_total_bytes))
         }),
         sep.clone(),
         Span::styled("LOAD ", theme.label),
@@ -122,11 +126,10 @@ fn render_full(
         .iter_from(start)
         .zip(history.host.mem_total_bytes.iter_from(start))
         .map(|(a, t)| {
-            #[allow(clippy::cast_precision_loss)]
             a.zip(*t).map(|(a, t)| if t == 0 { 0.0 } else { (t.saturating_sub(a)) as f64 * 100.0 / t as f64 })
         })
         .collect();
-    let span = format::duration_s(app.span_s);
+    let span = units::duration_s(app.span_s);
     let title = paint.title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width);
     let mut lines = vec![title];
     let mut first = vec![Span::raw(" ")];

@@ -131,6 +131,80 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
 
     let columns = (width / FULL_PANEL_WIDTH).clamp(1, n_gpus);
     let panel_rows = n_gpus.div_ceil(columns);
+    let candidates = candidates(input, n_gpus, host_rich, advice_target, advice_least);
+    let fits = |c: &Candidate| fixed + c.gpus_h + c.host_h + c.advice_h + table_min <= height;
+    let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| {
+        // Not even one line per GPU fits: the GPU area takes what is left and says how many more there are.
+        let room = height.saturating_sub(fixed + 1 + table_min).max(1);
+        Candidate {
+            gpu_style: GpuStyle::Lines { per_gpu: 1, titled: false },
+            gpus_h: room,
+            host_h: 0,
+            advice_style: AdviceStyle::Strip,
+            advice_h: 1,
+        }
+    });
+
+    // Hand out the spare rows: the table up to its need, then the advice pane up to all of its findings, then
+    // taller panels, then the table again (empty rows).
+    let mut spare = height.saturating_sub(fixed + chosen.gpus_h + chosen.host_h + chosen.advice_h + table_min);
+    let mut give = |want: u16| {
+        let given = want.min(spare);
+        spare -= given;
+        given
+    };
+    let mut table_h = table_min + give(table_want.saturating_sub(table_min));
+    let mut advice_h = chosen.advice_h;
+    if chosen.advice_style == AdviceStyle::Pane {
+        advice_h += give(advice_full.saturating_sub(advice_h));
+    }
+    let (gpu_style, gpus_h) = match chosen.gpu_style {
+        GpuStyle::Full { columns, height: panel_h } => {
+            let given = give(panel_rows * (MAX_PANEL_HEIGHT - panel_h));
+            let grow = given / panel_rows;
+            // Rows that would make one row of panels taller than the others go back.
+            spare += given - grow * panel_rows;
+            let panel_h = panel_h + grow;
+            (GpuStyle::Full { columns, height: panel_h }, panel_rows * panel_h)
+        }
+        other @ GpuStyle::Lines { .. } => (other, chosen.gpus_h),
+    };
+    table_h += spare;
+
+    let mut rest = Rect::new(0, 0, width, height);
+    let header = take(&mut rest, 1);
+    let banner = (banner_h > 0).then(|| take(&mut rest, 1));
+    let gpus = take(&mut rest, gpus_h);
+    let host = (chosen.host_h > 0).then(|| take(&mut rest, chosen.host_h));
+    let table = take(&mut rest, table_h);
+    let advice = take(&mut rest, advice_h);
+    let footer = (footer_h > 0).then(|| take(&mut rest, 1));
+    Some(Plan {
+        header,
+        banner,
+        gpus,
+        gpu_style,
+        host,
+        host_full: chosen.host_h == 5,
+        table,
+        advice,
+        advice_style: chosen.advice_style,
+        footer,
+    })
+}
+
+/// The layouts to try, best first: panels or lines per GPU, a rich or one-line host, the advice pane at its
+/// share or its least, and last the advice as a one-line strip.
+fn candidates(
+    input: &LayoutInput,
+    n_gpus: u16,
+    host_rich: u16,
+    advice_target: u16,
+    advice_least: u16,
+) -> Vec<Candidate> {
+    let width = input.width;
+    let columns = (width / FULL_PANEL_WIDTH).clamp(1, n_gpus);
+    let panel_rows = n_gpus.div_ceil(columns);
     let lines = |per: u16, titled: bool| (GpuStyle::Lines { per_gpu: per, titled }, u16::from(titled) + per * n_gpus);
     let mut gpu_styles = Vec::new();
     if input.mode != DisplayMode::Compact && width >= FULL_PANEL_WIDTH {
@@ -172,65 +246,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
             },
         );
     }
-    let fits = |c: &Candidate| fixed + c.gpus_h + c.host_h + c.advice_h + table_min <= height;
-    let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| {
-        // Not even one line per GPU fits: the GPU area takes what is left and says how many more there are.
-        let room = height.saturating_sub(fixed + 1 + table_min).max(1);
-        Candidate {
-            gpu_style: GpuStyle::Lines { per_gpu: 1, titled: false },
-            gpus_h: room,
-            host_h: 0,
-            advice_style: AdviceStyle::Strip,
-            advice_h: 1,
-        }
-    });
-
-    // Hand out the spare rows: the table up to its need, then the advice pane up to all of its findings, then
-    // taller panels, then the table again (empty rows).
-    let mut spare = height.saturating_sub(fixed + chosen.gpus_h + chosen.host_h + chosen.advice_h + table_min);
-    let mut give = |want: u16| {
-        let given = want.min(spare);
-        spare -= given;
-        given
-    };
-    let mut table_h = table_min + give(table_want.saturating_sub(table_min));
-    let mut advice_h = chosen.advice_h;
-    if chosen.advice_style == AdviceStyle::Pane {
-        advice_h += give(advice_full.saturating_sub(advice_h));
-    }
-    let (gpu_style, gpus_h) = match chosen.gpu_style {
-        GpuStyle::Full { columns, height: panel_h } => {
-            let given = give(panel_rows * (MAX_PANEL_HEIGHT - panel_h));
-            let grow = given / panel_rows;
-            // Rows that would make one row of panels taller than the others go back.
-            spare += given - grow * panel_rows;
-            let panel_h = panel_h + grow;
-            (GpuStyle::Full { columns, height: panel_h }, panel_rows * panel_h)
-        }
-        other => (other, chosen.gpus_h),
-    };
-    table_h += spare;
-
-    let mut rest = Rect::new(0, 0, width, height);
-    let header = take(&mut rest, 1);
-    let banner = (banner_h > 0).then(|| take(&mut rest, 1));
-    let gpus = take(&mut rest, gpus_h);
-    let host = (chosen.host_h > 0).then(|| take(&mut rest, chosen.host_h));
-    let table = take(&mut rest, table_h);
-    let advice = take(&mut rest, advice_h);
-    let footer = (footer_h > 0).then(|| take(&mut rest, 1));
-    Some(Plan {
-        header,
-        banner,
-        gpus,
-        gpu_style,
-        host,
-        host_full: chosen.host_h == 5,
-        table,
-        advice,
-        advice_style: chosen.advice_style,
-        footer,
-    })
+    candidates
 }
 
 #[cfg(test)]

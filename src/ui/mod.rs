@@ -15,7 +15,7 @@ use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
 pub mod config;
-pub mod format;
+pub mod fleet;
 mod gpus;
 pub mod graph;
 mod header;

@@ -77,7 +77,11 @@ impl Paint {
     #[must_use]
     pub fn bar(&self, pct: Option<f64>, width: usize) -> String {
         let Some(pct) = pct else { return " ".repeat(width) };
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a bar's filled cells: 0 to its width"
+        )]
         let filled = ((pct / 100.0).clamp(0.0, 1.0) * width as f64).round() as usize;
         let mut s: String = std::iter::repeat_n(self.glyphs.bar_full, filled).collect();
         s.extend(std::iter::repeat_n(self.glyphs.bar_empty, width - filled));

@@ -95,34 +95,8 @@ impl Widget for ProcessTable<'_> {
         let table = &app.table;
         let cols = columns::fit(area.width.saturating_sub(2));
         let arrow = if table.inverted ^ table.sort.descending_by_default() { glyphs.down } else { glyphs.up };
-        let mut extra = vec![Span::styled(format!("({}) ", rows.len()), theme.dim)];
-        extra.push(Span::styled(format!("sort {}{arrow} ", columns::title_of(table.sort)), theme.dim));
-        if table.tree {
-            extra.push(Span::styled("[tree] ", theme.label));
-        }
-        if table.command_offset > 0 {
-            extra.push(Span::styled(format!("command +{} ", table.command_offset), theme.tagged));
-        }
-        if table.editing_filter || !table.filter.is_empty() {
-            let cursor = if table.editing_filter { "_" } else { "" };
-            extra.push(Span::styled(format!("filter /{}{cursor} ", table.filter), theme.tagged));
-        }
-        if let Some(gpu) = table.only_gpu {
-            extra.push(Span::styled(format!("GPU {gpu} only "), theme.tagged));
-        }
-        if let Some(user) = &table.only_user {
-            extra.push(Span::styled(format!("user {user} "), theme.tagged));
-        }
-        if !table.tagged.is_empty() {
-            extra.push(Span::styled(format!("{} tagged ", table.tagged.len()), theme.tagged));
-        }
-        if app.is_frozen() {
-            extra.push(Span::styled("PAUSED ", theme.banner));
-        }
         let selected = app.selected_index(&rows);
-        if selected.is_some() && !app.readonly {
-            extra.push(Span::styled("(T/K/I: TERM/KILL/INT) ", theme.dim));
-        }
+        let extra = title_extras(app, paint, arrow, rows.len(), selected);
         let mut lines = vec![paint.title_line("Processes", extra, area.width)];
         let titles: Vec<String> = cols
             .iter()
@@ -172,6 +146,46 @@ impl Widget for ProcessTable<'_> {
         }
         fill(area, buf, lines, theme.base);
     }
+}
+
+/// What the table's title says after "Processes": the count, the sort, the modes and filters in force, and the
+/// signal keys when a row is selected.
+fn title_extras(
+    app: &App,
+    paint: &Paint,
+    arrow: &'static str,
+    n_rows: usize,
+    selected: Option<usize>,
+) -> Vec<Span<'static>> {
+    let (theme, table) = (&paint.theme, &app.table);
+    let mut extra = vec![Span::styled(format!("({n_rows}) "), theme.dim)];
+    extra.push(Span::styled(format!("sort {}{arrow} ", columns::title_of(table.sort)), theme.dim));
+    if table.tree {
+        extra.push(Span::styled("[tree] ", theme.label));
+    }
+    if table.command_offset > 0 {
+        extra.push(Span::styled(format!("command +{} ", table.command_offset), theme.tagged));
+    }
+    if table.editing_filter || !table.filter.is_empty() {
+        let cursor = if table.editing_filter { "_" } else { "" };
+        extra.push(Span::styled(format!("filter /{}{cursor} ", table.filter), theme.tagged));
+    }
+    if let Some(gpu) = table.only_gpu {
+        extra.push(Span::styled(format!("GPU {gpu} only "), theme.tagged));
+    }
+    if let Some(user) = &table.only_user {
+        extra.push(Span::styled(format!("user {user} "), theme.tagged));
+    }
+    if !table.tagged.is_empty() {
+        extra.push(Span::styled(format!("{} tagged ", table.tagged.len()), theme.tagged));
+    }
+    if app.is_frozen() {
+        extra.push(Span::styled("PAUSED ", theme.banner));
+    }
+    if selected.is_some() && !app.readonly {
+        extra.push(Span::styled("(T/K/I: TERM/KILL/INT) ", theme.dim));
+    }
+    extra
 }
 
 #[cfg(test)]

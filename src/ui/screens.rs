@@ -7,10 +7,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
 
 use super::advice::about;
+use super::graph;
 use super::paint::{Paint, fill};
 use super::theme::Level;
-use super::{format, graph};
-use crate::app::{Action, App, Screen, SignalDialog, SignalKind};
+use crate::app::{Action, App, DialogButton, Screen, SignalDialog};
+use crate::units;
 
 /// The last line: the filter being typed, the last status, or the main keys.
 #[derive(Debug)]
@@ -146,12 +147,12 @@ fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: 
         [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
     {
         lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
-        for line in format::wrap(text, usize::from(area.width).saturating_sub(3)) {
+        for line in units::wrap(text, usize::from(area.width).saturating_sub(3)) {
             lines.push(Line::from(format!("  {line}")));
         }
         lines.push(Line::from(""));
     }
-    lines.push(Line::from(Span::styled(format!("Since {}", format::utc(finding.since_ms)), theme.dim)));
+    lines.push(Line::from(Span::styled(format!("Since {}", units::utc(finding.since_ms)), theme.dim)));
     Clear.render(area, buf);
     Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
 }
@@ -192,8 +193,8 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         .map(|(keys, help)| {
             let dim = app.readonly && help.contains("SIG");
             let style = if dim { theme.dim } else { theme.base };
-            let key_lines = format::wrap(keys, keys_w);
-            let help_lines = format::wrap(help, text_w);
+            let key_lines = units::wrap(keys, keys_w);
+            let help_lines = units::wrap(help, text_w);
             (0..key_lines.len().max(help_lines.len()))
                 .map(|n| {
                     let k = key_lines.get(n).map_or("", String::as_str);
@@ -237,7 +238,7 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
         format!("Sampling every {:.1} s. Keys can be changed under [keys] in the config.", app.interval.as_secs_f64()),
     ];
     for note in notes {
-        for line in format::wrap(&note, usize::from(width).saturating_sub(2)) {
+        for line in units::wrap(&note, usize::from(width).saturating_sub(2)) {
             lines.push(Line::from(Span::styled(format!(" {line}"), theme.dim)));
         }
     }
@@ -271,10 +272,10 @@ fn render_details(
     let (theme, glyphs) = (&paint.theme, &paint.glyphs);
     let host = app.tick().process(pid);
     let name = host.map_or_else(
-        || format::NA.to_owned(),
+        || units::NA.to_owned(),
         |h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() },
     );
-    let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| format::NA.to_owned());
+    let user = host.and_then(|h| h.user.clone()).unwrap_or_else(|| units::NA.to_owned());
     let mut lines = vec![paint.title_line(
         &format!("Process {pid}"),
         vec![Span::styled("(Esc back, e environment) ", theme.dim)],
@@ -284,11 +285,11 @@ fn render_details(
     let lead = format!(" USER {user}  COMMAND ");
     let lead_w = lead.chars().count();
     let text_w = usize::from(area.width).saturating_sub(lead_w).max(20);
-    let mut command = format::wrap(&name, text_w);
+    let mut command = units::wrap(&name, text_w);
     if command.len() > 3 {
         command.truncate(3);
         if let Some(last) = command.last_mut() {
-            *last = format::truncate(&format!("{last} …"), text_w, glyphs.ascii);
+            *last = units::truncate(&format!("{last} …"), text_w, glyphs.ascii);
         }
     }
     for (n, part) in command.into_iter().enumerate() {
@@ -303,27 +304,7 @@ fn render_details(
             vec![Span::raw(" ".repeat(lead_w)), Span::raw(part)]
         }));
     }
-    let series = app.view().history.process(pid);
-    let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
-    let graphs: Vec<(&str, Vec<Option<f64>>, String)> = match series {
-        Some(s) => {
-            #[allow(clippy::cast_precision_loss)]
-            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            #[allow(clippy::cast_precision_loss)]
-            let rss: Vec<Option<f64>> = s.rss_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
-            let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-            let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
-            vec![
-                ("GPU-MEM", mem.clone(), format!("max {}", format::bytes(max_of(&mem).map(|m| m as u64)))),
-                ("%SM", sm.clone(), format!("max {}", format::pct(max_of(&sm)))),
-                ("%CPU", cpu.clone(), format!("max {}", format::pct(max_of(&cpu)))),
-                ("HOST-MEM", rss.clone(), format!("max {}", format::bytes(max_of(&rss).map(|m| m as u64)))),
-            ]
-        }
-        None => Vec::new(),
-    };
+    let graphs = process_graphs(app, pid);
     if graphs.is_empty() {
         lines.push(Line::from(Span::styled(" no history for this process yet", theme.dim)));
     }
@@ -368,6 +349,34 @@ fn render_details(
     fill(area, buf, lines, theme.base);
 }
 
+/// The process's graphs over the span shown: name, values, and the caption with the maximum.
+fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, String)> {
+    let series = app.view().history.process(pid);
+    let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
+    match series {
+        Some(s) => {
+            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let rss: Vec<Option<f64>> = s.rss_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
+            let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
+            let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "byte counts: whole and positive"
+            )]
+            let max_bytes = |v: &[Option<f64>]| max_of(v).map(|m| m as u64);
+            vec![
+                ("GPU-MEM", mem.clone(), format!("max {}", units::bytes(max_bytes(&mem)))),
+                ("%SM", sm.clone(), format!("max {}", units::pct(max_of(&sm)))),
+                ("%CPU", cpu.clone(), format!("max {}", units::pct(max_of(&cpu)))),
+                ("HOST-MEM", rss.clone(), format!("max {}", units::bytes(max_bytes(&rss)))),
+            ]
+        }
+        None => Vec::new(),
+    }
+}
+
 /// The signal confirmation dialog, centred on the screen.
 #[derive(Debug)]
 pub struct Dialog<'a> {
@@ -407,12 +416,12 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
         let text = format!(
             " PID {} ({}) holds {} GPU memory: {}",
             target.pid,
-            target.user.clone().unwrap_or_else(|| format::NA.to_owned()),
-            format::bytes(target.gpu_mem_bytes),
+            target.user.clone().unwrap_or_else(|| units::NA.to_owned()),
+            units::bytes(target.gpu_mem_bytes),
             target.command
         );
         lines.push(Line::from(Span::styled(
-            format::truncate(&text, usize::from(inner.width), glyphs.ascii),
+            units::truncate(&text, usize::from(inner.width), glyphs.ascii),
             theme.label,
         )));
     }
@@ -421,10 +430,10 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
     }
     lines.push(Line::from(""));
     let mut buttons = Vec::new();
-    for (i, label) in SignalKind::ALL.iter().map(|k| k.name()).chain(std::iter::once("Cancel")).enumerate() {
-        let style = if i == dialog.button { theme.alarm } else { theme.base };
+    for button in DialogButton::ALL {
+        let style = if button == dialog.button { theme.alarm } else { theme.base };
         buttons.push(Span::raw("  "));
-        buttons.push(Span::styled(format!("[ {label} ]"), style));
+        buttons.push(Span::styled(format!("[ {} ]", button.label()), style));
     }
     lines.push(Line::from(buttons));
     lines.push(Line::from(Span::styled("  Enter sends the highlighted one; Esc, n or q cancel", theme.dim)));

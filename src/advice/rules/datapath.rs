@@ -40,7 +40,8 @@ pub fn pcie_downgraded(ctx: &Ctx<'_>) -> Vec<Observation> {
                 w.map_or_else(|| "?".to_owned(), |w| w.to_string())
             )
         };
-        let rx = span.median(&gpu.pcie_rx_kbps).map_or_else(|| "N/A".to_owned(), |k| format!("{:.0} MB/s", k / 1000.0));
+        let rx =
+            span.median(&gpu.pcie_rx_kbps).map_or_else(|| crate::units::NA.to_owned(), crate::units::rate_kbps_f64);
         let since =
             first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
         let finding = Finding {
@@ -82,7 +83,6 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let outside = allowed.iter().filter(|c| local.binary_search(c).is_err()).count();
-        #[allow(clippy::cast_precision_loss)]
         let outside_share = outside as f64 / allowed.len() as f64;
         if outside_share <= ctx.t.numa_max_outside_share {
             continue;

@@ -2,7 +2,7 @@
 //! retirement or remap), driver-sanity (floors per architecture), persistence-off, mig-active, and visibility
 //! (Xids cannot be seen at all).
 
-use crate::sample::{GpuEventKind, GpuInfo};
+use crate::sample::{GpuEventKind, GpuInfo, GpuTick, UnixMs};
 
 use super::super::window::Ctx;
 use super::super::xid::{XidClass, meaning};
@@ -90,28 +90,75 @@ impl Ask {
 /// retirement or row remap. Critical for hardware-class errors; a warning for a pending remap, an unknown Xid
 /// or application-class Xids; info for a few corrected (single-bit) ECC errors.
 #[must_use]
-#[allow(clippy::too_many_lines)]
 pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let from_ms = ctx.now_ms.saturating_sub(t.xid_window_s.saturating_mul(1000));
-    let latest = ctx.history.latest();
     let mut gpu_ids: Vec<Option<u32>> = ctx.machine.gpus.iter().map(|g| Some(g.index)).collect();
     gpu_ids.push(None);
     let mut out = Vec::new();
     for gpu_index in gpu_ids {
-        let mut lines: Vec<String> = Vec::new();
-        let mut asks: Vec<Ask> = Vec::new();
-        let mut title: Option<String> = None;
-        let mut since = ctx.now_ms;
         let name = gpu_index.map_or_else(|| "a GPU".to_owned(), |g| format!("GPU {g}"));
+        let mut report = ErrorReport { lines: Vec::new(), asks: Vec::new(), title: None, since: ctx.now_ms };
         if gpu_index.is_some_and(|g| ctx.gpu_lost(g)) {
-            asks.push(Ask::Drain);
-            title = Some(format!("{name} is lost: it fell off the bus or needs a reset"));
-            lines.push("NVML reports the GPU lost; it no longer answers".to_owned());
+            report.asks.push(Ask::Drain);
+            report.title = Some(format!("{name} is lost: it fell off the bus or needs a reset"));
+            report.lines.push("NVML reports the GPU lost; it no longer answers".to_owned());
         }
+        let corrected_events = report.add_events(ctx, gpu_index, from_ms, &name);
+        if let Some(gpu) = gpu_index.and_then(|g| ctx.history.latest().gpu(g)) {
+            report.add_counters(ctx, gpu, &name, corrected_events);
+        }
+        let ErrorReport { lines, mut asks, title, since } = report;
+        let Some(title) = title else { continue };
+        asks.sort_unstable();
+        asks.dedup();
+        let severity = asks.iter().map(|a| a.severity()).max().unwrap_or(Severity::Info);
+        let remedy = if asks.first() == Some(&Ask::Drain) {
+            Ask::Drain.remedy().to_owned()
+        } else {
+            asks.iter().map(|a| a.remedy()).collect::<Vec<_>>().join(" ")
+        };
+        let evidence = if since < ctx.now_ms {
+            format!(
+                "{} (events of the last {})",
+                lines.join("; "),
+                super::super::window::duration_label(t.xid_window_s)
+            )
+        } else {
+            lines.join("; ")
+        };
+        let finding = Finding {
+            title,
+            evidence,
+            remedy,
+            explanation: GPU_ERRORS_EXPLANATION.to_owned(),
+            ..draft(Rule::GpuErrors, severity, gpu_index, None, since)
+        };
+        out.push(Observation::holds(finding));
+    }
+    out
+}
+
+const GPU_ERRORS_EXPLANATION: &str = "Xid errors are the driver's reports of GPU faults. Some (13, 31, 43, 45) usually \
+    come from the application; others (48, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the link, power or \
+    firmware. Xid 63 and a pending row remap are handled by the hardware and need a reset at some point, not an \
+    RMA. Corrected (single-bit) ECC errors are what ECC is for: only a high rate matters. Uncorrected ECC errors \
+    need a GPU reset.";
+
+/// What gpu-errors has found on one GPU (or on no GPU in particular) so far.
+struct ErrorReport {
+    lines: Vec<String>,
+    asks: Vec<Ask>,
+    title: Option<String>,
+    since: UnixMs,
+}
+
+impl ErrorReport {
+    /// The Xid and ECC events of the window; returns how many corrected (single-bit) ECC events there were.
+    fn add_events(&mut self, ctx: &Ctx<'_>, gpu_index: Option<u32>, from_ms: UnixMs, name: &str) -> u64 {
         let mut corrected_events: u64 = 0;
         for event in ctx.history.events.iter().filter(|e| e.gpu_index == gpu_index && e.at_ms >= from_ms) {
-            since = since.min(event.at_ms);
+            self.since = self.since.min(event.at_ms);
             let (line, ask) = match &event.kind {
                 GpuEventKind::Xid { code, pid, process_name } => {
                     let (what, class) = meaning(*code);
@@ -135,93 +182,65 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
                 }
                 GpuEventKind::FallenOffBus => ("the GPU has fallen off the bus".to_owned(), Ask::Drain),
             };
-            asks.push(ask);
-            title.get_or_insert_with(|| format!("{name} reported errors"));
-            if !lines.contains(&line) {
-                lines.push(line);
+            self.asks.push(ask);
+            self.title.get_or_insert_with(|| format!("{name} reported errors"));
+            if !self.lines.contains(&line) {
+                self.lines.push(line);
             }
         }
-        if let Some(gpu) = gpu_index.and_then(|g| latest.gpu(g)) {
-            // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
-            let counted = ctx.history.gpu(gpu.index).map(|g| g.ecc_corrected.iter().copied().flatten());
-            let grown = counted.map_or(0, |mut values| {
-                let first = values.next();
-                let last = values.last().or(first);
-                first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
-            });
-            let corrected = corrected_events.max(grown);
-            if corrected > 0 {
-                let high = corrected >= t.ecc_corrected_warn;
-                asks.push(if high { Ask::Maintenance } else { Ask::Watch });
-                title.get_or_insert_with(|| {
-                    if high {
-                        format!("{name} corrects many single-bit ECC errors")
-                    } else {
-                        format!(
-                            "{name} corrected {corrected} single-bit ECC error{}",
-                            if corrected == 1 { "" } else { "s" }
-                        )
-                    }
-                });
-                lines.push(format!(
-                    "{corrected} corrected (single-bit) ECC error{} ({} or more is a high rate)",
-                    if corrected == 1 { "" } else { "s" },
-                    t.ecc_corrected_warn
-                ));
-            }
-            if let Some(n) = gpu.ecc.and_then(|e| e.volatile_uncorrected).filter(|n| *n > 0) {
-                asks.push(Ask::Drain);
-                title.get_or_insert_with(|| format!("{name} has uncorrected ECC errors"));
-                lines.push(format!("{n} volatile uncorrected ECC errors since the driver loaded"));
-            }
-            if let Some(rows) = gpu.remapped_rows.filter(|r| r.pending || r.failure) {
-                asks.push(if rows.failure { Ask::Drain } else { Ask::Maintenance });
-                title.get_or_insert_with(|| format!("{name} needs a reset to remap memory rows"));
-                let what = if rows.failure { "row remapping failed" } else { "a row remap is pending (reset needed)" };
-                lines.push(format!(
-                    "{what}; {} uncorrectable and {} correctable rows remapped",
-                    rows.uncorrectable, rows.correctable
-                ));
-            }
-            if gpu.retired_pages_pending == Some(true) {
-                asks.push(Ask::Maintenance);
-                title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
-                lines.push("memory pages are pending retirement (reset needed)".to_owned());
-            }
-        }
-        let Some(title) = title else { continue };
-        asks.sort_unstable();
-        asks.dedup();
-        let severity = asks.iter().map(|a| a.severity()).max().unwrap_or(Severity::Info);
-        let remedy = if asks.first() == Some(&Ask::Drain) {
-            Ask::Drain.remedy().to_owned()
-        } else {
-            asks.iter().map(|a| a.remedy()).collect::<Vec<_>>().join(" ")
-        };
-        let evidence = if since < ctx.now_ms {
-            format!(
-                "{} (events of the last {})",
-                lines.join("; "),
-                super::super::window::duration_label(t.xid_window_s)
-            )
-        } else {
-            lines.join("; ")
-        };
-        let finding = Finding {
-            title,
-            evidence,
-            remedy,
-            explanation: "Xid errors are the driver's reports of GPU faults. Some (13, 31, 43, 45) usually come from \
-                          the application; others (48, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the link, \
-                          power or firmware. Xid 63 and a pending row remap are handled by the hardware and need a \
-                          reset at some point, not an RMA. Corrected (single-bit) ECC errors are what ECC is for: only \
-                          a high rate matters. Uncorrected ECC errors need a GPU reset."
-                .to_owned(),
-            ..draft(Rule::GpuErrors, severity, gpu_index, None, since)
-        };
-        out.push(Observation::holds(finding));
+        corrected_events
     }
-    out
+
+    /// The counters of the newest sample: corrected and uncorrected ECC, remapped rows, retired pages.
+    fn add_counters(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str, corrected_events: u64) {
+        let t = ctx.t;
+        // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
+        let counted = ctx.history.gpu(gpu.index).map(|g| g.ecc_corrected.iter().copied().flatten());
+        let grown = counted.map_or(0, |mut values| {
+            let first = values.next();
+            let last = values.last().or(first);
+            first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
+        });
+        let corrected = corrected_events.max(grown);
+        if corrected > 0 {
+            let high = corrected >= t.ecc_corrected_warn;
+            self.asks.push(if high { Ask::Maintenance } else { Ask::Watch });
+            self.title.get_or_insert_with(|| {
+                if high {
+                    format!("{name} corrects many single-bit ECC errors")
+                } else {
+                    format!(
+                        "{name} corrected {corrected} single-bit ECC error{}",
+                        if corrected == 1 { "" } else { "s" }
+                    )
+                }
+            });
+            self.lines.push(format!(
+                "{corrected} corrected (single-bit) ECC error{} ({} or more is a high rate)",
+                if corrected == 1 { "" } else { "s" },
+                t.ecc_corrected_warn
+            ));
+        }
+        if let Some(n) = gpu.ecc.and_then(|e| e.volatile_uncorrected).filter(|n| *n > 0) {
+            self.asks.push(Ask::Drain);
+            self.title.get_or_insert_with(|| format!("{name} has uncorrected ECC errors"));
+            self.lines.push(format!("{n} volatile uncorrected ECC errors since the driver loaded"));
+        }
+        if let Some(rows) = gpu.remapped_rows.filter(|r| r.pending || r.failure) {
+            self.asks.push(if rows.failure { Ask::Drain } else { Ask::Maintenance });
+            self.title.get_or_insert_with(|| format!("{name} needs a reset to remap memory rows"));
+            let what = if rows.failure { "row remapping failed" } else { "a row remap is pending (reset needed)" };
+            self.lines.push(format!(
+                "{what}; {} uncorrectable and {} correctable rows remapped",
+                rows.uncorrectable, rows.correctable
+            ));
+        }
+        if gpu.retired_pages_pending == Some(true) {
+            self.asks.push(Ask::Maintenance);
+            self.title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
+            self.lines.push("memory pages are pending retirement (reset needed)".to_owned());
+        }
+    }
 }
 
 /// What the driver must be for an architecture: the floor and whether it is Blackwell or pre-Turing.

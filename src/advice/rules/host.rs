@@ -10,7 +10,6 @@ pub fn host_memory_pressure(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let Some(span) = ctx.window(t.window_s) else { return Vec::new() };
     let host = &ctx.history.host;
-    #[allow(clippy::cast_precision_loss)]
     let flags: Vec<bool> = span
         .values(&host.mem_available_bytes)
         .zip(span.values(&host.mem_total_bytes))

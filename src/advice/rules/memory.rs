@@ -15,14 +15,12 @@ pub fn vram_nearly_full(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some(total) = ctx.gpu_info(gpu.index).and_then(|g| g.mem_total_bytes).filter(|t| *t > 0) else {
             continue;
         };
-        #[allow(clippy::cast_precision_loss)]
         let full = |used: u64| used as f64 / total as f64 * 100.0 > t.vram_full_pct;
         let share = span.share(&gpu.mem_used_bytes, full);
         if share < t.exit_share {
             continue;
         }
         let used = span.median(&gpu.mem_used_bytes);
-        #[allow(clippy::cast_precision_loss)]
         let total_f = total as f64;
         let flags = span.values(&gpu.mem_used_bytes).map(|u| u.is_some_and(full));
         let since = first_true(ctx.history.times.iter_from(span.window.start).copied(), flags, ctx.now_ms);
@@ -56,7 +54,6 @@ pub fn fit_line(points: &[(f64, f64)]) -> Option<(f64, f64)> {
     if points.len() < 3 {
         return None;
     }
-    #[allow(clippy::cast_precision_loss)]
     let n = points.len() as f64;
     let mean_x = points.iter().map(|p| p.0).sum::<f64>() / n;
     let mean_y = points.iter().map(|p| p.1).sum::<f64>() / n;
@@ -106,7 +103,6 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let origin = span.window.first_ms;
-        #[allow(clippy::cast_precision_loss)]
         let points: Vec<(f64, f64)> = process
             .times
             .iter_from(span.window.start)
@@ -115,7 +111,6 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             .collect();
         let Some((slope_b_s, r2)) = fit_line(&points) else { continue };
         let rate_mib_min = slope_b_s * 60.0 / MIB;
-        #[allow(clippy::cast_precision_loss)]
         let growth_mib = slope_b_s * (span.window.span_ms() as f64 / 1000.0) / MIB;
         let (enter, stay) = if fast {
             let unmistakable = span.covered && growth_mib >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
@@ -133,7 +128,11 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let free = ctx.history.latest().gpu(gpu_index).and_then(|g| g.mem_free_bytes);
-        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "seconds until full: positive when the slope is"
+        )]
         let to_full = free.map(|f| duration_label((f as f64 / slope_b_s).round() as u64));
         let now_mem = points.last().map(|p| p.1);
         let finding = Finding {
@@ -181,7 +180,6 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
         let Some(span) = Span::of(&process.times, t.idle_holder_window_s, t.min_window_coverage) else { continue };
         let pairs = align(ctx.history, process, &span);
-        #[allow(clippy::cast_precision_loss)]
         let flags: Vec<bool> = pairs
             .iter()
             .map(|(p, m)| {
@@ -247,7 +245,6 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         // Enter only once at least two of them have shared the GPU for the whole window (counting stops at two).
-        #[allow(clippy::cast_precision_loss)]
         let settled = pids
             .iter()
             .filter_map(|pid| ctx.process(*pid))
@@ -264,7 +261,6 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
             .map(|pid| {
                 let entry = latest.gpu_processes.iter().find(|p| p.pid == Some(*pid) && p.gpu_index == gpu.index);
                 let mem = entry.and_then(|e| e.used_gpu_memory_bytes);
-                #[allow(clippy::cast_precision_loss)]
                 let mem = mem.map_or_else(|| "N/A".to_owned(), |m| bytes_label(m as f64));
                 let sm = entry.and_then(|e| e.sm_util_pct).map_or_else(|| "N/A".to_owned(), |s| format!("{s} %"));
                 format!("PID {pid} ({mem}, SM {sm})")

@@ -21,7 +21,6 @@ fn counter_share(span: &Span, series: &crate::history::Series<u64>) -> Option<f6
     let first = values.next()?;
     let last = values.last()?;
     let span_ns = span.window.span_ms().saturating_mul(1_000_000);
-    #[allow(clippy::cast_precision_loss)]
     (span_ns > 0).then(|| last.saturating_sub(first) as f64 / span_ns as f64)
 }
 

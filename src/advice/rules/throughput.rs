@@ -324,7 +324,11 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
         let (who, worker, main_thread) = pegged_who(ctx, pid, &s);
         let workers = ctx.process(pid).and_then(|p| p.n_children.last().copied().flatten()).unwrap_or(0);
-        #[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a count of cores: small and positive"
+        )]
         let idle_cores = ProcessSamples::median(&s.host_busy)
             .map(|busy| ((100.0 - busy).max(0.0) / 100.0 * ctx.machine.n_cpus as f64).floor() as u32);
         let idle_text = idle_cores

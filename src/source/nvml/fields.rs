@@ -71,7 +71,7 @@ pub fn throttle_counters(slots: [Option<u64>; 5]) -> Option<ThrottleCounters> {
 /// A GPM percentage, or `None` when NVML gave something that is not a number.
 #[must_use]
 pub fn gpm_pct(value: f64) -> Option<f32> {
-    #[allow(clippy::cast_possible_truncation)]
+    #[expect(clippy::cast_possible_truncation, reason = "a percentage clamped to 0..=100 fits an f32")]
     value.is_finite().then(|| value.clamp(0.0, 100.0) as f32)
 }
 

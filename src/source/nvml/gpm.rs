@@ -40,6 +40,7 @@ const GPM_METRICS: [GpmMetricId; 7] = [
 /// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
 /// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
 /// (59.49 GB/s) stood beside the throughput call's 59.79 million KB/s (`nvml_probe pcie`, docs/performance.md).
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "finite, non-negative, capped at u32::MAX")]
 fn mib_s_to_kbps(value: f64) -> Option<u32> {
     (value.is_finite() && value >= 0.0).then(|| (value * 1_048.576).round().min(f64::from(u32::MAX)) as u32)
 }

@@ -118,6 +118,42 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
     NVML.get().ok_or_else(|| SourceError::Other("NVML started but could not be kept".to_string()))
 }
 
+/// The driver's versions, and whether its kernel module is the open one.
+fn driver_info(nvml: &'static Nvml) -> DriverInfo {
+    DriverInfo {
+        driver_version: nvml.sys_driver_version().ok(),
+        cuda_driver_version: nvml.sys_cuda_driver_version().ok(),
+        nvml_version: nvml.sys_nvml_version().ok(),
+        open_kernel_module: std::fs::read_to_string("/proc/driver/nvidia/version")
+            .ok()
+            .map(|t| info::is_open_kernel_module(&t)),
+    }
+}
+
+/// The GPM thread for the GPUs that have GPM, or none (no such GPU, or the thread could not start: said in a note).
+/// Each GPU's PCIe flag tells its PCIe thread when GPM covers its rates.
+fn start_gpm(
+    readers: Vec<(u32, Box<dyn GpmReader>)>,
+    pcie_flags: Vec<(u32, Arc<AtomicBool>)>,
+    gpm_ms: u64,
+    notes: &mut Vec<String>,
+) -> Option<GpmMonitor> {
+    if readers.is_empty() {
+        return None;
+    }
+    // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
+    let monitor = GpmMonitor::start(readers, (gpm_ms * 3).max(10_000));
+    match &monitor {
+        Some(m) => {
+            for (index, flag) in pcie_flags {
+                m.share_pcie_flag(index, flag);
+            }
+        }
+        None => notes.push("could not start the GPM thread; SM activity is not read".to_string()),
+    }
+    monitor
+}
+
 impl NvmlGpus {
     /// Starts NVML with the default options.
     ///
@@ -136,14 +172,7 @@ impl NvmlGpus {
         let _running = crash::enter(Family::Open, None);
         let nvml = nvml()?;
         let mut notes = Vec::new();
-        let driver = DriverInfo {
-            driver_version: nvml.sys_driver_version().ok(),
-            cuda_driver_version: nvml.sys_cuda_driver_version().ok(),
-            nvml_version: nvml.sys_nvml_version().ok(),
-            open_kernel_module: std::fs::read_to_string("/proc/driver/nvidia/version")
-                .ok()
-                .map(|t| info::is_open_kernel_module(&t)),
-        };
+        let driver = driver_info(nvml);
         let count =
             nvml.device_count().map_err(|e| SourceError::NoDriver(format!("NVML could not count the GPUs: {e}")))?;
         if count == 0 {
@@ -194,22 +223,7 @@ impl NvmlGpus {
             gpus.push(gpu);
         }
         info::read_topology(nvml, &mut gpus, &devices);
-        // Metrics from more than three GPM periods ago (10 s at least) are too old to show.
-        let gpm_stale_ms = (periods.gpm_ms * 3).max(10_000);
-        let gpm = if gpm_readers.is_empty() {
-            None
-        } else {
-            let monitor = GpmMonitor::start(gpm_readers, gpm_stale_ms);
-            for (index, flag) in pcie_flags {
-                if let Some(m) = &monitor {
-                    m.share_pcie_flag(index, flag);
-                }
-            }
-            if monitor.is_none() {
-                notes.push("could not start the GPM thread; SM activity is not read".to_string());
-            }
-            monitor
-        };
+        let gpm = start_gpm(gpm_readers, pcie_flags, periods.gpm_ms, &mut notes);
         let xid = watch_xid.then(|| XidWatch::start(Some((nvml, devices)), &gpus));
         Ok(Self {
             driver,
@@ -293,21 +307,18 @@ impl NvmlGpus {
             }
         }
         for (slot, reply) in self.slots.iter().zip(fresh) {
-            match reply {
-                Some(mut reply) => {
-                    reply.tick.gpm = self.gpm.as_ref().and_then(|g| g.latest(slot.index, now_ms));
-                    // GPM's PCIe rates (the whole window) stand in for the PCIe thread's, which stops reading while
-                    // GPM has them.
-                    if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
-                        (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
-                    }
-                    out.gpus.push(reply.tick);
-                    out.gpu_processes.extend(reply.processes);
+            if let Some(mut reply) = reply {
+                reply.tick.gpm = self.gpm.as_ref().and_then(|g| g.latest(slot.index, now_ms));
+                // GPM's PCIe rates (the whole window) stand in for the PCIe thread's, which stops reading while
+                // GPM has them.
+                if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
+                    (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
                 }
-                None => {
-                    let state = if slot.lost { GpuState::Lost } else { GpuState::NotAnswering };
-                    out.gpus.push(GpuTick { index: slot.index, state, ..GpuTick::default() });
-                }
+                out.gpus.push(reply.tick);
+                out.gpu_processes.extend(reply.processes);
+            } else {
+                let state = if slot.lost { GpuState::Lost } else { GpuState::NotAnswering };
+                out.gpus.push(GpuTick { index: slot.index, state, ..GpuTick::default() });
             }
         }
         if let Some(xid) = &mut self.xid {

@@ -102,7 +102,11 @@ pub fn kmsg_wall_ms(now_ms: u64, uptime_ms: u64, ts_usec: u64) -> u64 {
 #[must_use]
 pub fn parse_uptime_ms(text: &str) -> Option<u64> {
     let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "a finite, non-negative number of seconds since boot"
+    )]
     (secs.is_finite() && secs >= 0.0).then_some((secs * 1000.0) as u64)
 }
 
@@ -174,12 +178,12 @@ mod tests {
 
     #[test]
     fn every_fixture_line_parses() {
+        type Want = Option<(u64, (u32, u32, u32), GpuEventKind)>;
         let text = include_str!("../../../tests/fixtures/kmsg/nvrm_records.txt");
         let mut got = Vec::new();
         for line in text.lines().filter(|l| !l.is_empty() && !l.starts_with('#')) {
             got.push(parse_kmsg_record(line));
         }
-        type Want = Option<(u64, (u32, u32, u32), GpuEventKind)>;
         let want: Vec<Want> = vec![
             Some((1201, (0, 1, 0), xid(31, None, None))),
             Some((1202, (0, 1, 0), xid(31, None, None))),

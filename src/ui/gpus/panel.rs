@@ -7,9 +7,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Widget};
 
 use super::Gpu;
+use crate::ui::graph;
 use crate::ui::paint::{Paint, fill};
 use crate::ui::theme::Level;
-use crate::ui::{format, graph};
+use crate::units;
 
 /// Width of the readings column.
 const TEXT_W: u16 = 66;
@@ -31,9 +32,7 @@ impl Gpu<'_> {
         let from = self.window_start;
         let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
         let util = self.util_history();
-        #[allow(clippy::cast_precision_loss)]
         let total = self.info.mem_total_bytes.map(|t| t as f64);
-        #[allow(clippy::cast_precision_loss)]
         let mem: Vec<Option<f64>> = series.mem_used_bytes.iter_from(from).map(|v| v.map(|b| b as f64)).collect();
         let power: Vec<Option<f64>> =
             series.power_mw.iter_from(from).map(|v| v.map(|mw| f64::from(mw) / 1000.0)).collect();
@@ -45,36 +44,44 @@ impl Gpu<'_> {
             .map_or(0.0, |mw| f64::from(mw) / 1000.0);
         let mem_max = max_of(&mem);
         let (util_max, power_max, temp_max) = (max_of(&util), max_of(&power), max_of(&temp));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "medians of byte counts: whole and positive"
+        )]
         let as_u64 = |v: Option<f64>| v.map(|v| v as u64);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "medians of clocks and percentages: small and positive"
+        )]
         let as_u32 = |v: Option<f64>| v.map(|v| v.round() as u32);
         vec![
             History {
                 name: "UTIL",
                 top: 100.0,
-                max_text: format::pct(util_max),
+                max_text: units::pct(util_max),
                 level: paint.load_level(util_max),
                 values: util,
             },
             History {
                 name: "MEM",
                 top: total.unwrap_or_else(|| mem_max.unwrap_or(1.0)).max(1.0),
-                max_text: format!("{}G", format::gib(as_u64(mem_max))),
+                max_text: format!("{}G", units::gib_number(as_u64(mem_max))),
                 level: paint.memory_level(mem_max.zip(total).map(|(m, t)| m * 100.0 / t)),
                 values: mem,
             },
             History {
                 name: "POWER",
                 top: limit_w.max(power_max.unwrap_or(0.0)).max(1.0),
-                max_text: format!("{}W", format::num(as_u32(power_max), "")),
+                max_text: format!("{}W", units::num(as_u32(power_max), "")),
                 level: paint.load_level(power_max.map(|p| p * 100.0 / limit_w.max(1.0))),
                 values: power,
             },
             History {
                 name: "TEMP",
                 top: f64::from(self.info.temp_slowdown_c.unwrap_or(100)).max(temp_max.unwrap_or(0.0)),
-                max_text: format!("{}{}", format::num(as_u32(temp_max), ""), paint.glyphs.degree),
+                max_text: format!("{}{}", units::num(as_u32(temp_max), ""), paint.glyphs.degree),
                 level: match (temp_max, self.info.temp_slowdown_c) {
                     (Some(t), Some(s)) if t + 5.0 >= f64::from(s) => Level::High,
                     (Some(t), _) if t < 60.0 => Level::Low,
@@ -94,7 +101,7 @@ impl Gpu<'_> {
             Line::from(vec![
                 Span::styled("UTL ", paint.theme.label),
                 Span::styled(paint.bar(util, 20), paint.load_style(util)),
-                Span::raw(format!(" {:>4}  ", format::pct(util))),
+                Span::raw(format!(" {:>4}  ", units::pct(util))),
                 Span::raw(self.clocks()),
             ]),
             Line::from({
@@ -103,8 +110,8 @@ impl Gpu<'_> {
                     Span::styled(paint.bar(mem, 20), paint.memory_style(mem)),
                     Span::raw(format!(
                         " {}/{}GiB  ",
-                        format::gib(t.and_then(|t| t.mem_used_bytes)),
-                        format::gib(self.info.mem_total_bytes)
+                        units::gib_number(t.and_then(|t| t.mem_used_bytes)),
+                        units::gib_number(self.info.mem_total_bytes)
                     )),
                 ];
                 spans.extend(self.power(paint));
@@ -136,8 +143,8 @@ impl Gpu<'_> {
 
 /// Draws `gpu` as a panel filling `area`; the graphs show the last `span_s` seconds.
 pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint: &Paint) {
-    let pstate = gpu.tick.and_then(|t| t.pstate).map_or_else(|| format::NA.to_owned(), |p| format!("P{p}"));
-    let numa = format::num(gpu.info.numa_node, "");
+    let pstate = gpu.tick.and_then(|t| t.pstate).map_or_else(|| units::NA.to_owned(), |p| format!("P{p}"));
+    let numa = units::num(gpu.info.numa_node, "");
     let title = format!(
         " GPU {} {sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
         gpu.info.index,
@@ -200,7 +207,7 @@ fn render_graphs(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint
     histories.truncate(usize::from(across * down));
     let cell_w = (area.width + 1) / across - 1;
     let cell_h = area.height / down;
-    let span = format::duration_s(span_s);
+    let span = units::duration_s(span_s);
     for (i, history) in histories.iter().enumerate() {
         let i = u16::try_from(i).unwrap_or(0);
         let rect = Rect {
@@ -209,7 +216,7 @@ fn render_graphs(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint
             width: cell_w,
             height: cell_h,
         };
-        let label = format::truncate(
+        let label = units::truncate(
             &format!("{} {span} max {}", history.name, history.max_text),
             usize::from(cell_w),
             paint.glyphs.ascii,

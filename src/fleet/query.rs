@@ -11,23 +11,39 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::export::names::Family;
+
 /// The queries the fleet is built from, by the column they feed. Each is an instant vector.
+/// The metric names come from [`crate::export::names`], the table the exporter renders from.
 pub const QUERIES: [&str; 14] = [
     "up",
     "timestamp(up)",
-    "DCGM_FI_DEV_GPU_UTIL",
-    "DCGM_FI_DEV_FB_USED",
-    "DCGM_FI_DEV_FB_FREE",
-    "DCGM_FI_DEV_FB_RESERVED",
-    "DCGM_FI_DEV_POWER_USAGE",
-    "DCGM_FI_DEV_GPU_TEMP",
-    "gpusight_gpu_up",
-    "gpusight_power_limit_watts",
-    "gpusight_throttle_reason_active",
-    "gpusight_process_gpu_memory_bytes",
-    "gpusight_process_sm_utilization_ratio",
-    "gpusight_finding",
+    GPU_UTIL,
+    FB_USED,
+    FB_FREE,
+    FB_RESERVED,
+    POWER_USAGE,
+    GPU_TEMP,
+    GPU_UP,
+    POWER_LIMIT,
+    THROTTLE_REASON_ACTIVE,
+    PROCESS_GPU_MEMORY,
+    PROCESS_SM_UTILIZATION,
+    FINDING,
 ];
+
+const GPU_UTIL: &str = Family::GpuUtil.exposed();
+const FB_USED: &str = Family::FbUsed.exposed();
+const FB_FREE: &str = Family::FbFree.exposed();
+const FB_RESERVED: &str = Family::FbReserved.exposed();
+const POWER_USAGE: &str = Family::PowerUsage.exposed();
+const GPU_TEMP: &str = Family::GpuTemp.exposed();
+const GPU_UP: &str = Family::GpuUp.exposed();
+const POWER_LIMIT: &str = Family::PowerLimit.exposed();
+const THROTTLE_REASON_ACTIVE: &str = Family::ThrottleReasonActive.exposed();
+const PROCESS_GPU_MEMORY: &str = Family::ProcessGpuMemory.exposed();
+const PROCESS_SM_UTILIZATION: &str = Family::ProcessSmUtilization.exposed();
+const FINDING: &str = Family::Finding.exposed();
 
 /// Why the fleet could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -151,7 +167,7 @@ pub struct FleetOptions {
 
 impl Default for FleetOptions {
     fn default() -> Self {
-        Self { timeout: Duration::from_secs(3), stale_after: Duration::from_secs(60) }
+        Self { timeout: Duration::from_secs(3), stale_after: Duration::from_mins(1) }
     }
 }
 
@@ -298,25 +314,129 @@ const MIB: f64 = 1_048_576.0;
 /// Stores one query's value into a GPU's column.
 type GpuSetter = fn(&mut FleetGpu, f64);
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "MiB from a scrape: positive and saturating on garbage"
+)]
 fn mib_to_bytes(mib: f64) -> u64 {
     (mib.max(0.0) * MIB).round() as u64
 }
 
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "a count from a scrape: positive and saturating on garbage"
+)]
 fn to_u64(v: f64) -> u64 {
     v.max(0.0).round() as u64
+}
+
+/// The nodes being built, by Prometheus instance.
+type Nodes = BTreeMap<String, NodeBuilder>;
+
+fn instance(s: &VectorSample) -> String {
+    label(s, "instance").unwrap_or("unknown").to_owned()
+}
+
+/// `gpusight_throttle_reason_active`: the reasons active on each GPU (idle is not a throttle).
+fn read_throttle_reasons(nodes: &mut Nodes, samples: &[VectorSample]) {
+    for s in samples {
+        let node = nodes.entry(instance(s)).or_default();
+        let reason = label(s, "reason").map(str::to_owned);
+        if let Some(gpu) = node.gpu(s) {
+            let reasons = gpu.throttle_reasons.get_or_insert_with(Vec::new);
+            if let (Some(reason), Some(v)) = (reason, s.value)
+                && v >= 1.0
+                && reason != "gpu_idle"
+                && !reasons.contains(&reason)
+            {
+                reasons.push(reason);
+            }
+        }
+    }
+}
+
+/// The per-process series: memory and SM share, one row per GPU and PID.
+fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a VectorSample>) {
+    for s in samples {
+        let (Some(gpu), Some(pid)) =
+            (label(s, "gpu").and_then(|g| g.parse().ok()), label(s, "pid").and_then(|p| p.parse().ok()))
+        else {
+            continue;
+        };
+        let node = nodes.entry(instance(s)).or_default();
+        if node.name.is_none() {
+            node.name = node_name(s).map(str::to_owned);
+        }
+        let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
+            gpu_index: gpu,
+            pid,
+            user: label(s, "user").map(str::to_owned),
+            command: label(s, "command").map(str::to_owned),
+            gpu_memory_bytes: None,
+            sm_util_pct: None,
+        });
+        match s.labels.get("__name__").map(String::as_str) {
+            Some(PROCESS_SM_UTILIZATION) => process.sm_util_pct = s.value.map(|v| v * 100.0),
+            _ => process.gpu_memory_bytes = s.value.map(to_u64),
+        }
+    }
+}
+
+/// `gpusight_finding`: the active findings of each node, worst first.
+fn read_findings(nodes: &mut Nodes, samples: &[VectorSample]) {
+    for s in samples {
+        if s.value.is_none_or(|v| v < 1.0) {
+            continue;
+        }
+        let node = nodes.entry(instance(s)).or_default();
+        let finding = FleetFinding {
+            rule: label(s, "rule").unwrap_or("unknown").to_owned(),
+            severity: label(s, "severity").unwrap_or("unknown").to_owned(),
+            gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
+            pid: label(s, "pid").and_then(|p| p.parse().ok()),
+        };
+        node.findings.insert((finding.rank(), finding));
+    }
+}
+
+/// The columns no node has a series for, with why.
+fn missing_columns<'a>(get: &impl Fn(&str) -> &'a Vec<VectorSample>) -> Vec<(String, String)> {
+    let column_sources: [(&str, &str); 8] = [
+        ("util", GPU_UTIL),
+        ("memory", FB_USED),
+        ("power", POWER_USAGE),
+        ("temperature", GPU_TEMP),
+        ("power limit", POWER_LIMIT),
+        ("throttle", THROTTLE_REASON_ACTIVE),
+        ("processes", PROCESS_GPU_MEMORY),
+        ("findings", FINDING),
+    ];
+    let any_gpusight = QUERIES.iter().filter(|q| q.starts_with("gpusight_")).any(|q| !get(q).is_empty());
+    column_sources
+        .iter()
+        .filter(|(_, query)| get(query).is_empty())
+        .map(|(column, query)| {
+            let why = if query.starts_with("gpusight_") && !any_gpusight {
+                format!("no {query} series: no node runs gpusight export (dcgm-exporter alone has no such series)")
+            } else if *column == "findings" || *column == "processes" {
+                format!("no {query} series: none active on any node")
+            } else {
+                format!("no {query} series on any node")
+            };
+            ((*column).to_owned(), why)
+        })
+        .collect()
 }
 
 impl Fleet {
     /// Builds the fleet from the query answers. `now_s` is the query time (for the scrape age).
     #[must_use]
-    #[allow(clippy::too_many_lines)]
     pub fn from_answers(source: &str, answers: &Answers, now_s: f64, options: &FleetOptions) -> Self {
         let empty = Vec::new();
         let get = |q: &str| answers.get(q).unwrap_or(&empty);
         let mut nodes: BTreeMap<String, NodeBuilder> = BTreeMap::new();
-        let instance = |s: &VectorSample| label(s, "instance").unwrap_or("unknown").to_owned();
 
         for s in get("up") {
             nodes.entry(instance(s)).or_default().up = s.value.map(|v| v >= 1.0);
@@ -326,7 +446,7 @@ impl Fleet {
         }
         let mut free: BTreeMap<(String, u32), f64> = BTreeMap::new();
         let mut reserved: BTreeMap<(String, u32), f64> = BTreeMap::new();
-        for (query, target) in [("DCGM_FI_DEV_FB_FREE", &mut free), ("DCGM_FI_DEV_FB_RESERVED", &mut reserved)] {
+        for (query, target) in [(FB_FREE, &mut free), (FB_RESERVED, &mut reserved)] {
             for s in get(query) {
                 if let (Some(gpu), Some(v)) = (label(s, "gpu").and_then(|g| g.parse().ok()), s.value) {
                     target.insert((instance(s), gpu), v);
@@ -334,12 +454,12 @@ impl Fleet {
             }
         }
         let gpu_queries: [(&str, GpuSetter); 6] = [
-            ("DCGM_FI_DEV_GPU_UTIL", |g, v| g.util_pct = Some(v)),
-            ("DCGM_FI_DEV_FB_USED", |g, v| g.mem_used_bytes = Some(mib_to_bytes(v))),
-            ("DCGM_FI_DEV_POWER_USAGE", |g, v| g.power_w = Some(v)),
-            ("DCGM_FI_DEV_GPU_TEMP", |g, v| g.temp_c = Some(v)),
-            ("gpusight_gpu_up", |g, v| g.answering = Some(v >= 1.0)),
-            ("gpusight_power_limit_watts", |g, v| g.power_limit_w = Some(v)),
+            (GPU_UTIL, |g, v| g.util_pct = Some(v)),
+            (FB_USED, |g, v| g.mem_used_bytes = Some(mib_to_bytes(v))),
+            (POWER_USAGE, |g, v| g.power_w = Some(v)),
+            (GPU_TEMP, |g, v| g.temp_c = Some(v)),
+            (GPU_UP, |g, v| g.answering = Some(v >= 1.0)),
+            (POWER_LIMIT, |g, v| g.power_limit_w = Some(v)),
         ];
         for (query, set) in gpu_queries {
             for s in get(query) {
@@ -349,56 +469,9 @@ impl Fleet {
                 }
             }
         }
-        for s in get("gpusight_throttle_reason_active") {
-            let node = nodes.entry(instance(s)).or_default();
-            let reason = label(s, "reason").map(str::to_owned);
-            if let Some(gpu) = node.gpu(s) {
-                let reasons = gpu.throttle_reasons.get_or_insert_with(Vec::new);
-                if let (Some(reason), Some(v)) = (reason, s.value)
-                    && v >= 1.0
-                    && reason != "gpu_idle"
-                    && !reasons.contains(&reason)
-                {
-                    reasons.push(reason);
-                }
-            }
-        }
-        for s in get("gpusight_process_gpu_memory_bytes").iter().chain(get("gpusight_process_sm_utilization_ratio")) {
-            let (Some(gpu), Some(pid)) =
-                (label(s, "gpu").and_then(|g| g.parse().ok()), label(s, "pid").and_then(|p| p.parse().ok()))
-            else {
-                continue;
-            };
-            let node = nodes.entry(instance(s)).or_default();
-            if node.name.is_none() {
-                node.name = node_name(s).map(str::to_owned);
-            }
-            let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
-                gpu_index: gpu,
-                pid,
-                user: label(s, "user").map(str::to_owned),
-                command: label(s, "command").map(str::to_owned),
-                gpu_memory_bytes: None,
-                sm_util_pct: None,
-            });
-            match s.labels.get("__name__").map(String::as_str) {
-                Some("gpusight_process_sm_utilization_ratio") => process.sm_util_pct = s.value.map(|v| v * 100.0),
-                _ => process.gpu_memory_bytes = s.value.map(to_u64),
-            }
-        }
-        for s in get("gpusight_finding") {
-            if s.value.is_none_or(|v| v < 1.0) {
-                continue;
-            }
-            let node = nodes.entry(instance(s)).or_default();
-            let finding = FleetFinding {
-                rule: label(s, "rule").unwrap_or("unknown").to_owned(),
-                severity: label(s, "severity").unwrap_or("unknown").to_owned(),
-                gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
-                pid: label(s, "pid").and_then(|p| p.parse().ok()),
-            };
-            node.findings.insert((finding.rank(), finding));
-        }
+        read_throttle_reasons(&mut nodes, get(THROTTLE_REASON_ACTIVE));
+        read_processes(&mut nodes, get(PROCESS_GPU_MEMORY).iter().chain(get(PROCESS_SM_UTILIZATION)));
+        read_findings(&mut nodes, get(FINDING));
 
         let stale_after_s = options.stale_after.as_secs_f64();
         let nodes = nodes
@@ -435,31 +508,7 @@ impl Fleet {
             })
             .collect();
 
-        let column_sources: [(&str, &str); 8] = [
-            ("util", "DCGM_FI_DEV_GPU_UTIL"),
-            ("memory", "DCGM_FI_DEV_FB_USED"),
-            ("power", "DCGM_FI_DEV_POWER_USAGE"),
-            ("temperature", "DCGM_FI_DEV_GPU_TEMP"),
-            ("power limit", "gpusight_power_limit_watts"),
-            ("throttle", "gpusight_throttle_reason_active"),
-            ("processes", "gpusight_process_gpu_memory_bytes"),
-            ("findings", "gpusight_finding"),
-        ];
-        let any_gpusight = QUERIES.iter().filter(|q| q.starts_with("gpusight_")).any(|q| !get(q).is_empty());
-        let missing_columns = column_sources
-            .iter()
-            .filter(|(_, query)| get(query).is_empty())
-            .map(|(column, query)| {
-                let why = if query.starts_with("gpusight_") && !any_gpusight {
-                    format!("no {query} series: no node runs gpusight export (dcgm-exporter alone has no such series)")
-                } else if *column == "findings" || *column == "processes" {
-                    format!("no {query} series: none active on any node")
-                } else {
-                    format!("no {query} series on any node")
-                };
-                ((*column).to_owned(), why)
-            })
-            .collect();
+        let missing_columns = missing_columns(&get);
         Self { source: source.to_owned(), nodes, missing_columns }
     }
 

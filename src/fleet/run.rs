@@ -9,11 +9,10 @@ use ratatui::layout::{Constraint, Layout};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 
-use crate::export::fleet::{Fleet, FleetOptions};
-use crate::export::fleet_view::FleetView;
-
-use super::action::Action;
-use super::keymap::{KeyBinding, Keymap};
+use super::query::{Fleet, FleetOptions};
+use super::view::FleetView;
+use crate::app::action::Action;
+use crate::app::keymap::{KeyBinding, KeyOverrides, Keymap};
 
 enum Message {
     Fleet(Result<Box<Fleet>, String>),
@@ -83,18 +82,19 @@ impl FleetScreen {
         };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
-            frame.render_widget(view, body);
+            frame.render_widget(crate::ui::fleet::FleetWidget(view), body);
         }
         frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
     }
 }
 
-/// Runs the fleet view until the user quits.
+/// Runs the fleet view until the user quits, with the monitor's keymap and the config's `[keys]` overrides.
 ///
 /// # Errors
-/// The terminal cannot be used.
-pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<i32> {
-    let keymap = Keymap::default();
+/// The `[keys]` overrides do not make a keymap (the config check refuses them first), or the terminal cannot be
+/// used.
+pub fn run(url: &str, refresh: Duration, keys: &KeyOverrides) -> color_eyre::Result<i32> {
+    let keymap = Keymap::with_overrides(keys)?;
     let (tx, rx) = mpsc::channel::<Message>();
     let signal_tx = tx.clone();
     {
@@ -137,7 +137,7 @@ pub fn run(url: &str, refresh: Duration, _no_color: bool) -> color_eyre::Result<
         })?;
     }
     let mut terminal = crate::terminal::init(false)?;
-    let mut screen = FleetScreen { url: crate::export::fleet::redact_url(url), view: None, error: None };
+    let mut screen = FleetScreen { url: super::query::redact_url(url), view: None, error: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
             terminal.draw(|frame| screen.draw(frame))?;

@@ -1,19 +1,13 @@
 //! How a [`Fleet`] is shown: a text grid for `--prometheus URL --once`, a versioned JSON document for `--json`, and
-//! a ratatui widget (a node grid with a drill-down into one node's GPUs and processes) for the interactive monitor.
+//! the state of the interactive view ([`FleetView`]: the selected node, drilled into or not), which the widget in
+//! `ui/fleet.rs` draws (a node grid with a drill-down into one node's GPUs and processes).
 
 use std::fmt::Write as _;
 
-use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
-use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
-
-use crate::app::columns::{self, CellContext, ColumnId};
-use crate::app::{FixedFilters, TableState};
+use crate::app::columns::ColumnId;
 use crate::sample::{GpuProcess, HostProcess, ProcessKind, Tick};
 
-use super::fleet::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
+use super::query::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
 use crate::text::{visible, visible_lines};
 
 /// The schema name of [`Fleet::to_json`].
@@ -25,7 +19,7 @@ fn na<T>(value: Option<T>, show: impl Fn(T) -> String) -> String {
     value.map_or_else(|| "N/A".to_owned(), show)
 }
 
-fn state_word(state: NodeState) -> &'static str {
+pub(crate) fn state_word(state: NodeState) -> &'static str {
     match state {
         NodeState::Up => "up",
         NodeState::Down => "DOWN",
@@ -45,7 +39,6 @@ fn sane(value: f64, max: f64, show: impl Fn(f64) -> String) -> String {
 /// No GPU has a pebibyte of memory: past it, the number is garbage.
 const MAX_BYTES: u64 = 1 << 50;
 
-#[allow(clippy::cast_precision_loss)]
 fn memory_cell(gpu: &FleetGpu) -> String {
     match (gpu.mem_used_bytes, gpu.mem_total_bytes) {
         (Some(used), _) if used > MAX_BYTES => ABSURD.to_owned(),
@@ -76,7 +69,7 @@ fn throttle_cell(gpu: &FleetGpu) -> String {
 }
 
 /// The cells of one GPU row: GPU, model, util, memory, power, temperature, throttle.
-fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
+pub(crate) fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     let index = if gpu.answering == Some(false) { format!("{} LOST", gpu.index) } else { gpu.index.to_string() };
     [
         index,
@@ -90,11 +83,11 @@ fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
 }
 
 /// The columns a scraped node has readings for, from the monitor's one list of columns.
-const FLEET_COLUMNS: [ColumnId; 6] =
+pub(crate) const FLEET_COLUMNS: [ColumnId; 6] =
     [ColumnId::Gpu, ColumnId::Pid, ColumnId::User, ColumnId::GpuMem, ColumnId::Sm, ColumnId::Command];
 
 /// A node's processes as the sample types, so the monitor's columns can write their cells.
-fn process_samples(processes: &[FleetProcess]) -> Tick {
+pub(crate) fn process_samples(processes: &[FleetProcess]) -> Tick {
     let gpu_processes = processes
         .iter()
         .map(|p| GpuProcess {
@@ -102,7 +95,11 @@ fn process_samples(processes: &[FleetProcess]) -> Tick {
             pid: Some(p.pid),
             kind: ProcessKind::default(),
             used_gpu_memory_bytes: p.gpu_memory_bytes,
-            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            #[expect(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                reason = "a percentage clamped to 0..=100"
+            )]
             sm_util_pct: p.sm_util_pct.map(|u| u.round().clamp(0.0, 100.0) as u32),
             mem_util_pct: None,
             enc_util_pct: None,
@@ -121,7 +118,7 @@ fn process_samples(processes: &[FleetProcess]) -> Tick {
     Tick { gpu_processes, processes: host, ..Tick::default() }
 }
 
-fn node_header(node: &Node) -> String {
+pub(crate) fn node_header(node: &Node) -> String {
     let age = na(node.last_scrape_age_s, |a| format!("scraped {a:.0} s ago"));
     let instance = if node.name == node.instance { String::new() } else { format!(" ({})", visible(&node.instance)) };
     format!("{}{instance}  {}  {age}  {} GPUs", visible(&node.name), state_word(node.state), node.gpus.len())
@@ -188,7 +185,7 @@ impl Fleet {
         let mut nodes: Vec<&Node> = self.nodes.iter().collect();
         nodes.sort_by_key(|n| {
             let state_rank = u8::from(n.state == NodeState::Up);
-            let finding_rank = n.findings.iter().map(super::fleet::FleetFinding::rank).min().unwrap_or(u8::MAX);
+            let finding_rank = n.findings.iter().map(super::query::FleetFinding::rank).min().unwrap_or(u8::MAX);
             (state_rank, finding_rank, n.name.clone())
         });
         nodes
@@ -220,100 +217,5 @@ impl FleetView {
     /// Shows the selected node's details (`true`) or the grid (`false`).
     pub fn set_drilled(&mut self, drilled: bool) {
         self.drilled = drilled;
-    }
-
-    fn render_grid(&self, area: Rect, buf: &mut Buffer) {
-        let mut rows = Vec::new();
-        for (i, node) in self.fleet.nodes_worst_first().into_iter().enumerate() {
-            let style = if i == self.selected { Style::new().add_modifier(Modifier::REVERSED) } else { Style::new() };
-            let worst = node.findings.first().map(|f| format!("{} {}", f.severity, f.rule)).unwrap_or_default();
-            rows.push(
-                Row::new(vec![node.name.clone(), state_word(node.state).to_owned(), String::new(), worst]).style(style),
-            );
-            for gpu in &node.gpus {
-                let c = gpu_cells(gpu);
-                rows.push(Row::new(vec![
-                    format!("  GPU {}", c[0]),
-                    c[2].clone(),
-                    format!("{} {}", c[3], c[4]),
-                    format!("{} {}", c[5], c[6]),
-                ]));
-            }
-        }
-        let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", self.fleet.nodes.len(), self.fleet.n_gpus());
-        Table::new(rows, [Constraint::Length(24), Constraint::Length(7), Constraint::Length(30), Constraint::Fill(1)])
-            .header(
-                Row::new(vec!["NODE / GPU", "STATE", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
-                    .style(Style::new().add_modifier(Modifier::BOLD)),
-            )
-            .block(Block::new().borders(Borders::ALL).title(title))
-            .render(area, buf);
-    }
-
-    fn render_node(&self, node: &Node, area: Rect, buf: &mut Buffer) {
-        let [gpus_area, procs_area, findings_area] = Layout::vertical([
-            Constraint::Length(u16::try_from(node.gpus.len()).unwrap_or(u16::MAX).saturating_add(3)),
-            Constraint::Fill(1),
-            Constraint::Length(u16::try_from(node.findings.len()).unwrap_or(u16::MAX).saturating_add(2)),
-        ])
-        .areas(area);
-        let gpu_rows = node.gpus.iter().map(|g| Row::new(gpu_cells(g).to_vec()));
-        Table::new(
-            gpu_rows,
-            [
-                Constraint::Length(7),
-                Constraint::Length(14),
-                Constraint::Length(6),
-                Constraint::Length(16),
-                Constraint::Length(12),
-                Constraint::Length(6),
-                Constraint::Fill(1),
-            ],
-        )
-        .header(
-            Row::new(vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"])
-                .style(Style::new().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::new().borders(Borders::ALL).title(format!(" {} (Esc: fleet) ", node_header(node))))
-        .render(gpus_area, buf);
-        let samples = process_samples(&node.processes);
-        let rows = TableState::default().rows(&samples, &FixedFilters::default());
-        let columns = columns::only(&FLEET_COLUMNS);
-        let ctx = CellContext { now_ms: 0, tree: false };
-        let cell = |c: &columns::Column, text: String| {
-            let line = Line::from(text);
-            Cell::from(if c.align == columns::Align::Right { line.right_aligned() } else { line })
-        };
-        let proc_rows =
-            rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
-        let widths =
-            columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
-        Table::new(proc_rows, widths)
-            .header(
-                Row::new(columns.iter().map(|c| cell(c, c.title.to_owned())).collect::<Vec<_>>())
-                    .style(Style::new().add_modifier(Modifier::BOLD)),
-            )
-            .block(Block::new().borders(Borders::ALL).title(" Processes "))
-            .render(procs_area, buf);
-        let lines: Vec<Line<'_>> = node
-            .findings
-            .iter()
-            .map(|f| {
-                let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
-                let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                Line::from(format!("{} {}{gpu}{pid}", f.severity, f.rule))
-            })
-            .collect();
-        Paragraph::new(lines).block(Block::new().borders(Borders::ALL).title(" Findings ")).render(findings_area, buf);
-    }
-}
-
-impl Widget for &FleetView {
-    fn render(self, area: Rect, buf: &mut Buffer) {
-        let nodes = self.fleet.nodes_worst_first();
-        match nodes.get(self.selected) {
-            Some(node) if self.drilled => self.render_node(node, area, buf),
-            _ => self.render_grid(area, buf),
-        }
     }
 }

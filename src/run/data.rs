@@ -1,0 +1,118 @@
+//! Where the data comes from, resolved once from the flags, and the source every real-time mode samples.
+
+use std::time::Duration;
+
+use crate::cli::DataArgs;
+use crate::config::Config;
+use crate::sample::Snapshot;
+use crate::source::replay::{Recording, ReplaySource};
+use crate::source::select::{GpuSelection, Selected};
+use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+use crate::source::{Source, live::LiveSource};
+
+use super::{RunError, warn};
+
+/// Where the data comes from, resolved from the flags.
+#[derive(Debug)]
+pub enum Data {
+    /// A recording in memory (a file or the embedded demo).
+    Recording(Recording),
+    /// A synthetic machine, with the GPUs chosen with `--only`.
+    Synthetic(SyntheticSpec, Option<GpuSelection>),
+    /// NVML and /proc on this machine, with the GPUs chosen with `--only`.
+    Live(Option<GpuSelection>),
+}
+
+impl Data {
+    /// Resolves the data flags.
+    ///
+    /// # Errors
+    /// An unreadable recording or a bad synthetic spec.
+    pub fn from_args(data: &DataArgs, interval: Duration) -> Result<Self, RunError> {
+        let only = GpuSelection::new(&data.only);
+        let recording = if data.demo {
+            Some(Recording::demo()?)
+        } else if let Some(path) = &data.replay {
+            let recording = Recording::open(path)?;
+            if let Some(note) = &recording.stopped_early {
+                warn(note);
+            }
+            Some(recording)
+        } else {
+            None
+        };
+        if let Some(mut recording) = recording {
+            if let Some(only) = &only {
+                only.recording(&mut recording)?;
+            }
+            return Ok(Self::Recording(recording));
+        }
+        if let Some(text) = &data.synthetic {
+            let mut spec = SyntheticSpec::parse(text).map_err(RunError::Usage)?;
+            spec.interval_ms = u64::try_from(interval.as_millis()).unwrap_or(1000).max(1);
+            for attach in &data.synthetic_attach {
+                spec.attach_pids.push(parse_attach(attach)?);
+            }
+            return Ok(Self::Synthetic(spec, only));
+        }
+        Ok(Self::Live(only))
+    }
+
+    /// A source that produces ticks in real time (live or synthetic; a recording is played frame by frame).
+    /// Every source passes on only the GPUs of `--only` (a recording was filtered when it was read).
+    pub(super) fn open_source(&self, config: &Config, interval: Duration) -> Result<Box<dyn Source>, RunError> {
+        let select = |source: Box<dyn Source>, only: &Option<GpuSelection>| -> Result<Box<dyn Source>, RunError> {
+            Ok(match only {
+                Some(only) => Box::new(Selected::new(source, only.clone())?),
+                None => source,
+            })
+        };
+        match self {
+            Self::Live(only) => {
+                let indices = only.as_ref().map(GpuSelection::indices).unwrap_or_default();
+                let live = LiveSource::open_only(interval, config.general.tier_periods(), indices)?;
+                select(Box::new(live), only)
+            }
+            Self::Synthetic(spec, only) => select(Box::new(SyntheticSource::new(spec.clone())), only),
+            Self::Recording(recording) => Ok(Box::new(ReplaySource::new(recording.clone()))),
+        }
+    }
+}
+
+/// `--synthetic-attach PID[:START_TICKS]`.
+fn parse_attach(attach: &str) -> Result<(u32, Option<u64>), RunError> {
+    let (pid, start) = attach.split_once(':').map_or((attach, None), |(p, s)| (p, Some(s)));
+    let bad = || RunError::Usage(format!("bad --synthetic-attach '{attach}': expected PID[:START_TICKS]"));
+    let pid = pid.parse().map_err(|_| bad())?;
+    let start = start.map(str::parse).transpose().map_err(|_| bad())?;
+    Ok((pid, start))
+}
+
+/// The next snapshot of a source that must give one.
+pub(super) fn next_snapshot(source: &mut dyn Source) -> Result<Snapshot, RunError> {
+    source.next_snapshot()?.ok_or(RunError::NoFirstSample)
+}
+
+/// A pipeline over up to `n` snapshots of a source taken as fast as it gives them (synthetic time is virtual);
+/// at least one. The snapshots stream into the pipeline: none is kept beyond what the history holds.
+pub(super) fn collect(
+    source: &mut dyn Source,
+    n: u64,
+    capacity: usize,
+    thresholds: crate::advice::Thresholds,
+) -> Result<crate::pipeline::Pipeline, RunError> {
+    let first = next_snapshot(source)?;
+    let mut failed = None;
+    let rest = std::iter::from_fn(|| {
+        source.next_snapshot().unwrap_or_else(|e| {
+            failed = Some(e);
+            None
+        })
+    });
+    let rest = rest.take(usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX));
+    let pipeline = crate::pipeline::Pipeline::from_snapshots(std::iter::once(first).chain(rest), capacity, thresholds);
+    match (failed, pipeline) {
+        (Some(e), _) => Err(e.into()),
+        (None, pipeline) => pipeline.ok_or(RunError::NoFirstSample),
+    }
+}

@@ -1,0 +1,83 @@
+//! `gpusight export`: the sampler feeds a pipeline whose every snapshot is rendered once for `/metrics`, and the
+//! server answers until SIGINT or SIGTERM.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::export::{ExportHandle, ExportServer};
+use crate::pipeline::Pipeline;
+
+use super::feed::{LiveFeed, Next, spawn_feed};
+use super::{Data, RunError, capacity, warn};
+
+/// Serves `/metrics` on `listen` until SIGINT or SIGTERM.
+pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: SocketAddr) -> Result<i32, RunError> {
+    if !listen.ip().is_loopback() {
+        eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
+    }
+    let source = data.open_source(config, interval)?;
+    let machine = source.machine();
+    let handle =
+        ExportHandle::with_hostname(machine.hostname.clone()).stale_after(crate::export::server::stale_after(interval));
+    let server = ExportServer::bind(listen, handle.clone())?;
+    let feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
+    let (capacity, thresholds) = (capacity(config, interval), config.thresholds.clone());
+    let publisher = std::thread::Builder::new()
+        .name("gpusight-publish".into())
+        .spawn(move || publish(feed, &handle, capacity, &thresholds))
+        .map_err(RunError::Thread)?;
+    warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
+    let result = server.run_until(stop_signal());
+    // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).
+    drop(publisher);
+    result.map(|()| 0).map_err(RunError::from)
+}
+
+/// Takes each snapshot into the pipeline and renders it once for `/metrics`, until the feed ends.
+fn publish(mut feed: LiveFeed, handle: &ExportHandle, capacity: usize, thresholds: &crate::advice::Thresholds) {
+    let mut pipeline: Option<Pipeline> = None;
+    loop {
+        match feed.next(Duration::from_hours(1), &warn) {
+            Next::Snapshot(snapshot) => {
+                let pipeline = match pipeline.as_mut() {
+                    Some(pipeline) => {
+                        pipeline.ingest_owned(*snapshot);
+                        pipeline
+                    }
+                    None => pipeline.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),
+                };
+                if let Err(e) = handle.publish(pipeline) {
+                    warn(&format!("cannot render metrics: {e}"));
+                }
+            }
+            Next::Failed(message) => {
+                warn(&format!("sampling stopped: {message}"));
+                break;
+            }
+            // A recording played to its end keeps serving its last sample, and is not called stale.
+            Next::Ended => {
+                handle.mark_ended();
+                break;
+            }
+            Next::Idle => {}
+        }
+    }
+}
+
+/// SIGINT (Ctrl-C) or SIGTERM.
+async fn stop_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let term = async {
+        match terminate.as_mut() {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+}

@@ -1,0 +1,232 @@
+//! Runs a parsed command line: resolves the data flags into a [`Data`], then hands over to one module per mode.
+//!
+//! Every mode that samples in real time gets its sampler the same way ([`feed::spawn_feed`]) and builds its
+//! pipeline the same way ([`Pipeline::from_ticks`] for a recording, [`Pipeline::from_snapshots`] for ticks a
+//! source gave as fast as it could). `cli.rs` only parses; it imports nothing from here.
+//!
+//! | Mode | Module |
+//! |---|---|
+//! | the interactive monitor | `run/monitor.rs` |
+//! | `--once` and `--status` | `run/once.rs` |
+//! | `doctor` | `run/doctor.rs` |
+//! | `report` | `run/report.rs` |
+//! | `--record FILE --headless` | `run/record.rs` |
+//! | `export` | `run/export.rs` |
+//! | `--prometheus URL` | `run/fleet.rs` |
+
+mod data;
+mod doctor;
+mod error;
+mod export;
+pub mod feed;
+mod fleet;
+mod monitor;
+mod once;
+mod record;
+mod report;
+mod watch;
+
+use std::io::Write as _;
+use std::time::Duration;
+
+use crate::cli::{Cli, Command, DataArgs};
+use crate::config::Config;
+use crate::flag_checks::dumb_terminal;
+use crate::pipeline::Pipeline;
+use crate::sample::MachineInfo;
+use crate::source::SourceError;
+
+pub use data::Data;
+pub use error::RunError;
+pub use feed::StallNotice;
+
+/// Exit code when no NVIDIA driver could be used, or the command line was wrong (as clap does for bad flags).
+pub const EXIT_NO_DRIVER: i32 = 2;
+/// Exit code for any other failure (bad file, unreadable recording, port in use).
+pub const EXIT_FAILURE: i32 = 1;
+/// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
+/// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
+pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::doctor::EXIT_UNKNOWN;
+/// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
+pub const EXIT_NO_TERMINAL: i32 = 3;
+
+/// Runs gpusight with the process's arguments and returns the exit code. `main.rs` only calls this.
+#[must_use]
+pub fn main() -> i32 {
+    // First of all, so that a driver library that crashes the process leaves the terminal usable and says why.
+    crate::crash::install();
+    crate::terminal::install_error_report();
+    let args: Vec<String> = std::env::args().collect();
+    let cli = match crate::cli::parse(&args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return match (e.use_stderr(), crate::cli::asks_for_doctor(&args)) {
+                (false, _) => 0,
+                (true, true) => EXIT_DOCTOR_UNKNOWN,
+                (true, false) => EXIT_NO_DRIVER,
+            };
+        }
+    };
+    match run(&cli) {
+        Ok(code) => code,
+        Err(e) => {
+            // Messages can quote what came from outside (a path, a server's answer): no control character passes.
+            let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
+            match e {
+                // doctor could not check: the monitoring convention's "unknown", never "critical".
+                _ if matches!(cli.command, Some(Command::Doctor { .. })) => EXIT_DOCTOR_UNKNOWN,
+                RunError::Source(SourceError::NoDriver(_) | SourceError::Usage(_)) | RunError::Usage(_) => {
+                    EXIT_NO_DRIVER
+                }
+                _ => EXIT_FAILURE,
+            }
+        }
+    }
+}
+
+/// Runs the command line and returns the exit code.
+///
+/// # Errors
+/// Any failure, phrased for a person.
+pub fn run(cli: &Cli) -> Result<i32, RunError> {
+    match &cli.command {
+        Some(Command::Completions { shell }) => return write_stdout(&crate::completions::completions(*shell)),
+        Some(Command::Man) => return write_stdout(&crate::completions::man_page().map_err(RunError::ManPage)?),
+        _ => {}
+    }
+    for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
+        warn(&warning);
+    }
+    let config = effective_config(&cli.data)?;
+    let interval = Duration::from_secs_f64(config.general.interval_s);
+    let data = Data::from_args(&cli.data, interval)?;
+    match &cli.command {
+        Some(Command::Doctor { duration, color, count_cleared }) => doctor::run(
+            &data,
+            cli,
+            &config,
+            *duration,
+            doctor::Options { color: *color, count_cleared: *count_cleared },
+        ),
+        Some(Command::Report { duration }) => report::run(&data, cli, &config, *duration),
+        Some(Command::Export { listen }) => export::run(&data, &config, interval, *listen),
+        Some(Command::Completions { .. } | Command::Man) => Ok(0),
+        None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
+        None if cli.view.status => once::status(&data, cli, &config, interval),
+        None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
+        None if cli.view.prometheus.is_some() => fleet::run(cli, &config, interval),
+        None if cli.view.once => once::run(&data, cli, &config, interval),
+        None if cli.data.record.as_deref().is_some_and(|p| p.as_os_str() == "-") => {
+            Err(RunError::Usage("--record - streams to stdout, where the monitor draws: add --headless".into()))
+        }
+        None if !has_terminal() => Ok(no_terminal()),
+        None => monitor::run(data, cli, &config, interval),
+    }
+}
+
+/// The configuration with the command line's overrides applied and checked.
+///
+/// # Errors
+/// A bad config file or an out-of-range interval.
+pub fn effective_config(data: &DataArgs) -> Result<Config, RunError> {
+    if data.config.is_none()
+        && let Some(warning) = Config::default_path_warning()
+    {
+        warn(&warning);
+    }
+    let mut config = Config::load_or_default(data.config.as_deref())?;
+    if let Some(interval) = data.interval {
+        config.general.interval_s = interval;
+    }
+    let interval = config.general.interval_s;
+    if !(0.1..=60.0).contains(&interval) {
+        return Err(RunError::Usage(format!("interval {interval} s is out of range: use 0.1 to 60 seconds")));
+    }
+    Ok(config)
+}
+
+/// A line on stderr, "gpusight: " first (never a panic, even when stderr is a closed pipe); text from outside is
+/// made visible.
+pub fn warn(message: &str) {
+    let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
+}
+
+/// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
+/// does for other command-line tools; any other write error (a full disk) is one line, not a panic.
+fn emit(text: &str) -> Result<(), RunError> {
+    emit_bytes(text.as_bytes())
+}
+
+fn emit_bytes(bytes: &[u8]) -> Result<(), RunError> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(RunError::Stdout(e)),
+    }
+}
+
+fn emit_json(value: &serde_json::Value) -> Result<(), RunError> {
+    emit(&(serde_json::to_string_pretty(value).unwrap_or_default() + "\n"))
+}
+
+/// [`emit`] for a whole command's output (completions, the man page): exit 0 once written.
+fn write_stdout(bytes: &[u8]) -> Result<i32, RunError> {
+    emit_bytes(bytes).map(|()| 0)
+}
+
+/// The interactive views draw on a terminal: both stdin and stdout must be one.
+fn has_terminal() -> bool {
+    use std::io::IsTerminal as _;
+    std::io::stdin().is_terminal() && std::io::stdout().is_terminal()
+}
+
+/// One line instead of the terminal library's "No such device or address" (ssh without -t, cron, a pipe).
+fn no_terminal() -> i32 {
+    eprintln!(
+        "gpusight: the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], \
+         --status, or `gpusight doctor` (ssh: use ssh -t)"
+    );
+    EXIT_NO_TERMINAL
+}
+
+fn use_color(cli: &Cli) -> bool {
+    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
+}
+
+/// `--ascii`, or a terminal that says it is dumb.
+fn use_ascii(cli: &Cli) -> bool {
+    cli.view.ascii || dumb_terminal()
+}
+
+/// The samples the history keeps: `history_s` at this interval, at least 60 and at most 100,000.
+fn capacity(config: &Config, interval: Duration) -> usize {
+    let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "ceil of a positive, finite ratio")]
+    let samples = samples.ceil() as usize;
+    samples.clamp(60, 100_000)
+}
+
+/// A pipeline over a recording's ticks up to `last` (inclusive).
+fn replay_into(
+    recording: &crate::source::replay::Recording,
+    last: usize,
+    config: &Config,
+    capacity: usize,
+) -> Result<Pipeline, RunError> {
+    let ticks = recording.ticks.get(..=last).unwrap_or(&recording.ticks);
+    Pipeline::from_ticks(&recording.machine, ticks, capacity, config.thresholds.clone())
+        .ok_or_else(|| RunError::EmptyRecording(recording.label.clone()))
+}
+
+/// `--only-visible`: the GPUs `CUDA_VISIBLE_DEVICES` makes visible (all of them when it is not set).
+fn only_visible(machine: &MachineInfo) -> Result<Vec<u32>, RunError> {
+    match std::env::var("CUDA_VISIBLE_DEVICES") {
+        Ok(value) => match crate::app::visible::visible_gpus(&value, &machine.gpus).map_err(RunError::Usage)? {
+            gpus if gpus.is_empty() => Err(RunError::Usage("CUDA_VISIBLE_DEVICES is empty: no GPU is visible".into())),
+            gpus => Ok(gpus),
+        },
+        Err(_) => Ok(machine.gpus.iter().map(|g| g.index).collect()),
+    }
+}

@@ -1,0 +1,113 @@
+//! The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
+//! thread, recorded on the way when `--record` is given.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::app::{AppOptions, Feed, HostInspector, PidfdSender, PlaybackStart};
+use crate::cli::Cli;
+use crate::config::Config;
+use crate::sample::Snapshot;
+use crate::source::Source;
+use crate::source::replay::Recorder;
+
+use super::data::next_snapshot;
+use super::feed::{OnWriteError, Tap, spawn_feed};
+use super::record::max_bytes;
+use super::{Data, RunError, capacity, only_visible, use_ascii, use_color};
+
+/// Runs the monitor until the user quits; returns its exit code.
+pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    let mut options = options(cli, config, interval)?;
+    let (feed, sampler) = match data {
+        Data::Recording(recording) => {
+            if recording.ticks.is_empty() {
+                return Err(RunError::EmptyRecording(recording.label));
+            }
+            (Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label }, None)
+        }
+        live_or_synthetic => {
+            let mut source = live_or_synthetic.open_source(config, interval)?;
+            let first = next_snapshot(source.as_mut())?;
+            let backlog = synthetic_backlog(&live_or_synthetic, source.as_mut(), cli.view.at)?;
+            let recorder = match &cli.data.record {
+                Some(path) => {
+                    let mut recorder = Recorder::create(path, &first.machine, cli.data.overwrite)?
+                        .with_max_bytes(max_bytes(&cli.data));
+                    recorder.write(&first.tick)?;
+                    Some(recorder)
+                }
+                None => None,
+            };
+            let tap = Tap { recorder: Arc::new(Mutex::new(recorder)), on_error: OnWriteError::KeepSampling };
+            let (sampler, rx) = spawn_feed(source, interval, true, Some(tap))?;
+            (Feed::Live { first: Box::new(first), backlog, rx }, Some(sampler))
+        }
+    };
+    if cli.view.only_visible {
+        let machine = match &feed {
+            Feed::Recording { machine, .. } => Arc::clone(machine),
+            Feed::Live { first, .. } => Arc::clone(&first.machine),
+        };
+        options.only_gpus = Some(only_visible(&machine)?);
+    }
+    let code = crate::app::run(options, feed).map_err(RunError::Interactive);
+    drop(sampler);
+    code
+}
+
+/// `--at` on a synthetic machine: the samples up to there go first (its time is virtual); none otherwise.
+fn synthetic_backlog(data: &Data, source: &mut dyn Source, at: Option<f64>) -> Result<Vec<Snapshot>, RunError> {
+    let mut backlog = Vec::new();
+    if let (Data::Synthetic(spec, _), Some(seconds)) = (data, at) {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a non-negative count of samples, capped below"
+        )]
+        let n = (seconds.max(0.0) * 1000.0 / spec.interval_ms.max(1) as f64) as u64;
+        for _ in 0..n.min(100_000) {
+            match source.next_snapshot()? {
+                Some(snapshot) => backlog.push(snapshot),
+                None => break,
+            }
+        }
+    }
+    Ok(backlog)
+}
+
+/// The monitor's options from the command line and the config.
+fn options(cli: &Cli, config: &Config, interval: Duration) -> Result<AppOptions, RunError> {
+    let mut ui = config.ui.clone();
+    if let Some(theme) = &cli.view.theme {
+        let name = if theme == "default" { "dark" } else { theme.as_str() };
+        ui.theme = serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+            RunError::Usage(format!("unknown theme '{theme}': use default, light, colorblind or no-color"))
+        })?;
+    }
+    Ok(AppOptions {
+        interval,
+        readonly: cli.view.readonly,
+        only_gpus: (!cli.data.only.is_empty()).then(|| cli.data.only.clone()),
+        user: cli.view.user.clone(),
+        pids: cli.view.pid.clone(),
+        compute: cli.view.compute,
+        graphics: cli.view.graphics,
+        ui,
+        no_color: !use_color(cli),
+        ascii: use_ascii(cli),
+        keys: config.keys.clone(),
+        thresholds: config.thresholds.clone(),
+        history_capacity: capacity(config, interval),
+        own_uid: rustix::process::getuid().as_raw(),
+        own_user: std::env::var("USER").ok(),
+        process_inspector: Box::new(HostInspector::default()),
+        signal_sender: Box::new(PidfdSender::default()),
+        // `--demo` opens where it gets interesting, with the history up to there; `--at` where asked.
+        start: match (cli.view.at, cli.data.demo) {
+            (Some(seconds), _) => PlaybackStart::At(seconds),
+            (None, true) => PlaybackStart::FirstWarning,
+            (None, false) => PlaybackStart::Beginning,
+        },
+    })
+}

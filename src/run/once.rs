@@ -1,0 +1,117 @@
+//! `--once` (a table, JSON or CSV) and `--status` (one line for a status bar): one frame and exit.
+
+use std::time::Duration;
+
+use crate::cli::{Cli, OnceFormat};
+use crate::config::Config;
+use crate::pipeline::Pipeline;
+use crate::source::SourceError;
+
+use super::data::{collect, next_snapshot};
+use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii};
+
+/// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
+const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
+
+/// `--once`: one frame as a table, JSON or CSV.
+pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    let format = match (cli.view.format, cli.view.json) {
+        (Some(OnceFormat::Table | OnceFormat::Csv), true) => {
+            return Err(RunError::Usage("--json and --format table/csv contradict; give one".into()));
+        }
+        (Some(format), _) => format,
+        (None, true) => OnceFormat::Json,
+        (None, false) => OnceFormat::Table,
+    };
+    let pipeline = once_pipeline(data, cli, config, interval)?;
+    let only_gpus =
+        if cli.view.only_visible { only_visible(pipeline.history.machine())? } else { cli.data.only.clone() };
+    match format {
+        OnceFormat::Json => emit(&(crate::output::json::render(&pipeline) + "\n"))?,
+        OnceFormat::Csv => emit(&crate::output::csv::render(&pipeline, &only_gpus))?,
+        OnceFormat::Table => {
+            let options = crate::output::table::TableOptions {
+                ascii: use_ascii(cli),
+                only_gpus,
+                user: cli.view.user.clone(),
+                pids: cli.view.pid.clone(),
+            };
+            emit(&crate::output::table::render(&pipeline, &options))?;
+        }
+    }
+    Ok(0)
+}
+
+/// `--status`: one line for a status bar from a single sample (a recording: its last frame; synthetic: the
+/// same ticks as `--once`). Without a driver it prints the no-GPU marker instead of an error.
+pub(super) fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
+    use crate::output::status::{NO_GPU_MARKER, StatusOptions, StatusTemplate};
+
+    let template = match &cli.view.status_format {
+        Some(text) => StatusTemplate::parse(text).map_err(RunError::Usage)?,
+        None => StatusTemplate::default(),
+    };
+    let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
+    let pipeline = match data {
+        Data::Live(_) => match data.open_source(config, interval) {
+            Ok(mut source) => {
+                let first = next_snapshot(source.as_mut())?;
+                Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
+            }
+            Err(RunError::Source(SourceError::NoDriver(_))) => {
+                println!("{NO_GPU_MARKER}");
+                return Ok(EXIT_NO_DRIVER);
+            }
+            Err(e) => return Err(e),
+        },
+        _ => once_pipeline(data, cli, config, interval)?,
+    };
+    println!("{}", crate::output::status::render(&pipeline, &options));
+    Ok(0)
+}
+
+/// The pipeline `--once` shows: a recording up to `--at`, a few synthetic ticks, or two live samples.
+fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<Pipeline, RunError> {
+    let capacity = capacity(config, interval);
+    match data {
+        Data::Recording(recording) => {
+            let last = match cli.view.at {
+                Some(seconds) => recording.index_at(seconds),
+                None => recording.ticks.len().checked_sub(1),
+            };
+            let last = last.ok_or_else(|| RunError::EmptyRecording(recording.label.clone()))?;
+            replay_into(recording, last, config, capacity)
+        }
+        Data::Synthetic(spec, _) => {
+            let n = synthetic_samples(cli.view.at, spec.interval_ms)?;
+            let mut source = data.open_source(config, interval)?;
+            collect(source.as_mut(), n, capacity, config.thresholds.clone())
+        }
+        Data::Live(_) => {
+            // Two samples: CPU %, I/O rates and GPM need a previous reading.
+            let mut source = data.open_source(config, interval)?;
+            let first = next_snapshot(source.as_mut())?;
+            std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
+            let second = next_snapshot(source.as_mut())?;
+            Pipeline::from_snapshots([first, second], capacity, config.thresholds.clone())
+                .ok_or(RunError::NoFirstSample)
+        }
+    }
+}
+
+/// How many samples a synthetic machine runs for to reach `--at` (two without it: rates need a previous one).
+fn synthetic_samples(at: Option<f64>, interval_ms: u64) -> Result<u64, RunError> {
+    let interval_ms = interval_ms.max(1) as f64;
+    let seconds = at.unwrap_or(0.0);
+    let most_samples = MAX_SYNTHETIC_AT_SAMPLES as f64;
+    if seconds * 1000.0 / interval_ms >= most_samples {
+        let most = (most_samples - 1.0) * interval_ms / 1000.0;
+        return Err(RunError::Usage(format!(
+            "--at {seconds} is past what a synthetic machine is run to: at most {most} s at this interval \
+             ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
+        )));
+    }
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked below the maximum above")]
+    let n = at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
+    Ok(n)
+}
