@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 
 use crate::sample::{HostProcess, HostTick, MachineInfo, UnixMs};
 
+pub mod cgroup;
 pub mod maps;
 pub mod parse;
 pub mod pid_parse;
+pub mod remote;
 mod processes;
 mod system;
 mod users;
