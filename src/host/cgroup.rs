@@ -148,7 +148,9 @@ impl CgroupReader {
         self.prev.retain(|path, _| seen.contains_key(path));
     }
 
-    /// Whether cgroups could not be read (no cgroup file system at the root): for a note, said once.
+    /// Whether cgroups could not be read (no cgroup file system at the root). The rules say so where it matters
+    /// (gpu-underfed's evidence: "cgroup CPU limits could not be read").
+    #[cfg(test)]
     pub(crate) fn unreadable(&self) -> bool {
         self.readable == Some(false)
     }
