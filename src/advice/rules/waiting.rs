@@ -371,22 +371,23 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
 #[must_use]
 pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
-    let mut out = Vec::new();
+    let mut out: Vec<(f64, Observation)> = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
         let Some(gw) = GpuWindow::of(ctx, gpu, t.underfed_window_s) else { continue };
-        let (Some(work), limit) = (gw.work(), if gw.sm_active.is_some() { t.underfed_sm_active_pct } else { t.underfed_util_pct })
-        else {
-            continue;
-        };
-        if work >= limit + t.underfed_exit_margin_pct || gw.throttled_share >= t.exit_share / 2.0 {
+        let limit = if gw.sm_active.is_some() { t.underfed_sm_active_pct } else { t.underfed_util_pct };
+        // The minute and its last `window_s` both: a job that got faster clears with its cause, not a minute later.
+        let recent = GpuWindow::of(ctx, gpu, t.window_s).and_then(|w| w.work());
+        let (Some(work), Some(recent)) = (gw.work(), recent) else { continue };
+        let stay = work.max(recent) < limit + t.underfed_exit_margin_pct;
+        if !stay || gw.throttled_share >= t.exit_share / 2.0 {
             continue;
         }
         let Some(pw) = ProcWindow::of(ctx, pid, t.underfed_window_s) else { continue };
         // An idle holder (idle-holder's business) and a checkpoint writer are not waiting for input.
-        let busy_cpu = pw.median(|p| &p.cpu_pct).unwrap_or(0.0).max(pw.median(|p| &p.max_child_cpu_pct).unwrap_or(0.0));
-        let idle = gw.util.unwrap_or(work) < t.idle_util_pct.max(1.0) && busy_cpu < 5.0;
-        if idle || pw.writes_dominate(t) {
+        let cpu = pw.median(|p| &p.cpu_pct).unwrap_or(0.0).max(pw.median(|p| &p.max_child_cpu_pct).unwrap_or(0.0));
+        let own_sm = pw.median(|p| &p.sm_util_pct).or(gw.util).unwrap_or(work);
+        if (own_sm <= t.idle_util_pct && cpu < 5.0) || pw.writes_dominate(t) {
             continue;
         }
         let cgroups_read = ctx.host_process(pid).is_some_and(|p| p.cgroup_cpu.is_some());
@@ -410,8 +411,14 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             ..draft(Rule::GpuUnderfed, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
-        let enter = gw.span.covered && pw.span.covered && work < limit;
-        out.push(Observation { finding, enter, stay: true });
+        let enter = gw.span.covered && pw.span.covered && work.max(recent) < limit;
+        let obs = Observation { finding, enter, stay };
+        // One umbrella per GPU: about its busiest process (the one that is waiting, not a neighbour that idles).
+        match out.iter_mut().find(|(_, o)| o.finding.gpu_index == Some(gpu_index)) {
+            Some(slot) if cpu > slot.0 => *slot = (cpu, obs),
+            Some(_) => {}
+            None => out.push((cpu, obs)),
+        }
     }
-    out
+    out.into_iter().map(|(_, obs)| obs).collect()
 }
