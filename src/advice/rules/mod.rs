@@ -97,3 +97,5 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod waiting_tests;
