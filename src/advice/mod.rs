@@ -272,9 +272,8 @@ impl Advisor {
         apply_diagnosis_order(&mut next, history);
         // An umbrella that named a cause ends with it: it does not turn into "cause unknown" the moment its cause
         // clears (their windows differ); it has to enter again, on its own, to say that.
-        let had_cause = |f: &Finding| {
-            self.active.iter().any(|old| old.key() == f.key() && old.severity == Severity::Info)
-        };
+        let had_cause =
+            |f: &Finding| self.active.iter().any(|old| old.key() == f.key() && old.severity == Severity::Info);
         next.retain(|f| !(f.rule == Rule::GpuUnderfed && f.severity == Severity::Warning && had_cause(f)));
         sort_worst_first(&mut next);
         self.active = next;

@@ -17,8 +17,8 @@ pub mod cgroup;
 pub mod maps;
 pub mod parse;
 pub mod pid_parse;
-pub mod remote;
 mod processes;
+pub mod remote;
 mod system;
 mod users;
 

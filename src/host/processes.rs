@@ -13,10 +13,10 @@ use super::cgroup::CgroupReader;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
+use super::remote::{FD_SCAN_PERIOD_MS, Wait, classify_wchan, scan_fds};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use super::remote::{FD_SCAN_PERIOD_MS, Wait, classify_wchan, scan_fds};
 use crate::sample::{HostProcess, ProcessRole, RemoteFiles, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.

@@ -737,7 +737,8 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
     let shape = gpu_shape(workload, n, (at_ms - spec.start_ms) / 1000);
     let util = j(0, shape.util);
     let power_w = j(1, shape.power_w);
-    let bits = if workload == Workload::HwBlip && n == BLIP_TICK { shape.bits | throttle::HW_SLOWDOWN } else { shape.bits };
+    let bits =
+        if workload == Workload::HwBlip && n == BLIP_TICK { shape.bits | throttle::HW_SLOWDOWN } else { shape.bits };
     let corrected = u64::from(workload == Workload::EccCorrected && n >= BLIP_TICK);
     let reserved = 615 * MIB;
     let mem_gib = shape.mem_gib;

@@ -87,7 +87,9 @@ impl GpuWindow {
     pub(crate) fn evidence(&self) -> String {
         let util = self.util.map_or_else(|| "N/A".to_owned(), pct_label);
         match self.sm_active {
-            Some(a) => format!("GPM SM activity mean {} (GPU util mean {util}) over {}", pct_label(a), self.span.label()),
+            Some(a) => {
+                format!("GPM SM activity mean {} (GPU util mean {util}) over {}", pct_label(a), self.span.label())
+            }
             None => format!("GPU util mean {util} over {} (no GPM on this GPU)", self.span.label()),
         }
     }
@@ -280,7 +282,9 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         let fit = quota.map_or(1, |q| (q.floor() as u32).saturating_sub(1).max(1));
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits: PID {pid}'s cgroup allows {quota_text} for {workers} DataLoader workers"),
+            title: format!(
+                "GPU {gpu_index} waits: PID {pid}'s cgroup allows {quota_text} for {workers} DataLoader workers"
+            ),
             evidence: format!(
                 "{}; {path}: quota {quota_text}{cpuset}; throttled in {} of scheduler periods (median){ms}, in {} of \
                  samples; {workers} DataLoader worker{} plus the main process",

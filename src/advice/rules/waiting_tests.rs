@@ -39,7 +39,8 @@ fn gpu_underfed_says_cause_unknown_and_needs_a_minute() {
 
 #[test]
 fn gpu_underfed_is_silent_for_throttling_idle_holders_and_writers() {
-    let throttled = Build::new("gpu-underfed").tick(|_, t| t.gpus[0].throttle_bits = Some(throttle::HW_THERMAL_SLOWDOWN));
+    let throttled =
+        Build::new("gpu-underfed").tick(|_, t| t.gpus[0].throttle_bits = Some(throttle::HW_THERMAL_SLOWDOWN));
     assert!(!has(&throttled.findings(90), Rule::GpuUnderfed));
     assert!(!has(&Build::new("idle-holder").findings(90), Rule::GpuUnderfed));
     assert!(!has(&Build::new("writer").findings(90), Rule::GpuUnderfed));
@@ -189,8 +190,8 @@ fn clocks_limited_only_without_a_power_or_thermal_reason() {
     assert!(get(&f, Rule::ClocksLimited).evidence.contains("1200 MHz of 1980 MHz"));
     let capped = Build::new("clocks-limited").tick(|_, t| t.gpus[0].throttle_bits = Some(throttle::SW_POWER_CAP));
     assert!(!has(&capped.findings(60), Rule::ClocksLimited));
-    let app = Build::new("clocks-limited")
-        .tick(|_, t| t.gpus[0].throttle_bits = Some(throttle::APPLICATIONS_CLOCKS_SETTING));
+    let app =
+        Build::new("clocks-limited").tick(|_, t| t.gpus[0].throttle_bits = Some(throttle::APPLICATIONS_CLOCKS_SETTING));
     assert!(get(&app.findings(60), Rule::ClocksLimited).evidence.contains("application clocks"));
     for healthy in ["compute", "thermal", "pcie-downgraded", "churn"] {
         assert!(!has(&Build::new(healthy).findings(60), Rule::ClocksLimited), "{healthy}");
