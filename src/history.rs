@@ -397,7 +397,7 @@ pub struct ProcessSeries {
     pub tree_remote_waits: Series<u32>,
     /// Open files of the process and its children on network or FUSE file systems.
     pub tree_remote_files: Series<u32>,
-    /// Established TCP connections held by the children (DataLoader workers fetching over the network).
+    /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
     pub children_tcp: Series<u32>,
 }
 

@@ -391,7 +391,7 @@ pub struct HostProcess {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 #[serde(default)]
 pub struct CgroupCpu {
-    /// The cgroup's path inside its hierarchy, e.g. "/kubepods.slice/pod1/abc" or "/gs_quota".
+    /// The cgroup's path inside its hierarchy, e.g. `/kubepods.slice/pod1/abc` or `/gs_quota`.
     pub path: String,
     /// The CPU quota in CPUs (quota / period); `None` when unlimited ("max", -1).
     pub quota_cpus: Option<f32>,
@@ -413,7 +413,7 @@ pub struct RemoteFiles {
     pub fs_type: String,
     /// Its mount point.
     pub mount: String,
-    /// Established TCP connections the process holds (a DataLoader worker fetching over HTTP or S3 holds some).
+    /// Established TCP connections the process holds (a `DataLoader` worker fetching over HTTP or S3 holds some).
     pub tcp_connections: u32,
 }
 

@@ -115,13 +115,13 @@ pub struct Thresholds {
     pub launch_max_sm_share: f64,
     /// CPU (% of one core, median) of the process's busiest thread that counts as launching flat out.
     pub launch_thread_pct: f64,
-    /// Mean PCIe RX as a share (0–1) of the link's capacity (generation × width) that counts as near capacity.
+    /// Mean `PCIe` RX as a share (0–1) of the link's capacity (generation × width) that counts as near capacity.
     pub h2d_rx_share: f64,
-    /// Mean PCIe RX share (0–1) of capacity that counts with a pegged thread (copies from pageable memory).
+    /// Mean `PCIe` RX share (0–1) of capacity that counts with a pegged thread (copies from pageable memory).
     pub h2d_pageable_rx_share: f64,
     /// Scheduler periods throttled by the cgroup's CPU quota (%, median over the window) that count as throttled.
     pub quota_throttled_pct: f64,
-    /// Share (0–1) of samples with threads in network waits, DataLoader workers holding TCP connections, or open
+    /// Share (0–1) of samples with threads in network waits, `DataLoader` workers holding TCP connections, or open
     /// files on network file systems that makes remote-dataset-stall hold.
     pub remote_share: f64,
     /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is

@@ -193,8 +193,8 @@ impl CgroupReader {
             quota = if v2 {
                 read_text(&at.join("cpu.max"), &mut self.buf).ok().and_then(|t| parse_cpu_max(&t))
             } else {
-                let q = read_text(&at.join("cpu.cfs_quota_us"), &mut self.buf).map(|t| t.into_owned()).ok();
-                let p = read_text(&at.join("cpu.cfs_period_us"), &mut self.buf).map(|t| t.into_owned()).ok();
+                let q = read_text(&at.join("cpu.cfs_quota_us"), &mut self.buf).map(std::borrow::Cow::into_owned).ok();
+                let p = read_text(&at.join("cpu.cfs_period_us"), &mut self.buf).map(std::borrow::Cow::into_owned).ok();
                 q.zip(p).and_then(|(q, p)| parse_cfs_quota(&q, &p))
             };
             if quota.is_some() || at == dir || !at.pop() || !at.starts_with(&dir) {

@@ -1,5 +1,5 @@
 //! Is the input coming over the network? Threads asleep in network, NFS or FUSE waits (`wchan`), open files on
-//! network or FUSE file systems (`/proc/PID/fd` against `/proc/PID/mountinfo`), and DataLoader workers holding TCP
+//! network or FUSE file systems (`/proc/PID/fd` against `/proc/PID/mountinfo`), and `DataLoader` workers holding TCP
 //! connections (`socket:[inode]` against `/proc/PID/net/tcp{,6}`). Pure parsers over `&str`, and a bounded scan.
 //!
 //! Cost: `wchan` is one small read per sleeping thread of a GPU process and one per child, each tick. The fd scan
@@ -36,7 +36,7 @@ pub enum Wait {
     Other,
 }
 
-/// Classifies a `wchan` name. Generic waits (poll, epoll, futex, `wait_woken`) are not counted: a DataLoader
+/// Classifies a `wchan` name. Generic waits (poll, epoll, futex, `wait_woken`) are not counted: a `DataLoader`
 /// worker waiting on its index queue sits in them too.
 #[must_use]
 pub fn classify_wchan(wchan: &str) -> Wait {

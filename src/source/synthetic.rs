@@ -42,7 +42,7 @@ pub enum Workload {
     Leak,
     /// Busy, then the GPU falls off the bus after `LOST_AFTER_TICKS` ticks (in `gpu-lost`, GPU 0 only).
     Lost,
-    /// A parent fed by DataLoader worker children.
+    /// A parent fed by `DataLoader` worker children.
     Loader,
     /// Computes; one sample has the HW-slowdown bit, as around a clock or P-state change (`BLIP_TICK`).
     HwBlip,
@@ -59,9 +59,9 @@ pub enum Workload {
     LaunchBound,
     /// Host-to-device copies near the link's capacity while the SMs idle.
     H2dCopyBound,
-    /// A DataLoader job in a cgroup with a 2-CPU quota and 8 workers, throttled most periods.
+    /// A `DataLoader` job in a cgroup with a 2-CPU quota and 8 workers, throttled most periods.
     CpuQuota,
-    /// A DataLoader job whose 8 workers wait for a dataset served over HTTP.
+    /// A `DataLoader` job whose 8 workers wait for a dataset served over HTTP.
     RemoteStall,
     /// Busy with the SM clock locked well below its maximum, no power or thermal reason.
     ClocksLimited,
@@ -468,7 +468,7 @@ struct GpuShape {
     dram: f64,
     mem_gib: u64,
     rx_mbps: u32,
-    /// The PCIe generation and width the link trained to, where not its maximum.
+    /// The `PCIe` generation and width the link trained to, where not its maximum.
     link_gen: Option<u32>,
     link_width: Option<u32>,
     /// HBM temperature, only where a scenario is about it (the older scenarios leave it N/A).
@@ -644,7 +644,7 @@ const H2D_GPU: GpuShape = GpuShape {
     ..WAITING_GPU
 };
 
-/// A DataLoader job that cannot keep its GPU busy (its CPU quota, or its remote dataset).
+/// A `DataLoader` job that cannot keep its GPU busy (its CPU quota, or its remote dataset).
 const STARVED_LOADER_GPU: GpuShape = GpuShape {
     util: Spread(22.0, 6.0),
     power_w: Spread(230.0, 15.0),
@@ -873,7 +873,7 @@ struct LoadShape {
 
 const NO_LOAD: LoadShape = LoadShape { busy_cores: 0.0, iowait_cores: 0.0, psi_io: 0.0, psi_cpu: 0.0 };
 
-/// A DataLoader worker child of the job.
+/// A `DataLoader` worker child of the job.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct WorkerShape {
     state: char,
@@ -892,7 +892,7 @@ struct InputShape {
 
 const LOCAL_INPUT: InputShape = InputShape { cgroup: None, worker_remote: None };
 
-/// The training job of one GPU: a launcher shell, the GPU process, and its DataLoader workers.
+/// The training job of one GPU: a launcher shell, the GPU process, and its `DataLoader` workers.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct JobShape {
     name: &'static str,
@@ -994,10 +994,10 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
     })
 }
 
-/// Eight DataLoader workers, each at a quarter of a core: what a 2-CPU quota leaves them.
+/// Eight `DataLoader` workers, each at a quarter of a core: what a 2-CPU quota leaves them.
 const QUOTA_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 25.0, read_bytes_per_s: 0 }; 8];
 
-/// Eight DataLoader workers asleep most of the time, waiting for their HTTP answers.
+/// Eight `DataLoader` workers asleep most of the time, waiting for their HTTP answers.
 const REMOTE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 9.0, read_bytes_per_s: 0 }; 8];
 
 /// The jobs of the scenarios of issue 17.
@@ -1104,7 +1104,7 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
     let elapsed_s = slot.elapsed_s();
     let seed = slot.spec.seed ^ u64::from(slot.info.index) << 40;
     let gpu = tick.gpu(slot.info.index).cloned().unwrap_or_default();
-    let used = gpu.mem_used_bytes.unwrap_or(0).saturating_sub(560 * MIB);
+    let gpu_used_bytes = gpu.mem_used_bytes.unwrap_or(0).saturating_sub(560 * MIB);
     let sm = gpu.util_pct.unwrap_or(0).saturating_sub(1);
     let common = ProcSpec {
         pid: launcher_pid,
@@ -1120,7 +1120,7 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
         read_bytes_per_s: 0,
         started_secs_before: job.age_s + 5 + elapsed_s,
     };
-    let state = char::from(job.states[(slot.n % job.states.len() as u64) as usize]);
+    let state = char::from(job.states[usize::try_from(slot.n).unwrap_or(0) % job.states.len()]);
     let read = u64::from(jitter(seed, slot.n, 20, job.read_mib.0, job.read_mib.1)) * MIB;
     tick.processes.push(slot.process(ProcSpec { cmdline: common.cmdline.clone(), ..common }));
     let mut main = slot.process(ProcSpec {
@@ -1145,7 +1145,7 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
         gpu_index: slot.info.index,
         pid: Some(main_pid),
         kind: ProcessKind::Compute,
-        used_gpu_memory_bytes: Some(used),
+        used_gpu_memory_bytes: Some(gpu_used_bytes),
         sm_util_pct: Some(sm),
         mem_util_pct: Some(sm / 4),
         enc_util_pct: Some(0),
@@ -1206,7 +1206,7 @@ fn add_scale_extras(slot: &Slot<'_>, tick: &mut Tick) {
             name: "python",
             cmdline: format!("python worker.py --shard {k}"),
             state: if k % 3 == 0 { 'R' } else { 'S' },
-            cpu_pct: jitter(seed, slot.n, stream, 20.0, 20.0) as f32,
+            cpu_pct: f32::from(u16::try_from(jitter(seed, slot.n, stream, 20.0, 20.0)).unwrap_or(u16::MAX)),
             rss_bytes: 512 * MIB,
             read_bytes_per_s: 0,
             started_secs_before: 100 + u64::from(k) + slot.elapsed_s(),
@@ -1244,7 +1244,7 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
         let pid = u32::try_from(FIRST_PID + (serial * 2) % PID_SPAN).unwrap_or(u32::MAX);
         let age_s = (elapsed_ms - born_ms) / 1000;
         let stream = 300 + k;
-        let cpu = jitter(seed, n, stream, 60.0, 40.0) as f32;
+        let cpu = f32::from(u16::try_from(jitter(seed, n, stream, 60.0, 40.0)).unwrap_or(u16::MAX));
         let job = |pid, ppid, role, name: &str, cpu_pct, state| ProcSpec {
             pid,
             ppid,

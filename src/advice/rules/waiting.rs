@@ -28,7 +28,7 @@ fn mean<T: Num>(span: &Span, series: &Series<T>) -> Option<f64> {
     (n > 0).then(|| sum / f64::from(n))
 }
 
-/// PCIe bandwidth per lane in GB/s, by generation (after encoding overhead).
+/// `PCIe` bandwidth per lane in GB/s, by generation (after encoding overhead).
 fn lane_gb_s(generation: u32) -> Option<f64> {
     Some(match generation {
         1 => 0.25,
@@ -94,7 +94,7 @@ impl GpuWindow {
         }
     }
 
-    /// Mean PCIe RX as a share of the link's capacity.
+    /// Mean `PCIe` RX as a share of the link's capacity.
     fn rx_share(&self) -> Option<f64> {
         self.rx_kb_s.zip(self.link_kb_s).filter(|(_, cap)| *cap > 0.0).map(|(rx, cap)| rx / cap)
     }
@@ -134,7 +134,7 @@ impl<'a> ProcWindow<'a> {
         own.max(state).max(children)
     }
 
-    /// The number of DataLoader workers (children) now.
+    /// The number of `DataLoader` workers (children) now.
     fn workers(&self) -> u32 {
         self.series.n_children.last().copied().flatten().unwrap_or(0)
     }
@@ -210,7 +210,7 @@ pub fn launch_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
-/// h2d-copy-bound: host-to-device copies set the pace. PCIe RX near the link's capacity while the SMs idle, or a
+/// h2d-copy-bound: host-to-device copies set the pace. `PCIe` RX near the link's capacity while the SMs idle, or a
 /// pegged thread copying from pageable memory at a moderate rate.
 #[must_use]
 pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
@@ -312,7 +312,7 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
 }
 
 /// remote-dataset-stall: the input comes over the network or through FUSE while the GPU waits: threads asleep in
-/// network, NFS or FUSE waits, DataLoader workers holding TCP connections, or open dataset files on such a mount.
+/// network, NFS or FUSE waits, `DataLoader` workers holding TCP connections, or open dataset files on such a mount.
 #[must_use]
 pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
