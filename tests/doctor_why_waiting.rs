@@ -51,7 +51,7 @@ fn each_new_scenario_is_named_by_doctor() {
         // One verdict: the named finding is the only warning.
         let expected: Vec<String> = if severity == "warning" { vec![name.to_owned()] } else { Vec::new() };
         assert_eq!(warnings(&report), expected, "{name}: {found:?}");
-        assert_eq!(output.status.code(), Some(if severity == "warning" { 1 } else { 0 }), "{name}");
+        assert_eq!(output.status.code(), Some(i32::from(severity == "warning")), "{name}");
     }
 }
 
