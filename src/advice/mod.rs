@@ -309,14 +309,15 @@ pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &Histo
 }
 
 /// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
-/// preprocessing is short of CPU; a remote dataset is why reads are slow).
+/// preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
+/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more).
 pub const CAUSES: [Rule; 6] = [
     Rule::CpuQuotaThrottled,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
     Rule::H2dCopyBound,
-    Rule::CpuBoundInput,
     Rule::LaunchBound,
+    Rule::CpuBoundInput,
 ];
 
 /// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker

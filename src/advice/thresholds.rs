@@ -111,6 +111,9 @@ pub struct Thresholds {
     pub waiting_max_sm_active_pct: f64,
     /// Mean GPU utilization (%) at or above which launch-bound compares it with SM activity.
     pub launch_min_util_pct: f64,
+    /// Mean GPU utilization (%) below which kernels still leave gaps (at or above it the CPU keeps up: tiny kernels
+    /// back to back, as in a CUDA graph, are util-misleading's and gpu-underfed's, not launch-bound).
+    pub launch_max_util_pct: f64,
     /// SM activity as a share (0–1) of utilization at or below which kernels are tiny (launch-bound).
     pub launch_max_sm_share: f64,
     /// CPU (% of one core, median) of the process's busiest thread that counts as launching flat out.
@@ -187,7 +190,8 @@ impl Default for Thresholds {
             underfed_util_pct: 40.0,
             underfed_exit_margin_pct: 10.0,
             waiting_max_sm_active_pct: 50.0,
-            launch_min_util_pct: 30.0,
+            launch_min_util_pct: 10.0,
+            launch_max_util_pct: 90.0,
             launch_max_sm_share: 0.3,
             launch_thread_pct: 85.0,
             h2d_rx_share: 0.5,

@@ -170,7 +170,11 @@ pub fn launch_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let mut out = Vec::new();
     for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
         let (Some(util), Some(active)) = (gw.util, gw.sm_active) else { continue };
-        let tiny = |margin: f64| util >= t.launch_min_util_pct - margin && active <= t.launch_max_sm_share * util;
+        let tiny = |margin: f64| {
+            util >= t.launch_min_util_pct - margin
+                && util < t.launch_max_util_pct + margin
+                && active <= t.launch_max_sm_share * util
+        };
         let thread = pw.busiest_thread().unwrap_or(0.0);
         let no_io = pw.in_d_share() < t.d_state_share
             && ctx.window(t.window_s).and_then(|s| s.median(&ctx.history.host.psi_io_some)).unwrap_or(0.0)

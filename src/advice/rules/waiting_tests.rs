@@ -223,10 +223,32 @@ fn memory_bound_is_info_on_dram_without_tensor_work() {
 }
 
 #[test]
-fn util_misleading_becomes_info_under_a_named_cause() {
-    // Launch-bound with utilization above util-misleading's 90 %: the symptom is info, the cause the warning.
+fn util_misleading_becomes_info_under_the_umbrella() {
+    // Busy by NVML, idle by GPM, no gaps (util 95 %): the symptom is info, the umbrella the one warning.
     let b = Build::new("launch-bound").tick(|_, t| t.gpus[0].util_pct = Some(95));
     let f = b.findings(90);
     assert_eq!(get(&f, Rule::UtilMisleading).severity, Severity::Info, "{f:#?}");
-    assert_eq!(warnings(&f), vec![Rule::LaunchBound]);
+    assert_eq!(warnings(&f), vec![Rule::GpuUnderfed]);
+}
+
+#[test]
+fn launch_bound_needs_gaps_between_kernels_and_outranks_a_pegged_main_thread() {
+    // Tiny kernels back to back (a CUDA graph): utilization near 100 %, the CPU keeps up; not launch-bound, and the
+    // GPU is still underfed.
+    let graph = Build::new("launch-bound").tick(|_, t| t.gpus[0].util_pct = Some(99));
+    let f = graph.findings(90);
+    assert!(!has(&f, Rule::LaunchBound), "{f:#?}");
+    assert_eq!(get(&f, Rule::GpuUnderfed).severity, Severity::Warning);
+    // Eager tiny ops at 25 % utilization: cpu-bound-input also holds (a starved GPU, a pegged main thread); the
+    // verdict is launch-bound, cpu-bound-input secondary.
+    let eager = Build::new("launch-bound").tick(|_, t| {
+        t.gpus[0].util_pct = Some(25);
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(1.0);
+        }
+    });
+    let f = eager.findings(90);
+    assert_eq!(warnings(&f), vec![Rule::LaunchBound], "{f:#?}");
+    assert_eq!(get(&f, Rule::CpuBoundInput).severity, Severity::Info);
+    assert!(get(&f, Rule::CpuBoundInput).evidence.starts_with("secondary to launch-bound"));
 }
