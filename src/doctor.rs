@@ -352,7 +352,8 @@ pub fn blind_spots(history: &History) -> Vec<String> {
         }
     }
     let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    let process_rules = "input-bound, cpu-bound-input, numa-misplaced";
+    let process_rules = "input-bound, cpu-bound-input, launch-bound, h2d-copy-bound, cpu-quota-throttled, \
+                         remote-dataset-stall, numa-misplaced";
     let mut out = Vec::new();
     if !outside.is_empty() {
         out.push(format!(
