@@ -351,7 +351,9 @@ pub(crate) fn name_the_cause(findings: &mut [Finding]) {
             f.severity = Severity::Info;
             let pid = cause_pid.map_or_else(String::new, |p| format!(" in PID {p}"));
             f.title = format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name());
-            f.evidence = format!("named cause: {}; {}", cause.name(), f.evidence);
+            // The umbrella's own "none of the causes held" tail is about the unknown case.
+            let own = f.evidence.split("; none of ").next().unwrap_or_default();
+            f.evidence = format!("named cause: {}; {own}", cause.name());
             f.remedy = format!("Follow the remedy of {}.", cause.name());
         } else if f.rule != cause && (CAUSES.contains(&f.rule) || f.rule == Rule::UtilMisleading) {
             f.severity = Severity::Info;
