@@ -148,14 +148,21 @@ impl<'a> ProcWindow<'a> {
 }
 
 /// The compute processes with their GPU's window over `secs`, on GPUs that wait.
+/// Each GPU's window is computed once: at 8 GPUs × 1,000 busy processes no process gets further than a lookup.
 fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow, ProcWindow<'a>)> {
+    let windows: Vec<(u32, GpuWindow)> = ctx
+        .history
+        .gpus
+        .iter()
+        .filter_map(|gpu| GpuWindow::of(ctx, gpu, secs).map(|w| (gpu.index, w)))
+        .filter(|(_, w)| w.waiting(ctx.t))
+        .collect();
     let mut out = Vec::new();
+    if windows.is_empty() {
+        return out;
+    }
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
-        let Some(window) = GpuWindow::of(ctx, gpu, secs) else { continue };
-        if !window.waiting(ctx.t) {
-            continue;
-        }
+        let Some(&(_, window)) = windows.iter().find(|(g, _)| *g == gpu_index) else { continue };
         let Some(process) = ProcWindow::of(ctx, pid, secs) else { continue };
         out.push((gpu_index, pid, window, process));
     }
@@ -379,18 +386,25 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
 #[must_use]
 pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
-    let mut out: Vec<(f64, Observation)> = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
+    // Per GPU once: the minute's window, its work level and limit. The minute and its last `window_s` both must
+    // be low: a job that got faster clears with its cause, not a minute later.
+    let mut low: Vec<(u32, GpuWindow, f64, f64)> = Vec::new();
+    for gpu in &ctx.history.gpus {
         let Some(gw) = GpuWindow::of(ctx, gpu, t.underfed_window_s) else { continue };
         let limit = if gw.sm_active.is_some() { t.underfed_sm_active_pct } else { t.underfed_util_pct };
-        // The minute and its last `window_s` both: a job that got faster clears with its cause, not a minute later.
         let recent = GpuWindow::of(ctx, gpu, t.window_s).and_then(|w| w.work());
         let (Some(work), Some(recent)) = (gw.work(), recent) else { continue };
-        let stay = work.max(recent) < limit + t.underfed_exit_margin_pct;
-        if !stay || gw.throttled_share >= t.exit_share / 2.0 {
-            continue;
+        if work.max(recent) < limit + t.underfed_exit_margin_pct && gw.throttled_share < t.exit_share / 2.0 {
+            low.push((gpu.index, gw, work.max(recent), limit));
         }
+    }
+    let mut out: Vec<(f64, Observation)> = Vec::new();
+    if low.is_empty() {
+        return Vec::new();
+    }
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(&(_, gw, work, limit)) = low.iter().find(|(g, _, _, _)| *g == gpu_index) else { continue };
+        let stay = true;
         let Some(pw) = ProcWindow::of(ctx, pid, t.underfed_window_s) else { continue };
         // An idle holder (idle-holder's business) and a checkpoint writer are not waiting for input.
         let cpu = pw.median(|p| &p.cpu_pct).unwrap_or(0.0).max(pw.median(|p| &p.max_child_cpu_pct).unwrap_or(0.0));
@@ -419,7 +433,7 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             ..draft(Rule::GpuUnderfed, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
-        let enter = gw.span.covered && pw.span.covered && work.max(recent) < limit;
+        let enter = gw.span.covered && pw.span.covered && work < limit;
         let obs = Observation { finding, enter, stay };
         // One umbrella per GPU: about its busiest process (the one that is waiting, not a neighbour that idles).
         match out.iter_mut().find(|(_, o)| o.finding.gpu_index == Some(gpu_index)) {
