@@ -355,7 +355,8 @@ pub fn blind_spots(history: &History) -> Vec<String> {
         }
     }
     let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    let process_rules = "input-bound, cpu-bound-input, numa-misplaced";
+    let process_rules = "input-bound, cpu-bound-input, launch-bound, h2d-copy-bound, cpu-quota-throttled, \
+                         remote-dataset-stall, numa-misplaced";
     let mut out = Vec::new();
     if !outside.is_empty() {
         out.push(format!(
@@ -481,12 +482,16 @@ mod tests {
 
     #[test]
     fn a_finding_that_cleared_is_listed_with_its_span_and_does_not_set_the_exit_code() {
-        // CPU-bound for the first 60 s, then the main thread relaxes; watched for 120 s.
+        // CPU-bound for the first 60 s, then the main thread relaxes and the GPU gets busy; watched for 120 s.
         let build = Build::new("cpu-bound").tick(|i, t| {
             if i >= 60 {
                 for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
                     p.cpu_pct = Some(30.0);
                     p.busiest_thread = None;
+                }
+                t.gpus[0].util_pct = Some(95);
+                if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+                    gpm.sm_active_pct = Some(90.0);
                 }
             }
         });

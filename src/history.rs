@@ -157,6 +157,8 @@ pub struct GpuSeries {
     pub thermal_ns: Series<u64>,
     /// Volatile corrected (single-bit) ECC errors since the driver loaded.
     pub ecc_corrected: Series<u64>,
+    /// HBM temperature, °C.
+    pub mem_temp_c: Series<u32>,
 }
 
 impl GpuSeries {
@@ -184,6 +186,7 @@ impl GpuSeries {
             hw_slowdown_ns: Ring::new(capacity),
             thermal_ns: Ring::new(capacity),
             ecc_corrected: Ring::new(capacity),
+            mem_temp_c: Ring::new(capacity),
         }
     }
 
@@ -206,6 +209,7 @@ impl GpuSeries {
             + self.sm_occupancy_pct.heap_bytes()
             + self.tensor_active_pct.heap_bytes()
             + self.dram_active_pct.heap_bytes()
+            + self.mem_temp_c.heap_bytes()
     }
 
     pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
@@ -233,6 +237,7 @@ impl GpuSeries {
         self.hw_slowdown_ns.push(ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)));
         self.thermal_ns.push(ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)));
         self.ecc_corrected.push(gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected));
+        self.mem_temp_c.push(gpu.and_then(|g| g.mem_temp_c));
     }
 }
 
@@ -385,6 +390,15 @@ pub struct ProcessSeries {
     pub tree_write_bytes_per_s: Series<u64>,
     /// CPU use of the process's busiest thread, percent of one core.
     pub max_thread_cpu_pct: Series<f32>,
+    /// The highest share (%) of scheduler periods throttled by a CPU quota, over the process's and its
+    /// children's cgroups.
+    pub tree_throttled_pct: Series<f32>,
+    /// Threads of the process and its children asleep in network, NFS or FUSE waits.
+    pub tree_remote_waits: Series<u32>,
+    /// Open files of the process and its children on network or FUSE file systems.
+    pub tree_remote_files: Series<u32>,
+    /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
+    pub children_tcp: Series<u32>,
 }
 
 impl ProcessSeries {
@@ -405,6 +419,10 @@ impl ProcessSeries {
             tree_read_bytes_per_s: Ring::new(capacity),
             tree_write_bytes_per_s: Ring::new(capacity),
             max_thread_cpu_pct: Ring::new(capacity),
+            tree_throttled_pct: Ring::new(capacity),
+            tree_remote_waits: Ring::new(capacity),
+            tree_remote_files: Ring::new(capacity),
+            children_tcp: Ring::new(capacity),
         }
     }
 
@@ -423,11 +441,15 @@ impl ProcessSeries {
             + self.tree_read_bytes_per_s.heap_bytes()
             + self.tree_write_bytes_per_s.heap_bytes()
             + self.max_thread_cpu_pct.heap_bytes()
+            + self.tree_throttled_pct.heap_bytes()
+            + self.tree_remote_waits.heap_bytes()
+            + self.tree_remote_files.heap_bytes()
+            + self.children_tcp.heap_bytes()
     }
 
     /// The length of every series, for tests that they stay aligned.
     #[cfg(test)]
-    fn series_lens(&self) -> [usize; 14] {
+    fn series_lens(&self) -> [usize; 18] {
         [
             self.times.len(),
             self.gpu_mem_bytes.len(),
@@ -443,6 +465,10 @@ impl ProcessSeries {
             self.tree_read_bytes_per_s.len(),
             self.tree_write_bytes_per_s.len(),
             self.max_thread_cpu_pct.len(),
+            self.tree_throttled_pct.len(),
+            self.tree_remote_waits.len(),
+            self.tree_remote_files.len(),
+            self.children_tcp.len(),
         ]
     }
 
@@ -462,6 +488,10 @@ impl ProcessSeries {
         self.tree_read_bytes_per_s.pop_front();
         self.tree_write_bytes_per_s.pop_front();
         self.max_thread_cpu_pct.pop_front();
+        self.tree_throttled_pct.pop_front();
+        self.tree_remote_waits.pop_front();
+        self.tree_remote_files.pop_front();
+        self.children_tcp.pop_front();
     }
 
     /// The time of the newest sample of this process.
@@ -714,6 +744,16 @@ impl History {
                 .map(|own| own + children().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
             series.tree_write_bytes_per_s.push(tree_write);
             series.max_thread_cpu_pct.push(host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct));
+            let tree = || host.into_iter().chain(children());
+            let throttled = tree().filter_map(|p| p.cgroup_cpu.as_ref().and_then(|c| c.throttled_pct)).reduce(f32::max);
+            series.tree_throttled_pct.push(throttled);
+            // Sums without a buffer (no allocation per tick): `None` when no process of the tree had the reading.
+            let sum = |acc: Option<u32>, v: u32| Some(acc.unwrap_or(0).saturating_add(v));
+            series.tree_remote_waits.push(tree().filter_map(|p| p.remote_waits).fold(None, sum));
+            let files = tree().filter_map(|p| p.remote_files.as_ref().map(|r| r.open)).fold(None, sum);
+            series.tree_remote_files.push(files);
+            let tcp = children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum);
+            series.children_tcp.push(tcp);
         }
     }
 
@@ -889,7 +929,7 @@ mod tests {
         assert!(kept.windows(2).all(|w| w[1] - w[0] == 1000), "evenly spaced, one a second");
         assert_eq!(series.times.heap_bytes(), 301 * std::mem::size_of::<UnixMs>());
         // Every series of the process stays aligned with its time column.
-        assert_eq!(series.series_lens(), [301; 14]);
+        assert_eq!(series.series_lens(), [301; 18]);
         // Pushing on changes nothing in size.
         let before = history.process_heap_bytes();
         for n in 12_000..13_000 {

@@ -101,6 +101,9 @@ pub struct GpuInfo {
     pub temp_slowdown_c: Option<u32>,
     pub temp_shutdown_c: Option<u32>,
     pub temp_gpu_max_c: Option<u32>,
+    /// The memory's maximum operating temperature (`TemperatureThreshold::MemoryMax`), when reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_mem_max_c: Option<u32>,
     /// NUMA node of the PCI device from sysfs; `None` when the host reports none (-1).
     pub numa_node: Option<u32>,
     /// CPUs local to the GPU (sysfs `local_cpulist`), as a sorted list of CPU ids.
@@ -247,6 +250,9 @@ pub struct GpuTick {
     pub enc_util_pct: Option<u32>,
     pub dec_util_pct: Option<u32>,
     pub fan_pct: Option<u32>,
+    /// HBM temperature (NVML field 82, `NVML_FI_DEV_MEMORY_TEMP`); N/A where the driver does not report it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mem_temp_c: Option<u32>,
 }
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
@@ -380,6 +386,48 @@ pub struct HostProcess {
     /// The thread of this process that used the most CPU over the last interval (read for GPU processes only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub busiest_thread: Option<ThreadCpu>,
+    /// The CPU limits of the process's cgroup and how often they throttled it (GPU processes and children).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cgroup_cpu: Option<CgroupCpu>,
+    /// Threads of this process asleep in a network, NFS or FUSE wait (`/proc/PID/task/TID/wchan`), read for the
+    /// GPU processes and their children.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_waits: Option<u32>,
+    /// Open regular files on network or FUSE filesystems (`/proc/PID/fd` against `/proc/PID/mountinfo`), read
+    /// every few seconds for the GPU processes and their children.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote_files: Option<RemoteFiles>,
+}
+
+/// The CPU limits of a process's cgroup (v2 `cpu.max`, `cpu.stat`, `cpuset.cpus.effective`; v1 `cpu.cfs_quota_us`,
+/// `cpu.cfs_period_us`, `cpu.stat`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct CgroupCpu {
+    /// The cgroup's path inside its hierarchy, e.g. `/kubepods.slice/pod1/abc` or `/gs_quota`.
+    pub path: String,
+    /// The CPU quota in CPUs (quota / period); `None` when unlimited ("max", -1).
+    pub quota_cpus: Option<f32>,
+    /// CPUs in the cgroup's effective cpuset, when read.
+    pub cpuset_cpus: Option<u32>,
+    /// Share (%) of the scheduler periods of the last interval in which the cgroup was throttled.
+    pub throttled_pct: Option<f32>,
+    /// Time throttled per second of the last interval, in milliseconds.
+    pub throttled_ms_per_s: Option<f32>,
+}
+
+/// Open dataset files on a network or FUSE filesystem, and TCP connections.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct RemoteFiles {
+    /// Regular files open on such filesystems.
+    pub open: u32,
+    /// The filesystem type of the first one, e.g. "nfs4", "fuse.s3fs", "lustre", "cifs".
+    pub fs_type: String,
+    /// Its mount point.
+    pub mount: String,
+    /// Established TCP connections the process holds (a `DataLoader` worker fetching over HTTP or S3 holds some).
+    pub tcp_connections: u32,
 }
 
 /// One thread's CPU use: which thread, what it is called, and how much of one core it used.

@@ -67,6 +67,15 @@ pub enum Rule {
     DriverSanity,
     PersistenceOff,
     MigActive,
+    /// The umbrella: a GPU that waits, with the cause a specific rule found or "cause unknown".
+    GpuUnderfed,
+    LaunchBound,
+    H2dCopyBound,
+    CpuQuotaThrottled,
+    RemoteDatasetStall,
+    ClocksLimited,
+    HbmHot,
+    MemoryBound,
     /// Not a rule about the GPUs: a signal the engine needs could not be read (e.g. no Xid source).
     Visibility,
 }
@@ -94,6 +103,14 @@ impl Rule {
             Self::DriverSanity => "driver-sanity",
             Self::PersistenceOff => "persistence-off",
             Self::MigActive => "mig-active",
+            Self::GpuUnderfed => "gpu-underfed",
+            Self::LaunchBound => "launch-bound",
+            Self::H2dCopyBound => "h2d-copy-bound",
+            Self::CpuQuotaThrottled => "cpu-quota-throttled",
+            Self::RemoteDatasetStall => "remote-dataset-stall",
+            Self::ClocksLimited => "clocks-limited",
+            Self::HbmHot => "hbm-hot",
+            Self::MemoryBound => "memory-bound",
             Self::Visibility => "visibility",
         }
     }
@@ -141,8 +158,18 @@ impl Rule {
             | Self::IdleHolder
             | Self::VramNearlyFull
             | Self::VramGrowing => Step::Health,
-            Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped => Step::Throttling,
-            Self::InputBound | Self::CpuBoundInput | Self::UtilMisleading => Step::Throughput,
+            Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped | Self::ClocksLimited | Self::HbmHot => {
+                Step::Throttling
+            }
+            Self::InputBound
+            | Self::CpuBoundInput
+            | Self::UtilMisleading
+            | Self::GpuUnderfed
+            | Self::LaunchBound
+            | Self::H2dCopyBound
+            | Self::CpuQuotaThrottled
+            | Self::RemoteDatasetStall
+            | Self::MemoryBound => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }
@@ -243,6 +270,11 @@ impl Advisor {
             }
         }
         apply_diagnosis_order(&mut next, history);
+        // An umbrella that named a cause ends with it: it does not turn into "cause unknown" the moment its cause
+        // clears (their windows differ); it has to enter again, on its own, to say that.
+        let had_cause =
+            |f: &Finding| self.active.iter().any(|old| old.key() == f.key() && old.severity == Severity::Info);
+        next.retain(|f| !(f.rule == Rule::GpuUnderfed && f.severity == Severity::Warning && had_cause(f)));
         sort_worst_first(&mut next);
         self.active = next;
         &self.active
@@ -262,7 +294,7 @@ pub fn evaluate(history: &History, thresholds: &Thresholds) -> Vec<Finding> {
 }
 
 /// Removes findings that a more basic diagnosis explains: a lost GPU gets only gpu-errors; an input-bound GPU is
-/// not also cpu-bound.
+/// not also cpu-bound. Then makes one verdict per waiting GPU (see [`name_the_cause`]).
 pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
     let lost: Vec<u32> =
         history.gpus.iter().filter(|g| g.lost.last().copied().unwrap_or(false)).map(|g| g.index).collect();
@@ -273,6 +305,61 @@ pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &Histo
         Some(gpu) if f.rule == Rule::CpuBoundInput => !input_bound.contains(&gpu),
         _ => true,
     });
+    name_the_cause(findings);
+}
+
+/// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
+/// preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
+/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more).
+pub const CAUSES: [Rule; 6] = [
+    Rule::CpuQuotaThrottled,
+    Rule::RemoteDatasetStall,
+    Rule::InputBound,
+    Rule::H2dCopyBound,
+    Rule::LaunchBound,
+    Rule::CpuBoundInput,
+];
+
+/// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker
+/// cause on the same GPU becomes info ("secondary to ..."); util-misleading, the symptom, becomes info; and the
+/// umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays the warning and says
+/// "cause unknown".
+pub(crate) fn name_the_cause(findings: &mut [Finding]) {
+    let mut strongest: Vec<(u32, Rule, Option<u32>)> = Vec::new();
+    for f in findings.iter() {
+        let (Some(gpu), Some(rank)) = (f.gpu_index, CAUSES.iter().position(|c| *c == f.rule)) else { continue };
+        match strongest.iter_mut().find(|(g, _, _)| *g == gpu) {
+            Some(entry) if CAUSES.iter().position(|c| *c == entry.1).is_some_and(|r| rank < r) => {
+                *entry = (gpu, f.rule, f.pid);
+            }
+            Some(_) => {}
+            None => strongest.push((gpu, f.rule, f.pid)),
+        }
+    }
+    let underfed: Vec<u32> =
+        findings.iter().filter(|f| f.rule == Rule::GpuUnderfed).filter_map(|f| f.gpu_index).collect();
+    for f in findings.iter_mut() {
+        let Some(gpu) = f.gpu_index else { continue };
+        let Some(&(_, cause, cause_pid)) = strongest.iter().find(|(g, _, _)| *g == gpu) else {
+            if f.rule == Rule::UtilMisleading && underfed.contains(&gpu) {
+                f.severity = Severity::Info;
+                f.evidence = format!("secondary to gpu-underfed on this GPU; {}", f.evidence);
+            }
+            continue;
+        };
+        if f.rule == Rule::GpuUnderfed {
+            f.severity = Severity::Info;
+            let pid = cause_pid.map_or_else(String::new, |p| format!(" in PID {p}"));
+            f.title = format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name());
+            // The umbrella's own "none of the causes held" tail is about the unknown case.
+            let own = f.evidence.split("; none of ").next().unwrap_or_default();
+            f.evidence = format!("named cause: {}; {own}", cause.name());
+            f.remedy = format!("Follow the remedy of {}.", cause.name());
+        } else if f.rule != cause && (CAUSES.contains(&f.rule) || f.rule == Rule::UtilMisleading) {
+            f.severity = Severity::Info;
+            f.evidence = format!("secondary to {} on this GPU; {}", cause.name(), f.evidence);
+        }
+    }
 }
 
 /// Worst first: severity, then GPU (machine-wide findings first), then rule, then PID.

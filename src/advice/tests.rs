@@ -12,8 +12,9 @@ fn short_idle_window() -> Thresholds {
 #[test]
 fn scenarios_give_exactly_the_expected_rules() {
     let cases: &[(&str, &[Rule])] = &[
-        ("input-bound", &[Rule::InputBound]),
-        ("cpu-bound", &[Rule::CpuBoundInput]),
+        // A starved GPU also gets the umbrella, as info naming its cause (one verdict: see name_the_cause).
+        ("input-bound", &[Rule::InputBound, Rule::GpuUnderfed]),
+        ("cpu-bound", &[Rule::CpuBoundInput, Rule::GpuUnderfed]),
         ("thermal", &[Rule::ThermalThrottle]),
         ("pcie-downgraded", &[Rule::PcieDowngraded]),
         ("leak", &[Rule::VramGrowing]),
@@ -62,11 +63,16 @@ fn mixed_machine_gets_the_right_rule_on_the_right_gpu_and_pid() {
         (Rule::VramGrowing, Some(4), Some(6001)),
         // The DataLoader machine: a worker always in D and 330 MiB/s of reads at 20 % util.
         (Rule::InputBound, Some(5), Some(7001)),
+        // The umbrella on each starved GPU, as info naming the cause above.
+        (Rule::GpuUnderfed, Some(1), Some(3001)),
+        (Rule::GpuUnderfed, Some(2), Some(4001)),
+        (Rule::GpuUnderfed, Some(5), Some(7001)),
     ];
     expected.sort();
     assert_eq!(got, expected, "{findings:#?}");
     // Worst first: the warnings come before the info.
-    assert_eq!(findings.last().map(|f| f.rule), Some(Rule::PowerCapped));
+    assert!(findings.iter().skip_while(|f| f.severity == Severity::Warning).all(|f| f.severity == Severity::Info));
+    assert!(findings.iter().filter(|f| f.rule == Rule::GpuUnderfed).all(|f| f.severity == Severity::Info));
 }
 
 #[test]

@@ -98,6 +98,47 @@ pub struct Thresholds {
     /// CPU steal (%) that counts as a noisy VM host.
     pub cpu_steal_pct: f64,
 
+    /// Seconds gpu-underfed judges a GPU over (a minute: a step that waits now and then is not underfed).
+    pub underfed_window_s: u64,
+    /// Mean GPM SM activity (%) over `underfed_window_s` below which a GPU with a compute process is underfed.
+    pub underfed_sm_active_pct: f64,
+    /// Mean GPU utilization (%) below which a GPU without GPM is underfed.
+    pub underfed_util_pct: f64,
+    /// Points above the enter level (SM activity or utilization) below which an active gpu-underfed stays.
+    pub underfed_exit_margin_pct: f64,
+    /// Mean SM activity (or utilization without GPM) below which a GPU counts as waiting for the causes
+    /// launch-bound, h2d-copy-bound, cpu-quota-throttled and remote-dataset-stall.
+    pub waiting_max_sm_active_pct: f64,
+    /// Mean GPU utilization (%) at or above which launch-bound compares it with SM activity.
+    pub launch_min_util_pct: f64,
+    /// Mean GPU utilization (%) below which kernels still leave gaps (at or above it the CPU keeps up: tiny kernels
+    /// back to back, as in a CUDA graph, are util-misleading's and gpu-underfed's, not launch-bound).
+    pub launch_max_util_pct: f64,
+    /// SM activity as a share (0–1) of utilization at or below which kernels are tiny (launch-bound).
+    pub launch_max_sm_share: f64,
+    /// CPU (% of one core, median) of the process's busiest thread that counts as launching flat out.
+    pub launch_thread_pct: f64,
+    /// Mean `PCIe` RX as a share (0–1) of the link's capacity (generation × width) that counts as near capacity.
+    pub h2d_rx_share: f64,
+    /// Mean `PCIe` RX share (0–1) of capacity that counts with a pegged thread (copies from pageable memory).
+    pub h2d_pageable_rx_share: f64,
+    /// Scheduler periods throttled by the cgroup's CPU quota (%, median over the window) that count as throttled.
+    pub quota_throttled_pct: f64,
+    /// Share (0–1) of samples with threads in network waits, `DataLoader` workers holding TCP connections, or open
+    /// files on network file systems that makes remote-dataset-stall hold.
+    pub remote_share: f64,
+    /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is
+    /// clocks-limited.
+    pub clocks_limited_max_share: f64,
+    /// The memory's maximum operating temperature (°C) where the driver does not report one.
+    pub hbm_max_c: f64,
+    /// Degrees below the memory's maximum at which HBM counts as hot.
+    pub hbm_margin_c: f64,
+    /// GPM DRAM activity (%) at or above which a busy GPU counts as memory-bound.
+    pub memory_bound_dram_pct: f64,
+    /// GPM tensor activity (%) at or below which a memory-bound GPU is not also a tensor-core job.
+    pub memory_bound_tensor_pct: f64,
+
     /// Seconds an Xid or ECC event keeps gpu-errors active after it was seen.
     pub xid_window_s: u64,
     /// Corrected (single-bit) ECC errors within `xid_window_s` that make gpu-errors a warning; fewer are info.
@@ -144,6 +185,24 @@ impl Default for Thresholds {
             host_mem_available_pct: 10.0,
             swap_pages_per_s: 10.0,
             cpu_steal_pct: 5.0,
+            underfed_window_s: 60,
+            underfed_sm_active_pct: 25.0,
+            underfed_util_pct: 40.0,
+            underfed_exit_margin_pct: 10.0,
+            waiting_max_sm_active_pct: 50.0,
+            launch_min_util_pct: 10.0,
+            launch_max_util_pct: 90.0,
+            launch_max_sm_share: 0.3,
+            launch_thread_pct: 85.0,
+            h2d_rx_share: 0.5,
+            h2d_pageable_rx_share: 0.1,
+            quota_throttled_pct: 20.0,
+            remote_share: 0.5,
+            clocks_limited_max_share: 0.8,
+            hbm_max_c: 95.0,
+            hbm_margin_c: 5.0,
+            memory_bound_dram_pct: 60.0,
+            memory_bound_tensor_pct: 20.0,
             xid_window_s: 3600,
             ecc_corrected_warn: 10,
         }
@@ -157,9 +216,11 @@ impl Thresholds {
         vec![
             (
                 "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
-              util-misleading, shared-gpu, host-memory-pressure, cpu-steal",
+              util-misleading, shared-gpu, host-memory-pressure, cpu-steal, launch-bound, h2d-copy-bound, \
+              cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound",
                 self.window_s,
             ),
+            ("gpu-underfed", self.underfed_window_s),
             ("vram-growing", self.vram_growth_window_s),
             ("idle-holder", self.idle_holder_window_s),
         ]

@@ -13,11 +13,13 @@ use std::path::{Path, PathBuf};
 
 use crate::sample::{HostProcess, HostTick, MachineInfo, UnixMs};
 
+pub mod cgroup;
 pub mod job;
 pub mod maps;
 pub mod parse;
 pub mod pid_parse;
 mod processes;
+pub mod remote;
 mod system;
 mod users;
 

@@ -9,13 +9,15 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::cgroup::CgroupReader;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
+use super::remote::{FD_SCAN_PERIOD_MS, Wait, classify_wchan, scan_fds};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, ProcessRole, ThreadCpu, UnixMs};
+use crate::sample::{HostProcess, ProcessRole, RemoteFiles, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -48,6 +50,16 @@ struct ThreadPrev {
 struct ThreadWalk {
     in_d: u32,
     busiest: Option<ThreadCpu>,
+    /// Sleeping threads whose `wchan` is a network, NFS or FUSE wait.
+    remote_waits: u32,
+}
+
+/// The last fd scan of one process (see [`super::remote`]), carried between scans.
+#[derive(Debug, Clone)]
+struct FdScan {
+    start_ticks: u64,
+    at_ms: UnixMs,
+    found: Option<RemoteFiles>,
 }
 
 /// Facts about the machine the process reader needs each tick.
@@ -71,6 +83,10 @@ pub(crate) struct ProcessSampler {
     buf: Vec<u8>,
     /// The path of the file being read, its buffer reused from read to read.
     path: PathBuf,
+    /// The CPU limits of the GPU processes' and their children's cgroups.
+    cgroups: CgroupReader,
+    /// The last fd scan of each GPU process and child.
+    fd_scans: HashMap<u32, FdScan>,
 }
 
 impl ProcessSampler {
@@ -83,6 +99,8 @@ impl ProcessSampler {
             threads_prev: HashMap::new(),
             buf: Vec::with_capacity(4096),
             path: PathBuf::with_capacity(64),
+            cgroups: CgroupReader::new(&root.sys_dir),
+            fd_scans: HashMap::new(),
         }
     }
 
@@ -132,6 +150,7 @@ impl ProcessSampler {
 
         let mut out = Vec::with_capacity(roles.len());
         let mut seen = HashSet::with_capacity(roles.len());
+        self.cgroups.begin_tick();
         for (pid, role) in roles {
             let stat = match stats.remove(&pid) {
                 Some(stat) => stat,
@@ -143,6 +162,9 @@ impl ProcessSampler {
                     let walk = walks.remove(&pid).unwrap_or_default();
                     let mut process = self.details(proc_dir, clock, stat, role, walks_in_d(&walk, role));
                     process.busiest_thread = walk.busiest;
+                    if matches!(role, ProcessRole::Gpu | ProcessRole::Child) {
+                        self.input_path(proc_dir, clock, &mut process, walk.remote_waits);
+                    }
                     out.push(process);
                 }
                 // A relative that vanished is simply not shown; a GPU process NVML still lists gets a row.
@@ -153,7 +175,36 @@ impl ProcessSampler {
             }
         }
         self.prev.retain(|pid, _| seen.contains(pid));
+        self.fd_scans.retain(|pid, _| seen.contains(pid));
+        self.cgroups.end_tick();
         out
+    }
+
+    /// What the input path of a GPU process or a child looks like: its cgroup's CPU limits, threads in network
+    /// waits (a GPU process's come from its thread walk; a child's main thread is read here), and, every
+    /// [`FD_SCAN_PERIOD_MS`], its open files on network file systems and its TCP connections.
+    fn input_path(&mut self, proc_dir: &Path, clock: Clock, process: &mut HostProcess, gpu_waits: u32) {
+        let pid = process.pid;
+        if let Ok(text) = read_text(pid_path(&mut self.path, proc_dir, pid, "cgroup"), &mut self.buf) {
+            let text = text.into_owned();
+            process.cgroup_cpu = self.cgroups.read(&text, clock.now_ms);
+        }
+        process.remote_waits = if process.role == ProcessRole::Gpu {
+            Some(gpu_waits)
+        } else {
+            read_text(pid_path(&mut self.path, proc_dir, pid, "wchan"), &mut self.buf)
+                .ok()
+                .map(|w| u32::from(classify_wchan(&w) == Wait::Remote))
+        };
+        let start_ticks = process.start_ticks.unwrap_or(0);
+        let due = self.fd_scans.get(&pid).is_none_or(|scan| {
+            scan.start_ticks != start_ticks || clock.now_ms.saturating_sub(scan.at_ms) >= FD_SCAN_PERIOD_MS
+        });
+        if due {
+            let found = scan_fds(proc_dir, pid, &mut self.buf);
+            self.fd_scans.insert(pid, FdScan { start_ticks, at_ms: clock.now_ms, found });
+        }
+        process.remote_files = self.fd_scans.get(&pid).and_then(|scan| scan.found.clone());
     }
 
     /// Adds the ancestors of `gpu` that share its session, up to and including the session leader, never PID 1.
@@ -212,6 +263,13 @@ impl ProcessSampler {
             {
                 if stat.state == 'D' {
                     walk.in_d += 1;
+                }
+                // Only sleeping threads have a wait worth naming; one small read each.
+                if matches!(stat.state, 'S' | 'D')
+                    && let Ok(wchan) = read_text(tid_path(&mut self.path, &task_dir, &tid, "wchan"), &mut self.buf)
+                    && classify_wchan(&wchan) == Wait::Remote
+                {
+                    walk.remote_waits += 1;
                 }
                 let prev = self.threads_prev.get(&stat.pid).copied();
                 let (pct, now) = thread_cpu(prev, &stat, clock);
@@ -340,6 +398,9 @@ impl ProcessSampler {
             threads_in_d: if role == ProcessRole::Gpu { threads_in_d } else { None },
             unreadable,
             busiest_thread: None,
+            cgroup_cpu: None,
+            remote_waits: None,
+            remote_files: None,
         }
     }
 

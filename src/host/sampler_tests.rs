@@ -265,3 +265,46 @@ fn the_sampler_can_move_to_a_sampler_thread() {
     fn assert_send<T: Send + 'static>() {}
     assert_send::<HostSampler>();
 }
+
+#[test]
+fn the_input_path_of_a_gpu_process_and_its_workers() {
+    let dir = tree();
+    let d = dir.path();
+    // The job runs in a cgroup with a 2-CPU quota; a thread waits on a socket, a worker on NFS; the job has a file
+    // open on an NFS mount.
+    write(d, "proc/1200/cgroup", "0::/job\n");
+    write(d, "proc/1300/cgroup", "0::/job\n");
+    write(d, "sys/fs/cgroup/job/cpu.max", "200000 100000\n");
+    write(d, "sys/fs/cgroup/job/cpuset.cpus.effective", "0-3\n");
+    write(d, "sys/fs/cgroup/job/cpu.stat", "nr_periods 100\nnr_throttled 10\nthrottled_usec 1000\n");
+    write(d, "proc/1200/task/1201/wchan", "sk_wait_data");
+    write(d, "proc/1200/task/1200/wchan", "futex_wait_queue");
+    write(d, "proc/1300/wchan", "rpc_wait_bit_killable");
+    write(
+        d,
+        "proc/1200/mountinfo",
+        "22 1 259:2 / / rw - ext4 /dev/nvme0n1p2 rw\n40 22 0:45 / /mnt/data rw - nfs4 server:/export rw\n",
+    );
+    std::fs::create_dir_all(d.join("proc/1200/fd")).unwrap();
+    std::os::unix::fs::symlink("/mnt/data/train/shard-0001.tar", d.join("proc/1200/fd/7")).unwrap();
+    std::os::unix::fs::symlink("/dev/null", d.join("proc/1200/fd/0")).unwrap();
+    let mut host = sampler(d);
+    let (_, procs) = host.sample(T0, &[1200]);
+    let gpu = find(&procs, 1200);
+    let cgroup = gpu.cgroup_cpu.as_ref().expect("cgroup");
+    assert_eq!((cgroup.path.as_str(), cgroup.quota_cpus, cgroup.cpuset_cpus), ("/job", Some(2.0), Some(4)));
+    assert_eq!(cgroup.throttled_pct, None, "a share needs two readings");
+    assert_eq!(gpu.remote_waits, Some(1), "the socket wait counts, the futex does not");
+    let files = gpu.remote_files.as_ref().expect("fd scan");
+    assert_eq!((files.open, files.fs_type.as_str(), files.mount.as_str()), (1, "nfs4", "/mnt/data"));
+    let worker = find(&procs, 1300);
+    assert_eq!(worker.remote_waits, Some(1));
+    assert_eq!(worker.cgroup_cpu.as_ref().map(|c| c.path.as_str()), Some("/job"));
+    // A parent is not read for any of it.
+    assert!(procs.iter().filter(|p| p.role == ProcessRole::Parent).all(|p| p.cgroup_cpu.is_none()));
+    write(d, "sys/fs/cgroup/job/cpu.stat", "nr_periods 120\nnr_throttled 25\nthrottled_usec 601000\n");
+    let (_, procs) = host.sample(T1, &[1200]);
+    let cgroup = find(&procs, 1200).cgroup_cpu.clone().expect("cgroup");
+    assert_eq!(cgroup.throttled_pct, Some(75.0));
+    assert_eq!(cgroup.throttled_ms_per_s, Some(300.0));
+}

@@ -178,6 +178,14 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::DriverSanity => "driver",
         Rule::PersistenceOff => "persist",
         Rule::MigActive => "mig",
+        Rule::GpuUnderfed => "underfed",
+        Rule::LaunchBound => "launch",
+        Rule::H2dCopyBound => "h2d",
+        Rule::CpuQuotaThrottled => "quota",
+        Rule::RemoteDatasetStall => "remote",
+        Rule::ClocksLimited => "clocks",
+        Rule::HbmHot => "hbm-hot",
+        Rule::MemoryBound => "mem-bound",
         Rule::Visibility => "blind",
     }
 }

@@ -42,7 +42,7 @@ pub enum Workload {
     Leak,
     /// Busy, then the GPU falls off the bus after `LOST_AFTER_TICKS` ticks (in `gpu-lost`, GPU 0 only).
     Lost,
-    /// A parent fed by DataLoader worker children.
+    /// A parent fed by `DataLoader` worker children.
     Loader,
     /// Computes; one sample has the HW-slowdown bit, as around a clock or P-state change (`BLIP_TICK`).
     HwBlip,
@@ -53,6 +53,22 @@ pub enum Workload {
     /// Short jobs that come and go: each slot's process exits after [`CHURN_LIFETIME_MS`] and a new one with a
     /// new PID takes its place, so per-process history must be forgotten (for soaks).
     Churn,
+    /// Waits with no cause a specific rule can name (gpu-underfed says "cause unknown").
+    GpuUnderfed,
+    /// Tiny kernels launched from one pegged thread: utilization moderate, SM activity a small fraction of it.
+    LaunchBound,
+    /// Host-to-device copies near the link's capacity while the SMs idle.
+    H2dCopyBound,
+    /// A `DataLoader` job in a cgroup with a 2-CPU quota and 8 workers, throttled most periods.
+    CpuQuota,
+    /// A `DataLoader` job whose 8 workers wait for a dataset served over HTTP.
+    RemoteStall,
+    /// Busy with the SM clock locked well below its maximum, no power or thermal reason.
+    ClocksLimited,
+    /// Busy with HBM near its temperature limit.
+    HbmHot,
+    /// Busy with DRAM near its bandwidth and tensor cores idle.
+    MemoryBound,
 }
 
 /// How long a `churn` process lives (virtual time).
@@ -92,7 +108,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 16] = [
+    pub const NAMES: [&'static str; 24] = [
         "idle",
         "compute",
         "input-bound",
@@ -109,6 +125,14 @@ impl Scenario {
         "hw-blip",
         "ecc-corrected",
         "writer",
+        "gpu-underfed",
+        "launch-bound",
+        "h2d-copy-bound",
+        "cpu-quota-throttled",
+        "remote-dataset-stall",
+        "clocks-limited",
+        "hbm-hot",
+        "memory-bound",
     ];
 
     fn workload(self, gpu_index: u32) -> Workload {
@@ -141,6 +165,14 @@ impl FromStr for Scenario {
             "hw-blip" => Self::Uniform(Workload::HwBlip),
             "ecc-corrected" => Self::Uniform(Workload::EccCorrected),
             "writer" => Self::Uniform(Workload::Writer),
+            "gpu-underfed" => Self::Uniform(Workload::GpuUnderfed),
+            "launch-bound" => Self::Uniform(Workload::LaunchBound),
+            "h2d-copy-bound" => Self::Uniform(Workload::H2dCopyBound),
+            "cpu-quota-throttled" => Self::Uniform(Workload::CpuQuota),
+            "remote-dataset-stall" => Self::Uniform(Workload::RemoteStall),
+            "clocks-limited" => Self::Uniform(Workload::ClocksLimited),
+            "hbm-hot" => Self::Uniform(Workload::HbmHot),
+            "memory-bound" => Self::Uniform(Workload::MemoryBound),
             "mixed" => Self::Mixed,
             "scale" => Self::Scale,
             other => {
@@ -300,6 +332,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
                 temp_slowdown_c: Some(89),
                 temp_shutdown_c: Some(95),
                 temp_gpu_max_c: Some(87),
+                temp_mem_max_c: None,
                 numa_node: Some(node),
                 local_cpus: Some((first_cpu..first_cpu + cpus_per_node).collect()),
                 persistence_mode: Some(true),
@@ -418,22 +451,328 @@ fn build_tick(spec: &SyntheticSpec, machine: &MachineInfo, n: u64) -> Tick {
     tick
 }
 
-#[allow(clippy::too_many_lines)]
+/// A reading's centre and spread: each tick draws `centre ± spread` from the scenario's seeded noise (a spread
+/// of 0 is a fixed value).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Spread(f64, f64);
+
+/// What one workload looks like on its GPU: one profile per workload (see [`gpu_shape`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct GpuShape {
+    util: Spread,
+    power_w: Spread,
+    temp_c: Spread,
+    sm_mhz: Spread,
+    bits: u64,
+    sm_active: f64,
+    tensor: f64,
+    dram: f64,
+    mem_gib: u64,
+    rx_mbps: u32,
+    /// The `PCIe` generation and width the link trained to, where not its maximum.
+    link_gen: Option<u32>,
+    link_width: Option<u32>,
+    /// HBM temperature, only where a scenario is about it (the older scenarios leave it N/A).
+    mem_temp_c: Option<u32>,
+}
+
+const fn fixed(value: f64) -> Spread {
+    Spread(value, 0.0)
+}
+
+/// A GPU that does nothing; idle links downshift on purpose, which is never a finding.
+const IDLE_GPU: GpuShape = GpuShape {
+    util: fixed(0.0),
+    power_w: Spread(72.0, 3.0),
+    temp_c: Spread(31.0, 1.0),
+    sm_mhz: fixed(345.0),
+    bits: throttle::GPU_IDLE,
+    sm_active: 0.0,
+    tensor: 0.0,
+    dram: 0.0,
+    mem_gib: 0,
+    rx_mbps: 0,
+    link_gen: Some(1),
+    link_width: None,
+    mem_temp_c: None,
+};
+
+/// The base of the profiles below: clocks at the maximum, no throttle reason, the link at its maximum.
+const WAITING_GPU: GpuShape = GpuShape { sm_mhz: fixed(1980.0), bits: 0, link_gen: None, ..IDLE_GPU };
+
+/// Dense matrix products at the power cap.
+const COMPUTE_GPU: GpuShape = GpuShape {
+    util: Spread(99.0, 1.0),
+    power_w: Spread(692.0, 6.0),
+    temp_c: Spread(66.0, 2.0),
+    sm_mhz: Spread(1500.0, 40.0),
+    bits: throttle::SW_POWER_CAP,
+    sm_active: 96.0,
+    tensor: 93.0,
+    dram: 16.0,
+    mem_gib: 42,
+    rx_mbps: 60,
+    ..WAITING_GPU
+};
+
+const INPUT_BOUND_GPU: GpuShape = GpuShape {
+    util: Spread(5.0, 4.0),
+    power_w: Spread(150.0, 10.0),
+    temp_c: Spread(41.0, 1.0),
+    sm_active: 3.0,
+    tensor: 2.0,
+    dram: 0.6,
+    mem_gib: 12,
+    rx_mbps: 380,
+    ..WAITING_GPU
+};
+
+const CPU_BOUND_GPU: GpuShape = GpuShape {
+    util: Spread(2.0, 2.0),
+    power_w: Spread(127.0, 5.0),
+    temp_c: Spread(38.0, 1.0),
+    sm_active: 1.0,
+    tensor: 1.0,
+    dram: 0.2,
+    mem_gib: 9,
+    rx_mbps: 5,
+    ..WAITING_GPU
+};
+
+const PCIE_DOWNGRADED_GPU: GpuShape = GpuShape {
+    util: Spread(85.0, 5.0),
+    power_w: Spread(520.0, 20.0),
+    temp_c: Spread(60.0, 2.0),
+    sm_mhz: fixed(1755.0),
+    sm_active: 80.0,
+    tensor: 70.0,
+    dram: 12.0,
+    mem_gib: 30,
+    rx_mbps: 9000,
+    link_gen: Some(3),
+    link_width: Some(8),
+    ..WAITING_GPU
+};
+
+const IDLE_HOLDER_GPU: GpuShape =
+    GpuShape { power_w: Spread(119.0, 3.0), temp_c: Spread(34.0, 1.0), mem_gib: 20, ..WAITING_GPU };
+
+const LEAK_GPU: GpuShape = GpuShape {
+    util: Spread(35.0, 5.0),
+    power_w: Spread(260.0, 10.0),
+    temp_c: Spread(45.0, 1.0),
+    sm_active: 30.0,
+    tensor: 25.0,
+    dram: 5.0,
+    mem_gib: 2,
+    rx_mbps: 200,
+    ..WAITING_GPU
+};
+
+const LOADER_GPU: GpuShape = GpuShape {
+    util: Spread(20.0, 6.0),
+    power_w: Spread(283.0, 20.0),
+    temp_c: Spread(48.0, 1.0),
+    sm_active: 18.0,
+    tensor: 15.0,
+    dram: 3.0,
+    mem_gib: 14,
+    rx_mbps: 1200,
+    ..WAITING_GPU
+};
+
+const WRITER_GPU: GpuShape = GpuShape {
+    util: Spread(20.0, 5.0),
+    power_w: Spread(200.0, 10.0),
+    temp_c: Spread(44.0, 1.0),
+    sm_active: 15.0,
+    tensor: 12.0,
+    dram: 2.0,
+    mem_gib: 40,
+    rx_mbps: 20,
+    ..WAITING_GPU
+};
+
+const CHURN_GPU: GpuShape = GpuShape {
+    util: Spread(60.0, 30.0),
+    power_w: Spread(400.0, 80.0),
+    temp_c: Spread(55.0, 5.0),
+    sm_mhz: fixed(1800.0),
+    sm_active: 50.0,
+    tensor: 40.0,
+    dram: 8.0,
+    mem_gib: 24,
+    rx_mbps: 400,
+    ..WAITING_GPU
+};
+
+/// Waits with no cause the rules can name: a process that sleeps between small steps.
+const UNDERFED_GPU: GpuShape = GpuShape {
+    util: Spread(18.0, 4.0),
+    power_w: Spread(180.0, 10.0),
+    temp_c: Spread(42.0, 1.0),
+    sm_active: 12.0,
+    tensor: 8.0,
+    dram: 3.0,
+    mem_gib: 30,
+    rx_mbps: 300,
+    ..WAITING_GPU
+};
+
+/// A kernel running most of the time by NVML's count, but tiny ones: SM activity a small fraction of it.
+const LAUNCH_BOUND_GPU: GpuShape = GpuShape {
+    util: Spread(72.0, 5.0),
+    power_w: Spread(210.0, 10.0),
+    temp_c: Spread(45.0, 1.0),
+    sm_active: 6.0,
+    tensor: 1.0,
+    dram: 2.0,
+    mem_gib: 8,
+    rx_mbps: 20,
+    ..WAITING_GPU
+};
+
+/// Host-to-device copies near the Gen5 x16 link's 63 GB/s while the SMs idle.
+const H2D_GPU: GpuShape = GpuShape {
+    util: Spread(6.0, 3.0),
+    power_w: Spread(165.0, 8.0),
+    temp_c: Spread(40.0, 1.0),
+    sm_active: 3.0,
+    tensor: 1.0,
+    dram: 4.0,
+    mem_gib: 24,
+    rx_mbps: 46_000,
+    ..WAITING_GPU
+};
+
+/// A `DataLoader` job that cannot keep its GPU busy (its CPU quota, or its remote dataset).
+const STARVED_LOADER_GPU: GpuShape = GpuShape {
+    util: Spread(22.0, 6.0),
+    power_w: Spread(230.0, 15.0),
+    temp_c: Spread(44.0, 1.0),
+    sm_active: 16.0,
+    tensor: 13.0,
+    dram: 3.0,
+    mem_gib: 40,
+    rx_mbps: 900,
+    ..WAITING_GPU
+};
+
+/// Busy at 1200 MHz of 1980 with no power or thermal reason: clocks locked (`nvidia-smi -lgc`).
+const CLOCKS_LIMITED_GPU: GpuShape = GpuShape {
+    power_w: Spread(430.0, 10.0),
+    temp_c: Spread(55.0, 2.0),
+    sm_mhz: fixed(1200.0),
+    bits: 0,
+    sm_active: 95.0,
+    tensor: 90.0,
+    ..COMPUTE_GPU
+};
+
+/// Busy, DRAM near its bandwidth, tensor cores idle: an embedding- or elementwise-heavy job.
+const MEMORY_BOUND_GPU: GpuShape = GpuShape {
+    util: Spread(98.0, 2.0),
+    power_w: Spread(480.0, 15.0),
+    temp_c: Spread(58.0, 2.0),
+    sm_mhz: fixed(1980.0),
+    bits: 0,
+    sm_active: 88.0,
+    tensor: 4.0,
+    dram: 86.0,
+    mem_gib: 70,
+    ..COMPUTE_GPU
+};
+
+/// The profile of a workload's GPU at tick `n`, `secs` seconds into the run.
+fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
+    use Workload as W;
+    match workload {
+        W::Idle => IDLE_GPU,
+        W::Compute | W::Lost | W::HwBlip | W::EccCorrected => COMPUTE_GPU,
+        W::InputBound => INPUT_BOUND_GPU,
+        W::CpuBound => CPU_BOUND_GPU,
+        W::Thermal => thermal_gpu(n),
+        W::PcieDowngraded => PCIE_DOWNGRADED_GPU,
+        W::IdleHolder => IDLE_HOLDER_GPU,
+        // GPU memory grows by 1 GiB every 2 s, up to 120 GiB more.
+        W::Leak => GpuShape { mem_gib: LEAK_GPU.mem_gib + (secs / 2).min(120), ..LEAK_GPU },
+        W::Loader => LOADER_GPU,
+        W::Writer => WRITER_GPU,
+        W::Churn => CHURN_GPU,
+        W::GpuUnderfed => UNDERFED_GPU,
+        W::LaunchBound => LAUNCH_BOUND_GPU,
+        W::H2dCopyBound => H2D_GPU,
+        W::CpuQuota | W::RemoteStall => STARVED_LOADER_GPU,
+        W::ClocksLimited => CLOCKS_LIMITED_GPU,
+        W::HbmHot => GpuShape { mem_temp_c: Some(92), ..COMPUTE_GPU },
+        W::MemoryBound => MEMORY_BOUND_GPU,
+    }
+}
+
+/// Busy and hot: thermal slowdown three ticks of four.
+fn thermal_gpu(n: u64) -> GpuShape {
+    let hot = !n.is_multiple_of(4);
+    GpuShape {
+        util: Spread(98.0, 2.0),
+        power_w: Spread(560.0, 20.0),
+        temp_c: Spread(89.0, 1.5),
+        sm_mhz: Spread(if hot { 1050.0 } else { 1410.0 }, 0.0),
+        bits: if hot { throttle::SW_THERMAL_SLOWDOWN | throttle::HW_THERMAL_SLOWDOWN } else { throttle::SW_POWER_CAP },
+        sm_active: 90.0,
+        tensor: 85.0,
+        dram: 14.0,
+        mem_gib: 40,
+        rx_mbps: 50,
+        link_gen: None,
+        link_width: None,
+        mem_temp_c: None,
+    }
+}
+
 fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at_ms: UnixMs) -> GpuTick {
+    if workload == Workload::Lost && n >= LOST_AFTER_TICKS {
+        return GpuTick { index: info.index, state: GpuState::Lost, ..GpuTick::default() };
+    }
     let seed = spec.seed ^ u64::from(info.index) << 32;
-    let j = |stream, base, spread| jitter(seed, n, stream, base, spread);
-    let secs = (at_ms - spec.start_ms) / 1000;
-    let mut gpu = GpuTick {
+    let j = |stream, s: Spread| jitter(seed, n, stream, s.0, s.1);
+    let shape = gpu_shape(workload, n, (at_ms - spec.start_ms) / 1000);
+    let util = j(0, shape.util);
+    let power_w = j(1, shape.power_w);
+    let bits =
+        if workload == Workload::HwBlip && n == BLIP_TICK { shape.bits | throttle::HW_SLOWDOWN } else { shape.bits };
+    let corrected = u64::from(workload == Workload::EccCorrected && n >= BLIP_TICK);
+    let reserved = 615 * MIB;
+    let mem_gib = shape.mem_gib;
+    let used = (mem_gib * GIB + if mem_gib > 0 { 560 * MIB } else { 0 }).min(H200_MEM_BYTES - reserved);
+    let rx = f64::from(shape.rx_mbps);
+    let (pcie_gen, pcie_width) = (shape.link_gen.or(info.max_pcie_gen), shape.link_width.or(info.max_pcie_width));
+    GpuTick {
         index: info.index,
         state: GpuState::Ok,
+        util_pct: Some(util.min(100)),
+        mem_util_pct: Some((util / 4).min(100)),
+        mem_used_bytes: Some(used),
+        mem_reserved_bytes: Some(reserved),
+        mem_free_bytes: Some(H200_MEM_BYTES - reserved - used),
+        power_mw: Some(power_w * 1000),
         power_limit_mw: info.power_limit_default_mw,
-        pcie_gen: info.max_pcie_gen,
-        pcie_width: info.max_pcie_width,
+        temp_c: Some(j(2, shape.temp_c)),
+        sm_clock_mhz: Some(j(3, shape.sm_mhz)),
+        mem_clock_mhz: Some(3201),
+        throttle_bits: Some(bits),
+        pstate: Some(if workload == Workload::Idle { 8 } else { 0 }),
+        pcie_gen,
+        pcie_width,
+        pcie_rx_kbps: Some(jitter(seed, n, 4, rx * 1000.0, rx * 50.0)),
+        pcie_tx_kbps: Some(jitter(seed, n, 5, rx * 100.0, rx * 5.0)),
         pcie_replay_count: Some(1),
+        energy_mj: Some(1_000_000_000 + n * u64::from(power_w) * spec.interval_ms),
+        throttle_ns: Some(throttle_counters(workload, bits, n * spec.interval_ms * 1_000_000)),
+        gpm: info.gpm_supported.then(|| gpm_metrics(seed, n, &shape, util)),
         ecc: Some(crate::sample::EccCounts {
-            volatile_corrected: Some(0),
+            volatile_corrected: Some(corrected),
             volatile_uncorrected: Some(0),
-            aggregate_corrected: Some(0),
+            aggregate_corrected: Some(corrected),
             aggregate_uncorrected: Some(0),
         }),
         remapped_rows: Some(crate::sample::RemappedRows::default()),
@@ -441,115 +780,33 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         enc_util_pct: Some(0),
         dec_util_pct: Some(0),
         fan_pct: None,
-        ..GpuTick::default()
-    };
-    // (util, power W, temp C, sm MHz, throttle bits, gpm sm active, tensor, dram, memory used GiB, rx MB/s)
-    let (util, power_w, temp, sm_mhz, bits, sm_active, tensor, dram, mem_gib, rx_mbps) = match workload {
-        Workload::Idle => (0, j(1, 72.0, 3.0), j(2, 31.0, 1.0), 345, throttle::GPU_IDLE, 0.0, 0.0, 0.0, 0, 0),
-        Workload::Compute | Workload::Lost | Workload::HwBlip | Workload::EccCorrected => (
-            j(0, 99.0, 1.0),
-            j(1, 692.0, 6.0),
-            j(2, 66.0, 2.0),
-            j(3, 1500.0, 40.0),
-            throttle::SW_POWER_CAP,
-            96.0,
-            93.0,
-            16.0,
-            42,
-            60,
-        ),
-        Workload::InputBound => (j(0, 5.0, 4.0), j(1, 150.0, 10.0), j(2, 41.0, 1.0), 1980, 0, 3.0, 2.0, 0.6, 12, 380),
-        Workload::CpuBound => (j(0, 2.0, 2.0), j(1, 127.0, 5.0), j(2, 38.0, 1.0), 1980, 0, 1.0, 1.0, 0.2, 9, 5),
-        Workload::Thermal => {
-            let hot = !n.is_multiple_of(4);
-            let bits = if hot {
-                throttle::SW_THERMAL_SLOWDOWN | throttle::HW_THERMAL_SLOWDOWN
-            } else {
-                throttle::SW_POWER_CAP
-            };
-            (
-                j(0, 98.0, 2.0),
-                j(1, 560.0, 20.0),
-                j(2, 89.0, 1.5),
-                if hot { 1050 } else { 1410 },
-                bits,
-                90.0,
-                85.0,
-                14.0,
-                40,
-                50,
-            )
-        }
-        Workload::PcieDowngraded => {
-            (j(0, 85.0, 5.0), j(1, 520.0, 20.0), j(2, 60.0, 2.0), 1755, 0, 80.0, 70.0, 12.0, 30, 9000)
-        }
-        Workload::IdleHolder => (0, j(1, 119.0, 3.0), j(2, 34.0, 1.0), 1980, 0, 0.0, 0.0, 0.0, 20, 0),
-        Workload::Leak => {
-            let grown = (secs / 2).min(120);
-            (j(0, 35.0, 5.0), j(1, 260.0, 10.0), j(2, 45.0, 1.0), 1980, 0, 30.0, 25.0, 5.0, 2 + grown, 200)
-        }
-        Workload::Loader => (j(0, 20.0, 6.0), j(1, 283.0, 20.0), j(2, 48.0, 1.0), 1980, 0, 18.0, 15.0, 3.0, 14, 1200),
-        Workload::Writer => (j(0, 20.0, 5.0), j(1, 200.0, 10.0), j(2, 44.0, 1.0), 1980, 0, 15.0, 12.0, 2.0, 40, 20),
-        Workload::Churn => (j(0, 60.0, 30.0), j(1, 400.0, 80.0), j(2, 55.0, 5.0), 1800, 0, 50.0, 40.0, 8.0, 24, 400),
-    };
-    if workload == Workload::Lost && n >= LOST_AFTER_TICKS {
-        return GpuTick { index: info.index, state: GpuState::Lost, ..GpuTick::default() };
+        mem_temp_c: shape.mem_temp_c,
     }
-    if workload == Workload::PcieDowngraded {
-        gpu.pcie_gen = Some(3);
-        gpu.pcie_width = Some(8);
-    }
-    if workload == Workload::Idle {
-        // Idle links downshift on purpose: never a finding.
-        gpu.pcie_gen = Some(1);
-    }
-    let bits = if workload == Workload::HwBlip && n == BLIP_TICK { bits | throttle::HW_SLOWDOWN } else { bits };
-    if workload == Workload::EccCorrected && n >= BLIP_TICK {
-        gpu.ecc = gpu.ecc.map(|e| crate::sample::EccCounts {
-            volatile_corrected: Some(1),
-            aggregate_corrected: Some(1),
-            ..e
-        });
-    }
-    let reserved = 615 * MIB;
-    let used = (mem_gib * GIB + if mem_gib > 0 { 560 * MIB } else { 0 }).min(H200_MEM_BYTES - reserved);
-    gpu.util_pct = Some(util.min(100));
-    gpu.mem_util_pct = Some((util / 4).min(100));
-    gpu.mem_used_bytes = Some(used);
-    gpu.mem_reserved_bytes = Some(reserved);
-    gpu.mem_free_bytes = Some(H200_MEM_BYTES - reserved - used);
-    gpu.power_mw = Some(power_w * 1000);
-    gpu.temp_c = Some(temp);
-    gpu.sm_clock_mhz = Some(sm_mhz);
-    gpu.mem_clock_mhz = Some(3201);
-    gpu.throttle_bits = Some(bits);
-    gpu.pstate = Some(if workload == Workload::Idle { 8 } else { 0 });
-    gpu.pcie_rx_kbps = Some(j(4, f64::from(rx_mbps) * 1000.0, f64::from(rx_mbps) * 50.0));
-    gpu.pcie_tx_kbps = Some(j(5, f64::from(rx_mbps) * 100.0, f64::from(rx_mbps) * 5.0));
-    gpu.energy_mj = Some(1_000_000_000 + n * u64::from(power_w) * spec.interval_ms);
-    let elapsed_ns = n * spec.interval_ms * 1_000_000;
-    let capped = |mask: u64| {
-        if bits & mask != 0 { Some(elapsed_ns) } else { Some(0) }
-    };
-    gpu.throttle_ns = Some(ThrottleCounters {
-        sw_power_cap_ns: capped(throttle::SW_POWER_CAP),
+}
+
+/// The driver's cumulative throttle counters after `elapsed_ns`: a reason in `bits` counts all the time, thermal
+/// three quarters of it.
+fn throttle_counters(workload: Workload, bits: u64, elapsed_ns: u64) -> ThrottleCounters {
+    let thermal = if workload == Workload::Thermal { Some(elapsed_ns * 3 / 4) } else { Some(0) };
+    ThrottleCounters {
+        sw_power_cap_ns: Some(if bits & throttle::SW_POWER_CAP != 0 { elapsed_ns } else { 0 }),
         sync_boost_ns: Some(0),
-        sw_thermal_ns: if workload == Workload::Thermal { Some(elapsed_ns * 3 / 4) } else { Some(0) },
-        hw_thermal_ns: if workload == Workload::Thermal { Some(elapsed_ns * 3 / 4) } else { Some(0) },
+        sw_thermal_ns: thermal,
+        hw_thermal_ns: thermal,
         hw_power_brake_ns: Some(0),
-    });
-    if info.gpm_supported {
-        #[allow(clippy::cast_possible_truncation, reason = "a percentage from 0 to 100 fits an f32")]
-        let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
-        gpu.gpm = Some(GpmMetrics {
-            sm_active_pct: Some(f(6, sm_active)),
-            sm_occupancy_pct: Some(f(7, sm_active * 0.15)),
-            tensor_active_pct: Some(f(8, tensor)),
-            dram_active_pct: Some(f(9, dram)),
-            gr_engine_active_pct: Some(f(10, f64::from(util))),
-        });
     }
-    gpu
+}
+
+#[allow(clippy::cast_possible_truncation)]
+fn gpm_metrics(seed: u64, n: u64, shape: &GpuShape, util: u32) -> GpmMetrics {
+    let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
+    GpmMetrics {
+        sm_active_pct: Some(f(6, shape.sm_active)),
+        sm_occupancy_pct: Some(f(7, shape.sm_active * 0.15)),
+        tensor_active_pct: Some(f(8, shape.tensor)),
+        dram_active_pct: Some(f(9, shape.dram)),
+        gr_engine_active_pct: Some(f(10, f64::from(util))),
+    }
 }
 
 struct ProcSpec<'a> {
@@ -597,10 +854,226 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
             name: p.name.to_owned(),
             cpu_pct: p.cpu_pct.min(100.0),
         }),
+        cgroup_cpu: None,
+        remote_waits: None,
+        remote_files: None,
     }
 }
 
-#[allow(clippy::too_many_lines)]
+/// The input states of the input-bound process over ten reads on the real H200.
+const INPUT_STATES: &[u8] = b"RDRRDDRDRR";
+
+/// What a workload adds to the host's load.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct LoadShape {
+    busy_cores: f64,
+    iowait_cores: f64,
+    psi_io: f32,
+    psi_cpu: f32,
+}
+
+const NO_LOAD: LoadShape = LoadShape { busy_cores: 0.0, iowait_cores: 0.0, psi_io: 0.0, psi_cpu: 0.0 };
+
+/// A `DataLoader` worker child of the job.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct WorkerShape {
+    state: char,
+    cpu_pct: f32,
+    read_bytes_per_s: u64,
+}
+
+/// Where the job's input comes from, for the scenarios about it (all `None` in the older scenarios).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct InputShape {
+    /// The job's cgroup: (path, quota in CPUs, share of periods throttled %).
+    cgroup: Option<(&'static str, f32, f32)>,
+    /// Per worker: threads in a network wait, and established TCP connections.
+    worker_remote: Option<(u32, u32)>,
+}
+
+const LOCAL_INPUT: InputShape = InputShape { cgroup: None, worker_remote: None };
+
+/// The training job of one GPU: a launcher shell, the GPU process, and its `DataLoader` workers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct JobShape {
+    name: &'static str,
+    cmdline: &'static str,
+    /// Scheduler states, one per tick, cycled.
+    states: &'static [u8],
+    cpu_pct: f32,
+    /// Read rate, MiB/s (jitter stream 20), and write rate (stream 21; `None`: 0 B/s).
+    read_mib: Spread,
+    write_mib: Option<Spread>,
+    /// Seconds it has run when the scenario starts.
+    age_s: u64,
+    load: LoadShape,
+    workers: &'static [WorkerShape],
+    input: InputShape,
+}
+
+const COMPUTE_JOB: JobShape = JobShape {
+    name: "python",
+    cmdline: "python train.py --model llama-8b --batch-size 16 --bf16",
+    states: b"R",
+    cpu_pct: 100.0,
+    read_mib: fixed(0.0),
+    write_mib: None,
+    age_s: 3600,
+    load: LoadShape { busy_cores: 1.0, psi_io: 2.2, ..NO_LOAD },
+    workers: &[],
+    input: LOCAL_INPUT,
+};
+
+/// The job each workload runs, if any (`idle` and `churn` have none of this shape).
+fn job_shape(workload: Workload) -> Option<JobShape> {
+    use Workload as W;
+    Some(match workload {
+        W::Idle | W::Churn => return None,
+        W::Compute
+        | W::Lost
+        | W::Thermal
+        | W::PcieDowngraded
+        | W::HwBlip
+        | W::EccCorrected
+        | W::ClocksLimited
+        | W::HbmHot
+        | W::MemoryBound => COMPUTE_JOB,
+        W::InputBound => JobShape {
+            cmdline: "python train.py --data /mnt/nfs/imagenet --workers 0",
+            states: INPUT_STATES,
+            cpu_pct: 35.0,
+            read_mib: Spread(380.0, 40.0),
+            age_s: 1800,
+            load: LoadShape { busy_cores: 0.35, iowait_cores: 0.6, psi_io: 36.8, psi_cpu: 0.0 },
+            ..COMPUTE_JOB
+        },
+        W::CpuBound => JobShape {
+            cmdline: "python finetune.py --tokenize-on-the-fly",
+            cpu_pct: 99.8,
+            age_s: 2400,
+            load: LoadShape { busy_cores: 1.0, psi_io: 1.0, psi_cpu: 6.1, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        // The checkpoint writer: in D most samples (the states of the input-bound job), writing 800 MiB/s.
+        W::Writer => JobShape {
+            cmdline: "python train.py --save-every 5s",
+            states: INPUT_STATES,
+            cpu_pct: 40.0,
+            write_mib: Some(Spread(800.0, 60.0)),
+            age_s: 1200,
+            load: LoadShape { busy_cores: 0.4, iowait_cores: 0.6, psi_io: 30.0, psi_cpu: 0.0 },
+            ..COMPUTE_JOB
+        },
+        W::IdleHolder => JobShape {
+            cmdline: "python -m ipykernel_launcher -f kernel-3f2a.json",
+            states: b"S",
+            cpu_pct: 0.0,
+            age_s: 7200,
+            load: NO_LOAD,
+            ..COMPUTE_JOB
+        },
+        W::Leak => JobShape {
+            cmdline: "python serve.py --cache-kv",
+            cpu_pct: 60.0,
+            age_s: 600,
+            load: LoadShape { busy_cores: 0.6, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        W::Loader => JobShape {
+            cmdline: "python train.py --workers 2",
+            states: b"S",
+            cpu_pct: 30.0,
+            age_s: 900,
+            load: LoadShape { busy_cores: 1.3, iowait_cores: 0.3, psi_io: 30.2, psi_cpu: 0.0 },
+            workers: &[
+                WorkerShape { state: 'R', cpu_pct: 55.0, read_bytes_per_s: 20 * MIB },
+                WorkerShape { state: 'D', cpu_pct: 48.0, read_bytes_per_s: 310 * MIB },
+            ],
+            ..COMPUTE_JOB
+        },
+        _ => return new_findings_job(workload),
+    })
+}
+
+/// Eight `DataLoader` workers, each at a quarter of a core: what a 2-CPU quota leaves them.
+const QUOTA_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 25.0, read_bytes_per_s: 0 }; 8];
+
+/// Eight `DataLoader` workers asleep most of the time, waiting for their HTTP answers.
+const REMOTE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 9.0, read_bytes_per_s: 0 }; 8];
+
+/// The jobs of the scenarios of issue 17.
+fn new_findings_job(workload: Workload) -> Option<JobShape> {
+    use Workload as W;
+    let loader = JobShape {
+        cmdline: "python train.py --workers 8 --batch-size 128",
+        states: b"S",
+        cpu_pct: 35.0,
+        age_s: 1500,
+        load: LoadShape { busy_cores: 2.3, psi_io: 1.0, psi_cpu: 20.0, ..NO_LOAD },
+        workers: QUOTA_WORKERS,
+        ..COMPUTE_JOB
+    };
+    Some(match workload {
+        W::GpuUnderfed => JobShape {
+            cmdline: "python train.py --config exp42.yaml",
+            states: b"S",
+            cpu_pct: 45.0,
+            age_s: 1200,
+            load: LoadShape { busy_cores: 0.5, psi_io: 1.0, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        W::LaunchBound => JobShape {
+            cmdline: "python rl_policy.py --batch-size 8",
+            load: LoadShape { busy_cores: 1.0, psi_io: 1.0, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        W::H2dCopyBound => JobShape {
+            cmdline: "python train.py --pin-memory false --batch-size 4096",
+            load: LoadShape { busy_cores: 1.0, psi_io: 1.0, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        W::CpuQuota => JobShape {
+            input: InputShape { cgroup: Some(("/kubepods.slice/pod-7f3a/train", 2.0, 72.0)), ..LOCAL_INPUT },
+            ..loader
+        },
+        W::RemoteStall => JobShape {
+            cmdline: "python train.py --data https://datasets.internal/imagenet --workers 8",
+            load: LoadShape { busy_cores: 1.1, psi_io: 1.0, ..NO_LOAD },
+            workers: REMOTE_WORKERS,
+            input: InputShape { worker_remote: Some((1, 1)), ..LOCAL_INPUT },
+            ..loader
+        },
+        _ => return None,
+    })
+}
+
+/// One GPU's slot at one tick: what every process of it is built from.
+struct Slot<'a> {
+    spec: &'a SyntheticSpec,
+    info: &'a GpuInfo,
+    n: u64,
+    at_ms: UnixMs,
+}
+
+impl Slot<'_> {
+    fn base_pid(&self) -> u32 {
+        2000 + self.info.index * 1000
+    }
+
+    fn elapsed_s(&self) -> u64 {
+        (self.at_ms - self.spec.start_ms) / 1000
+    }
+
+    fn user(&self) -> (&'static str, u32) {
+        let users = ["alice", "bob", "carol", "dave"];
+        (users[self.info.index as usize % users.len()], 1001 + self.info.index % 4)
+    }
+
+    fn process(&self, p: ProcSpec<'_>) -> HostProcess {
+        host_process(self.spec, self.info, self.at_ms, p)
+    }
+}
+
 fn add_processes(
     spec: &SyntheticSpec,
     info: &GpuInfo,
@@ -610,188 +1083,141 @@ fn add_processes(
     tick: &mut Tick,
     load: &mut HostLoad,
 ) {
-    let gpu_index = info.index;
-    let base_pid = 2000 + gpu_index * 1000;
-    let launcher_pid = base_pid;
-    let main_pid = base_pid + 1;
-    let elapsed_s = (at_ms - spec.start_ms) / 1000;
-    let gpu = tick.gpu(gpu_index).cloned().unwrap_or_default();
-    let seed = spec.seed ^ u64::from(gpu_index) << 40;
-    let users = ["alice", "bob", "carol", "dave"];
-    let user = users[gpu_index as usize % users.len()];
-    let uid = 1001 + gpu_index % 4;
-    let mut main =
-        |name: &str, cmdline: String, state: char, cpu_pct: f32, read: u64, mem_bytes: u64, sm: u32, age: u64| {
-            tick.processes.push(host_process(
-                spec,
-                info,
-                at_ms,
-                ProcSpec {
-                    pid: launcher_pid,
-                    ppid: 1,
-                    role: ProcessRole::Parent,
-                    user,
-                    uid,
-                    name: "bash",
-                    cmdline: "bash run.sh".to_owned(),
-                    state: 'S',
-                    cpu_pct: 0.0,
-                    rss_bytes: 4 * MIB,
-                    read_bytes_per_s: 0,
-                    started_secs_before: age + 5 + elapsed_s,
-                },
-            ));
-            tick.processes.push(host_process(
-                spec,
-                info,
-                at_ms,
-                ProcSpec {
-                    pid: main_pid,
-                    ppid: launcher_pid,
-                    role: ProcessRole::Gpu,
-                    user,
-                    uid,
-                    name,
-                    cmdline,
-                    state,
-                    cpu_pct,
-                    rss_bytes: 6 * GIB,
-                    read_bytes_per_s: read,
-                    started_secs_before: age + elapsed_s,
-                },
-            ));
-            tick.gpu_processes.push(GpuProcess {
-                gpu_index,
-                pid: Some(main_pid),
-                kind: ProcessKind::Compute,
-                used_gpu_memory_bytes: Some(mem_bytes),
-                sm_util_pct: Some(sm),
-                mem_util_pct: Some(sm / 4),
-                enc_util_pct: Some(0),
-                dec_util_pct: Some(0),
-            });
-        };
-    let used = gpu.mem_used_bytes.unwrap_or(0).saturating_sub(560 * MIB);
-    let sm = gpu.util_pct.unwrap_or(0).saturating_sub(1);
-    // The input-bound process's states over ten reads on the real H200: RDRRDDRDRR.
-    #[allow(clippy::items_after_statements, reason = "kept next to its one use; this function is split by issue 17")]
-    const INPUT_STATES: &[u8; 10] = b"RDRRDDRDRR";
-    match workload {
-        Workload::Idle | Workload::Churn => {}
-        Workload::Compute
-        | Workload::Lost
-        | Workload::Thermal
-        | Workload::PcieDowngraded
-        | Workload::HwBlip
-        | Workload::EccCorrected => {
-            let cmd = "python train.py --model llama-8b --batch-size 16 --bf16".to_owned();
-            main("python", cmd, 'R', 100.0, 0, used, sm, 3600);
-            load.busy_cores += 1.0;
-            load.psi_io = load.psi_io.max(2.2);
-        }
-        Workload::InputBound => {
-            let state = char::from(INPUT_STATES[(n % 10) as usize]);
-            let read = u64::from(jitter(seed, n, 20, 380.0, 40.0)) * MIB;
-            main(
-                "python",
-                "python train.py --data /mnt/nfs/imagenet --workers 0".to_owned(),
-                state,
-                35.0,
-                read,
-                used,
-                sm,
-                1800,
-            );
-            load.busy_cores += 0.35;
-            load.iowait_cores += 0.6;
-            load.psi_io = load.psi_io.max(36.8);
-        }
-        Workload::CpuBound => {
-            main("python", "python finetune.py --tokenize-on-the-fly".to_owned(), 'R', 99.8, 0, used, sm, 2400);
-            load.busy_cores += 1.0;
-            load.psi_io = load.psi_io.max(1.0);
-            load.psi_cpu = load.psi_cpu.max(6.1);
-        }
-        Workload::Writer => {
-            // The checkpoint writer: in D most samples (the states of the input-bound job), writing 800 MiB/s.
-            let state = char::from(INPUT_STATES[(n % 10) as usize]);
-            main("python", "python train.py --save-every 5s".to_owned(), state, 40.0, 0, used, sm, 1200);
-            if let Some(p) = tick.processes.iter_mut().find(|p| p.pid == main_pid) {
-                p.write_bytes_per_s = Some(u64::from(jitter(seed, n, 21, 800.0, 60.0)) * MIB);
-            }
-            load.busy_cores += 0.4;
-            load.iowait_cores += 0.6;
-            load.psi_io = load.psi_io.max(30.0);
-        }
-        Workload::IdleHolder => {
-            main("python", "python -m ipykernel_launcher -f kernel-3f2a.json".to_owned(), 'S', 0.0, 0, used, 0, 7200);
-        }
-        Workload::Leak => {
-            main("python", "python serve.py --cache-kv".to_owned(), 'R', 60.0, 0, used, sm, 600);
-            load.busy_cores += 0.6;
-        }
-        Workload::Loader => {
-            main("python", "python train.py --workers 2".to_owned(), 'S', 30.0, 0, used, sm, 900);
-            for (k, (state, cpu, read)) in [('R', 55.0, 20 * MIB), ('D', 48.0, 310 * MIB)].into_iter().enumerate() {
-                let pid = main_pid + 1 + u32::try_from(k).unwrap_or(0);
-                tick.processes.push(host_process(
-                    spec,
-                    info,
-                    at_ms,
-                    ProcSpec {
-                        pid,
-                        ppid: main_pid,
-                        role: ProcessRole::Child,
-                        user,
-                        uid,
-                        name: "pt_data_worker",
-                        cmdline: "python train.py --workers 2".to_owned(),
-                        state,
-                        cpu_pct: cpu,
-                        rss_bytes: 900 * MIB,
-                        read_bytes_per_s: read,
-                        started_secs_before: 890 + elapsed_s,
-                    },
-                ));
-            }
-            load.busy_cores += 1.3;
-            load.iowait_cores += 0.3;
-            load.psi_io = load.psi_io.max(30.2);
-        }
+    let slot = Slot { spec, info, n, at_ms };
+    if let Some(job) = job_shape(workload) {
+        add_job(&slot, &job, tick);
+        load.busy_cores += job.load.busy_cores;
+        load.iowait_cores += job.load.iowait_cores;
+        load.psi_io = load.psi_io.max(job.load.psi_io);
+        load.psi_cpu = load.psi_cpu.max(job.load.psi_cpu);
     }
     if workload == Workload::Churn {
         add_churn(spec, info, n, at_ms, tick);
         load.busy_cores += f64::from(CHURN_SLOTS) * 0.5;
     }
-    // Extra processes for scale tests: small compute jobs on this GPU.
-    for k in 0..spec.processes_per_gpu {
-        let pid = base_pid + 100 + k;
+    add_scale_extras(&slot, tick);
+}
+
+/// The job of one GPU: its launcher, the GPU process, its workers, and what NVML lists.
+fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
+    let (user, uid) = slot.user();
+    let (launcher_pid, main_pid) = (slot.base_pid(), slot.base_pid() + 1);
+    let elapsed_s = slot.elapsed_s();
+    let seed = slot.spec.seed ^ u64::from(slot.info.index) << 40;
+    let gpu = tick.gpu(slot.info.index).cloned().unwrap_or_default();
+    let gpu_used_bytes = gpu.mem_used_bytes.unwrap_or(0).saturating_sub(560 * MIB);
+    let sm = gpu.util_pct.unwrap_or(0).saturating_sub(1);
+    let common = ProcSpec {
+        pid: launcher_pid,
+        ppid: 1,
+        role: ProcessRole::Parent,
+        user,
+        uid,
+        name: "bash",
+        cmdline: "bash run.sh".to_owned(),
+        state: 'S',
+        cpu_pct: 0.0,
+        rss_bytes: 4 * MIB,
+        read_bytes_per_s: 0,
+        started_secs_before: job.age_s + 5 + elapsed_s,
+    };
+    let state = char::from(job.states[usize::try_from(slot.n).unwrap_or(0) % job.states.len()]);
+    let read = u64::from(jitter(seed, slot.n, 20, job.read_mib.0, job.read_mib.1)) * MIB;
+    tick.processes.push(slot.process(ProcSpec { cmdline: common.cmdline.clone(), ..common }));
+    let mut main = slot.process(ProcSpec {
+        pid: main_pid,
+        ppid: launcher_pid,
+        role: ProcessRole::Gpu,
+        name: job.name,
+        cmdline: job.cmdline.to_owned(),
+        state,
+        cpu_pct: job.cpu_pct,
+        rss_bytes: 6 * GIB,
+        read_bytes_per_s: read,
+        started_secs_before: job.age_s + elapsed_s,
+        ..common
+    });
+    if let Some(write) = job.write_mib {
+        main.write_bytes_per_s = Some(u64::from(jitter(seed, slot.n, 21, write.0, write.1)) * MIB);
+    }
+    with_input(&mut main, &job.input, false);
+    tick.processes.push(main);
+    tick.gpu_processes.push(GpuProcess {
+        gpu_index: slot.info.index,
+        pid: Some(main_pid),
+        kind: ProcessKind::Compute,
+        used_gpu_memory_bytes: Some(gpu_used_bytes),
+        sm_util_pct: Some(sm),
+        mem_util_pct: Some(sm / 4),
+        enc_util_pct: Some(0),
+        dec_util_pct: Some(0),
+    });
+    for (k, worker) in job.workers.iter().enumerate() {
+        let mut child = slot.process(ProcSpec {
+            pid: main_pid + 1 + u32::try_from(k).unwrap_or(0),
+            ppid: main_pid,
+            role: ProcessRole::Child,
+            user,
+            uid,
+            name: "pt_data_worker",
+            cmdline: job.cmdline.to_owned(),
+            state: worker.state,
+            cpu_pct: worker.cpu_pct,
+            rss_bytes: 900 * MIB,
+            read_bytes_per_s: worker.read_bytes_per_s,
+            started_secs_before: job.age_s - 10 + elapsed_s,
+        });
+        with_input(&mut child, &job.input, true);
+        tick.processes.push(child);
+    }
+}
+
+/// Sets what the scenario says about a process's input path: its cgroup's quota and throttling, and for a worker
+/// its network waits and connections. The older scenarios set none of it.
+fn with_input(process: &mut HostProcess, input: &InputShape, worker: bool) {
+    if let Some((path, quota_cpus, throttled_pct)) = input.cgroup {
+        process.cgroup_cpu = Some(crate::sample::CgroupCpu {
+            path: path.to_owned(),
+            quota_cpus: Some(quota_cpus),
+            cpuset_cpus: None,
+            throttled_pct: Some(throttled_pct),
+            throttled_ms_per_s: Some(throttled_pct * 10.0),
+        });
+    }
+    if let Some((waits, tcp)) = input.worker_remote {
+        process.remote_waits = Some(if worker { waits } else { 0 });
+        process.remote_files =
+            Some(crate::sample::RemoteFiles { tcp_connections: if worker { tcp } else { 0 }, ..Default::default() });
+    }
+}
+
+/// Extra processes for scale tests: small compute jobs on this GPU.
+fn add_scale_extras(slot: &Slot<'_>, tick: &mut Tick) {
+    let users = ["alice", "bob", "carol", "dave"];
+    let seed = slot.spec.seed ^ u64::from(slot.info.index) << 40;
+    for k in 0..slot.spec.processes_per_gpu {
+        let pid = slot.base_pid() + 100 + k;
         let stream = 100 + u64::from(k);
-        tick.processes.push(host_process(
-            spec,
-            info,
-            at_ms,
-            ProcSpec {
-                pid,
-                ppid: 1,
-                role: ProcessRole::Gpu,
-                user: users[k as usize % users.len()],
-                uid: 1001 + k % 4,
-                name: "python",
-                cmdline: format!("python worker.py --shard {k}"),
-                state: if k % 3 == 0 { 'R' } else { 'S' },
-                cpu_pct: jitter(seed, n, stream, 20.0, 20.0) as f32,
-                rss_bytes: 512 * MIB,
-                read_bytes_per_s: 0,
-                started_secs_before: 100 + u64::from(k) + elapsed_s,
-            },
-        ));
+        tick.processes.push(slot.process(ProcSpec {
+            pid,
+            ppid: 1,
+            role: ProcessRole::Gpu,
+            user: users[k as usize % users.len()],
+            uid: 1001 + k % 4,
+            name: "python",
+            cmdline: format!("python worker.py --shard {k}"),
+            state: if k % 3 == 0 { 'R' } else { 'S' },
+            cpu_pct: f32::from(u16::try_from(jitter(seed, slot.n, stream, 20.0, 20.0)).unwrap_or(u16::MAX)),
+            rss_bytes: 512 * MIB,
+            read_bytes_per_s: 0,
+            started_secs_before: 100 + u64::from(k) + slot.elapsed_s(),
+        }));
         tick.gpu_processes.push(GpuProcess {
-            gpu_index,
+            gpu_index: slot.info.index,
             pid: Some(pid),
             kind: ProcessKind::Compute,
             used_gpu_memory_bytes: Some(256 * MIB),
-            sm_util_pct: Some(jitter(seed, n, stream + 1, 5.0, 5.0)),
+            sm_util_pct: Some(jitter(seed, slot.n, stream + 1, 5.0, 5.0)),
             mem_util_pct: Some(1),
             enc_util_pct: Some(0),
             dec_util_pct: Some(0),
@@ -819,7 +1245,7 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
         let pid = u32::try_from(FIRST_PID + (serial * 2) % PID_SPAN).unwrap_or(u32::MAX);
         let age_s = (elapsed_ms - born_ms) / 1000;
         let stream = 300 + k;
-        let cpu = jitter(seed, n, stream, 60.0, 40.0) as f32;
+        let cpu = f32::from(u16::try_from(jitter(seed, n, stream, 60.0, 40.0)).unwrap_or(u16::MAX));
         let job = |pid, ppid, role, name: &str, cpu_pct, state| ProcSpec {
             pid,
             ppid,

@@ -9,11 +9,13 @@ use super::window::Ctx;
 use super::{Finding, Observation, Rule, Severity, Thresholds};
 
 pub mod datapath;
+pub mod efficiency;
 pub mod health;
 pub mod host;
 pub mod memory;
 pub mod throttle;
 pub mod throughput;
+pub mod waiting;
 
 /// A rule: a pure function of the context.
 pub type RuleFn = fn(&Ctx<'_>) -> Vec<Observation>;
@@ -28,9 +30,17 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::HwSlowdown, throttle::hw_slowdown),
     (Rule::ThermalThrottle, throttle::thermal_throttle),
     (Rule::PowerCapped, throttle::power_capped),
+    (Rule::ClocksLimited, efficiency::clocks_limited),
+    (Rule::HbmHot, efficiency::hbm_hot),
     (Rule::InputBound, throughput::input_bound),
     (Rule::CpuBoundInput, throughput::cpu_bound_input),
     (Rule::UtilMisleading, throughput::util_misleading),
+    (Rule::LaunchBound, waiting::launch_bound),
+    (Rule::H2dCopyBound, waiting::h2d_copy_bound),
+    (Rule::CpuQuotaThrottled, waiting::cpu_quota_throttled),
+    (Rule::RemoteDatasetStall, waiting::remote_dataset_stall),
+    (Rule::GpuUnderfed, waiting::gpu_underfed),
+    (Rule::MemoryBound, efficiency::memory_bound),
     (Rule::PcieDowngraded, datapath::pcie_downgraded),
     (Rule::NumaMisplaced, datapath::numa_misplaced),
     (Rule::HostMemoryPressure, host::host_memory_pressure),
@@ -87,3 +97,5 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod waiting_tests;

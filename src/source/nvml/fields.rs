@@ -13,6 +13,9 @@ use crate::sample::ThrottleCounters;
 /// SW power cap (74), sync boost (76), SW thermal (251), HW thermal (252), HW power brake (253).
 pub const THROTTLE_COUNTER_FIELDS: [u32; 5] = [74, 76, 251, 252, 253];
 
+/// The field id of the memory (HBM) temperature in °C, `NVML_FI_DEV_MEMORY_TEMP` (not renumbered).
+pub const MEM_TEMP_FIELD: u32 = 82;
+
 /// Whether a driver version uses the CUDA 13.0 Update 1 field numbering (from 580.82 on).
 #[must_use]
 pub fn uses_renumbered_fields(driver_version: &str) -> bool {

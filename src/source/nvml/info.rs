@@ -126,6 +126,7 @@ pub fn read_gpu_info(index: u32, device: &Device<'_>, notes: &mut Vec<String>) -
         temp_slowdown_c: get("slowdown temperature", device.temperature_threshold(TemperatureThreshold::Slowdown)),
         temp_shutdown_c: get("shutdown temperature", device.temperature_threshold(TemperatureThreshold::Shutdown)),
         temp_gpu_max_c: get("GPU max temperature", device.temperature_threshold(TemperatureThreshold::GpuMax)),
+        temp_mem_max_c: get("memory max temperature", device.temperature_threshold(TemperatureThreshold::MemoryMax)),
         numa_node,
         local_cpus,
         persistence_mode: device.is_in_persistent_mode().ok(),

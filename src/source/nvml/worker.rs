@@ -13,7 +13,7 @@ use nvml_wrapper::structs::device::FieldId;
 use nvml_wrapper::{Device, Nvml};
 
 use super::errors::FieldMemo;
-use super::fields::{THROTTLE_COUNTER_FIELDS, answer_matches, as_counter, throttle_counters};
+use super::fields::{MEM_TEMP_FIELD, THROTTLE_COUNTER_FIELDS, answer_matches, as_counter, throttle_counters};
 use super::pcie::PcieMonitor;
 use super::procs::{ProcUtilTracker, RawProcess, RawUtilSample, merge_processes};
 use super::tiers::{TierPeriods, TierScheduler};
@@ -41,6 +41,7 @@ pub enum Field {
     Energy,
     ThrottleCounters,
     ThrottleCounter(usize),
+    MemTemp,
     EncUtil,
     DecUtil,
     Gpm,
@@ -86,6 +87,7 @@ pub struct GpuReader {
     proc_util: ProcUtilTracker,
     energy_mj: Option<u64>,
     throttle_ns: Option<ThrottleCounters>,
+    mem_temp_c: Option<u32>,
     enc_util_pct: Option<u32>,
     dec_util_pct: Option<u32>,
     ecc: Option<EccCounts>,
@@ -143,6 +145,7 @@ impl GpuReader {
             proc_util: ProcUtilTracker::default(),
             energy_mj: None,
             throttle_ns: None,
+            mem_temp_c: None,
             enc_util_pct: None,
             dec_util_pct: None,
             ecc: None,
@@ -173,6 +176,7 @@ impl GpuReader {
         }
         tick.energy_mj = self.energy_mj;
         tick.throttle_ns = self.throttle_ns;
+        tick.mem_temp_c = self.mem_temp_c;
         tick.enc_util_pct = self.enc_util_pct;
         tick.dec_util_pct = self.dec_util_pct;
         tick.ecc = self.ecc;
@@ -232,6 +236,36 @@ impl GpuReader {
         self.enc_util_pct = m.call(Field::EncUtil, || d.encoder_utilization()).map(|u| u.utilization);
         self.dec_util_pct = m.call(Field::DecUtil, || d.decoder_utilization()).map(|u| u.utilization);
         self.throttle_ns = self.read_throttle_counters();
+        self.mem_temp_c = self.read_mem_temp();
+    }
+
+    /// HBM temperature from field 82 (`NVML_FI_DEV_MEMORY_TEMP`), on the medium tier: one field value, well under
+    /// a millisecond warm. A driver that does not know the field is never asked again.
+    fn read_mem_temp(&mut self) -> Option<u32> {
+        let d = &self.device;
+        let answers = self.memo.call(Field::MemTemp, || d.field_values_for(&[FieldId(MEM_TEMP_FIELD)]))?;
+        match answers.first()? {
+            Ok(sample) if sample.field.0 == MEM_TEMP_FIELD => match &sample.value {
+                Ok(v) => as_counter(v).and_then(|c| u32::try_from(c).ok()).filter(|&c| c > 0 && c < 200),
+                Err(NvmlError::InvalidArg | NvmlError::NotSupported) => {
+                    self.memo.mark_unsupported(Field::MemTemp);
+                    None
+                }
+                Err(e) => {
+                    self.memo.record(Field::MemTemp, e);
+                    None
+                }
+            },
+            Ok(_) => None,
+            Err(NvmlError::InvalidArg | NvmlError::NotSupported) => {
+                self.memo.mark_unsupported(Field::MemTemp);
+                None
+            }
+            Err(e) => {
+                self.memo.record(Field::MemTemp, e);
+                None
+            }
+        }
     }
 
     fn read_processes(&mut self) {

@@ -1,0 +1,446 @@
+//! Why does a GPU wait, beyond storage and CPU preprocessing? The umbrella gpu-underfed and the causes it names:
+//! launch-bound, h2d-copy-bound, cpu-quota-throttled and remote-dataset-stall (input-bound and cpu-bound-input live
+//! in `throughput.rs`). Each cause keeps its own rule name; `advice::name_the_cause` makes one verdict per GPU.
+//!
+//! How much a GPU works is GPM SM activity where the GPU has it (Hopper and newer), else NVML utilization: the
+//! share of time *any* kernel ran, which a stream of tiny kernels keeps high while the chip idles.
+
+use super::super::window::{Ctx, MIB, Num, Span, pct_label, share_label};
+use super::super::{Finding, Observation, Rule, Severity, Thresholds};
+use super::draft;
+use crate::history::{GpuSeries, ProcessSeries, Series};
+use crate::sample::throttle;
+
+/// Throttle reasons that explain a slow GPU by themselves (idle and application clocks do not).
+const THROTTLE_REASONS: u64 = throttle::SW_POWER_CAP
+    | throttle::HW_SLOWDOWN
+    | throttle::SW_THERMAL_SLOWDOWN
+    | throttle::HW_THERMAL_SLOWDOWN
+    | throttle::HW_POWER_BRAKE_SLOWDOWN;
+
+/// The mean of the present values of a series in a window.
+fn mean<T: Num>(span: &Span, series: &Series<T>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0_u32);
+    for v in span.values(series).flatten() {
+        sum += v.as_f64();
+        n += 1;
+    }
+    (n > 0).then(|| sum / f64::from(n))
+}
+
+/// `PCIe` bandwidth per lane in GB/s, by generation (after encoding overhead).
+fn lane_gb_s(generation: u32) -> Option<f64> {
+    Some(match generation {
+        1 => 0.25,
+        2 => 0.5,
+        3 => 0.985,
+        4 => 1.969,
+        5 => 3.938,
+        6 => 7.563,
+        _ => return None,
+    })
+}
+
+/// One GPU over a window: how much it worked and what it received.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GpuWindow {
+    pub span: Span,
+    pub util: Option<f64>,
+    pub sm_active: Option<f64>,
+    pub rx_kb_s: Option<f64>,
+    /// The link's capacity in KB/s (generation × width, as trained now; the maximum where not read).
+    pub link_kb_s: Option<f64>,
+    /// Share of samples with a power, thermal or hardware throttle reason.
+    pub throttled_share: f64,
+}
+
+impl GpuWindow {
+    pub(crate) fn of(ctx: &Ctx<'_>, gpu: &GpuSeries, secs: u64) -> Option<Self> {
+        let span = ctx.window(secs)?;
+        let info = ctx.gpu_info(gpu.index);
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let generation = span.median(&gpu.pcie_gen).map(|g| g.round() as u32).or(info.and_then(|i| i.max_pcie_gen));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let width = span.median(&gpu.pcie_width).map(|w| w.round() as u32).or(info.and_then(|i| i.max_pcie_width));
+        let link_kb_s = generation.and_then(lane_gb_s).zip(width).map(|(lane, w)| lane * f64::from(w) * 1e6);
+        Some(Self {
+            span,
+            util: mean(&span, &gpu.util_pct),
+            sm_active: mean(&span, &gpu.sm_active_pct),
+            rx_kb_s: mean(&span, &gpu.pcie_rx_kbps),
+            link_kb_s,
+            throttled_share: span.share(&gpu.throttle_bits, |b| b & THROTTLE_REASONS != 0),
+        })
+    }
+
+    /// How much the GPU worked: SM activity where GPM answers, else utilization.
+    pub(crate) fn work(&self) -> Option<f64> {
+        self.sm_active.or(self.util)
+    }
+
+    /// Whether it works little enough for a cause of waiting to be worth naming.
+    pub(crate) fn waiting(&self, t: &Thresholds) -> bool {
+        self.work().is_some_and(|w| w < t.waiting_max_sm_active_pct)
+    }
+
+    /// "GPM SM activity mean 6 % (GPU util mean 72 %) over 30 s".
+    pub(crate) fn evidence(&self) -> String {
+        let util = self.util.map_or_else(|| "N/A".to_owned(), pct_label);
+        match self.sm_active {
+            Some(a) => {
+                format!("GPM SM activity mean {} (GPU util mean {util}) over {}", pct_label(a), self.span.label())
+            }
+            None => format!("GPU util mean {util} over {} (no GPM on this GPU)", self.span.label()),
+        }
+    }
+
+    /// Mean `PCIe` RX as a share of the link's capacity.
+    fn rx_share(&self) -> Option<f64> {
+        self.rx_kb_s.zip(self.link_kb_s).filter(|(_, cap)| *cap > 0.0).map(|(rx, cap)| rx / cap)
+    }
+}
+
+/// A process's own window (its samples have their own time column).
+struct ProcWindow<'a> {
+    series: &'a ProcessSeries,
+    span: Span,
+}
+
+impl<'a> ProcWindow<'a> {
+    fn of(ctx: &Ctx<'a>, pid: u32, secs: u64) -> Option<Self> {
+        let series = ctx.process(pid)?;
+        let span = Span::of(&series.times, secs, ctx.t.min_window_coverage)?;
+        Some(Self { series, span })
+    }
+
+    fn median<T: Num + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>) -> Option<f64> {
+        self.span.median(pick(self.series))
+    }
+
+    fn share<T: Copy + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>, pred: impl Fn(T) -> bool) -> f64 {
+        self.span.share(pick(self.series), pred)
+    }
+
+    /// The busiest thread's CPU (median, % of one core); the whole process where threads were not read.
+    fn busiest_thread(&self) -> Option<f64> {
+        self.median(|p| &p.max_thread_cpu_pct).or_else(|| self.median(|p| &p.cpu_pct))
+    }
+
+    /// Share of samples with the process, a thread of it or a child in D.
+    fn in_d_share(&self) -> f64 {
+        let own = self.share(|p| &p.threads_in_d, |n| n > 0);
+        let state = self.share(|p| &p.state, |s| s == 'D');
+        let children = self.share(|p| &p.children_in_d, |n| n > 0);
+        own.max(state).max(children)
+    }
+
+    /// The number of `DataLoader` workers (children) now.
+    fn workers(&self) -> u32 {
+        self.series.n_children.last().copied().flatten().unwrap_or(0)
+    }
+
+    /// Whether the tree writes much more than it reads (a checkpoint writer, not an input pipeline).
+    fn writes_dominate(&self, t: &Thresholds) -> bool {
+        let write = self.median(|p| &p.tree_write_bytes_per_s).unwrap_or(0.0);
+        let read = self.median(|p| &p.tree_read_bytes_per_s).unwrap_or(0.0);
+        write >= t.read_low_mib_s * MIB && write >= 2.0 * read
+    }
+}
+
+/// The compute processes with their GPU's window over `secs`, on GPUs that wait.
+/// Each GPU's window is computed once: at 8 GPUs × 1,000 busy processes no process gets further than a lookup.
+fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow, ProcWindow<'a>)> {
+    let windows: Vec<(u32, GpuWindow)> = ctx
+        .history
+        .gpus
+        .iter()
+        .filter_map(|gpu| GpuWindow::of(ctx, gpu, secs).map(|w| (gpu.index, w)))
+        .filter(|(_, w)| w.waiting(ctx.t))
+        .collect();
+    let mut out = Vec::new();
+    if windows.is_empty() {
+        return out;
+    }
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(&(_, window)) = windows.iter().find(|(g, _)| *g == gpu_index) else { continue };
+        let Some(process) = ProcWindow::of(ctx, pid, secs) else { continue };
+        out.push((gpu_index, pid, window, process));
+    }
+    out
+}
+
+/// launch-bound: the CPU cannot issue kernels fast enough. NVML utilization is moderate or high while SM activity
+/// is a small fraction of it, the busiest thread is near one full core, and nothing waits for I/O.
+#[must_use]
+pub fn launch_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
+        let (Some(util), Some(active)) = (gw.util, gw.sm_active) else { continue };
+        let tiny = |margin: f64| {
+            util >= t.launch_min_util_pct - margin
+                && util < t.launch_max_util_pct + margin
+                && active <= t.launch_max_sm_share * util
+        };
+        let thread = pw.busiest_thread().unwrap_or(0.0);
+        let no_io = pw.in_d_share() < t.d_state_share
+            && ctx.window(t.window_s).and_then(|s| s.median(&ctx.history.host.psi_io_some)).unwrap_or(0.0)
+                < t.psi_io_some_pct;
+        if !tiny(10.0) || thread < t.launch_thread_pct - 10.0 || !no_io {
+            continue;
+        }
+        let main = ctx.host_process(pid).and_then(|p| p.busiest_thread.as_ref());
+        let who = main.map_or_else(
+            || format!("PID {pid}"),
+            |b| format!("{} TID {} ({})", if b.tid == pid { "its main thread" } else { "its thread" }, b.tid, b.name),
+        );
+        let finding = Finding {
+            title: format!("GPU {gpu_index} waits for kernel launches from PID {pid} (tiny kernels)"),
+            evidence: format!(
+                "{}: SM activity is {} of utilization; {who} at {} of one core (median); no I/O wait (D {} of \
+                 samples)",
+                gw.evidence(),
+                share_label(active / util.max(1.0)),
+                pct_label(thread),
+                share_label(pw.in_d_share()),
+            ),
+            remedy: "Give the GPU bigger pieces of work: a larger batch; capture the step in CUDA graphs or use \
+                     torch.compile(mode=\"reduce-overhead\"); fuse small ops; remove per-step host syncs (.item(), \
+                     .cpu(), printing losses every step)."
+                .to_owned(),
+            explanation: "NVML utilization counts the time any kernel ran, however small; GPM SM activity counts how \
+                          much of the chip worked. When kernels run most of the time but use a sliver of the SMs, and \
+                          one CPU thread is flat out, the GPU is waiting for the next launch: the step is bound by \
+                          Python and the CUDA launch path, not by the GPU."
+                .to_owned(),
+            ..draft(Rule::LaunchBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        let enter = gw.span.covered && pw.span.covered && tiny(0.0) && thread >= t.launch_thread_pct;
+        out.push(Observation { finding, enter, stay: true });
+    }
+    out
+}
+
+/// h2d-copy-bound: host-to-device copies set the pace. `PCIe` RX near the link's capacity while the SMs idle, or a
+/// pegged thread copying from pageable memory at a moderate rate.
+#[must_use]
+pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
+        let Some(rx_share) = gw.rx_share() else { continue };
+        let thread = pw.busiest_thread().unwrap_or(0.0);
+        let near_capacity = rx_share >= t.h2d_rx_share;
+        let pageable = rx_share >= t.h2d_pageable_rx_share && thread >= t.launch_thread_pct;
+        let exit = rx_share >= t.h2d_pageable_rx_share * 0.8;
+        if !exit {
+            continue;
+        }
+        let rx_gb_s = gw.rx_kb_s.unwrap_or(0.0) / 1e6;
+        let cap_gb_s = gw.link_kb_s.unwrap_or(0.0) / 1e6;
+        let finding = Finding {
+            title: format!("GPU {gpu_index} waits for host-to-device copies from PID {pid}"),
+            evidence: format!(
+                "{}; PCIe RX mean {rx_gb_s:.1} GB/s = {} of the link's {cap_gb_s:.0} GB/s; busiest thread at {} of \
+                 one core (median){}",
+                gw.evidence(),
+                share_label(rx_share),
+                pct_label(thread),
+                if near_capacity { "" } else { ": a thread copying from pageable memory" },
+            ),
+            remedy: "Make the copies cheaper or hide them: DataLoader(pin_memory=True) and .to(device, \
+                     non_blocking=True) so they overlap compute; send uint8 (or fp16) and convert on the GPU; move \
+                     augmentation to the GPU; keep tensors that do not change on the GPU."
+                .to_owned(),
+            explanation: "The GPU receives data over PCIe near what the link carries (generation × width), or at a \
+                          fair rate while one CPU thread is flat out (copies from pageable memory go through a \
+                          staging buffer on the CPU), while its SMs do little: the step waits for its inputs to \
+                          arrive."
+                .to_owned(),
+            ..draft(Rule::H2dCopyBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        let enter = gw.span.covered && (near_capacity || pageable);
+        out.push(Observation { finding, enter, stay: exit });
+    }
+    out
+}
+
+/// cpu-quota-throttled: the GPU process or its workers run in a cgroup whose CPU quota throttles them while the
+/// GPU waits. Names the quota against the number of workers.
+#[must_use]
+pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
+        let throttled = pw.median(|p| &p.tree_throttled_pct).unwrap_or(0.0);
+        let share = pw.share(|p| &p.tree_throttled_pct, |v| f64::from(v) >= t.quota_throttled_pct);
+        if share < t.exit_share {
+            continue;
+        }
+        let latest = ctx.history.latest();
+        let cgroup = latest
+            .processes
+            .iter()
+            .filter(|p| p.pid == pid || p.ppid == Some(pid))
+            .filter_map(|p| p.cgroup_cpu.as_ref())
+            .find(|c| c.quota_cpus.is_some());
+        let workers = pw.workers();
+        let quota = cgroup.and_then(|c| c.quota_cpus);
+        let quota_text = quota.map_or_else(|| "a CPU quota".to_owned(), |q| format!("{q:.1} CPUs").replace(".0 ", " "));
+        let cpuset = cgroup.and_then(|c| c.cpuset_cpus).map_or_else(String::new, |n| format!(", cpuset {n} CPUs"));
+        let path = cgroup.map_or_else(|| "its cgroup".to_owned(), |c| format!("cgroup {}", c.path));
+        let ms = cgroup.and_then(|c| c.throttled_ms_per_s).map_or_else(String::new, |m| format!(", {m:.0} ms/s"));
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let fit = quota.map_or(1, |q| (q.floor() as u32).saturating_sub(1).max(1));
+        let finding = Finding {
+            title: format!(
+                "GPU {gpu_index} waits: PID {pid}'s cgroup allows {quota_text} for {workers} DataLoader workers"
+            ),
+            evidence: format!(
+                "{}; {path}: quota {quota_text}{cpuset}; throttled in {} of scheduler periods (median){ms}, in {} of \
+                 samples; {workers} DataLoader worker{} plus the main process",
+                gw.evidence(),
+                pct_label(throttled),
+                share_label(share),
+                if workers == 1 { "" } else { "s" },
+            ),
+            remedy: format!(
+                "Match the work to the quota or the quota to the work: num_workers about {fit} within {quota_text}, \
+                 or raise the limit (cpu.max, the container's --cpus, Kubernetes resources.limits.cpu) to at least \
+                 {} CPUs; workers beyond the quota only add context switches.",
+                workers + 2
+            ),
+            explanation: "The kernel's CFS bandwidth control stops every process of a cgroup for the rest of a period \
+                          once the cgroup has used its quota (cpu.max; cfs_quota_us in cgroup v1). cpu.stat counts the \
+                          periods in which that happened. With more busy workers than CPUs in the quota, decoding \
+                          stalls in bursts and the GPU waits, although the host shows idle cores."
+                .to_owned(),
+            ..draft(Rule::CpuQuotaThrottled, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        out.push(Observation::by_share(finding, share, gw.span.covered && pw.span.covered, t));
+    }
+    out
+}
+
+/// remote-dataset-stall: the input comes over the network or through FUSE while the GPU waits: threads asleep in
+/// network, NFS or FUSE waits, `DataLoader` workers holding TCP connections, or open dataset files on such a mount.
+#[must_use]
+pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
+        let span = pw.span;
+        let s = pw.series;
+        let flags: Vec<bool> = span
+            .values(&s.tree_remote_waits)
+            .zip(span.values(&s.children_tcp))
+            .zip(span.values(&s.tree_remote_files))
+            .map(|((w, c), f)| w.unwrap_or(0) > 0 || c.unwrap_or(0) > 0 || f.unwrap_or(0) > 0)
+            .collect();
+        let share = super::super::window::share_of(flags.iter().copied());
+        if share < t.exit_share.min(t.remote_share) {
+            continue;
+        }
+        let files = ctx
+            .history
+            .latest()
+            .processes
+            .iter()
+            .filter(|p| p.pid == pid || p.ppid == Some(pid))
+            .filter_map(|p| p.remote_files.as_ref())
+            .find(|r| r.open > 0);
+        let files_text = files.map_or_else(String::new, |r| {
+            format!("; {} open file{} on {} ({})", r.open, if r.open == 1 { "" } else { "s" }, r.mount, r.fs_type)
+        });
+        let median = |v: Option<f64>| v.map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0}"));
+        let finding = Finding {
+            title: format!("GPU {gpu_index} waits for a dataset read over the network by PID {pid}"),
+            evidence: format!(
+                "{}; threads in network/NFS/FUSE waits: {} (median); TCP connections held by DataLoader workers: {} \
+                 (median){files_text}; held in {} of samples",
+                gw.evidence(),
+                median(pw.median(|p| &p.tree_remote_waits)),
+                median(pw.median(|p| &p.children_tcp)),
+                share_label(share),
+            ),
+            remedy: "Take the network out of the step: cache the shards on local NVMe (or in RAM) before training; \
+                     use larger shards (WebDataset/tar, TFRecord) so each request carries more; keep more requests \
+                     in flight (more workers or an async prefetching reader)."
+                .to_owned(),
+            explanation: "The job's input arrives over a network (HTTP or object storage, NFS, Lustre, SMB) or \
+                          through a FUSE daemon, and the GPU waits: every request pays a round trip that local disk \
+                          does not. Seen in the workers' wait channels (wchan), the TCP connections they hold, and \
+                          the file systems of their open files."
+                .to_owned(),
+            ..draft(Rule::RemoteDatasetStall, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        let enter = gw.span.covered && span.covered && share >= t.remote_share;
+        out.push(Observation { finding, enter, stay: share >= t.exit_share.min(t.remote_share) });
+    }
+    out
+}
+
+/// gpu-underfed: the umbrella. A compute process holds a GPU whose mean SM activity (or utilization) stays low
+/// over a minute with no throttling to explain it. Drafted as "cause unknown"; `advice::name_the_cause` names the
+/// strongest specific cause when one holds on the same GPU.
+#[must_use]
+pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    // Per GPU once: the minute's window, its work level and limit. The minute and its last `window_s` both must
+    // be low: a job that got faster clears with its cause, not a minute later.
+    let mut low: Vec<(u32, GpuWindow, f64, f64)> = Vec::new();
+    for gpu in &ctx.history.gpus {
+        let Some(gw) = GpuWindow::of(ctx, gpu, t.underfed_window_s) else { continue };
+        let limit = if gw.sm_active.is_some() { t.underfed_sm_active_pct } else { t.underfed_util_pct };
+        let recent = GpuWindow::of(ctx, gpu, t.window_s).and_then(|w| w.work());
+        let (Some(work), Some(recent)) = (gw.work(), recent) else { continue };
+        if work.max(recent) < limit + t.underfed_exit_margin_pct && gw.throttled_share < t.exit_share / 2.0 {
+            low.push((gpu.index, gw, work.max(recent), limit));
+        }
+    }
+    let mut out: Vec<(f64, Observation)> = Vec::new();
+    if low.is_empty() {
+        return Vec::new();
+    }
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(&(_, gw, work, limit)) = low.iter().find(|(g, _, _, _)| *g == gpu_index) else { continue };
+        let stay = true;
+        let Some(pw) = ProcWindow::of(ctx, pid, t.underfed_window_s) else { continue };
+        // An idle holder (idle-holder's business) and a checkpoint writer are not waiting for input.
+        let cpu = pw.median(|p| &p.cpu_pct).unwrap_or(0.0).max(pw.median(|p| &p.max_child_cpu_pct).unwrap_or(0.0));
+        let own_sm = pw.median(|p| &p.sm_util_pct).or(gw.util).unwrap_or(work);
+        if (own_sm <= t.idle_util_pct && cpu < 5.0) || pw.writes_dominate(t) {
+            continue;
+        }
+        let cgroups_read = ctx.host_process(pid).is_some_and(|p| p.cgroup_cpu.is_some());
+        let finding = Finding {
+            title: format!("GPU {gpu_index} is underfed (PID {pid}): cause unknown"),
+            evidence: format!(
+                "{}; no power, thermal or hardware throttling; none of input-bound, cpu-bound-input, launch-bound, \
+                 h2d-copy-bound, cpu-quota-throttled, remote-dataset-stall held{}",
+                gw.evidence(),
+                if cgroups_read { "" } else { "; cgroup CPU limits could not be read" },
+            ),
+            remedy: "Profile one step (torch.profiler or Nsight Systems): compare the DataLoader's __next__ time with \
+                     the kernel time. If __next__ dominates, the input pipeline is the limiter; if kernels are short \
+                     with gaps between them, the CPU side of the step is (Python, launches, host syncs, a lock or a \
+                     collective waiting for a slower rank)."
+                .to_owned(),
+            explanation: "A GPU with a compute process whose SMs are busy a small part of the time over a minute, \
+                          with no throttling to explain it, is waiting for something. gpusight names the cause when a \
+                          more specific rule finds it (storage, CPU preprocessing, kernel launches, host-to-device \
+                          copies, a cgroup CPU quota, a remote dataset); otherwise it says so, with how to find out."
+                .to_owned(),
+            ..draft(Rule::GpuUnderfed, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        let enter = gw.span.covered && pw.span.covered && work < limit;
+        let obs = Observation { finding, enter, stay };
+        // One umbrella per GPU: about its busiest process (the one that is waiting, not a neighbour that idles).
+        match out.iter_mut().find(|(_, o)| o.finding.gpu_index == Some(gpu_index)) {
+            Some(slot) if cpu > slot.0 => *slot = (cpu, obs),
+            Some(_) => {}
+            None => out.push((cpu, obs)),
+        }
+    }
+    out.into_iter().map(|(_, obs)| obs).collect()
+}

@@ -1,0 +1,214 @@
+//! Is the input coming over the network? Threads asleep in network, NFS or FUSE waits (`wchan`), open files on
+//! network or FUSE file systems (`/proc/PID/fd` against `/proc/PID/mountinfo`), and `DataLoader` workers holding TCP
+//! connections (`socket:[inode]` against `/proc/PID/net/tcp{,6}`). Pure parsers over `&str`, and a bounded scan.
+//!
+//! Cost: `wchan` is one small read per sleeping thread of a GPU process and one per child, each tick. The fd scan
+//! lists at most [`MAX_FDS`] descriptors per process and reads `mountinfo` and the TCP tables once per process
+//! scanned; it runs every [`FD_SCAN_PERIOD_MS`] and its answer is carried between scans.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::read_text;
+use crate::sample::RemoteFiles;
+
+/// How many descriptors of one process the fd scan looks at, at most.
+pub const MAX_FDS: usize = 1024;
+
+/// How often the fd scan runs for a process (its last answer is carried in between).
+pub const FD_SCAN_PERIOD_MS: u64 = 5_000;
+
+/// File systems whose reads go over a network or through a user-space daemon.
+const REMOTE_FS: &[&str] = &["nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "ceph", "glusterfs", "9p", "beegfs"];
+
+/// Whether a file system type reads over the network or through FUSE ("fuse.s3fs", "fuse.gcsfuse", "fuseblk").
+#[must_use]
+pub fn is_remote_fs(fs_type: &str) -> bool {
+    REMOTE_FS.contains(&fs_type) || fs_type.starts_with("fuse") || fs_type.starts_with("nfs")
+}
+
+/// What a sleeping thread waits for, from its `wchan` (the kernel function it sleeps in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// A TCP/socket receive, an NFS/RPC call or a FUSE request: input over the network.
+    Remote,
+    /// Anything else (futex, poll, pipe, local disk, idle).
+    Other,
+}
+
+/// Classifies a `wchan` name. Generic waits (poll, epoll, futex, `wait_woken`) are not counted: a `DataLoader`
+/// worker waiting on its index queue sits in them too.
+#[must_use]
+pub fn classify_wchan(wchan: &str) -> Wait {
+    let w = wchan.trim();
+    let remote = w.starts_with("sk_wait_data")
+        || w.starts_with("tcp_recvmsg")
+        || w.starts_with("inet_wait_for_connect")
+        || w.starts_with("sk_stream_wait")
+        || w.starts_with("rpc_wait")
+        || w.starts_with("nfs")
+        || w.starts_with("fuse")
+        || w == "request_wait_answer"
+        || w.starts_with("cifs")
+        || w.starts_with("smb2")
+        || w.starts_with("ll_")
+        || w.starts_with("ptlrpc");
+    if remote { Wait::Remote } else { Wait::Other }
+}
+
+/// One mount: where and of what type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mount {
+    pub point: String,
+    pub fs_type: String,
+}
+
+/// Parses `/proc/PID/mountinfo`: the mount point (field 5) and the type after the " - " separator.
+#[must_use]
+pub fn parse_mountinfo(text: &str) -> Vec<Mount> {
+    text.lines()
+        .filter_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            let point = left.split(' ').nth(4)?;
+            let fs_type = right.split(' ').next()?;
+            Some(Mount { point: unescape(point), fs_type: fs_type.to_owned() })
+        })
+        .collect()
+}
+
+/// mountinfo escapes space, tab, newline and backslash as octal (`\040`).
+fn unescape(text: &str) -> String {
+    text.replace("\\040", " ").replace("\\011", "\t").replace("\\012", "\n").replace("\\134", "\\")
+}
+
+/// The mount a path lies on: the longest mount point that is a prefix of it at a `/` boundary (the last listed
+/// wins a tie, as later mounts hide earlier ones).
+#[must_use]
+pub fn mount_of<'m>(mounts: &'m [Mount], path: &str) -> Option<&'m Mount> {
+    let mut best: Option<&Mount> = None;
+    for m in mounts {
+        let p = m.point.as_str();
+        let under = p == "/" || path == p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/'));
+        if under && best.is_none_or(|b| p.len() >= b.point.len()) {
+            best = Some(m);
+        }
+    }
+    best
+}
+
+/// The inodes of the TCP connections in `/proc/PID/net/tcp` or `tcp6` that are established (state 01).
+#[must_use]
+pub fn parse_tcp_inodes(text: &str) -> HashSet<u64> {
+    text.lines()
+        .skip(1)
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            (fields.get(3) == Some(&"01")).then(|| fields.get(9)?.parse().ok()).flatten()
+        })
+        .collect()
+}
+
+/// The inode of a `socket:[12345]` link target.
+#[must_use]
+pub fn socket_inode(target: &str) -> Option<u64> {
+    target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
+}
+
+/// Scans one process's open descriptors: regular files on remote file systems and established TCP connections.
+/// `None` when the descriptors cannot be listed (another user's process without privilege).
+pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<RemoteFiles> {
+    let base = proc_dir.join(pid.to_string());
+    let entries = std::fs::read_dir(base.join("fd")).ok()?;
+    let mut files: Vec<String> = Vec::new();
+    let mut sockets: Vec<u64> = Vec::new();
+    for entry in entries.flatten().take(MAX_FDS) {
+        let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+        let Some(target) = target.to_str() else { continue };
+        if let Some(inode) = socket_inode(target) {
+            sockets.push(inode);
+        } else if target.starts_with('/') && !target.starts_with("/dev/") && !target.ends_with(" (deleted)") {
+            files.push(target.to_owned());
+        }
+    }
+    let mut out = RemoteFiles::default();
+    if !files.is_empty() {
+        let mounts = read_text(&base.join("mountinfo"), buf).map(|t| parse_mountinfo(&t)).unwrap_or_default();
+        for file in &files {
+            if let Some(m) = mount_of(&mounts, file).filter(|m| is_remote_fs(&m.fs_type)) {
+                if out.open == 0 {
+                    out.fs_type.clone_from(&m.fs_type);
+                    out.mount.clone_from(&m.point);
+                }
+                out.open += 1;
+            }
+        }
+    }
+    if !sockets.is_empty() {
+        let mut tcp = HashSet::new();
+        for table in ["net/tcp", "net/tcp6"] {
+            if let Ok(text) = read_text(&base.join(table), buf) {
+                tcp.extend(parse_tcp_inodes(&text));
+            }
+        }
+        out.tcp_connections = u32::try_from(sockets.iter().filter(|s| tcp.contains(s)).count()).unwrap_or(u32::MAX);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wchan_names() {
+        assert_eq!(classify_wchan("sk_wait_data\n"), Wait::Remote);
+        assert_eq!(classify_wchan("rpc_wait_bit_killable"), Wait::Remote);
+        assert_eq!(classify_wchan("request_wait_answer"), Wait::Remote);
+        assert_eq!(classify_wchan("fuse_dev_do_read"), Wait::Remote);
+        assert_eq!(classify_wchan("nfs_wait_on_request"), Wait::Remote);
+        for local in ["futex_wait_queue", "do_poll.constprop.0", "ep_poll", "pipe_read", "wait_woken", "0", ""] {
+            assert_eq!(classify_wchan(local), Wait::Other, "{local}");
+        }
+    }
+
+    #[test]
+    fn mountinfo_and_the_mount_of_a_path() {
+        let text = "22 1 259:2 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p2 rw\n\
+                    40 22 0:45 / /mnt/data rw,relatime shared:20 - nfs4 server:/export rw,vers=4.2\n\
+                    41 22 0:46 / /mnt/data\\040lake rw - fuse.s3fs s3fs rw\n\
+                    42 40 259:3 / /mnt/data/local rw - xfs /dev/nvme1n1 rw\n";
+        let mounts = parse_mountinfo(text);
+        assert_eq!(mounts.len(), 4);
+        assert_eq!(mounts[2].point, "/mnt/data lake");
+        let fs = |p: &str| mount_of(&mounts, p).map(|m| m.fs_type.clone());
+        assert_eq!(fs("/mnt/data/train/shard-0001.tar").as_deref(), Some("nfs4"));
+        assert_eq!(fs("/mnt/data lake/x.jpg").as_deref(), Some("fuse.s3fs"));
+        assert_eq!(fs("/mnt/data/local/x").as_deref(), Some("xfs"));
+        assert_eq!(fs("/mnt/database").as_deref(), Some("ext4"), "a prefix counts only at a / boundary");
+        assert!(is_remote_fs("nfs4") && is_remote_fs("fuse.gcsfuse") && is_remote_fs("lustre"));
+        assert!(!is_remote_fs("ext4") && !is_remote_fs("xfs") && !is_remote_fs("overlay"));
+    }
+
+    #[test]
+    fn tcp_tables_and_socket_links() {
+        let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
+             0: 0100007F:223D 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1111 1\n\
+             1: 0100007F:C350 0100007F:223D 01 00000000:00000000 00:00000000 00000000     0        0 2222 1\n";
+        let inodes = parse_tcp_inodes(table);
+        assert!(inodes.contains(&2222) && !inodes.contains(&1111), "only established connections");
+        assert_eq!(socket_inode("socket:[2222]"), Some(2222));
+        assert_eq!(socket_inode("pipe:[5]"), None);
+    }
+
+    #[test]
+    fn scanning_our_own_descriptors_finds_no_remote_files() {
+        let proc_dir = Path::new("/proc");
+        if !proc_dir.join("self/fd").exists() {
+            return;
+        }
+        let mut buf = Vec::new();
+        let found = scan_fds(proc_dir, std::process::id(), &mut buf).expect("own fds");
+        assert_eq!(found.open, 0);
+        assert_eq!(scan_fds(proc_dir, u32::MAX, &mut buf), None);
+    }
+}

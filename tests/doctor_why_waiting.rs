@@ -1,0 +1,85 @@
+//! Issue 17 end to end: `gpusight doctor --synthetic NAME --duration 90s --json` names NAME for each of the new
+//! scenarios, with one verdict per waiting GPU, and the healthy scenarios and the demo gain no new warning.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+
+use std::process::{Command, Output};
+
+fn doctor(args: &[&str]) -> (Output, serde_json::Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("doctor")
+        .args(args)
+        .args(["--json"])
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight");
+    let json = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    (output, json)
+}
+
+/// (rule, severity) of every active finding.
+fn findings(report: &serde_json::Value) -> Vec<(String, String)> {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .map(|f| {
+            (f["rule"].as_str().unwrap_or_default().to_owned(), f["severity"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+fn warnings(report: &serde_json::Value) -> Vec<String> {
+    findings(report).into_iter().filter(|(_, s)| s != "info").map(|(r, _)| r).collect()
+}
+
+#[test]
+fn each_new_scenario_is_named_by_doctor() {
+    for (name, severity) in [
+        ("gpu-underfed", "warning"),
+        ("launch-bound", "warning"),
+        ("h2d-copy-bound", "warning"),
+        ("cpu-quota-throttled", "warning"),
+        ("remote-dataset-stall", "warning"),
+        ("clocks-limited", "warning"),
+        ("hbm-hot", "warning"),
+        ("memory-bound", "info"),
+    ] {
+        let (output, report) = doctor(&["--synthetic", name, "--duration", "90s"]);
+        let found = findings(&report);
+        assert!(found.contains(&(name.to_owned(), severity.to_owned())), "{name}: {found:?}");
+        // One verdict: the named finding is the only warning.
+        let expected: Vec<String> = if severity == "warning" { vec![name.to_owned()] } else { Vec::new() };
+        assert_eq!(warnings(&report), expected, "{name}: {found:?}");
+        assert_eq!(output.status.code(), Some(i32::from(severity == "warning")), "{name}");
+    }
+}
+
+#[test]
+fn the_umbrella_names_the_cause_and_the_healthy_stay_quiet() {
+    let (_, report) = doctor(&["--synthetic", "launch-bound", "--duration", "90s"]);
+    let umbrella = report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["rule"] == "gpu-underfed")
+        .expect("the umbrella")
+        .clone();
+    assert_eq!(umbrella["severity"], "info");
+    assert!(umbrella["title"].as_str().expect("title").contains("launch-bound"), "{umbrella}");
+    for healthy in ["compute", "idle", "idle-holder", "writer", "hw-blip", "ecc-corrected", "churn"] {
+        let (_, report) = doctor(&["--synthetic", healthy, "--duration", "90s"]);
+        assert!(warnings(&report).is_empty(), "{healthy}: {:?}", findings(&report));
+    }
+    // The demo: still only its idle holder at the end, and no new warning among the cleared findings.
+    let (_, demo) = doctor(&["--demo"]);
+    assert_eq!(warnings(&demo), vec!["idle-holder".to_owned()]);
+    let cleared_new: Vec<&serde_json::Value> = demo["cleared"]
+        .as_array()
+        .expect("cleared")
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .filter(|f| !["input-bound", "cpu-bound-input"].contains(&f["rule"].as_str().unwrap_or_default()))
+        .collect();
+    assert!(cleared_new.is_empty(), "{cleared_new:?}");
+}
