@@ -122,8 +122,12 @@ run_case() {
     [ -n "${IN_CGROUP:-}" ] && cat "$CG/cpu.stat" > "$O/${name}_cpu.stat.before" 2>/dev/null
     ( sleep $((DOCTOR_S / 2)); "$B" --once --json > "$O/${name}_once.json" 2> "$O/${name}_once.err" ) &
     PIDS+=("$!")
+    # A recording beside doctor, so the case can be replayed through `doctor --replay` off the GPU.
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
     "$B" doctor --duration "${DOCTOR_S}s" --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
     echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
     [ -n "${IN_CGROUP:-}" ] && cat "$CG/cpu.stat" > "$O/${name}_cpu.stat.after" 2>/dev/null
     local left=400
     while kill -0 "$job" 2>/dev/null && [ $left -gt 0 ]; do sleep 0.1; left=$((left - 1)); done
