@@ -8,7 +8,8 @@ the ground truth (as findings_train.py does).
                    them on 127.0.0.1 and sleeps 20 ms per request)
 
 Each step is record_function("gs_step") and its data fetch record_function("gs_data"); the DataLoader share of step
-time is sum(gs_data) / sum(gs_step) over the profiled steps (5 active of every 10). On exit it writes --truth
+time is sum(gs_data) / sum(gs_step) over the profiled steps (5 active of every 10, in the last --profile-tail
+seconds only, after the watch window), and the same split by wall clock over every step since warm. On exit it writes --truth
 (JSON): main PID, worker PIDs, images/s, the shares, and the cgroup the job ran in.
 """
 import argparse
@@ -79,6 +80,8 @@ def main():
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--warm-steps", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=85)
+    ap.add_argument("--profile-tail", type=float, default=8,
+                    help="profile only the last this many seconds (after the watch window)")
     ap.add_argument("--ready", required=True)
     ap.add_argument("--truth", required=True)
     a = ap.parse_args()
@@ -125,6 +128,9 @@ def main():
         if warm_at is None and steps >= a.warm_steps:
             warm_at = now
             open(a.ready, "w").close()
+        # The profiler only in the last --profile-tail seconds, after doctor's window: its per-cycle trace callback
+        # runs in this thread and starved the GPU when it ran throughout (docs/validation.md §12).
+        if prof is None and warm_at is not None and now - warm_at >= a.seconds - a.profile_tail:
             prof = profile(activities=[ProfilerActivity.CPU],
                            schedule=schedule(wait=4, warmup=1, active=5, repeat=0), on_trace_ready=on_trace)
             prof.start()
@@ -168,6 +174,9 @@ def main():
         "source": a.source,
         "cgroup": cgroup,
         "steps": steps,
+        # The timed steps' share of the wall time since warm: near 1 unless something between steps (the profiler
+        # in its tail) takes the main thread.
+        "timed_share_of_wall": round(wall["step"] / (time.perf_counter() - warm_at), 3) if warm_at else None,
         "warm_seconds": round(time.perf_counter() - warm_at, 1) if warm_at else 0,
         "images_per_s": round(images / wall["step"], 1) if wall["step"] > 0 else None,
         "profiled_cycles": totals["cycles"],
