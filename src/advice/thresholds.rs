@@ -109,7 +109,8 @@ pub struct Thresholds {
     /// Mean SM activity (or utilization without GPM) below which a GPU counts as waiting for the causes
     /// launch-bound, h2d-copy-bound, cpu-quota-throttled and remote-dataset-stall.
     pub waiting_max_sm_active_pct: f64,
-    /// Mean GPU utilization (%) at or above which launch-bound compares it with SM activity.
+    /// Mean GPU utilization (%) at or above which launch-bound compares it with SM activity: low, because a
+    /// launch-bound loop of microsecond kernels on an H200 keeps utilization near 2 % (docs/validation.md §12).
     pub launch_min_util_pct: f64,
     /// Mean GPU utilization (%) below which kernels still leave gaps (at or above it the CPU keeps up: tiny kernels
     /// back to back, as in a CUDA graph, are util-misleading's and gpu-underfed's, not launch-bound).
@@ -190,7 +191,7 @@ impl Default for Thresholds {
             underfed_util_pct: 40.0,
             underfed_exit_margin_pct: 10.0,
             waiting_max_sm_active_pct: 50.0,
-            launch_min_util_pct: 10.0,
+            launch_min_util_pct: 1.0,
             launch_max_util_pct: 90.0,
             launch_max_sm_share: 0.3,
             launch_thread_pct: 85.0,

@@ -114,6 +114,31 @@ fn launch_bound_needs_tiny_kernels_and_a_pegged_thread() {
 }
 
 #[test]
+fn launch_bound_holds_when_the_launches_leave_utilization_low() {
+    // As seen on the H200 (docs/validation.md §12, launch-tiny): 2,000 tiny elementwise ops a step, eager, no
+    // DataLoader workers. Each kernel is done in a microsecond or two, so NVML utilization stays near 2 % while
+    // GPM SM activity reads 0.0 % and the main thread runs at 99 %. A utilization floor of 10 % called this
+    // cpu-bound-input ("CPU preprocessing", more workers), which nothing in the job does.
+    let eager = Build::new("launch-bound").tick(|_, t| {
+        t.gpus[0].util_pct = Some(2);
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(0.0);
+        }
+    });
+    let f = eager.findings(60);
+    assert_eq!(warnings(&f), vec![Rule::LaunchBound], "{f:#?}");
+    // The neighbour: the same low utilization made of big kernels (SM activity most of utilization), as a main
+    // thread that decodes data between steps gives: not launch-bound.
+    let bursts = Build::new("launch-bound").tick(|_, t| {
+        t.gpus[0].util_pct = Some(2);
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(1.6);
+        }
+    });
+    assert!(!has(&bursts.findings(60), Rule::LaunchBound));
+}
+
+#[test]
 fn h2d_copy_bound_needs_rx_near_the_link_or_a_pegged_copier() {
     let f = Build::new("h2d-copy-bound").findings(60);
     let h2d = get(&f, Rule::H2dCopyBound);
