@@ -59,6 +59,23 @@ pub enum ConfigError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
+    /// The file parses, but a value cannot be meant ([`Config::check`]).
+    #[error("config file {path}: {why}")]
+    Invalid { path: PathBuf, why: CheckError },
+}
+
+/// A value of a config that parses but cannot be meant.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckError {
+    /// The `[keys]` overrides name an unknown action or key, leave no way out, or put a key on two actions.
+    #[error(transparent)]
+    Keys(#[from] crate::app::KeymapError),
+    /// A number out of its range (NaN, negative, a share above 1, a zero window).
+    #[error("[{section}] {key} = {value}: {why}")]
+    OutOfRange { section: &'static str, key: String, value: String, why: String },
+    /// `exit_share` above `enter_share`: a finding would clear before it appears.
+    #[error("[thresholds] exit_share = {exit} is above enter_share = {enter}: a finding would clear before it appears")]
+    ExitAboveEnter { exit: f64, enter: f64 },
 }
 
 impl Config {
@@ -69,7 +86,7 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
         let config: Self = toml::from_str(text)
             .map_err(|e| ConfigError::Parse { path: path.to_owned(), message: one_line(&e, text) })?;
-        config.check().map_err(|message| ConfigError::Parse { path: path.to_owned(), message })?;
+        config.check().map_err(|why| ConfigError::Invalid { path: path.to_owned(), why })?;
         Ok(config)
     }
 
@@ -79,8 +96,8 @@ impl Config {
     ///
     /// # Errors
     /// The first bad value, naming its section and key.
-    pub fn check(&self) -> Result<(), String> {
-        crate::app::Keymap::with_overrides(&self.keys).map_err(|e| e.to_string())?;
+    pub fn check(&self) -> Result<(), CheckError> {
+        crate::app::Keymap::with_overrides(&self.keys)?;
         let mut sections = Vec::new();
         if let Ok(value) = serde_json::to_value(&self.general) {
             sections.push(("general", value));
@@ -91,15 +108,17 @@ impl Config {
         for (section, value) in &sections {
             let Some(fields) = value.as_object() else { continue };
             for (key, value) in fields {
-                check_value(key, value).map_err(|why| format!("[{section}] {key} = {value}: {why}"))?;
+                check_value(key, value).map_err(|why| CheckError::OutOfRange {
+                    section,
+                    key: key.clone(),
+                    value: value.to_string(),
+                    why,
+                })?;
             }
         }
         let t = &self.thresholds;
         if t.exit_share > t.enter_share {
-            return Err(format!(
-                "[thresholds] exit_share = {} is above enter_share = {}: a finding would clear before it appears",
-                t.exit_share, t.enter_share
-            ));
+            return Err(CheckError::ExitAboveEnter { exit: t.exit_share, enter: t.enter_share });
         }
         Ok(())
     }
