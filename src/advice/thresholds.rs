@@ -123,7 +123,7 @@ pub struct Thresholds {
     pub h2d_rx_share: f64,
     /// Mean `PCIe` RX share (0–1) of capacity that counts with a pegged thread (copies from pageable memory).
     pub h2d_pageable_rx_share: f64,
-    /// Scheduler periods throttled by the cgroup's CPU quota (%, median over the window) that count as throttled.
+    /// Scheduler periods throttled by the cgroup's CPU quota (%, mean over the window) from which it counts as throttled.
     pub quota_throttled_pct: f64,
     /// Share (0–1) of samples with threads in network waits, `DataLoader` workers holding TCP connections, or open
     /// files on network file systems that makes remote-dataset-stall hold.
