@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::advice::Thresholds;
 use crate::app::KeyOverrides;
-use crate::ui::config::UiConfig;
+use crate::ui_config::UiConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]

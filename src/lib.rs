@@ -21,17 +21,20 @@
 //! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
-//!   Prometheus server (reader, model, event loop; its widget is in [`ui`]).
+//!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]).
 //! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,
 //!   names, labels) made safe to print on a terminal.
 //! - [`cli`] only parses the command line; [`run`] dispatches it, one module per mode, every real-time mode
-//!   sampling through [`run::feed::spawn_feed`]; `main.rs` only calls [`run::main`]. [`config`]: the config file;
+//!   sampling through [`run::feed::spawn_feed`], the event loops joining state and widgets there; [`ui_config`]: the
+//!   config's `[ui]` section; `main.rs` only calls [`run::main`]. [`config`]: the config file;
 //!   [`flag_checks`]: flags that would do nothing where they were given. [`crash`]: what a fatal signal inside a
 //!   driver library leaves behind. [`completions`]: shell completions and the man page.
 //!
 //! # Architecture invariants
 //!
 //! - Nothing under `source/` or `host/` knows ratatui, the terminal or the app.
+//! - No import circle between top-level modules: models (`sample`, `source`, `host`, `history`, `advice`, `export`,
+//!   `fleet`, `app`) never import `ui`; `ui` reads them; `run` joins them (`scripts/module_cycles.py` checks it).
 //! - `ui/` never mutates the app; `advice/` never does I/O and never reads the clock: time comes from samples.
 //! - An absent reading is `None` all the way to the screen ("N/A"); no fake zeros.
 //! - The UI thread never calls NVML and never blocks on it.
@@ -66,4 +69,5 @@ pub mod source;
 pub mod terminal;
 pub mod text;
 pub mod ui;
+pub mod ui_config;
 pub mod units;

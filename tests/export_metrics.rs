@@ -231,7 +231,7 @@ fn every_name_the_fleet_reader_queries_is_one_the_exporter_renders() {
         .unwrap();
     let rendered: Vec<&str> =
         text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).collect();
-    for query in gpusight::export::fleet::QUERIES {
+    for query in gpusight::fleet::query::QUERIES {
         if query == "up" || query == "timestamp(up)" {
             continue;
         }

@@ -14,8 +14,8 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use gpusight::export::fleet::{Fleet, FleetOptions, NodeState};
 use gpusight::export::{ExportHandle, ExportServer, RunningServer};
+use gpusight::fleet::query::{Fleet, FleetOptions, NodeState};
 use gpusight::pipeline::Pipeline;
 use gpusight::source::Source;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use gpusight::export::fleet::{Answers, Fleet, FleetOptions, NodeState, parse_vector};
+use gpusight::fleet::query::{Answers, Fleet, FleetOptions, NodeState, parse_vector};
 
 fn fixture(name: &str) -> String {
     let path = format!("{}/tests/fixtures/prometheus/{name}.json", env!("CARGO_MANIFEST_DIR"));

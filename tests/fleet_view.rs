@@ -3,8 +3,8 @@
 // Helpers outside #[test] fns unwrap too.
 #![allow(clippy::unwrap_used)]
 
-use gpusight::export::fleet::{Fleet, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
-use gpusight::export::fleet_view::FleetView;
+use gpusight::fleet::query::{Fleet, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
+use gpusight::fleet::view::FleetView;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::widgets::Widget;
@@ -105,7 +105,7 @@ fn drill_down_shows_gpus_processes_and_findings() {
 #[test]
 fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
     use gpusight::app::Action;
-    use gpusight::app::fleet::FleetScreen;
+    use gpusight::fleet::screen::FleetScreen;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

@@ -162,7 +162,7 @@ fn fake_prometheus(requests: usize) -> (String, std::thread::JoinHandle<Vec<Stri
 
 #[test]
 fn item1_and_item3_fleet_once_shows_labels_made_visible_and_never_the_password() {
-    let queries = gpusight::export::fleet::QUERIES.len();
+    let queries = gpusight::fleet::query::QUERIES.len();
     let (url, server) = fake_prometheus(queries * 2);
     let with_password = url.replace("http://", "http://admin:s3cr3t-pw@");
     let text = gpusight(&["--prometheus", &with_password, "--once"]);
@@ -378,7 +378,7 @@ fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
 
 #[test]
 fn item12_absurd_fleet_values_neither_wrap_nor_print_309_digits() {
-    use gpusight::export::fleet::{Answers, Fleet, FleetOptions, VectorSample};
+    use gpusight::fleet::query::{Answers, Fleet, FleetOptions, VectorSample};
     let sample = |value: f64| VectorSample {
         labels: [("instance", "n1:9400"), ("Hostname", "n1"), ("gpu", "0"), ("modelName", "H200")]
             .into_iter()

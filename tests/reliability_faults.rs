@@ -270,7 +270,7 @@ fn a_failing_source_is_said_and_the_last_readings_stay() {
         fn next_tick(&mut self) -> Result<Option<gpusight::sample::Tick>, SourceError> {
             self.1 += 1;
             if self.1 > 3 {
-                return Err(SourceError::Other("the NVIDIA driver went away (GPU reset)".into()));
+                return Err(SourceError::Stopped("the NVIDIA driver went away (GPU reset)".into()));
             }
             self.0.next_tick()
         }

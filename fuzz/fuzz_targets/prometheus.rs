@@ -2,7 +2,7 @@
 //! query the fleet asks, and the fleet is built, ordered, printed as text and JSON, and drawn.
 #![no_main]
 
-use gpusight::export::fleet::{Answers, Fleet, FleetOptions, QUERIES, parse_vector};
+use gpusight::fleet::query::{Answers, Fleet, FleetOptions, QUERIES, parse_vector};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -16,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     assert!(!text.contains("pw@"));
     let _ = fleet.to_json();
     let _ = fleet.n_gpus();
-    let mut view = gpusight::export::fleet_view::FleetView::new(fleet);
+    let mut view = gpusight::fleet::view::FleetView::new(fleet);
     for drilled in [false, true] {
         view.set_drilled(drilled);
         let mut buffer = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, 100, 30));

@@ -8,17 +8,14 @@ use std::time::Duration;
 use crate::advice::Thresholds;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
-use crate::ui::config::{DisplayMode, ThemeName, UiConfig};
+use crate::ui_config::{DisplayMode, ThemeName, UiConfig};
 
 pub mod action;
 pub mod columns;
 pub mod feed;
-/// The fleet view's event loop moved to [`crate::fleet::run`]; this path stays for the tests that name it.
-pub use crate::fleet::run as fleet;
 pub mod inspect;
 pub mod keymap;
 pub mod player;
-mod run;
 pub mod signal;
 pub mod table;
 mod update;
@@ -28,7 +25,6 @@ pub use action::Action;
 pub use feed::{Feed, FeedEvent};
 pub use inspect::{HostInspector, NoInspector, ProcessInspector};
 pub use keymap::{KeyOverrides, Keymap, KeymapError};
-pub use run::run;
 pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTarget};
 pub use table::{FixedFilters, ProcessRow, RowKey, SortColumn, TableState};
 
@@ -219,7 +215,7 @@ pub struct App {
     pub ascii: bool,
     pub mouse: bool,
     /// Where the load colours change.
-    pub load_colors: crate::ui::config::LoadColors,
+    pub load_colors: crate::ui_config::LoadColors,
     pub interval: Duration,
     pub own_uid: u32,
     pub own_user: Option<String>,

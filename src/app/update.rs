@@ -7,7 +7,7 @@ use super::keymap::KeyBinding;
 use super::signal::{SignalKind, SignalOutcome, SignalTarget};
 use super::table::{ProcessRow, SortColumn};
 use super::{Action, App, DialogButton, Effect, Focus, Screen, SignalDialog};
-use crate::ui::config::{DisplayMode, SPANS_S};
+use crate::ui_config::{DisplayMode, SPANS_S};
 
 impl App {
     /// Handles a key press.

@@ -6,10 +6,6 @@
 //! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
 //!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
 
-/// The fleet reader moved to [`crate::fleet::query`]; this path stays for the tests and scripts that name it.
-pub use crate::fleet::query as fleet;
-/// The fleet view's text and JSON moved to [`crate::fleet::view`]; this path stays for the tests that name it.
-pub use crate::fleet::view as fleet_view;
 pub mod metrics;
 pub mod names;
 pub mod server;

@@ -4,10 +4,11 @@
 //! - [`query`]: the reader and its model ([`query::Fleet`]); it queries the metric names of
 //!   [`crate::export::names`], the table the exporter renders from.
 //! - [`view`]: the text grid (`--once`), the JSON document (`--json`) and the interactive state ([`view::FleetView`]).
-//! - [`run`]: the interactive view's event loop, with the monitor's keymap; its widget is `ui/fleet.rs`.
+//! - [`screen`]: the interactive view's state, changed by the monitor's actions; its widget is `ui/fleet.rs`, its
+//!   event loop the fleet mode's (`run/fleet.rs`).
 
 pub mod query;
-pub mod run;
+pub mod screen;
 pub mod view;
 
 pub use query::{Fleet, FleetError, FleetOptions};

@@ -1,10 +1,17 @@
-//! `--prometheus URL`: every node found in that Prometheus server; `--once` prints it, otherwise the fleet view.
+//! `--prometheus URL`: every node found in that Prometheus server; `--once` prints it, otherwise the fleet view:
+//! the node grid refreshed on a background thread, with a drill-down into one node, keys through the monitor's
+//! keymap (state in `fleet/screen.rs`, widget in `ui/fleet.rs`).
 
+use std::sync::mpsc;
 use std::time::Duration;
 
+use crossterm::event::{Event, KeyEventKind};
+
+use crate::app::keymap::{KeyBinding, KeyOverrides, Keymap};
 use crate::cli::Cli;
 use crate::config::Config;
-use crate::fleet::query::{Fleet, FleetOptions, check_url};
+use crate::fleet::query::{Fleet, FleetOptions, check_url, redact_url};
+use crate::fleet::screen::FleetScreen;
 
 use super::{RunError, emit, emit_json};
 
@@ -13,8 +20,7 @@ pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32,
     let url = cli.view.prometheus.as_deref().unwrap_or_default();
     check_url(url).map_err(|e| RunError::Usage(e.to_string()))?;
     if !cli.view.once {
-        return crate::fleet::run::run(url, interval.max(Duration::from_secs(1)), &config.keys)
-            .map_err(RunError::Interactive);
+        return run_view(url, interval.max(Duration::from_secs(1)), &config.keys).map_err(RunError::Interactive);
     }
     let fleet = Fleet::query(url, &FleetOptions::default())?;
     if cli.view.json {
@@ -23,4 +29,85 @@ pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32,
         emit(&fleet.to_text())?;
     }
     Ok(0)
+}
+
+enum Message {
+    Fleet(Result<Box<Fleet>, String>),
+    Key(KeyBinding),
+    Redraw,
+    InputClosed,
+    /// A terminating signal: restore and exit with 128 + the signal.
+    Terminate(i32),
+}
+
+/// Runs the fleet view until the user quits, with the monitor's keymap and the config's `[keys]` overrides.
+///
+/// # Errors
+/// The `[keys]` overrides do not make a keymap (the config check refuses them first), or the terminal cannot be
+/// used.
+fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides) -> color_eyre::Result<i32> {
+    let keymap = Keymap::with_overrides(keys)?;
+    let (tx, rx) = mpsc::channel::<Message>();
+    let signal_tx = tx.clone();
+    {
+        let (tx, url) = (tx.clone(), url.to_owned());
+        std::thread::Builder::new().name("fleet-query".into()).spawn(move || {
+            loop {
+                let result = Fleet::query(&url, &FleetOptions::default()).map(Box::new).map_err(|e| e.to_string());
+                if tx.send(Message::Fleet(result)).is_err() {
+                    break;
+                }
+                std::thread::sleep(refresh);
+            }
+        })?;
+    }
+    {
+        std::thread::Builder::new().name("fleet-input".into()).spawn(move || {
+            loop {
+                let message = match crossterm::event::read() {
+                    Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                        Message::Key(KeyBinding::from_event(&key))
+                    }
+                    Ok(Event::Resize(..)) => Message::Redraw,
+                    Ok(_) => continue,
+                    Err(_) => Message::InputClosed,
+                };
+                let closed = matches!(message, Message::InputClosed);
+                if tx.send(message).is_err() || closed {
+                    break;
+                }
+            }
+        })?;
+    }
+    {
+        let tx = signal_tx;
+        let mut signals = signal_hook::iterator::Signals::new(crate::terminal::TERMINATING_SIGNALS)?;
+        std::thread::Builder::new().name("fleet-signals".into()).spawn(move || {
+            if let Some(signal) = signals.forever().next() {
+                let _ = tx.send(Message::Terminate(signal));
+            }
+        })?;
+    }
+    let mut terminal = crate::terminal::init(false)?;
+    let mut screen = FleetScreen { url: redact_url(url), view: None, error: None };
+    let result = (|| -> color_eyre::Result<i32> {
+        loop {
+            terminal.draw(|frame| screen.draw(frame))?;
+            match rx.recv() {
+                Ok(Message::Fleet(result)) => screen.on_result(result.map(|fleet| *fleet)),
+                Ok(Message::Key(key)) => {
+                    if let Some(action) = keymap.lookup(key, false)
+                        && !screen.on_action(action)
+                    {
+                        return Ok(0);
+                    }
+                }
+                Ok(Message::Redraw) => {}
+                Ok(Message::InputClosed) | Err(_) => return Ok(0),
+                Ok(Message::Terminate(signal)) => return Ok(128 + signal),
+            }
+        }
+    })();
+    crate::terminal::restore();
+    result
 }

@@ -17,6 +17,7 @@
 mod data;
 mod doctor;
 mod error;
+mod event_loop;
 mod export;
 pub mod feed;
 mod fleet;

@@ -51,7 +51,7 @@ pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) ->
         };
         options.only_gpus = Some(only_visible(&machine)?);
     }
-    let code = crate::app::run(options, feed).map_err(RunError::Interactive);
+    let code = super::event_loop::run(options, feed).map_err(RunError::Interactive);
     drop(sampler);
     code
 }

@@ -29,9 +29,9 @@ pub enum SourceError {
     /// The command line asks for what the source does not have (`--only` a GPU that is not there).
     #[error("{0}")]
     Usage(String),
-    /// Anything else, already phrased for a person.
+    /// The source stopped mid-run (the driver went away, the device vanished); the text says what happened.
     #[error("{0}")]
-    Other(String),
+    Stopped(String),
 }
 
 /// A source of ticks for one machine.

@@ -120,3 +120,26 @@ impl Widget for &FleetView {
         FleetWidget(self).render(area, buf);
     }
 }
+
+impl crate::fleet::screen::FleetScreen {
+    /// Draws the screen: a title line with the source and state, the grid or drill-down, and the keys.
+    pub fn draw(&self, frame: &mut ratatui::Frame<'_>) {
+        let [title, body, footer] =
+            Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(frame.area());
+        let state = match (&self.error, &self.view) {
+            (Some(error), _) => format!("  {error}"),
+            (None, None) => "  querying…".to_owned(),
+            (None, Some(view)) => format!("  {} nodes", view.fleet.nodes.len()),
+        };
+        let style = if self.error.is_some() {
+            Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
+        } else {
+            Style::new()
+        };
+        frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
+        if let Some(view) = &self.view {
+            frame.render_widget(FleetWidget(view), body);
+        }
+        frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
+    }
+}

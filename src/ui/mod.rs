@@ -14,7 +14,8 @@ use ratatui::widgets::{Block, Paragraph, Widget, Wrap};
 use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
-pub mod config;
+/// The `[ui]` section of the config file lives in [`crate::ui_config`] (the app reads it too); named here for the widgets.
+pub use crate::ui_config as config;
 pub mod fleet;
 mod gpus;
 pub mod graph;

@@ -115,7 +115,7 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
     .map_err(|e| SourceError::NoDriver(open_error_message(&e)))?;
     // Another thread may have won the race; either instance is fine, the loser is dropped.
     let _ = NVML.set(n);
-    NVML.get().ok_or_else(|| SourceError::Other("NVML started but could not be kept".to_string()))
+    NVML.get().ok_or_else(|| SourceError::NoDriver("NVML started but could not be kept".to_string()))
 }
 
 /// The driver's versions, and whether its kernel module is the open one.

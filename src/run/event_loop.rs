@@ -1,4 +1,4 @@
-//! The event loop: one channel carries key and mouse input (from an input thread), the sampler's messages (from
+//! The monitor's event loop (it joins the app's state and the ui's widgets, so it lives with the modes): one channel carries key and mouse input (from an input thread), the sampler's messages (from
 //! a forwarding thread) and termination signals. A recording is paced by a timeout on that channel, only while it
 //! plays. The screen is redrawn after something happened, never on a busy loop.
 
@@ -12,8 +12,8 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 
-use super::keymap::KeyBinding;
-use super::{Action, App, AppOptions, Effect, Feed, FeedEvent};
+use crate::app::keymap::KeyBinding;
+use crate::app::{Action, App, AppOptions, Effect, Feed, FeedEvent};
 use crate::terminal;
 use crate::ui;
 
@@ -23,7 +23,7 @@ pub(crate) enum LoopEvent {
     Input(Event),
     Feed(Box<FeedEvent>),
     /// A snapshot is waiting in this slot (the newest; older ones not yet drawn were replaced).
-    Snapshot(std::sync::Arc<super::feed::Latest>),
+    Snapshot(std::sync::Arc<crate::app::feed::Latest>),
     /// A terminating signal (SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1, ...) arrived: restore and exit with 128 +
     /// the signal.
     Terminate(i32),
@@ -40,7 +40,7 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
     spawn_signal_thread(tx.clone())?;
     if let Feed::Live { rx: feed_rx, .. } = feed {
         let tx = tx.clone();
-        let latest = std::sync::Arc::new(super::feed::Latest::default());
+        let latest = std::sync::Arc::new(crate::app::feed::Latest::default());
         std::thread::Builder::new().name("feed".into()).spawn(move || {
             while let Ok(event) = feed_rx.recv() {
                 let sent = match event {
@@ -280,7 +280,7 @@ mod tests {
             App::new(AppOptions::default(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx: feed_rx })
                 .expect("app");
         // The sampler ran far ahead: thousands of snapshots, one slot, one wake-up, then the user's q.
-        let latest = Arc::new(super::super::feed::Latest::default());
+        let latest = Arc::new(crate::app::feed::Latest::default());
         let (tx, rx) = mpsc::channel();
         for _ in 0..2000 {
             if latest.put(Box::new(source.next_snapshot().expect("tick").expect("some"))) {

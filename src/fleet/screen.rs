@@ -1,0 +1,51 @@
+//! The interactive fleet view's state (`gpusight --prometheus URL`): the latest answer, the selection and the
+//! drill-down, changed by the monitor's actions. Its widget is `ui/fleet.rs`; its event loop is the fleet mode's
+//! (`run/fleet.rs`).
+
+use super::query::Fleet;
+use super::view::FleetView;
+use crate::app::action::Action;
+
+/// The state of the fleet screen: the latest answer, or why there is none.
+#[derive(Debug)]
+pub struct FleetScreen {
+    pub url: String,
+    pub view: Option<FleetView>,
+    /// The last query error (Prometheus unreachable, a bad answer); shown above the last good grid.
+    pub error: Option<String>,
+}
+
+impl FleetScreen {
+    /// Takes in a query result, keeping the selection when the fleet is refreshed.
+    pub fn on_result(&mut self, result: Result<Fleet, String>) {
+        match result {
+            Ok(fleet) => {
+                self.error = None;
+                match &mut self.view {
+                    Some(view) => view.fleet = fleet,
+                    None => self.view = Some(FleetView::new(fleet)),
+                }
+            }
+            Err(message) => self.error = Some(message),
+        }
+    }
+
+    /// Applies an action; returns false when the screen should close.
+    pub fn on_action(&mut self, action: Action) -> bool {
+        match action {
+            Action::Quit => {
+                if let Some(view) = self.view.as_mut().filter(|v| v.drilled) {
+                    view.set_drilled(false);
+                    return true;
+                }
+                return false;
+            }
+            Action::Up => self.view.iter_mut().for_each(|v| v.move_selection(-1)),
+            Action::Down => self.view.iter_mut().for_each(|v| v.move_selection(1)),
+            Action::Details => self.view.iter_mut().for_each(|v| v.set_drilled(true)),
+            Action::Back => self.view.iter_mut().for_each(|v| v.set_drilled(false)),
+            _ => {}
+        }
+        true
+    }
+}
