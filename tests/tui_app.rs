@@ -233,7 +233,7 @@ fn keymap_overrides_reach_the_app_and_bad_names_fail() {
     assert_eq!(app.on_key(key('q')), Effect::None);
     let bad = AppOptions { keys: [("frobnicate".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
     let error = App::new(bad, &feed).expect_err("unknown action");
-    assert!(error.contains("frobnicate"));
+    assert!(error.to_string().contains("frobnicate"));
 }
 
 #[derive(Debug)]

@@ -30,6 +30,17 @@ pub use table::{FixedFilters, ProcessRow, RowKey, SortColumn, TableState};
 
 use player::Player;
 
+/// Why the monitor could not start. The messages are for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AppError {
+    /// The config's `[keys]` do not make a keymap.
+    #[error(transparent)]
+    Keys(#[from] KeymapError),
+    /// The recording to play has no samples.
+    #[error("recording {0} has no samples")]
+    EmptyRecording(String),
+}
+
 /// Everything the monitor is started with.
 #[derive(Debug)]
 pub struct AppOptions {
@@ -251,12 +262,12 @@ impl App {
     ///
     /// # Errors
     /// The `[keys]` overrides name an unknown action or key; a recording has no ticks.
-    pub fn new(options: AppOptions, feed: &Feed) -> Result<Self, String> {
-        let keymap = Keymap::with_overrides(&options.keys).map_err(|e| e.to_string())?;
+    pub fn new(options: AppOptions, feed: &Feed) -> Result<Self, AppError> {
+        let keymap = Keymap::with_overrides(&options.keys)?;
         let (first, playback) = match feed {
             Feed::Live { first, .. } => ((**first).clone(), None),
             Feed::Recording { machine, ticks, label } => {
-                let tick = ticks.first().ok_or_else(|| format!("recording {label} has no samples"))?;
+                let tick = ticks.first().ok_or_else(|| AppError::EmptyRecording(label.clone()))?;
                 let playback = Playback {
                     player: Player::new(ticks),
                     machine: Arc::clone(machine),

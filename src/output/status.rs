@@ -35,12 +35,26 @@ pub struct StatusTemplate {
     parts: Vec<Part>,
 }
 
+/// Why a `--status-format` template was refused; the messages are for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    /// A `{` without its `}` (the template as given).
+    #[error("--status-format '{0}': a '{{' is never closed")]
+    Unclosed(String),
+    /// A placeholder that is not one of the fields.
+    #[error(
+        "--status-format: unknown placeholder '{{{0}}}'; use {{index}} {{name}} {{util}} {{mem}} {{temp}} {{power}} \
+         {{finding}}"
+    )]
+    UnknownPlaceholder(String),
+}
+
 impl StatusTemplate {
     /// Parses `{index} {name} {util} {mem} {temp} {power} {finding}` and plain text.
     ///
     /// # Errors
     /// An unknown placeholder or an unclosed brace, phrased for a person.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, TemplateError> {
         let mut parts = Vec::new();
         let mut rest = text;
         while let Some(open) = rest.find('{') {
@@ -48,7 +62,7 @@ impl StatusTemplate {
                 parts.push(Part::Text(rest[..open].to_owned()));
             }
             let Some(close) = rest[open..].find('}') else {
-                return Err(format!("--status-format '{text}': a '{{' is never closed"));
+                return Err(TemplateError::Unclosed(text.to_owned()));
             };
             let field = match &rest[open + 1..open + close] {
                 "index" => Field::Index,
@@ -58,12 +72,7 @@ impl StatusTemplate {
                 "temp" => Field::Temp,
                 "power" => Field::Power,
                 "finding" => Field::Finding,
-                other => {
-                    return Err(format!(
-                        "--status-format: unknown placeholder '{{{other}}}'; use {{index}} {{name}} {{util}} {{mem}} \
-                         {{temp}} {{power}} {{finding}}"
-                    ));
-                }
+                other => return Err(TemplateError::UnknownPlaceholder(other.to_owned())),
             };
             parts.push(Part::Field(field));
             rest = &rest[open + close + 1..];
@@ -209,8 +218,10 @@ mod tests {
     #[test]
     fn templates_parse_and_reject_what_they_do_not_know() {
         assert_eq!(StatusTemplate::parse("{index}").expect("ok").parts, vec![Part::Field(Field::Index)]);
-        assert!(StatusTemplate::parse("{gpu}").expect_err("unknown").contains("unknown placeholder '{gpu}'"));
-        assert!(StatusTemplate::parse("{util").expect_err("open").contains("never closed"));
+        assert!(
+            StatusTemplate::parse("{gpu}").expect_err("unknown").to_string().contains("unknown placeholder '{gpu}'")
+        );
+        assert!(StatusTemplate::parse("{util").expect_err("open").to_string().contains("never closed"));
         assert_eq!(StatusTemplate::parse("GPU").expect("ok").parts, vec![Part::Text("GPU".into())]);
     }
 

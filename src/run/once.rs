@@ -48,7 +48,7 @@ pub(super) fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration
     use crate::output::status::{NO_GPU_MARKER, StatusOptions, StatusTemplate};
 
     let template = match &cli.view.status_format {
-        Some(text) => StatusTemplate::parse(text).map_err(RunError::Usage)?,
+        Some(text) => StatusTemplate::parse(text).map_err(|e| RunError::Usage(e.to_string()))?,
         None => StatusTemplate::default(),
     };
     let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
