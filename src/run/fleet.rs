@@ -13,14 +13,19 @@ use crate::config::Config;
 use crate::fleet::query::{Fleet, FleetOptions, check_url, redact_url};
 use crate::fleet::screen::FleetScreen;
 
-use super::{RunError, emit, emit_json};
+use super::{RunError, emit, emit_json, use_ascii, use_color};
+use crate::ui::Paint;
+use crate::ui_config::ThemeName;
 
 /// Prints the fleet once, or runs the fleet view until the user quits.
 pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let url = cli.view.prometheus.as_deref().unwrap_or_default();
     check_url(url).map_err(|e| RunError::Usage(e.to_string()))?;
     if !cli.view.once {
-        return run_view(url, interval.max(Duration::from_secs(1)), &config.keys).map_err(RunError::Interactive);
+        let theme = if use_color(cli) { super::monitor::theme(cli, config)? } else { ThemeName::NoColor };
+        let paint = Paint { load: config.ui.load_colors, ..Paint::new(theme, use_ascii(cli)) };
+        return run_view(url, interval.max(Duration::from_secs(1)), &config.keys, &paint)
+            .map_err(RunError::Interactive);
     }
     let fleet = Fleet::query(url, &FleetOptions::default())?;
     if cli.view.json {
@@ -45,7 +50,7 @@ enum Message {
 /// # Errors
 /// The `[keys]` overrides do not make a keymap (the config check refuses them first), or the terminal cannot be
 /// used.
-fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides) -> color_eyre::Result<i32> {
+fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) -> color_eyre::Result<i32> {
     let keymap = Keymap::with_overrides(keys)?;
     let (tx, rx) = mpsc::channel::<Message>();
     let signal_tx = tx.clone();
@@ -92,7 +97,7 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides) -> color_eyre::Re
     let mut screen = FleetScreen { url: redact_url(url), view: None, error: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
-            terminal.draw(|frame| screen.draw(frame))?;
+            terminal.draw(|frame| screen.draw_with(frame, paint))?;
             match rx.recv() {
                 Ok(Message::Fleet(result)) => screen.on_result(result.map(|fleet| *fleet)),
                 Ok(Message::Key(key)) => {

@@ -14,6 +14,8 @@ use crate::source::replay::Recorder;
 use super::data::next_snapshot;
 use super::feed::{OnWriteError, Tap, spawn_feed};
 use super::record::max_bytes;
+use crate::ui_config::ThemeName;
+
 use super::{Data, RunError, capacity, only_visible, use_ascii, use_color};
 
 /// Runs the monitor until the user quits; returns its exit code.
@@ -76,15 +78,19 @@ fn synthetic_backlog(data: &Data, source: &mut dyn Source, at: Option<f64>) -> R
     Ok(backlog)
 }
 
+/// The colour theme: `--theme`, else the config's `[ui] theme` (`--no-color` and `NO_COLOR` win over both where
+/// the views paint).
+pub(super) fn theme(cli: &Cli, config: &Config) -> Result<ThemeName, RunError> {
+    let Some(theme) = &cli.view.theme else { return Ok(config.ui.theme) };
+    let name = if theme == "default" { "dark" } else { theme.as_str() };
+    serde_json::from_value(serde_json::Value::String(name.to_owned()))
+        .map_err(|_| RunError::Usage(format!("unknown theme '{theme}': use default, light, colorblind or no-color")))
+}
+
 /// The monitor's options from the command line and the config.
 fn options(cli: &Cli, config: &Config, interval: Duration) -> Result<AppOptions, RunError> {
     let mut ui = config.ui.clone();
-    if let Some(theme) = &cli.view.theme {
-        let name = if theme == "default" { "dark" } else { theme.as_str() };
-        ui.theme = serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
-            RunError::Usage(format!("unknown theme '{theme}': use default, light, colorblind or no-color"))
-        })?;
-    }
+    ui.theme = theme(cli, config)?;
     Ok(AppOptions {
         interval,
         readonly: cli.view.readonly,

@@ -3,36 +3,58 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
 
+use super::paint::Paint;
 use crate::app::columns::{self, CellContext};
 use crate::app::{FixedFilters, TableState};
-use crate::fleet::query::Node;
+use crate::fleet::query::{Node, NodeState};
 use crate::fleet::view::{FLEET_COLUMNS, FleetView, gpu_cells, node_header, process_samples, state_word};
+use crate::ui_config::ThemeName;
 
-/// Draws a [`FleetView`].
+/// Draws a [`FleetView`] in the monitor's theme: node states, findings and GPU load in the same colours as the
+/// monitor's (bold and reverse only under `NO_COLOR`, `--no-color` or the `no-color` theme).
 #[derive(Debug)]
-pub struct FleetWidget<'a>(pub &'a FleetView);
+pub struct FleetWidget<'a> {
+    pub view: &'a FleetView,
+    pub paint: &'a Paint,
+}
+
+/// The style of a finding's severity as the fleet reads it back ("critical", "warning", "info").
+fn severity_style(paint: &Paint, severity: &str) -> Style {
+    match severity {
+        "critical" => paint.theme.critical,
+        "warning" => paint.theme.warning,
+        _ => paint.theme.info,
+    }
+}
 
 impl FleetWidget<'_> {
     fn render_grid(&self, area: Rect, buf: &mut Buffer) {
-        let view = self.0;
+        let (view, theme) = (self.view, &self.paint.theme);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
-            let style = if i == view.selected { Style::new().add_modifier(Modifier::REVERSED) } else { Style::new() };
-            let worst = node.findings.first().map(|f| format!("{} {}", f.severity, f.rule)).unwrap_or_default();
-            rows.push(
-                Row::new(vec![node.name.clone(), state_word(node.state).to_owned(), String::new(), worst]).style(style),
+            let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
+            let worst = node.findings.first().map_or_else(
+                || Cell::from(""),
+                |f| Cell::from(format!("{} {}", f.severity, f.rule)).style(severity_style(self.paint, &f.severity)),
             );
+            let row = Row::new(vec![
+                Cell::from(node.name.clone()),
+                Cell::from(state_word(node.state)).style(state_style),
+                Cell::from(""),
+                worst,
+            ]);
+            rows.push(if i == view.selected { row.style(theme.selected) } else { row });
             for gpu in &node.gpus {
                 let c = gpu_cells(gpu);
                 rows.push(Row::new(vec![
-                    format!("  GPU {}", c[0]),
-                    c[2].clone(),
-                    format!("{} {}", c[3], c[4]),
-                    format!("{} {}", c[5], c[6]),
+                    Cell::from(format!("  GPU {}", c[0])),
+                    Cell::from(c[2].clone()).style(self.paint.load_style(gpu.util_pct)),
+                    Cell::from(format!("{} {}", c[3], c[4])),
+                    Cell::from(format!("{} {}", c[5], c[6])),
                 ]));
             }
         }
@@ -40,20 +62,27 @@ impl FleetWidget<'_> {
         Table::new(rows, [Constraint::Length(24), Constraint::Length(7), Constraint::Length(30), Constraint::Fill(1)])
             .header(
                 Row::new(vec!["NODE / GPU", "STATE", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
-                    .style(Style::new().add_modifier(Modifier::BOLD)),
+                    .style(theme.header_row),
             )
-            .block(Block::new().borders(Borders::ALL).title(title))
+            .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(title))
             .render(area, buf);
     }
 
-    fn render_node(node: &Node, area: Rect, buf: &mut Buffer) {
+    fn render_node(&self, node: &Node, area: Rect, buf: &mut Buffer) {
+        let theme = &self.paint.theme;
         let [gpus_area, procs_area, findings_area] = Layout::vertical([
             Constraint::Length(u16::try_from(node.gpus.len()).unwrap_or(u16::MAX).saturating_add(3)),
             Constraint::Fill(1),
             Constraint::Length(u16::try_from(node.findings.len()).unwrap_or(u16::MAX).saturating_add(2)),
         ])
         .areas(area);
-        let gpu_rows = node.gpus.iter().map(|g| Row::new(gpu_cells(g).to_vec()));
+        let gpu_rows = node.gpus.iter().map(|g| {
+            let cells = gpu_cells(g);
+            Row::new(cells.iter().enumerate().map(|(i, text)| {
+                let cell = Cell::from(text.clone());
+                if i == 2 { cell.style(self.paint.load_style(g.util_pct)) } else { cell }
+            }))
+        });
         Table::new(
             gpu_rows,
             [
@@ -66,11 +95,13 @@ impl FleetWidget<'_> {
                 Constraint::Fill(1),
             ],
         )
-        .header(
-            Row::new(vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"])
-                .style(Style::new().add_modifier(Modifier::BOLD)),
+        .header(Row::new(vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"]).style(theme.header_row))
+        .block(
+            Block::new()
+                .borders(Borders::ALL)
+                .border_style(theme.border)
+                .title(format!(" {} (Esc: fleet) ", node_header(node))),
         )
-        .block(Block::new().borders(Borders::ALL).title(format!(" {} (Esc: fleet) ", node_header(node))))
         .render(gpus_area, buf);
         let samples = process_samples(&node.processes);
         let rows = TableState::default().rows(&samples, &FixedFilters::default());
@@ -87,9 +118,9 @@ impl FleetWidget<'_> {
         Table::new(proc_rows, widths)
             .header(
                 Row::new(columns.iter().map(|c| cell(c, c.title.to_owned())).collect::<Vec<_>>())
-                    .style(Style::new().add_modifier(Modifier::BOLD)),
+                    .style(theme.header_row),
             )
-            .block(Block::new().borders(Borders::ALL).title(" Processes "))
+            .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(" Processes "))
             .render(procs_area, buf);
         let lines: Vec<Line<'_>> = node
             .findings
@@ -97,33 +128,41 @@ impl FleetWidget<'_> {
             .map(|f| {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                Line::from(format!("{} {}{gpu}{pid}", f.severity, f.rule))
+                Line::styled(format!("{} {}{gpu}{pid}", f.severity, f.rule), severity_style(self.paint, &f.severity))
             })
             .collect();
-        Paragraph::new(lines).block(Block::new().borders(Borders::ALL).title(" Findings ")).render(findings_area, buf);
+        Paragraph::new(lines)
+            .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(" Findings "))
+            .render(findings_area, buf);
     }
 }
 
 impl Widget for FleetWidget<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        let nodes = self.0.fleet.nodes_worst_first();
-        match nodes.get(self.0.selected) {
-            Some(node) if self.0.drilled => Self::render_node(node, area, buf),
+        let nodes = self.view.fleet.nodes_worst_first();
+        match nodes.get(self.view.selected) {
+            Some(node) if self.view.drilled => self.render_node(node, area, buf),
             _ => self.render_grid(area, buf),
         }
     }
 }
 
-/// Keeps `&FleetView` drawable as before: it draws through [`FleetWidget`].
+/// Keeps `&FleetView` drawable as before: it draws through [`FleetWidget`] with bold and reverse only.
 impl Widget for &FleetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
-        FleetWidget(self).render(area, buf);
+        FleetWidget { view: self, paint: &Paint::new(ThemeName::NoColor, false) }.render(area, buf);
     }
 }
 
 impl crate::fleet::screen::FleetScreen {
-    /// Draws the screen: a title line with the source and state, the grid or drill-down, and the keys.
+    /// Draws the screen with bold and reverse only (see [`Self::draw_with`]).
     pub fn draw(&self, frame: &mut ratatui::Frame<'_>) {
+        self.draw_with(frame, &Paint::new(ThemeName::NoColor, false));
+    }
+
+    /// Draws the screen in `paint`'s theme: a title line with the source and state, the grid or drill-down, and
+    /// the keys.
+    pub fn draw_with(&self, frame: &mut ratatui::Frame<'_>, paint: &Paint) {
         let [title, body, footer] =
             Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(frame.area());
         let state = match (&self.error, &self.view) {
@@ -131,15 +170,89 @@ impl crate::fleet::screen::FleetScreen {
             (None, None) => "  querying…".to_owned(),
             (None, Some(view)) => format!("  {} nodes", view.fleet.nodes.len()),
         };
-        let style = if self.error.is_some() {
-            Style::new().add_modifier(Modifier::BOLD | Modifier::REVERSED)
-        } else {
-            Style::new()
-        };
+        let style = if self.error.is_some() { paint.theme.alarm } else { paint.theme.title };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
-            frame.render_widget(FleetWidget(view), body);
+            frame.render_widget(FleetWidget { view, paint }, body);
         }
         frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::buffer::Buffer;
+    use ratatui::layout::Rect;
+    use ratatui::widgets::Widget;
+
+    use super::*;
+    use crate::fleet::query::{Fleet, FleetFinding, FleetGpu};
+
+    fn node(name: &str, state: NodeState, util: f64, finding: Option<&str>) -> Node {
+        Node {
+            name: name.to_owned(),
+            instance: format!("{name}:9400"),
+            state,
+            last_scrape_age_s: Some(1.0),
+            gpus: vec![FleetGpu {
+                index: 0,
+                uuid: None,
+                model: Some("NVIDIA H200".to_owned()),
+                util_pct: Some(util),
+                mem_used_bytes: Some(1 << 30),
+                mem_total_bytes: Some(140 << 30),
+                power_w: Some(150.0),
+                power_limit_w: Some(700.0),
+                temp_c: Some(40.0),
+                throttle_reasons: Some(vec![]),
+                answering: Some(true),
+            }],
+            processes: vec![],
+            findings: finding
+                .map(|severity| FleetFinding {
+                    rule: "input-bound".to_owned(),
+                    severity: severity.to_owned(),
+                    gpu_index: Some(0),
+                    pid: Some(7),
+                })
+                .into_iter()
+                .collect(),
+        }
+    }
+
+    /// The style of the first cell whose symbols start `text` on the screen.
+    fn style_of(buf: &Buffer, text: &str) -> Style {
+        let area = buf.area;
+        for y in 0..area.height {
+            let line: String = (0..area.width).map(|x| buf[(x, y)].symbol()).collect();
+            if let Some(col) = line.find(text) {
+                let x = u16::try_from(line[..col].chars().count()).unwrap_or(0);
+                return buf[(x, y)].style();
+            }
+        }
+        panic!("{text:?} is not on the screen");
+    }
+
+    #[test]
+    fn the_grid_paints_states_findings_and_load_in_the_monitor_theme() {
+        let fleet = Fleet {
+            source: "http://prom:9090".to_owned(),
+            nodes: vec![node("alpha", NodeState::Down, 97.0, None), node("beta", NodeState::Up, 3.0, Some("warning"))],
+            missing_columns: vec![],
+        };
+        let view = FleetView::new(fleet);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 100, 12));
+        FleetWidget { view: &view, paint: &paint }.render(buf.area, &mut buf);
+        let theme = &paint.theme;
+        assert!(theme.alarm.fg.is_some() && theme.warning.fg.is_some() && paint.load_style(Some(97.0)).fg.is_some());
+        assert_eq!(style_of(&buf, "DOWN").fg, theme.alarm.fg, "a node that is down in the alarm colour");
+        assert_eq!(style_of(&buf, "warning input-bound").fg, theme.warning.fg);
+        assert_eq!(style_of(&buf, "97 %").fg, paint.load_style(Some(97.0)).fg, "GPU load as the monitor paints it");
+        // Without colours the same grid is bold and reverse only: no foreground colour anywhere.
+        let plain = Paint::new(ThemeName::NoColor, false);
+        let mut buf = Buffer::empty(Rect::new(0, 0, 100, 12));
+        FleetWidget { view: &view, paint: &plain }.render(buf.area, &mut buf);
+        assert!(buf.content().iter().all(|c| c.fg == ratatui::style::Color::Reset), "colour without a theme");
     }
 }
