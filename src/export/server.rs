@@ -334,25 +334,10 @@ async fn serve_bounded(
             },
         };
         let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let mut stop_rx = stop_rx.clone();
-        let timed_out = Arc::clone(&timed_out);
+        let (stop_rx, timed_out) = (stop_rx.clone(), Arc::clone(&timed_out));
         connections.spawn(async move {
             let _permit = permit;
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(limits.header_read_timeout)
-                .max_buf_size(limits.max_request_bytes.max(8192));
-            let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            let result = tokio::select! {
-                result = connection.as_mut() => result,
-                _ = stop_rx.changed() => {
-                    connection.as_mut().graceful_shutdown();
-                    connection.await
-                }
-            };
-            if result.is_err_and(|e| e.is_timeout()) {
+            if serve_connection(stream, service, limits, stop_rx).await {
                 timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         });
@@ -362,6 +347,31 @@ async fn serve_bounded(
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(SHUTDOWN_GRACE, async { while connections.join_next().await.is_some() {} }).await;
     connections.abort_all();
+}
+
+/// Serves one connection under `limits` until it ends, or gracefully once `stop` changes; true when it was closed
+/// for sending its request too slowly.
+async fn serve_connection(
+    stream: tokio::net::TcpStream,
+    service: hyper_util::service::TowerToHyperService<Router>,
+    limits: ServerLimits,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) -> bool {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(limits.max_request_bytes.max(8192));
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    let mut connection = std::pin::pin!(connection);
+    let result = tokio::select! {
+        result = connection.as_mut() => result,
+        _ = stop.changed() => {
+            connection.as_mut().graceful_shutdown();
+            connection.await
+        }
+    };
+    result.is_err_and(|e| e.is_timeout())
 }
 
 /// A line on stderr when the exporter sheds load.

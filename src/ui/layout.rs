@@ -115,13 +115,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     let banner_h = u16::from(input.banner);
     let footer_h = u16::from(height >= FOOTER_FROM);
     let fixed = 1 + banner_h + footer_h;
-    // The table keeps a few rows for itself however short the screen; it takes what it needs after the advice.
-    let table_min = 2 + n_rows.min(match height {
-        40.. => 8,
-        24.. => 4,
-        12.. => 2,
-        _ => 1,
-    });
+    let table_min = table_min(height, n_rows);
     let table_want = 2 + n_rows;
     let advice_full = input.advice_full.max(2);
     let advice_least = input.advice_least.clamp(2, advice_full);
@@ -133,17 +127,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     let panel_rows = n_gpus.div_ceil(columns);
     let candidates = candidates(input, n_gpus, host_rich, advice_target, advice_least);
     let fits = |c: &Candidate| fixed + c.gpus_h + c.host_h + c.advice_h + table_min <= height;
-    let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| {
-        // Not even one line per GPU fits: the GPU area takes what is left and says how many more there are.
-        let room = height.saturating_sub(fixed + 1 + table_min).max(1);
-        Candidate {
-            gpu_style: GpuStyle::Lines { per_gpu: 1, titled: false },
-            gpus_h: room,
-            host_h: 0,
-            advice_style: AdviceStyle::Strip,
-            advice_h: 1,
-        }
-    });
+    let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| squeezed(height, fixed, table_min));
 
     // Hand out the spare rows: the table up to its need, then the advice pane up to all of its findings, then
     // taller panels, then the table again (empty rows).
@@ -191,6 +175,27 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
         advice_style: chosen.advice_style,
         footer,
     })
+}
+
+/// The rows the process table keeps for itself however short the screen (it takes what it needs after the advice).
+fn table_min(height: u16, n_rows: u16) -> u16 {
+    2 + n_rows.min(match height {
+        40.. => 8,
+        24.. => 4,
+        12.. => 2,
+        _ => 1,
+    })
+}
+
+/// When not even one line per GPU fits: the GPU area takes what is left and says how many more there are.
+fn squeezed(height: u16, fixed: u16, table_min: u16) -> Candidate {
+    Candidate {
+        gpu_style: GpuStyle::Lines { per_gpu: 1, titled: false },
+        gpus_h: height.saturating_sub(fixed + 1 + table_min).max(1),
+        host_h: 0,
+        advice_style: AdviceStyle::Strip,
+        advice_h: 1,
+    }
 }
 
 /// The layouts to try, best first: panels or lines per GPU, a rich or one-line host, the advice pane at its

@@ -333,6 +333,13 @@ fn render_details(
             lines.push(Line::from(spans));
         }
     }
+    push_libraries(&mut lines, libraries, paint);
+    fill(area, buf, lines, theme.base);
+}
+
+/// The details screen's "CUDA libraries" section: each mapped library with its version, or why none are shown.
+fn push_libraries(lines: &mut Vec<Line<'_>>, libraries: &crate::app::inspect::Pairs, paint: &Paint) {
+    let theme = &paint.theme;
     lines.push(Line::from(Span::styled(" CUDA libraries", theme.title)));
     match libraries {
         Ok(libs) if libs.is_empty() => lines.push(Line::from(Span::styled("  none mapped", theme.dim))),
@@ -346,7 +353,6 @@ fn render_details(
         }
         Err(why) => lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim))),
     }
-    fill(area, buf, lines, theme.base);
 }
 
 /// The process's graphs over the span shown: name, values, and the caption with the maximum.

@@ -77,6 +77,19 @@ fn is_flat(values: impl Iterator<Item = Option<u64>>) -> bool {
 /// The goodness of fit (R²) that makes a growth over the short window unmistakable.
 const FAST_MIN_R2: f64 = 0.9;
 
+/// The window vram-growing judges a process over, and whether it is the short one: before the full window is
+/// covered, only an unmistakable growth (a short window, a tight fit) is named.
+fn growth_span(
+    times: &crate::history::Ring<crate::sample::UnixMs>,
+    t: &crate::advice::Thresholds,
+) -> Option<(Span, bool)> {
+    let long = Span::of(times, t.vram_growth_window_s, t.min_window_coverage)?;
+    if long.covered {
+        return Some((long, false));
+    }
+    Span::of(times, t.vram_fast_growth_window_s, t.min_window_coverage).map(|short| (short, true))
+}
+
 /// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
 /// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
 #[must_use]
@@ -85,17 +98,7 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(process) = ctx.process(pid) else { continue };
-        let Some(long) = Span::of(&process.times, t.vram_growth_window_s, t.min_window_coverage) else { continue };
-        // Before the full window is covered, only an unmistakable growth (a short window, a tight fit) is named.
-        let fast = !long.covered;
-        let span = if fast {
-            match Span::of(&process.times, t.vram_fast_growth_window_s, t.min_window_coverage) {
-                Some(short) => short,
-                None => continue,
-            }
-        } else {
-            long
-        };
+        let Some((span, fast)) = growth_span(&process.times, t) else { continue };
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
         // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
         let positive = t.vram_growth_min_mib_per_min > 0.0 || t.vram_growth_min_total_mib > 0.0;

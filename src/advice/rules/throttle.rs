@@ -51,13 +51,7 @@ pub fn hw_slowdown(ctx: &Ctx<'_>) -> Vec<Observation> {
             n_bit >= t.hw_slowdown_min_samples as usize || counters >= t.hw_slowdown_counter_share || clock_cut;
         let times = ctx.history.times.iter_from(span.window.start).copied();
         let since = first_true(times, flags.iter().copied(), ctx.now_ms);
-        let thermal = bits_seen & throttle::HW_THERMAL_SLOWDOWN != 0;
-        let brake = bits_seen & throttle::HW_POWER_BRAKE_SLOWDOWN != 0;
-        let what = match (thermal, brake) {
-            (true, _) => "hardware thermal slowdown",
-            (false, true) => "hardware power brake",
-            _ => "hardware slowdown",
-        };
+        let (what, thermal) = slowdown_kind(bits_seen);
         let temp_max = span.values(&gpu.temp_c).flatten().max();
         let evidence = format!(
             "{what} bit in {n_bit} of {} samples over {}; driver's HW slowdown counters grew by {} of the window; SM \
@@ -111,6 +105,28 @@ pub fn hw_slowdown(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
+/// What the hardware slowdown bits seen together name, and whether it is the thermal one.
+fn slowdown_kind(bits_seen: u64) -> (&'static str, bool) {
+    let thermal = bits_seen & throttle::HW_THERMAL_SLOWDOWN != 0;
+    let brake = bits_seen & throttle::HW_POWER_BRAKE_SLOWDOWN != 0;
+    let what = match (thermal, brake) {
+        (true, _) => "hardware thermal slowdown",
+        (false, true) => "hardware power brake",
+        _ => "hardware slowdown",
+    };
+    (what, thermal)
+}
+
+/// "240 MHz below its maximum (12 %)", or why it is not known.
+fn clock_loss(clock: Option<f64>, max_clock: Option<f64>) -> String {
+    match (clock, max_clock) {
+        (Some(c), Some(m)) if m > 0.0 => {
+            format!("{:.0} MHz below its maximum ({})", (m - c).max(0.0), pct_label((m - c).max(0.0) / m * 100.0))
+        }
+        _ => "clock loss unknown".to_owned(),
+    }
+}
+
 /// thermal-throttle: "throttled" (warning) when the thermal slowdown bits are set in part of the window or the
 /// driver's thermal counters grow, with the clock loss; "runs hot" (info) when the GPU only sits close to its
 /// slowdown temperature with no loss.
@@ -143,16 +159,7 @@ pub fn thermal_throttle(ctx: &Ctx<'_>) -> Vec<Observation> {
         let temp = span.median(&gpu.temp_c).map_or_else(|| "N/A".to_owned(), |c| format!("{c:.0} °C"));
         let slowdown = slowdown_c.map_or_else(|| "unknown".to_owned(), |s| format!("{s} °C"));
         let finding = if throttled_stay {
-            let loss = match (clock, max_clock) {
-                (Some(c), Some(m)) if m > 0.0 => {
-                    format!(
-                        "{:.0} MHz below its maximum ({})",
-                        (m - c).max(0.0),
-                        pct_label((m - c).max(0.0) / m * 100.0)
-                    )
-                }
-                _ => "clock loss unknown".to_owned(),
-            };
+            let loss = clock_loss(clock, max_clock);
             Finding {
                 title: format!("GPU {} is thermally throttled", gpu.index),
                 evidence: format!(
