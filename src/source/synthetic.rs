@@ -857,6 +857,7 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         cgroup_cpu: None,
         remote_waits: None,
         remote_files: None,
+        job: None,
     }
 }
 
