@@ -1109,7 +1109,7 @@ fn make_rank(slot: &Slot<'_>, tick: &mut Tick) {
     for p in tick.processes.iter_mut().filter(|p| (launcher..launcher + 100).contains(&p.pid)) {
         (p.user, p.uid) = (Some("alice".to_owned()), Some(1001));
         if p.pid == torchrun {
-            p.name = "torchrun".to_owned();
+            "torchrun".clone_into(&mut p.name);
             p.cmdline =
                 format!("/usr/bin/python3 /usr/local/bin/torchrun --nproc-per-node={} train_ddp.py", slot.spec.n_gpus);
         } else if p.pid == main {
