@@ -62,3 +62,36 @@ fn older_scenarios_gain_no_job_finding() {
         assert!(job_rules.is_empty(), "{name}: {job_rules:?}");
     }
 }
+
+fn once(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("--once")
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+#[test]
+fn once_shows_the_job_only_where_one_is_known() {
+    let table = once(&["--synthetic", "straggler"]);
+    assert!(
+        table.contains(
+            "Jobs:\n  torch:127.0.0.1:29500/none via torchrun, world size 2: rank 0 (GPU 0, PID 2001); rank 1 (GPU 1, \
+             PID 3001)\n"
+        ),
+        "{table}"
+    );
+    assert!(!once(&["--synthetic", "compute"]).contains("Jobs:"));
+    let json: serde_json::Value =
+        serde_json::from_str(&once(&["--json", "--synthetic", "straggler"])).expect("stdout is JSON");
+    let jobs: Vec<&serde_json::Value> =
+        json["tick"]["processes"].as_array().expect("processes").iter().filter_map(|p| p.get("job")).collect();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(jobs[1]["key"], "torch:127.0.0.1:29500/none");
+    assert_eq!((jobs[1]["rank"].as_u64(), jobs[1]["world_size"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(jobs[1]["launcher"], "torchrun");
+    assert!(jobs[1].get("pod").is_none(), "unknown fields are absent");
+}
