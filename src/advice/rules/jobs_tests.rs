@@ -102,3 +102,22 @@ fn collective_hang_is_quiet_while_data_moves_or_a_rank_works() {
     let blind = Build::new("hang").tick(|_, t| t.gpus.iter_mut().for_each(|g| g.gpm = None));
     assert!(!has(&blind.findings(90), Rule::CollectiveHang));
 }
+
+#[test]
+fn rank_straggler_without_gpm_reads_power_for_utilization() {
+    let no_gpm = |power_w: u32| {
+        Build::new("straggler").machine(|m| m.gpus.iter_mut().for_each(|g| g.gpm_supported = false)).tick(
+            move |_, t| {
+                t.gpus.iter_mut().for_each(|g| g.gpm = None);
+                t.gpus[0].power_mw = Some(power_w * 1000);
+            },
+        )
+    };
+    // The waiting rank: 99 % utilization at 250 W of 700 W (36 %).
+    let f = no_gpm(250).findings(90);
+    let straggler = get(&f, Rule::RankStraggler);
+    assert_eq!((straggler.gpu_index, straggler.pid), (Some(1), Some(RANK1)));
+    assert!(straggler.evidence.contains("of its limit (no GPM)"), "{}", straggler.evidence);
+    // The neighbour: the same utilization at 600 W is work, not waiting.
+    assert!(!has(&no_gpm(600).findings(90), Rule::RankStraggler));
+}
