@@ -253,6 +253,11 @@ pub struct GpuTick {
     /// HBM temperature (NVML field 82, `NVML_FI_DEV_MEMORY_TEMP`); N/A where the driver does not report it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_temp_c: Option<u32>,
+    /// NVLink throughput over all links (GPM, Hopper and newer), MiB/s; absent without GPM or NVLink.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_rx_mib_s: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_tx_mib_s: Option<u32>,
 }
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).

@@ -844,7 +844,20 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         dec_util_pct: Some(0),
         fan_pct: None,
         mem_temp_c: shape.mem_temp_c,
+        nvlink_rx_mib_s: nvlink_mib_s(info, workload),
+        nvlink_tx_mib_s: nvlink_mib_s(info, workload),
     }
+}
+
+/// NVLink traffic (MiB/s, each way) of the ranks of the multi-GPU scenarios where GPM reads it: the gradients'
+/// all-reduce while the job runs, nothing while it hangs. The other scenarios leave it N/A, as they were recorded.
+fn nvlink_mib_s(info: &GpuInfo, workload: Workload) -> Option<u32> {
+    let rate = match workload {
+        Workload::RankWaiting | Workload::RankStarved => 900,
+        Workload::RankHung => 0,
+        _ => return None,
+    };
+    info.gpm_supported.then_some(rate)
 }
 
 /// The driver's cumulative throttle counters after `elapsed_ns`: a reason in `bits` counts all the time, thermal

@@ -29,6 +29,8 @@ struct RankGpu {
     power_pct: Option<f64>,
     /// PCIe RX + TX, MiB/s.
     pcie_mib_s: Option<f64>,
+    /// NVLink RX + TX over all links, MiB/s, where GPM reads it.
+    nvlink_mib_s: Option<f64>,
     throttled_share: f64,
 }
 
@@ -62,7 +64,9 @@ impl RankGpu {
         let span = ctx.window(secs)?;
         let power = mean(&span, &gpu.power_mw);
         let limit = mean(&span, &gpu.power_limit_mw).filter(|l| *l > 0.0);
-        let pcie = sum_mib_s(mean(&span, &gpu.pcie_rx_kbps), mean(&span, &gpu.pcie_tx_kbps), MIB / 1024.0);
+        // PCIe rates are in KB/s of 1,000 bytes (see `source::nvml::gpm`).
+        let pcie = sum_mib_s(mean(&span, &gpu.pcie_rx_kbps), mean(&span, &gpu.pcie_tx_kbps), MIB / 1000.0);
+        let nvlink = sum_mib_s(mean(&span, &gpu.nvlink_rx_mib_s), mean(&span, &gpu.nvlink_tx_mib_s), 1.0);
         Some(Self {
             gpu: gpu.index,
             pid,
@@ -72,6 +76,7 @@ impl RankGpu {
             sm_active: mean(&span, &gpu.sm_active_pct),
             power_pct: power.zip(limit).map(|(p, l)| p / l * 100.0),
             pcie_mib_s: pcie,
+            nvlink_mib_s: nvlink,
             throttled_share: span.share(&gpu.throttle_bits, |b| b & super::waiting::THROTTLE_REASONS != 0),
         })
     }
@@ -192,6 +197,7 @@ pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
             r.util.is_some_and(|u| u >= t.hang_min_util_pct)
                 && r.sm_active.is_some_and(|a| a <= t.hang_max_sm_active_pct)
                 && quiet(r.pcie_mib_s)
+                && quiet(r.nvlink_mib_s)
         };
         if !job.ranks.iter().all(stuck) {
             continue;
@@ -199,8 +205,11 @@ pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some(first) = job.ranks.iter().min_by_key(|r| (r.gpu, r.pid)) else { continue };
         let ranks: Vec<String> = job.ranks.iter().map(|r| format!("{}: {}", r.who(), r.numbers())).collect();
         let link = |m: Option<f64>| m.map_or_else(|| "N/A".to_owned(), |m| format!("{m:.1} MiB/s"));
-        let traffic: Vec<String> =
-            job.ranks.iter().map(|r| format!("GPU {} PCIe {}", r.gpu, link(r.pcie_mib_s))).collect();
+        let traffic: Vec<String> = job
+            .ranks
+            .iter()
+            .map(|r| format!("GPU {} PCIe {} NVLink {}", r.gpu, link(r.pcie_mib_s), link(r.nvlink_mib_s)))
+            .collect();
         let finding = super::super::Finding {
             title: format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)),
             evidence: format!("over {}: {}; traffic {}", first.span.label(), ranks.join("; "), traffic.join(", ")),

@@ -95,6 +95,9 @@ fn collective_hang_is_critical_when_every_rank_spins() {
 fn collective_hang_is_quiet_while_data_moves_or_a_rank_works() {
     let moving = Build::new("hang").tick(|_, t| t.gpus[1].pcie_rx_kbps = Some(500_000));
     assert!(!has(&moving.findings(90), Rule::CollectiveHang));
+    // NVLink carries the collective's data on NVLink machines: traffic there is no hang either.
+    let nvlink = Build::new("hang").tick(|_, t| t.gpus[0].nvlink_rx_mib_s = Some(4_000));
+    assert!(!has(&nvlink.findings(90), Rule::CollectiveHang));
     let working = Build::new("hang").tick(|_, t| set_gpm(t, 1, 60.0));
     assert!(!has(&working.findings(90), Rule::CollectiveHang));
     assert!(!has(&Build::new("straggler").findings(90), Rule::CollectiveHang));
