@@ -154,10 +154,14 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
         };
         let finding = super::super::Finding {
             title: format!(
-                "{} slows job {} down: {} other rank(s) wait for it",
+                "{} slows job {} down: {} for it",
                 straggler.who(),
                 visible(&job.key),
-                waiting.len()
+                if waiting.len() == 1 {
+                    "1 other rank waits".to_owned()
+                } else {
+                    format!("{} other ranks wait", waiting.len())
+                }
             ),
             evidence: format!(
                 "the straggler {}: {} over {}; waiting (NCCL spinning) {}; {own}",
