@@ -159,6 +159,9 @@ pub struct GpuSeries {
     pub ecc_corrected: Series<u64>,
     /// HBM temperature, °C.
     pub mem_temp_c: Series<u32>,
+    /// NVLink RX and TX over all links, MiB/s (GPM).
+    pub nvlink_rx_mib_s: Series<u32>,
+    pub nvlink_tx_mib_s: Series<u32>,
 }
 
 impl GpuSeries {
@@ -187,6 +190,8 @@ impl GpuSeries {
             thermal_ns: Ring::new(capacity),
             ecc_corrected: Ring::new(capacity),
             mem_temp_c: Ring::new(capacity),
+            nvlink_rx_mib_s: Ring::new(capacity),
+            nvlink_tx_mib_s: Ring::new(capacity),
         }
     }
 
@@ -210,6 +215,8 @@ impl GpuSeries {
             + self.tensor_active_pct.heap_bytes()
             + self.dram_active_pct.heap_bytes()
             + self.mem_temp_c.heap_bytes()
+            + self.nvlink_rx_mib_s.heap_bytes()
+            + self.nvlink_tx_mib_s.heap_bytes()
     }
 
     pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
@@ -238,6 +245,8 @@ impl GpuSeries {
         self.thermal_ns.push(ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)));
         self.ecc_corrected.push(gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected));
         self.mem_temp_c.push(gpu.and_then(|g| g.mem_temp_c));
+        self.nvlink_rx_mib_s.push(gpu.and_then(|g| g.nvlink_rx_mib_s));
+        self.nvlink_tx_mib_s.push(gpu.and_then(|g| g.nvlink_tx_mib_s));
     }
 }
 

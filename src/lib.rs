@@ -15,9 +15,10 @@
 //! - [`source`]: where ticks come from: [`source::nvml`] (live), [`source::replay`] (recordings),
 //!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
 //!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`).
-//! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs.
+//! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs; each GPU process's job
+//!   (rank, launcher, container; [`host::job`]) read once per process.
 //! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
-//! - [`advice`]: the rules, pure functions of the history.
+//! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]).
 //! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a

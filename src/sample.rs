@@ -253,6 +253,11 @@ pub struct GpuTick {
     /// HBM temperature (NVML field 82, `NVML_FI_DEV_MEMORY_TEMP`); N/A where the driver does not report it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mem_temp_c: Option<u32>,
+    /// NVLink throughput over all links (GPM, Hopper and newer), MiB/s; absent without GPM or NVLink.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_rx_mib_s: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvlink_tx_mib_s: Option<u32>,
 }
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
@@ -397,6 +402,51 @@ pub struct HostProcess {
     /// every few seconds for the GPU processes and their children.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote_files: Option<RemoteFiles>,
+    /// The multi-process job this GPU process belongs to (read for GPU processes only, once per process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobInfo>,
+}
+
+/// Which job a GPU process belongs to (see [`crate::host::job`]): its rank and what ties it to the other ranks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct JobInfo {
+    /// A stable id shared by every rank of the job: `torch:ADDR:PORT[/RUN_ID]`, `slurm:ID`, `launcher:PID`,
+    /// `container:ID`, or `pid:PID` for a process that is a job of its own.
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local_rank: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub world_size: Option<u32>,
+    /// The launcher among its ancestors: torchrun, deepspeed, accelerate, srun, mpirun.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launcher: Option<String>,
+    /// `MASTER_ADDR:MASTER_PORT`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub master: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slurm_job_id: Option<String>,
+    /// Kubernetes pod name (or uid from the cgroup path where the environment does not name it) and namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pod: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// The container id (Docker, or the Kubernetes container) from the cgroup path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Why part of it could not be read (e.g. "environment unreadable: permission denied"); never an error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl JobInfo {
+    /// Whether the process shares its job with others (its key is not its own PID).
+    #[must_use]
+    pub fn is_shared(&self) -> bool {
+        !self.key.starts_with("pid:")
+    }
 }
 
 /// The CPU limits of a process's cgroup (v2 `cpu.max`, `cpu.stat`, `cpuset.cpus.effective`; v1 `cpu.cfs_quota_us`,

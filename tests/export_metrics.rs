@@ -247,3 +247,37 @@ fn every_name_the_fleet_reader_queries_is_one_the_exporter_renders() {
     }
     assert!(rendered.len() >= 30, "most families render for a full tick: {rendered:?}");
 }
+
+#[test]
+fn job_labels_on_the_gpu_series_only_where_known() {
+    let mut tick = tick_with(full_gpu_tick());
+    tick.processes[0].job = Some(gpusight::sample::JobInfo {
+        key: "slurm:4242".to_owned(),
+        slurm_job_id: Some("4242".to_owned()),
+        pod: Some("trainer-0".to_owned()),
+        namespace: Some("ml".to_owned()),
+        ..gpusight::sample::JobInfo::default()
+    });
+    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
+    let labels = r#"DCGM_FI_DRIVER_VERSION="580.159.04",hpc_job="4242",pod="trainer-0",namespace="ml"}"#;
+    assert!(text.contains(&format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-0000\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H200\",hostname=\"node-a\",{labels} 97")), "{text}");
+    assert!(!text.contains("container="), "no container known: no label");
+    // A second process on the GPU from another job: the GPU's job is ambiguous, so no job label.
+    tick.gpu_processes.push(GpuProcess { gpu_index: 0, pid: Some(4343), ..GpuProcess::default() });
+    tick.processes.push(HostProcess {
+        pid: 4343,
+        job: Some(gpusight::sample::JobInfo {
+            key: "slurm:7".to_owned(),
+            slurm_job_id: Some("7".to_owned()),
+            ..gpusight::sample::JobInfo::default()
+        }),
+        ..HostProcess::default()
+    });
+    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(!text.contains("hpc_job="), "{text}");
+    assert!(text.contains(r#"pod="trainer-0""#), "the one known pod still names the GPU");
+    // No job known: the labels are exactly dcgm-exporter's base set (the snapshot above).
+    let plain =
+        render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(!plain.contains("hpc_job=") && !plain.contains("pod="));
+}

@@ -76,6 +76,10 @@ pub enum Rule {
     ClocksLimited,
     HbmHot,
     MemoryBound,
+    /// A rank of a multi-GPU job that the others wait for.
+    RankStraggler,
+    /// Every rank of a job stuck in a collective.
+    CollectiveHang,
     /// Not a rule about the GPUs: a signal the engine needs could not be read (e.g. no Xid source).
     Visibility,
 }
@@ -111,6 +115,8 @@ impl Rule {
             Self::ClocksLimited => "clocks-limited",
             Self::HbmHot => "hbm-hot",
             Self::MemoryBound => "memory-bound",
+            Self::RankStraggler => "rank-straggler",
+            Self::CollectiveHang => "collective-hang",
             Self::Visibility => "visibility",
         }
     }
@@ -157,7 +163,8 @@ impl Rule {
             | Self::SharedGpu
             | Self::IdleHolder
             | Self::VramNearlyFull
-            | Self::VramGrowing => Step::Health,
+            | Self::VramGrowing
+            | Self::CollectiveHang => Step::Health,
             Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped | Self::ClocksLimited | Self::HbmHot => {
                 Step::Throttling
             }
@@ -169,7 +176,8 @@ impl Rule {
             | Self::H2dCopyBound
             | Self::CpuQuotaThrottled
             | Self::RemoteDatasetStall
-            | Self::MemoryBound => Step::Throughput,
+            | Self::MemoryBound
+            | Self::RankStraggler => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }
@@ -305,7 +313,28 @@ pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &Histo
         Some(gpu) if f.rule == Rule::CpuBoundInput => !input_bound.contains(&gpu),
         _ => true,
     });
-    name_the_cause(findings);
+    let seeds = job_causes(findings, history);
+    name_the_cause(findings, &seeds);
+}
+
+/// The causes a job-wide finding gives the other ranks' GPUs: rank-straggler is why the waiting ranks' GPUs do
+/// little (every GPU of the job but the straggler's), collective-hang why every rank's GPU does nothing. Each entry
+/// is (GPU, rule, PID of the finding).
+fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option<u32>)> {
+    let latest = history.latest();
+    let key_of = |pid: u32| latest.processes.iter().find(|p| p.pid == pid).and_then(|p| p.job.as_ref()).map(|j| &j.key);
+    let mut seeds: Vec<(u32, Rule, Option<u32>)> = Vec::new();
+    for f in findings.iter().filter(|f| matches!(f.rule, Rule::RankStraggler | Rule::CollectiveHang)) {
+        let Some(key) = f.pid.and_then(key_of) else { continue };
+        for gp in &latest.gpu_processes {
+            let same_job = gp.pid.and_then(key_of) == Some(key);
+            let own_gpu = f.rule == Rule::RankStraggler && Some(gp.gpu_index) == f.gpu_index;
+            if same_job && !own_gpu && !seeds.iter().any(|(g, _, _)| *g == gp.gpu_index) {
+                seeds.push((gp.gpu_index, f.rule, f.pid));
+            }
+        }
+    }
+    seeds
 }
 
 /// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
@@ -324,8 +353,9 @@ pub const CAUSES: [Rule; 6] = [
 /// cause on the same GPU becomes info ("secondary to ..."); util-misleading, the symptom, becomes info; and the
 /// umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays the warning and says
 /// "cause unknown".
-pub(crate) fn name_the_cause(findings: &mut [Finding]) {
-    let mut strongest: Vec<(u32, Rule, Option<u32>)> = Vec::new();
+pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule, Option<u32>)]) {
+    // A job-wide cause (see [`job_causes`]) comes first: it is not in `CAUSES`, so no per-GPU cause displaces it.
+    let mut strongest: Vec<(u32, Rule, Option<u32>)> = job_causes.to_vec();
     for f in findings.iter() {
         let (Some(gpu), Some(rank)) = (f.gpu_index, CAUSES.iter().position(|c| *c == f.rule)) else { continue };
         match strongest.iter_mut().find(|(g, _, _)| *g == gpu) {
@@ -340,7 +370,12 @@ pub(crate) fn name_the_cause(findings: &mut [Finding]) {
         findings.iter().filter(|f| f.rule == Rule::GpuUnderfed).filter_map(|f| f.gpu_index).collect();
     for f in findings.iter_mut() {
         let Some(gpu) = f.gpu_index else { continue };
-        let Some(&(_, cause, cause_pid)) = strongest.iter().find(|(g, _, _)| *g == gpu) else {
+        let found = strongest.iter().find(|(g, _, _)| *g == gpu).copied();
+        if f.rule == Rule::RankStraggler {
+            name_the_stragglers_cause(f, found);
+            continue;
+        }
+        let Some((_, cause, cause_pid)) = found else {
             if f.rule == Rule::UtilMisleading && underfed.contains(&gpu) {
                 f.severity = Severity::Info;
                 f.evidence = format!("secondary to gpu-underfed on this GPU; {}", f.evidence);
@@ -360,6 +395,15 @@ pub(crate) fn name_the_cause(findings: &mut [Finding]) {
             f.evidence = format!("secondary to {} on this GPU; {}", cause.name(), f.evidence);
         }
     }
+}
+
+/// A straggler's own cause, where a rule on its GPU knows it, replaces "unknown" in its evidence.
+fn name_the_stragglers_cause(f: &mut Finding, cause: Option<(u32, Rule, Option<u32>)>) {
+    let Some((_, cause, pid)) = cause.filter(|(_, rule, _)| CAUSES.contains(rule)) else { return };
+    let pid = pid.map_or_else(String::new, |p| format!(" in PID {p}"));
+    let named = format!("its own cause: {}{pid} (see that finding)", cause.name());
+    f.evidence = f.evidence.replace(rules::jobs::CAUSE_UNKNOWN, &named);
+    f.remedy = format!("{} Here: follow the remedy of {}.", f.remedy, cause.name());
 }
 
 /// Worst first: severity, then GPU (machine-wide findings first), then rule, then PID.

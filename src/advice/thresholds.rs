@@ -140,6 +140,23 @@ pub struct Thresholds {
     /// GPM tensor activity (%) at or below which a memory-bound GPU is not also a tensor-core job.
     pub memory_bound_tensor_pct: f64,
 
+    /// Seconds rank-straggler judges the ranks of a job over.
+    pub straggler_window_s: u64,
+    /// Mean GPU utilization (%) at or above which a rank may be waiting for another (NCCL's kernels spin).
+    pub straggler_waiting_min_util_pct: f64,
+    /// Mean GPM SM activity (%) at or below which a busy rank is waiting rather than working.
+    pub straggler_waiting_max_sm_active_pct: f64,
+    /// Mean power (% of the enforced limit) at or below which a busy rank without GPM is waiting.
+    pub straggler_waiting_max_power_pct: f64,
+    /// Seconds every rank of a job must look stuck before collective-hang fires.
+    pub hang_window_s: u64,
+    /// Mean GPU utilization (%) at or above which a rank spins in a collective.
+    pub hang_min_util_pct: f64,
+    /// Mean GPM SM activity (%) at or below which a spinning rank does no work.
+    pub hang_max_sm_active_pct: f64,
+    /// PCIe (and, where read, NVLink) RX + TX (MiB/s) at or below which a rank moves no data.
+    pub hang_max_link_mib_s: f64,
+
     /// Seconds an Xid or ECC event keeps gpu-errors active after it was seen.
     pub xid_window_s: u64,
     /// Corrected (single-bit) ECC errors within `xid_window_s` that make gpu-errors a warning; fewer are info.
@@ -204,6 +221,14 @@ impl Default for Thresholds {
             hbm_margin_c: 5.0,
             memory_bound_dram_pct: 60.0,
             memory_bound_tensor_pct: 20.0,
+            straggler_window_s: 60,
+            straggler_waiting_min_util_pct: 80.0,
+            straggler_waiting_max_sm_active_pct: 30.0,
+            straggler_waiting_max_power_pct: 45.0,
+            hang_window_s: 60,
+            hang_min_util_pct: 95.0,
+            hang_max_sm_active_pct: 10.0,
+            hang_max_link_mib_s: 20.0,
             xid_window_s: 3600,
             ecc_corrected_warn: 10,
         }
@@ -222,6 +247,8 @@ impl Thresholds {
                 self.window_s,
             ),
             ("gpu-underfed", self.underfed_window_s),
+            ("rank-straggler", self.straggler_window_s),
+            ("collective-hang", self.hang_window_s),
             ("vram-growing", self.vram_growth_window_s),
             ("idle-holder", self.idle_holder_window_s),
         ]

@@ -172,6 +172,35 @@ fn gpu_labels(info: &GpuInfo, machine: &MachineInfo, hostname: &str) -> Labels {
     ]
 }
 
+/// dcgm-exporter's job labels (`hpc_job`, `pod`, `namespace`, `container`) for one GPU, each only where the jobs of
+/// its compute processes know it and agree on it (two pods on one GPU name neither).
+fn job_labels(tick: &Tick, jobs: &std::collections::HashMap<u32, &crate::sample::JobInfo>, gpu_index: u32) -> Labels {
+    use super::names::job_labels::{CONTAINER, HPC_JOB, NAMESPACE, POD};
+    let jobs: Vec<&crate::sample::JobInfo> = tick
+        .gpu_processes
+        .iter()
+        .filter(|g| g.gpu_index == gpu_index)
+        .filter_map(|g| g.pid.and_then(|pid| jobs.get(&pid).copied()))
+        .collect();
+    let agreed = |pick: fn(&crate::sample::JobInfo) -> Option<&String>| {
+        let mut values = jobs.iter().filter_map(|j| pick(j));
+        let first = values.next()?;
+        values.all(|v| v == first).then(|| first.clone())
+    };
+    let mut labels = Labels::new();
+    for (key, value) in [
+        (HPC_JOB, agreed(|j| j.slurm_job_id.as_ref())),
+        (POD, agreed(|j| j.pod.as_ref())),
+        (NAMESPACE, agreed(|j| j.namespace.as_ref())),
+        (CONTAINER, agreed(|j| j.container.as_ref())),
+    ] {
+        if let Some(value) = value {
+            labels.push((key, value));
+        }
+    }
+    labels
+}
+
 /// Prometheus's unit suffix for 0–1 shares (`_ratio`; prometheus-client's `Unit::Ratios` would write `_ratios`).
 fn ratio_unit() -> Unit {
     Unit::Other("ratio".to_owned())
@@ -203,9 +232,19 @@ pub fn render(
     xids: &XidMemory,
 ) -> Result<String, std::fmt::Error> {
     let mut b = Builder::new();
+    // The jobs that name a label, by PID, read once per render (none at all on most machines).
+    let jobs: std::collections::HashMap<u32, &crate::sample::JobInfo> = tick
+        .processes
+        .iter()
+        .filter_map(|p| p.job.as_ref().map(|j| (p.pid, j)))
+        .filter(|(_, j)| j.slurm_job_id.is_some() || j.pod.is_some() || j.namespace.is_some() || j.container.is_some())
+        .collect();
     for info in &machine.gpus {
         let Some(g) = tick.gpu(info.index) else { continue };
-        let labels = gpu_labels(info, machine, hostname);
+        let mut labels = gpu_labels(info, machine, hostname);
+        if !jobs.is_empty() {
+            labels.extend(job_labels(tick, &jobs, info.index));
+        }
         b.push(Family::GpuUp, &labels, Some(flag(g.state == GpuState::Ok)));
         b.push(Family::NumaNode, &labels, int(info.numa_node));
         b.push(Family::PcieLinkGenMax, &labels, int(info.max_pcie_gen));

@@ -6,6 +6,16 @@
 //! registered name; [`MetricDef::exposed`] is the name after those rules, checked against the rendered text by
 //! the tests of [`super::metrics`].
 
+/// The job labels dcgm-exporter adds to the per-GPU series where it knows the workload on the GPU: `hpc_job`
+/// (its HPC job mapping, a Slurm job id here) and `pod`, `namespace`, `container` (its Kubernetes mapping). gpusight
+/// writes each only where the GPU's compute processes agree on a value.
+pub mod job_labels {
+    pub const HPC_JOB: &str = "hpc_job";
+    pub const POD: &str = "pod";
+    pub const NAMESPACE: &str = "namespace";
+    pub const CONTAINER: &str = "container";
+}
+
 /// How a family is typed in the exposition.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use crate::sample::JobInfo;
+
 /// What a process's environment says about the job it belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobEnv {
@@ -267,6 +269,55 @@ pub fn job_key(pid: u32, env: &JobEnv, launcher_pid: Option<u32>, container: Opt
     }
 }
 
+impl JobKey {
+    /// The key as a stable string id: `torch:ADDR:PORT[/RUN_ID]`, `slurm:ID`, `launcher:PID`, `container:ID`,
+    /// `pid:PID`.
+    #[must_use]
+    pub fn id(&self) -> String {
+        match self {
+            Self::Rendezvous { master, run_id: Some(run) } => format!("torch:{master}/{run}"),
+            Self::Rendezvous { master, run_id: None } => format!("torch:{master}"),
+            Self::Slurm(id) => format!("slurm:{id}"),
+            Self::Launcher(pid) => format!("launcher:{pid}"),
+            Self::Container(id) => format!("container:{}", short_id(id)),
+            Self::Alone(pid) => format!("pid:{pid}"),
+        }
+    }
+}
+
+/// The job of one GPU process, from its environment (if read), the launcher among its ancestors (its PID and
+/// kind) and its cgroup file.
+#[must_use]
+pub fn job_info(
+    pid: u32,
+    env: &JobEnv,
+    launcher: Option<(u32, Launcher)>,
+    cgroup_file: &str,
+    note: Option<String>,
+) -> JobInfo {
+    let container = container_of(cgroup_file);
+    let key = job_key(pid, env, launcher.map(|(p, _)| p), container.as_ref());
+    let (pod, container_id, slurm) = match &container {
+        Some(Container::Kubernetes { pod_uid, container_id }) => (Some(pod_uid.clone()), container_id.clone(), None),
+        Some(Container::Docker { id }) => (None, Some(id.clone()), None),
+        Some(Container::Slurm { job_id }) => (None, None, Some(job_id.clone())),
+        None => (None, None, None),
+    };
+    JobInfo {
+        key: key.id(),
+        rank: env.rank,
+        local_rank: env.local_rank,
+        world_size: env.world_size,
+        launcher: launcher.map(|(_, l)| l.name().to_owned()),
+        master: env.master.clone(),
+        slurm_job_id: env.slurm_job_id.clone().or(slurm),
+        pod: env.pod.clone().or(pod),
+        namespace: env.namespace.clone(),
+        container: container_id,
+        note,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -421,5 +472,24 @@ mod tests {
         assert_eq!(job_key(5, &none, None, Some(&pod)), JobKey::Container("u".into()));
         let slurm = Container::Slurm { job_id: "9".into() };
         assert_eq!(job_key(5, &none, Some(4), Some(&slurm)), JobKey::Slurm("9".into()));
+    }
+
+    #[test]
+    fn job_info_names_the_key_and_what_is_known() {
+        let e = env(&[("RANK", "1"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "10.0.0.1"), ("MASTER_PORT", "29500")]);
+        let info = job_info(901, &e, Some((900, Launcher::Torchrun)), &format!("0::/docker/{ID}\n"), None);
+        assert_eq!(info.key, "torch:10.0.0.1:29500");
+        assert_eq!((info.rank, info.world_size), (Some(1), Some(2)));
+        assert_eq!(info.launcher.as_deref(), Some("torchrun"));
+        assert_eq!(info.container.as_deref(), Some(ID));
+        assert!(info.is_shared());
+        let alone = job_info(5, &JobEnv::default(), None, "0::/\n", Some("environment unreadable".into()));
+        assert_eq!(alone.key, "pid:5");
+        assert!(!alone.is_shared());
+        assert_eq!(JobKey::Launcher(4).id(), "launcher:4");
+        assert_eq!(JobKey::Slurm("7".into()).id(), "slurm:7");
+        assert_eq!(JobKey::Container(ID.into()).id(), "container:3f0c9a1b2c4d");
+        let run = JobKey::Rendezvous { master: "h:1".into(), run_id: Some("r".into()) };
+        assert_eq!(run.id(), "torch:h:1/r");
     }
 }

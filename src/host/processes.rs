@@ -10,6 +10,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::cgroup::CgroupReader;
+use super::job::{JobEnv, Launcher, job_info, launcher_of};
+use super::maps::parse_environ;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
@@ -17,7 +19,7 @@ use super::remote::{FD_SCAN_PERIOD_MS, Wait, classify_wchan, scan_fds};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, ProcessRole, RemoteFiles, ThreadCpu, UnixMs};
+use crate::sample::{HostProcess, JobInfo, ProcessRole, RemoteFiles, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -87,6 +89,8 @@ pub(crate) struct ProcessSampler {
     cgroups: CgroupReader,
     /// The last fd scan of each GPU process and child.
     fd_scans: HashMap<u32, FdScan>,
+    /// The job of each GPU process with its start ticks: environ, cgroup and ancestors are read once per process.
+    jobs: HashMap<u32, (u64, JobInfo)>,
 }
 
 impl ProcessSampler {
@@ -101,6 +105,7 @@ impl ProcessSampler {
             path: PathBuf::with_capacity(64),
             cgroups: CgroupReader::new(&root.sys_dir),
             fd_scans: HashMap::new(),
+            jobs: HashMap::new(),
         }
     }
 
@@ -174,8 +179,10 @@ impl ProcessSampler {
                 Err(_) => {}
             }
         }
+        self.add_jobs(proc_dir, &mut out);
         self.prev.retain(|pid, _| seen.contains(pid));
         self.fd_scans.retain(|pid, _| seen.contains(pid));
+        self.jobs.retain(|pid, _| seen.contains(pid));
         self.cgroups.end_tick();
         out
     }
@@ -205,6 +212,36 @@ impl ProcessSampler {
             self.fd_scans.insert(pid, FdScan { start_ticks, at_ms: clock.now_ms, found });
         }
         process.remote_files = self.fd_scans.get(&pid).and_then(|scan| scan.found.clone());
+    }
+
+    /// Fills in the job of each GPU process: from the cache when the same process (PID and start ticks) was read
+    /// before, else from its environment, its cgroup file and the launcher among its ancestors in `out`.
+    fn add_jobs(&mut self, proc_dir: &Path, out: &mut [HostProcess]) {
+        for i in 0..out.len() {
+            let (pid, role, start) = (out[i].pid, out[i].role, out[i].start_ticks);
+            let Some(start) = start.filter(|_| role == ProcessRole::Gpu) else { continue };
+            if let Some((_, job)) = self.jobs.get(&pid).filter(|(s, _)| *s == start) {
+                out[i].job = Some(job.clone());
+                continue;
+            }
+            let launcher = launcher_among_ancestors(out, out[i].ppid);
+            let (env, note) = match read_bounded(pid_path(&mut self.path, proc_dir, pid, "environ"), ENVIRON_MAX_BYTES)
+            {
+                Ok(bytes) => {
+                    let pairs = parse_environ(&bytes);
+                    (JobEnv::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))), None)
+                }
+                Err(err) => {
+                    (JobEnv::default(), Some(format!("environment unreadable ({}): rank unknown", describe(&err))))
+                }
+            };
+            let cgroup = read_text(pid_path(&mut self.path, proc_dir, pid, "cgroup"), &mut self.buf)
+                .map(std::borrow::Cow::into_owned)
+                .unwrap_or_default();
+            let job = job_info(pid, &env, launcher, &cgroup, note);
+            self.jobs.insert(pid, (start, job.clone()));
+            out[i].job = Some(job);
+        }
     }
 
     /// Adds the ancestors of `gpu` that share its session, up to and including the session leader, never PID 1.
@@ -401,6 +438,7 @@ impl ProcessSampler {
             cgroup_cpu: None,
             remote_waits: None,
             remote_files: None,
+            job: None,
         }
     }
 
@@ -408,6 +446,33 @@ impl ProcessSampler {
         let text = read_text(pid_path(&mut self.path, proc_dir, pid, "stat"), &mut self.buf)?;
         parse_pid_stat(&text).ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "not a stat line"))
     }
+}
+
+/// At most this much of a process's environment is read (a job's variables come early; a huge environment is
+/// cut, never read whole).
+const ENVIRON_MAX_BYTES: u64 = 256 * 1024;
+
+/// Reads at most `max` bytes of a file.
+fn read_bounded(path: &Path, max: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?.take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The nearest launcher (torchrun, deepspeed, ...) among the ancestors of a process, found in `processes` (the
+/// ancestors the sampler read this tick) by following parent PIDs from `ppid`.
+fn launcher_among_ancestors(processes: &[HostProcess], mut ppid: Option<u32>) -> Option<(u32, Launcher)> {
+    for _ in 0..MAX_ANCESTORS {
+        let parent = ppid.filter(|p| *p > 1)?;
+        let found = processes.binary_search_by_key(&parent, |p| p.pid).ok().map(|i| &processes[i])?;
+        let args: Vec<String> = found.cmdline.split_whitespace().map(str::to_owned).collect();
+        if let Some(launcher) = launcher_of(&args) {
+            return Some((parent, launcher));
+        }
+        ppid = found.ppid;
+    }
+    None
 }
 
 /// The D count a walk gives a process of this role (only GPU processes are walked).

@@ -308,3 +308,30 @@ fn the_input_path_of_a_gpu_process_and_its_workers() {
     assert_eq!(cgroup.throttled_pct, Some(75.0));
     assert_eq!(cgroup.throttled_ms_per_s, Some(300.0));
 }
+
+#[test]
+fn gpu_processes_get_their_job_once_per_process() {
+    let dir = tree();
+    write(
+        dir.path(),
+        "proc/1200/environ",
+        "PATH=/usr/bin\0RANK=1\0LOCAL_RANK=1\0WORLD_SIZE=2\0MASTER_ADDR=127.0.0.1\0MASTER_PORT=29500\0",
+    );
+    let mut host = sampler(dir.path());
+    let (_, procs) = host.sample(T0, &[1200, 2000]);
+    let job = find(&procs, 1200).job.clone().expect("a job");
+    assert_eq!(job.key, "torch:127.0.0.1:29500");
+    assert_eq!((job.rank, job.local_rank, job.world_size), (Some(1), Some(1), Some(2)));
+    assert_eq!(job.launcher.as_deref(), Some("torchrun"), "PID 1100 runs torchrun");
+    assert_eq!(job.note, None);
+    // No environ file: a note, never an error, and a job of its own.
+    let alone = find(&procs, 2000).job.clone().expect("a job");
+    assert_eq!(alone.key, "pid:2000");
+    assert!(alone.note.as_deref().is_some_and(|n| n.starts_with("environment unreadable")), "{alone:?}");
+    assert_eq!(find(&procs, 1300).job, None, "only GPU processes have a job");
+
+    // The environment is read once per process: a changed file is not read again for the same start time.
+    write(dir.path(), "proc/1200/environ", "RANK=7\0");
+    let (_, procs) = host.sample(T1, &[1200]);
+    assert_eq!(find(&procs, 1200).job.as_ref().and_then(|j| j.rank), Some(1));
+}

@@ -195,6 +195,8 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::ClocksLimited => "clocks",
         Rule::HbmHot => "hbm-hot",
         Rule::MemoryBound => "mem-bound",
+        Rule::RankStraggler => "straggler",
+        Rule::CollectiveHang => "hang",
         Rule::Visibility => "blind",
     }
 }

@@ -41,6 +41,7 @@ pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     gpus(&mut out, machine, tick, options);
     host(&mut out, tick);
     processes(&mut out, tick, options);
+    jobs(&mut out, tick);
     let shown: Vec<Finding> =
         pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
     findings(&mut out, &shown);
@@ -180,6 +181,51 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
     }
     for row in &rows {
         let _ = writeln!(out, "{}", row_text(row, &all, &ctx, COMMAND_WIDTH, options.ascii));
+    }
+}
+
+/// The jobs over several processes (issue 16), one line each with its ranks, and the GPU processes whose job could
+/// not be read; nothing when no process shares a job and no environment was unreadable.
+fn jobs(out: &mut String, tick: &Tick) {
+    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    for p in tick.processes.iter().filter(|p| p.role == crate::sample::ProcessRole::Gpu) {
+        let Some(job) = &p.job else { continue };
+        if let Some(note) = &job.note {
+            notes.push(format!("PID {}: {}", p.pid, visible(note)));
+        }
+        if !job.is_shared() {
+            continue;
+        }
+        let gpus: Vec<String> =
+            tick.gpu_processes.iter().filter(|g| g.pid == Some(p.pid)).map(|g| g.gpu_index.to_string()).collect();
+        let rank = opt(job.rank, |r| r.to_string());
+        let rank = format!(
+            "rank {rank} (GPU {}, PID {})",
+            if gpus.is_empty() { NA.to_owned() } else { gpus.join(",") },
+            p.pid
+        );
+        let mut head = visible(&job.key).into_owned();
+        if let Some(launcher) = &job.launcher {
+            let _ = write!(head, " via {}", visible(launcher));
+        }
+        if let Some(size) = job.world_size {
+            let _ = write!(head, ", world size {size}");
+        }
+        match lines.iter_mut().find(|(h, _)| *h == head) {
+            Some((_, ranks)) => ranks.push(rank),
+            None => lines.push((head, vec![rank])),
+        }
+    }
+    if lines.is_empty() && notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nJobs:");
+    for (head, ranks) in &lines {
+        let _ = writeln!(out, "  {head}: {}", ranks.join("; "));
+    }
+    for note in &notes {
+        let _ = writeln!(out, "  job unknown for {note}");
     }
 }
 

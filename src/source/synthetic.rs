@@ -69,6 +69,13 @@ pub enum Workload {
     HbmHot,
     /// Busy with DRAM near its bandwidth and tensor cores idle.
     MemoryBound,
+    /// A torchrun rank that waits for a slower rank in NCCL: utilization near 100 % (the collective's kernels
+    /// spin), SM activity low.
+    RankWaiting,
+    /// The torchrun rank that sets the pace: one `DataLoader` worker pegged, its GPU mostly idle.
+    RankStarved,
+    /// A torchrun rank stuck in a collective: utilization 100 %, SM activity near 0, no traffic.
+    RankHung,
 }
 
 /// How long a `churn` process lives (virtual time).
@@ -93,6 +100,11 @@ pub enum Scenario {
     Mixed,
     /// Every GPU runs `processes_per_gpu` compute processes: for benchmarks.
     Scale,
+    /// One torchrun job over every GPU; rank 1 (GPU 1) is starved by its single `DataLoader` worker and the
+    /// others wait for it in NCCL.
+    Straggler,
+    /// One torchrun job over every GPU, every rank stuck in a collective.
+    Hang,
 }
 
 const MIX: [Workload; 8] = [
@@ -108,7 +120,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 24] = [
+    pub const NAMES: [&'static str; 26] = [
         "idle",
         "compute",
         "input-bound",
@@ -133,6 +145,8 @@ impl Scenario {
         "clocks-limited",
         "hbm-hot",
         "memory-bound",
+        "straggler",
+        "hang",
     ];
 
     fn workload(self, gpu_index: u32) -> Workload {
@@ -142,6 +156,9 @@ impl Scenario {
             Self::Uniform(workload) => workload,
             Self::Mixed => MIX[gpu_index as usize % MIX.len()],
             Self::Scale => Workload::Compute,
+            Self::Straggler if gpu_index == 1 => Workload::RankStarved,
+            Self::Straggler => Workload::RankWaiting,
+            Self::Hang => Workload::RankHung,
         }
     }
 }
@@ -175,6 +192,8 @@ impl FromStr for Scenario {
             "memory-bound" => Self::Uniform(Workload::MemoryBound),
             "mixed" => Self::Mixed,
             "scale" => Self::Scale,
+            "straggler" => Self::Straggler,
+            "hang" => Self::Hang,
             other => {
                 return Err(format!("unknown synthetic scenario '{other}'; choose one of: {}", Self::NAMES.join(", ")));
             }
@@ -228,6 +247,7 @@ impl SyntheticSpec {
         let scenario: Scenario = name.parse()?;
         let default_gpus = match scenario {
             Scenario::Mixed | Scenario::Scale | Scenario::Uniform(Workload::Churn) => 8,
+            Scenario::Straggler | Scenario::Hang => 2,
             Scenario::Uniform(_) => 1,
         };
         let bad_size = || format!("bad synthetic size '{size}' in '{text}': expected GPUS or GPUSxPROCS, e.g. 8x1000");
@@ -683,6 +703,46 @@ const MEMORY_BOUND_GPU: GpuShape = GpuShape {
     ..COMPUTE_GPU
 };
 
+/// A rank waiting for a slower one in NCCL: the collective's kernels keep utilization near 100 % while few SMs
+/// work (what the H200 showed for the waiting rank of a 2-rank `ResNet-50` job).
+const RANK_WAITING_GPU: GpuShape = GpuShape {
+    util: Spread(99.0, 1.0),
+    power_w: Spread(310.0, 15.0),
+    temp_c: Spread(52.0, 1.0),
+    sm_active: 9.0,
+    tensor: 6.0,
+    dram: 4.0,
+    mem_gib: 38,
+    rx_mbps: 150,
+    ..WAITING_GPU
+};
+
+/// The rank that sets the pace, fed by one `DataLoader` worker: 18 % utilization, as on the H200.
+const RANK_STARVED_GPU: GpuShape = GpuShape {
+    util: Spread(18.0, 5.0),
+    power_w: Spread(210.0, 15.0),
+    temp_c: Spread(45.0, 1.0),
+    sm_active: 15.0,
+    tensor: 12.0,
+    dram: 3.0,
+    mem_gib: 38,
+    rx_mbps: 40,
+    ..WAITING_GPU
+};
+
+/// A rank stuck in a collective: a spinning kernel, no work, no traffic.
+const RANK_HUNG_GPU: GpuShape = GpuShape {
+    util: fixed(100.0),
+    power_w: Spread(160.0, 5.0),
+    temp_c: Spread(40.0, 1.0),
+    sm_active: 3.0,
+    tensor: 0.0,
+    dram: 0.2,
+    mem_gib: 38,
+    rx_mbps: 0,
+    ..WAITING_GPU
+};
+
 /// The profile of a workload's GPU at tick `n`, `secs` seconds into the run.
 fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
     use Workload as W;
@@ -706,6 +766,9 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::ClocksLimited => CLOCKS_LIMITED_GPU,
         W::HbmHot => GpuShape { mem_temp_c: Some(92), ..COMPUTE_GPU },
         W::MemoryBound => MEMORY_BOUND_GPU,
+        W::RankWaiting => RANK_WAITING_GPU,
+        W::RankStarved => RANK_STARVED_GPU,
+        W::RankHung => RANK_HUNG_GPU,
     }
 }
 
@@ -781,7 +844,20 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         dec_util_pct: Some(0),
         fan_pct: None,
         mem_temp_c: shape.mem_temp_c,
+        nvlink_rx_mib_s: nvlink_mib_s(info, workload),
+        nvlink_tx_mib_s: nvlink_mib_s(info, workload),
     }
+}
+
+/// NVLink traffic (MiB/s, each way) of the ranks of the multi-GPU scenarios where GPM reads it: the gradients'
+/// all-reduce while the job runs, nothing while it hangs. The other scenarios leave it N/A, as they were recorded.
+fn nvlink_mib_s(info: &GpuInfo, workload: Workload) -> Option<u32> {
+    let rate = match workload {
+        Workload::RankWaiting | Workload::RankStarved => 900,
+        Workload::RankHung => 0,
+        _ => return None,
+    };
+    info.gpm_supported.then_some(rate)
 }
 
 /// The driver's cumulative throttle counters after `elapsed_ns`: a reason in `bits` counts all the time, thermal
@@ -857,6 +933,7 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         cgroup_cpu: None,
         remote_waits: None,
         remote_files: None,
+        job: None,
     }
 }
 
@@ -991,6 +1068,7 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
             ],
             ..COMPUTE_JOB
         },
+        W::RankWaiting | W::RankStarved | W::RankHung => return rank_job(workload),
         _ => return new_findings_job(workload),
     })
 }
@@ -1000,6 +1078,67 @@ const QUOTA_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 25.0,
 
 /// Eight `DataLoader` workers asleep most of the time, waiting for their HTTP answers.
 const REMOTE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 9.0, read_bytes_per_s: 0 }; 8];
+
+/// Twelve `DataLoader` workers that keep up: mostly asleep.
+const IDLE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 6.0, read_bytes_per_s: 2 * MIB }; 12];
+
+/// The one `DataLoader` worker of the starved rank, pegged.
+const ONE_PEGGED_WORKER: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 99.5, read_bytes_per_s: 3 * MIB }];
+
+/// The ranks of a torchrun job (issue 16).
+fn rank_job(workload: Workload) -> Option<JobShape> {
+    use Workload as W;
+    let rank = JobShape {
+        cmdline: "/usr/bin/python3 -u train_ddp.py --arch resnet50 --workers 12",
+        states: b"S",
+        cpu_pct: 40.0,
+        age_s: 900,
+        load: LoadShape { busy_cores: 1.2, psi_io: 1.0, psi_cpu: 2.0, ..NO_LOAD },
+        workers: IDLE_WORKERS,
+        ..COMPUTE_JOB
+    };
+    Some(match workload {
+        W::RankWaiting | W::RankHung => rank,
+        W::RankStarved => JobShape {
+            cmdline: "/usr/bin/python3 -u train_ddp.py --arch resnet50 --workers 1",
+            cpu_pct: 30.0,
+            load: LoadShape { busy_cores: 1.4, psi_io: 1.0, psi_cpu: 4.0, ..NO_LOAD },
+            workers: ONE_PEGGED_WORKER,
+            ..rank
+        },
+        _ => return None,
+    })
+}
+
+/// Makes the job of one GPU a rank of one torchrun job over every GPU: GPU 0's launcher runs torchrun and is
+/// every rank's parent (the other GPUs' launchers go), every process belongs to one user, and each rank carries
+/// its job identity as the host sampler reads it from `/proc/PID/environ`.
+fn make_rank(slot: &Slot<'_>, tick: &mut Tick) {
+    let (torchrun, launcher, main) = (2000, slot.base_pid(), slot.base_pid() + 1);
+    if slot.info.index > 0 {
+        tick.processes.retain(|p| p.pid != launcher);
+    }
+    let rank = slot.info.index;
+    for p in tick.processes.iter_mut().filter(|p| (launcher..launcher + 100).contains(&p.pid)) {
+        (p.user, p.uid) = (Some("alice".to_owned()), Some(1001));
+        if p.pid == torchrun {
+            "torchrun".clone_into(&mut p.name);
+            p.cmdline =
+                format!("/usr/bin/python3 /usr/local/bin/torchrun --nproc-per-node={} train_ddp.py", slot.spec.n_gpus);
+        } else if p.pid == main {
+            p.ppid = Some(torchrun);
+            p.job = Some(crate::sample::JobInfo {
+                key: "torch:127.0.0.1:29500/none".to_owned(),
+                rank: Some(rank),
+                local_rank: Some(rank),
+                world_size: Some(slot.spec.n_gpus),
+                launcher: Some("torchrun".to_owned()),
+                master: Some("127.0.0.1:29500".to_owned()),
+                ..crate::sample::JobInfo::default()
+            });
+        }
+    }
+}
 
 /// The jobs of the scenarios of issue 17.
 fn new_findings_job(workload: Workload) -> Option<JobShape> {
@@ -1086,6 +1225,9 @@ fn add_processes(
     let slot = Slot { spec, info, n, at_ms };
     if let Some(job) = job_shape(workload) {
         add_job(&slot, &job, tick);
+        if matches!(workload, Workload::RankWaiting | Workload::RankStarved | Workload::RankHung) {
+            make_rank(&slot, tick);
+        }
         load.busy_cores += job.load.busy_cores;
         load.iowait_cores += job.load.iowait_cores;
         load.psi_io = load.psi_io.max(job.load.psi_io);

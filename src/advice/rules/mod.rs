@@ -12,6 +12,7 @@ pub mod datapath;
 pub mod efficiency;
 pub mod health;
 pub mod host;
+pub mod jobs;
 pub mod memory;
 pub mod throttle;
 pub mod throughput;
@@ -40,6 +41,8 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::CpuQuotaThrottled, waiting::cpu_quota_throttled),
     (Rule::RemoteDatasetStall, waiting::remote_dataset_stall),
     (Rule::GpuUnderfed, waiting::gpu_underfed),
+    (Rule::RankStraggler, jobs::rank_straggler),
+    (Rule::CollectiveHang, jobs::collective_hang),
     (Rule::MemoryBound, efficiency::memory_bound),
     (Rule::PcieDowngraded, datapath::pcie_downgraded),
     (Rule::NumaMisplaced, datapath::numa_misplaced),
@@ -95,6 +98,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
     if let [only] = indices { Some(*only) } else { None }
 }
 
+#[cfg(test)]
+mod jobs_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

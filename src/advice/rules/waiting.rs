@@ -12,7 +12,7 @@ use crate::history::{GpuSeries, ProcessSeries, Series};
 use crate::sample::throttle;
 
 /// Throttle reasons that explain a slow GPU by themselves (idle and application clocks do not).
-const THROTTLE_REASONS: u64 = throttle::SW_POWER_CAP
+pub(crate) const THROTTLE_REASONS: u64 = throttle::SW_POWER_CAP
     | throttle::HW_SLOWDOWN
     | throttle::SW_THERMAL_SLOWDOWN
     | throttle::HW_THERMAL_SLOWDOWN

@@ -24,10 +24,11 @@ use super::worker::Field;
 use crate::crash::{self, Family};
 use crate::sample::{GpmMetrics, UnixMs};
 
-/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX. GPM's PCIe counters cover the
+/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX, then NVLink RX and TX (all
+/// links; a GPU without NVLink answers them with a per-metric error, which leaves them `None`). GPM's PCIe counters cover the
 /// whole window between two samples in the same call, so a GPU with GPM needs no PCIe thread of its own (whose
 /// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms).
-const GPM_METRICS: [GpmMetricId; 7] = [
+const GPM_METRICS: [GpmMetricId; 9] = [
     GpmMetricId::SmUtil,
     GpmMetricId::SmOccupancy,
     GpmMetricId::AnyTensorUtil,
@@ -35,6 +36,8 @@ const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::GraphicsUtil,
     GpmMetricId::PcieRxPerSec,
     GpmMetricId::PcieTxPerSec,
+    GpmMetricId::NvlinkTotalRxPerSec,
+    GpmMetricId::NvlinkTotalTxPerSec,
 ];
 
 /// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
@@ -58,6 +61,18 @@ pub trait GpmReader: Send + 'static {
     fn pcie_kbps(&self) -> Option<(u32, u32)> {
         None
     }
+
+    /// NVLink (RX, TX) in MiB/s over all links, over the window of the last [`GpmReader::read`], where the GPU
+    /// reports them through GPM; `None` otherwise.
+    fn nvlink_mib_s(&self) -> Option<(u32, u32)> {
+        None
+    }
+}
+
+/// A GPM rate in MiB/s as a whole number of MiB/s.
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "finite, non-negative, capped at u32::MAX")]
+fn mib_s(value: f64) -> Option<u32> {
+    (value.is_finite() && value >= 0.0).then(|| value.round().min(f64::from(u32::MAX)) as u32)
 }
 
 /// GPM over NVML for one device. Its samples are allocated, filled, compared and freed on the GPM thread only.
@@ -67,13 +82,14 @@ pub struct NvmlGpm {
     device: Arc<Device<'static>>,
     previous: Option<GpmSample<'static>>,
     pcie: Option<(u32, u32)>,
+    nvlink: Option<(u32, u32)>,
 }
 
 impl NvmlGpm {
     /// A reader for this device.
     #[must_use]
     pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>) -> Self {
-        Self { nvml, device, previous: None, pcie: None }
+        Self { nvml, device, previous: None, pcie: None, nvlink: None }
     }
 }
 
@@ -88,6 +104,7 @@ impl GpmReader for NvmlGpm {
         let raw = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
         let value = |i: usize| raw(i).and_then(gpm_pct);
         self.pcie = raw(5).and_then(mib_s_to_kbps).zip(raw(6).and_then(mib_s_to_kbps));
+        self.nvlink = raw(7).and_then(mib_s).zip(raw(8).and_then(mib_s));
         let metrics = GpmMetrics {
             sm_active_pct: value(0),
             sm_occupancy_pct: value(1),
@@ -110,6 +127,10 @@ impl GpmReader for NvmlGpm {
     fn pcie_kbps(&self) -> Option<(u32, u32)> {
         self.pcie
     }
+
+    fn nvlink_mib_s(&self) -> Option<(u32, u32)> {
+        self.nvlink
+    }
 }
 
 /// The latest metrics of one GPU and the sample time of the request that produced them.
@@ -117,6 +138,7 @@ impl GpmReader for NvmlGpm {
 struct Latest {
     metrics: Option<GpmMetrics>,
     pcie_kbps: Option<(u32, u32)>,
+    nvlink_mib_s: Option<(u32, u32)>,
     at_ms: Option<UnixMs>,
 }
 
@@ -199,6 +221,17 @@ impl GpmMonitor {
         (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.pcie_kbps).flatten()
     }
 
+    /// The latest NVLink (RX, TX) in MiB/s of the GPU with this NVML index, from GPM, unless older than the
+    /// staleness limit at `now_ms`.
+    #[must_use]
+    pub fn latest_nvlink(&self, index: u32, now_ms: UnixMs) -> Option<(u32, u32)> {
+        let slot = self.indices.iter().position(|&i| i == index)?;
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        let latest = shared.latest.get(slot)?;
+        let at_ms = latest.at_ms?;
+        (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.nvlink_mib_s).flatten()
+    }
+
     /// Hands over the flag this GPU's PCIe thread watches: set while GPM reports the GPU's PCIe rates, cleared when a
     /// read brings none, so the thread reads PCIe itself only when GPM does not.
     pub fn share_pcie_flag(&self, index: u32, flag: Arc<AtomicBool>) {
@@ -227,6 +260,7 @@ fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shar
                 entry.memo.call(Field::Gpm, || reader.read())
             };
             let pcie_kbps = entry.reader.pcie_kbps().filter(|_| matches!(read, Some(Some(_))));
+            let nvlink_mib_s = entry.reader.nvlink_mib_s().filter(|_| matches!(read, Some(Some(_))));
             let notes = entry.memo.take_notes();
             let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.notes.extend(notes);
@@ -234,7 +268,7 @@ fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shar
                 flag.store(pcie_kbps.is_some(), Ordering::Relaxed);
             }
             if let (Some(Some(metrics)), Some(latest)) = (read, shared.latest.get_mut(slot)) {
-                *latest = Latest { metrics: Some(metrics), pcie_kbps, at_ms: Some(now_ms) };
+                *latest = Latest { metrics: Some(metrics), pcie_kbps, nvlink_mib_s, at_ms: Some(now_ms) };
             }
         }
     }
@@ -394,6 +428,11 @@ mod tests {
         fn pcie_kbps(&self) -> Option<(u32, u32)> {
             self.0
         }
+
+        /// NVLink alongside PCIe, as a GPU with both answers: a tenth of the PCIe numbers, in MiB/s.
+        fn nvlink_mib_s(&self) -> Option<(u32, u32)> {
+            self.0.map(|(rx, tx)| (rx / 10, tx / 10))
+        }
     }
 
     #[test]
@@ -414,6 +453,19 @@ mod tests {
         assert_eq!(monitor.latest_pcie(1, 1_000), None);
         assert!(!covered[1].load(Ordering::Relaxed), "GPU 1's PCIe thread must read PCIe itself");
         assert_eq!(monitor.latest_pcie(0, 20_000), None, "stale after the limit");
+        // NVLink rates come from the same call, with the same staleness.
+        assert_eq!(monitor.latest_nvlink(0, 1_000), Some((204, 102)));
+        assert_eq!(monitor.latest_nvlink(1, 1_000), None);
+        assert_eq!(monitor.latest_nvlink(0, 20_000), None, "stale after the limit");
+    }
+
+    #[test]
+    fn gpm_nvlink_rates_are_whole_mib_per_second() {
+        assert_eq!(mib_s(1.5), Some(2));
+        assert_eq!(mib_s(0.0), Some(0));
+        assert_eq!(mib_s(-1.0), None);
+        assert_eq!(mib_s(f64::NAN), None);
+        assert_eq!(mib_s(1e30), Some(u32::MAX));
     }
 
     #[test]

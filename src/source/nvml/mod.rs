@@ -314,6 +314,8 @@ impl NvmlGpus {
                 if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
                     (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
                 }
+                let nvlink = self.gpm.as_ref().and_then(|g| g.latest_nvlink(slot.index, now_ms));
+                (reply.tick.nvlink_rx_mib_s, reply.tick.nvlink_tx_mib_s) = (nvlink.map(|n| n.0), nvlink.map(|n| n.1));
                 out.gpus.push(reply.tick);
                 out.gpu_processes.extend(reply.processes);
             } else {

@@ -1,0 +1,126 @@
+//! Issue 16's rules: rank-straggler and collective-hang fire on their scenarios and stay quiet on a healthy
+//! neighbour one signal away.
+
+use crate::advice::testkit::{Build, get, has};
+use crate::advice::{Rule, Severity};
+use crate::sample::Tick;
+
+/// The GPU processes (ranks) of the two-GPU job scenarios.
+const RANK0: u32 = 2001;
+const RANK1: u32 = 3001;
+
+fn set_gpm(tick: &mut Tick, gpu: usize, sm_active: f32) {
+    if let Some(gpm) = tick.gpus[gpu].gpm.as_mut() {
+        gpm.sm_active_pct = Some(sm_active);
+    }
+}
+
+#[test]
+fn rank_straggler_names_the_rank_the_others_wait_for_and_its_cause() {
+    let f = Build::new("straggler").findings(90);
+    let straggler = get(&f, Rule::RankStraggler);
+    assert_eq!((straggler.gpu_index, straggler.pid, straggler.severity), (Some(1), Some(RANK1), Severity::Warning));
+    assert!(straggler.title.starts_with("rank 1 (GPU 1, PID 3001)"), "{}", straggler.title);
+    assert!(straggler.evidence.contains("rank 0 (GPU 0, PID 2001)"), "{}", straggler.evidence);
+    assert!(straggler.evidence.contains("its own cause: cpu-bound-input in PID 3001"), "{}", straggler.evidence);
+    // The waiting rank's GPU is underfed because of the straggler, not "cause unknown".
+    let underfed = f.iter().find(|x| x.rule == Rule::GpuUnderfed && x.gpu_index == Some(0)).expect("underfed GPU 0");
+    assert_eq!(underfed.severity, Severity::Info);
+    assert!(underfed.title.contains("rank-straggler in PID 3001"), "{}", underfed.title);
+    assert!(!has(&f, Rule::CollectiveHang));
+    assert!(!has(&Build::new("straggler").findings(45), Rule::RankStraggler), "a minute is not judged on 45 s");
+}
+
+#[test]
+fn rank_straggler_without_a_known_cause_says_so() {
+    // The starved rank's worker is no longer pegged: no rule knows why it is slow.
+    let b = Build::new("straggler").tick(|_, t| {
+        for p in t.processes.iter_mut().filter(|p| p.pid == RANK1 + 1) {
+            p.cpu_pct = Some(20.0);
+        }
+    });
+    let f = b.findings(90);
+    assert!(get(&f, Rule::RankStraggler).evidence.contains(super::jobs::CAUSE_UNKNOWN));
+}
+
+#[test]
+fn rank_straggler_is_quiet_for_balanced_single_gpu_and_unrelated_ranks() {
+    // Balanced: both ranks work (or both wait) alike.
+    let working = Build::new("straggler").tick(|_, t| {
+        for gpu in 0..2 {
+            t.gpus[gpu].util_pct = Some(99);
+            set_gpm(t, gpu, 95.0);
+        }
+    });
+    assert!(!has(&working.findings(90), Rule::RankStraggler));
+    let all_waiting = Build::new("straggler").tick(|_, t| {
+        t.gpus[1].util_pct = Some(99);
+        set_gpm(t, 1, 9.0);
+    });
+    assert!(!has(&all_waiting.findings(90), Rule::RankStraggler));
+    // One GPU: nobody to wait for.
+    assert!(!has(&Build::new("straggler:1").findings(90), Rule::RankStraggler));
+    // The same numbers from unrelated processes (each a job of its own, or no job known) are no job.
+    let unrelated = Build::new("straggler").tick(|_, t| {
+        for p in &mut t.processes {
+            if let Some(job) = p.job.as_mut() {
+                job.key = format!("pid:{}", p.pid);
+            }
+        }
+    });
+    assert!(!has(&unrelated.findings(90), Rule::RankStraggler));
+    let unknown = Build::new("straggler").tick(|_, t| t.processes.iter_mut().for_each(|p| p.job = None));
+    assert!(!has(&unknown.findings(90), Rule::RankStraggler));
+}
+
+#[test]
+fn collective_hang_is_critical_when_every_rank_spins() {
+    let f = Build::new("hang").findings(90);
+    let hang = get(&f, Rule::CollectiveHang);
+    assert_eq!((hang.severity, hang.gpu_index, hang.pid), (Severity::Critical, Some(0), Some(RANK0)));
+    assert!(hang.remedy.contains("NCCL's watchdog aborts it only at its timeout"), "{}", hang.remedy);
+    assert!(hang.evidence.contains("rank 1 (GPU 1, PID 3001)"), "{}", hang.evidence);
+    // The spinning GPUs are underfed because of the hang; nothing else warns.
+    let others: Vec<Rule> = f
+        .iter()
+        .filter(|x| x.severity >= Severity::Warning && x.rule != Rule::CollectiveHang)
+        .map(|x| x.rule)
+        .collect();
+    assert_eq!(others, Vec::<Rule>::new(), "{f:#?}");
+    assert!(!has(&f, Rule::RankStraggler));
+    assert!(!has(&Build::new("hang").findings(45), Rule::CollectiveHang), "a minute is not judged on 45 s");
+}
+
+#[test]
+fn collective_hang_is_quiet_while_data_moves_or_a_rank_works() {
+    let moving = Build::new("hang").tick(|_, t| t.gpus[1].pcie_rx_kbps = Some(500_000));
+    assert!(!has(&moving.findings(90), Rule::CollectiveHang));
+    // NVLink carries the collective's data on NVLink machines: traffic there is no hang either.
+    let nvlink = Build::new("hang").tick(|_, t| t.gpus[0].nvlink_rx_mib_s = Some(4_000));
+    assert!(!has(&nvlink.findings(90), Rule::CollectiveHang));
+    let working = Build::new("hang").tick(|_, t| set_gpm(t, 1, 60.0));
+    assert!(!has(&working.findings(90), Rule::CollectiveHang));
+    assert!(!has(&Build::new("straggler").findings(90), Rule::CollectiveHang));
+    // Without GPM a spinning kernel cannot be told from work: no verdict.
+    let blind = Build::new("hang").tick(|_, t| t.gpus.iter_mut().for_each(|g| g.gpm = None));
+    assert!(!has(&blind.findings(90), Rule::CollectiveHang));
+}
+
+#[test]
+fn rank_straggler_without_gpm_reads_power_for_utilization() {
+    let no_gpm = |power_w: u32| {
+        Build::new("straggler").machine(|m| m.gpus.iter_mut().for_each(|g| g.gpm_supported = false)).tick(
+            move |_, t| {
+                t.gpus.iter_mut().for_each(|g| g.gpm = None);
+                t.gpus[0].power_mw = Some(power_w * 1000);
+            },
+        )
+    };
+    // The waiting rank: 99 % utilization at 250 W of 700 W (36 %).
+    let f = no_gpm(250).findings(90);
+    let straggler = get(&f, Rule::RankStraggler);
+    assert_eq!((straggler.gpu_index, straggler.pid), (Some(1), Some(RANK1)));
+    assert!(straggler.evidence.contains("of its limit (no GPM)"), "{}", straggler.evidence);
+    // The neighbour: the same utilization at 600 W is work, not waiting.
+    assert!(!has(&no_gpm(600).findings(90), Rule::RankStraggler));
+}

@@ -1,0 +1,97 @@
+//! Issue 16 end to end: `gpusight doctor --synthetic straggler|hang --duration 90s --json` names rank-straggler on
+//! GPU 1 and collective-hang, and the older scenarios gain neither.
+#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+
+use std::process::Command;
+
+fn doctor(args: &[&str]) -> serde_json::Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("doctor")
+        .args(args)
+        .args(["--json"])
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight");
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+fn findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
+    report["findings"].as_array().expect("findings").clone()
+}
+
+fn warnings(report: &serde_json::Value) -> Vec<String> {
+    findings(report)
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn doctor_names_the_straggler_on_gpu_1() {
+    let report = doctor(&["--synthetic", "straggler", "--duration", "90s"]);
+    let all = findings(&report);
+    let straggler = all.iter().find(|f| f["rule"] == "rank-straggler").expect("rank-straggler");
+    assert_eq!((straggler["gpu_index"].as_u64(), straggler["pid"].as_u64()), (Some(1), Some(3001)), "{straggler}");
+    assert_eq!(straggler["severity"], "warning");
+    // Its own cause is named, and the waiting rank's GPU names the straggler rather than "cause unknown".
+    assert!(straggler["evidence"].as_str().expect("evidence").contains("cpu-bound-input"), "{straggler}");
+    let mut warned = warnings(&report);
+    warned.sort();
+    assert_eq!(warned, vec!["cpu-bound-input".to_owned(), "rank-straggler".to_owned()], "{all:#?}");
+}
+
+#[test]
+fn doctor_names_the_hang() {
+    let report = doctor(&["--synthetic", "hang", "--duration", "90s"]);
+    let all = findings(&report);
+    let hang = all.iter().find(|f| f["rule"] == "collective-hang").expect("collective-hang");
+    assert_eq!(hang["severity"], "critical");
+    assert_eq!(warnings(&report), vec!["collective-hang".to_owned()], "{all:#?}");
+}
+
+#[test]
+fn older_scenarios_gain_no_job_finding() {
+    for name in ["compute", "mixed", "input-bound", "launch-bound", "gpu-underfed", "churn"] {
+        let report = doctor(&["--synthetic", name, "--duration", "90s"]);
+        let job_rules: Vec<serde_json::Value> = findings(&report)
+            .into_iter()
+            .filter(|f| f["rule"] == "rank-straggler" || f["rule"] == "collective-hang")
+            .collect();
+        assert!(job_rules.is_empty(), "{name}: {job_rules:?}");
+    }
+}
+
+fn once(args: &[&str]) -> String {
+    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("--once")
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight");
+    String::from_utf8(output.stdout).expect("UTF-8")
+}
+
+#[test]
+fn once_shows_the_job_only_where_one_is_known() {
+    let table = once(&["--synthetic", "straggler"]);
+    assert!(
+        table.contains(
+            "Jobs:\n  torch:127.0.0.1:29500/none via torchrun, world size 2: rank 0 (GPU 0, PID 2001); rank 1 (GPU 1, \
+             PID 3001)\n"
+        ),
+        "{table}"
+    );
+    assert!(!once(&["--synthetic", "compute"]).contains("Jobs:"));
+    let json: serde_json::Value =
+        serde_json::from_str(&once(&["--json", "--synthetic", "straggler"])).expect("stdout is JSON");
+    let jobs: Vec<&serde_json::Value> =
+        json["tick"]["processes"].as_array().expect("processes").iter().filter_map(|p| p.get("job")).collect();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(jobs[1]["key"], "torch:127.0.0.1:29500/none");
+    assert_eq!((jobs[1]["rank"].as_u64(), jobs[1]["world_size"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(jobs[1]["launcher"], "torchrun");
+    assert!(jobs[1].get("pod").is_none(), "unknown fields are absent");
+}
