@@ -24,11 +24,10 @@ use super::worker::Field;
 use crate::crash::{self, Family};
 use crate::sample::{GpmMetrics, UnixMs};
 
-/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX, then NVLink RX and TX (all
-/// links; a GPU without NVLink answers them with a per-metric error, which leaves them `None`). GPM's PCIe counters cover the
+/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX. GPM's PCIe counters cover the
 /// whole window between two samples in the same call, so a GPU with GPM needs no PCIe thread of its own (whose
-/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms).
-const GPM_METRICS: [GpmMetricId; 9] = [
+/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms). This set was read on the H200.
+const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::SmUtil,
     GpmMetricId::SmOccupancy,
     GpmMetricId::AnyTensorUtil,
@@ -36,9 +35,11 @@ const GPM_METRICS: [GpmMetricId; 9] = [
     GpmMetricId::GraphicsUtil,
     GpmMetricId::PcieRxPerSec,
     GpmMetricId::PcieTxPerSec,
-    GpmMetricId::NvlinkTotalRxPerSec,
-    GpmMetricId::NvlinkTotalTxPerSec,
 ];
+
+/// NVLink RX and TX over all links, in a call of their own: not yet read on a real GPU, so a driver or a GPU that
+/// refuses them (no NVLink, a VM) must not cost the metrics above. After one refusal they are not asked again.
+const NVLINK_METRICS: [GpmMetricId; 2] = [GpmMetricId::NvlinkTotalRxPerSec, GpmMetricId::NvlinkTotalTxPerSec];
 
 /// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
 /// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
@@ -83,13 +84,15 @@ pub struct NvmlGpm {
     previous: Option<GpmSample<'static>>,
     pcie: Option<(u32, u32)>,
     nvlink: Option<(u32, u32)>,
+    /// Whether NVLink rates are still worth asking for (no refusal yet).
+    nvlink_asked: bool,
 }
 
 impl NvmlGpm {
     /// A reader for this device.
     #[must_use]
     pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>) -> Self {
-        Self { nvml, device, previous: None, pcie: None, nvlink: None }
+        Self { nvml, device, previous: None, pcie: None, nvlink: None, nvlink_asked: true }
     }
 }
 
@@ -100,11 +103,21 @@ impl GpmReader for NvmlGpm {
         let Some(previous) = self.previous.replace(sample) else { return Ok(None) };
         let Some(current) = self.previous.as_ref() else { return Ok(None) };
         let results = nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &GPM_METRICS)?;
-        drop(previous);
         let raw = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
         let value = |i: usize| raw(i).and_then(gpm_pct);
         self.pcie = raw(5).and_then(mib_s_to_kbps).zip(raw(6).and_then(mib_s_to_kbps));
-        self.nvlink = raw(7).and_then(mib_s).zip(raw(8).and_then(mib_s));
+        self.nvlink = None;
+        if self.nvlink_asked {
+            match nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &NVLINK_METRICS) {
+                Ok(links) => {
+                    let raw = |i: usize| links.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
+                    self.nvlink = raw(0).and_then(mib_s).zip(raw(1).and_then(mib_s));
+                    self.nvlink_asked = self.nvlink.is_some();
+                }
+                Err(_) => self.nvlink_asked = false,
+            }
+        }
+        drop(previous);
         let metrics = GpmMetrics {
             sm_active_pct: value(0),
             sm_occupancy_pct: value(1),
