@@ -383,14 +383,7 @@ impl ProcessSampler {
             .boot_time_ms
             .zip(start_offset_ms(stat.starttime, clock.ticks_per_s))
             .map(|(b, o)| b.saturating_add(o));
-        // The process may exit between the reads: say so rather than show half a row as if it were whole.
-        let unreadable = match (status_err, io_err) {
-            (Some(e), _) if is_exited(&e) => Some(describe(&e)),
-            (_, Some(e)) if is_exited(&e) => Some(describe(&e)),
-            (Some(e), _) => Some(format!("status: {}", describe(&e))),
-            (None, Some(e)) => Some(format!("I/O counters: {}", describe(&e))),
-            (None, None) => None,
-        };
+        let unreadable = unreadable_note(status_err.as_ref(), io_err.as_ref());
         // A process whose name did not change keeps the command line read before: no read, and the previous
         // strings move on to the next tick's counters, so only the row's copy of the command line is new.
         let (comm, cmdline) = if let Some(p) = prev.filter(|p| p.comm == stat.comm) {
@@ -434,11 +427,8 @@ impl ProcessSampler {
             n_threads: threads.or(Some(stat.num_threads)),
             threads_in_d: if role == ProcessRole::Gpu { threads_in_d } else { None },
             unreadable,
-            busiest_thread: None,
-            cgroup_cpu: None,
-            remote_waits: None,
-            remote_files: None,
-            job: None,
+            // Filled in later for the GPU processes: the busiest thread, the cgroup, remote signs, the job.
+            ..HostProcess::default()
         }
     }
 
@@ -560,9 +550,32 @@ fn start_offset_ms(start_ticks: u64, ticks_per_s: u64) -> Option<u64> {
     u64::try_from(u128::from(start_ticks) * 1000 / u128::from(ticks_per_s.max(1))).ok().filter(|_| ticks_per_s > 0)
 }
 
+/// Why a process's row is incomplete, if it is: the process may exit between the reads, which is said as such
+/// rather than shown as half a row.
+fn unreadable_note(status_err: Option<&io::Error>, io_err: Option<&io::Error>) -> Option<String> {
+    match (status_err, io_err) {
+        (Some(e), _) | (_, Some(e)) if is_exited(e) => Some(describe(e)),
+        (Some(e), _) => Some(format!("status: {}", describe(e))),
+        (None, Some(e)) => Some(format!("I/O counters: {}", describe(e))),
+        (None, None) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_exit_between_the_reads_is_said_as_such() {
+        let gone = || io::Error::from(io::ErrorKind::NotFound);
+        let denied = || io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(unreadable_note(None, None), None);
+        assert_eq!(unreadable_note(Some(&gone()), None).as_deref(), Some("exited"));
+        // An exit seen by the second read wins over the first read's other error.
+        assert_eq!(unreadable_note(Some(&denied()), Some(&gone())).as_deref(), Some("exited"));
+        assert_eq!(unreadable_note(Some(&denied()), None).as_deref(), Some("status: permission denied"));
+        assert_eq!(unreadable_note(None, Some(&denied())).as_deref(), Some("I/O counters: permission denied"));
+    }
 
     #[test]
     fn percent_and_rates() {

@@ -48,7 +48,7 @@ impl Data {
             return Ok(Self::Recording(recording));
         }
         if let Some(text) = &data.synthetic {
-            let mut spec = SyntheticSpec::parse(text).map_err(RunError::Usage)?;
+            let mut spec = SyntheticSpec::parse(text).map_err(|e| RunError::Usage(e.to_string()))?;
             spec.interval_ms = u64::try_from(interval.as_millis()).unwrap_or(1000).max(1);
             for attach in &data.synthetic_attach {
                 spec.attach_pids.push(parse_attach(attach)?);

@@ -163,8 +163,19 @@ impl Scenario {
     }
 }
 
+/// Why a `--synthetic` spec was refused; the messages are for people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SpecError {
+    /// A scenario name that is not one of [`Scenario::NAMES`].
+    #[error("unknown synthetic scenario '{0}'; choose one of: {names}", names = Scenario::NAMES.join(", "))]
+    UnknownScenario(String),
+    /// A size that is not `GPUS` or `GPUSxPROCS` in range (the size, the whole spec).
+    #[error("bad synthetic size '{0}' in '{1}': expected GPUS or GPUSxPROCS, e.g. 8x1000")]
+    BadSize(String, String),
+}
+
 impl FromStr for Scenario {
-    type Err = String;
+    type Err = SpecError;
 
     fn from_str(name: &str) -> Result<Self, Self::Err> {
         Ok(match name {
@@ -194,9 +205,7 @@ impl FromStr for Scenario {
             "scale" => Self::Scale,
             "straggler" => Self::Straggler,
             "hang" => Self::Hang,
-            other => {
-                return Err(format!("unknown synthetic scenario '{other}'; choose one of: {}", Self::NAMES.join(", ")));
-            }
+            other => return Err(SpecError::UnknownScenario(other.to_owned())),
         })
     }
 }
@@ -242,7 +251,7 @@ impl SyntheticSpec {
     ///
     /// # Errors
     /// An unknown scenario or a malformed size, phrased for a person.
-    pub fn parse(text: &str) -> Result<Self, String> {
+    pub fn parse(text: &str) -> Result<Self, SpecError> {
         let (name, size) = text.split_once(':').unwrap_or((text, ""));
         let scenario: Scenario = name.parse()?;
         let default_gpus = match scenario {
@@ -250,7 +259,7 @@ impl SyntheticSpec {
             Scenario::Straggler | Scenario::Hang => 2,
             Scenario::Uniform(_) => 1,
         };
-        let bad_size = || format!("bad synthetic size '{size}' in '{text}': expected GPUS or GPUSxPROCS, e.g. 8x1000");
+        let bad_size = || SpecError::BadSize(size.to_owned(), text.to_owned());
         let (n_gpus, processes_per_gpu) = if size.is_empty() {
             (default_gpus, if scenario == Scenario::Scale { 125 } else { 0 })
         } else {
@@ -1491,7 +1500,7 @@ mod tests {
     fn parse_accepts_sizes_and_rejects_nonsense() {
         let spec = SyntheticSpec::parse("scale:8x1000").expect("spec");
         assert_eq!((spec.n_gpus, spec.processes_per_gpu), (8, 125));
-        assert!(SyntheticSpec::parse("warp-drive").unwrap_err().contains("unknown synthetic scenario"));
+        assert!(SyntheticSpec::parse("warp-drive").unwrap_err().to_string().contains("unknown synthetic scenario"));
         assert!(SyntheticSpec::parse("idle:0").is_err());
         assert!(SyntheticSpec::parse("idle:2xq").is_err());
     }
