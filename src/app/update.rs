@@ -648,7 +648,11 @@ impl App {
     pub fn scroll(&mut self, delta: i32) {
         let action = if delta < 0 { Action::Up } else { Action::Down };
         for _ in 0..delta.unsigned_abs() {
-            self.move_selection(action);
+            if self.jobs.on {
+                self.move_job_selection(action);
+            } else {
+                self.move_selection(action);
+            }
         }
     }
 }

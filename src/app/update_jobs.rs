@@ -55,7 +55,8 @@ impl App {
         Some(Effect::None)
     }
 
-    fn move_job_selection(&mut self, action: Action) {
+    /// Moves the job selection (Up/Down/PageUp/PageDown/Home/End, the mouse wheel).
+    pub(super) fn move_job_selection(&mut self, action: Action) {
         let rows = self.job_rows();
         if rows.is_empty() {
             return;

@@ -185,4 +185,12 @@ mod tests {
         let lines = render(JobsTable { app: &app, paint: &paint }, 120, 8);
         assert!(lines[3].contains("rank 0") && lines[4].contains("rank 1"), "{lines:?}");
     }
+
+    #[test]
+    fn a_collective_hang_is_named_on_its_job() {
+        let app = app("hang", 120);
+        let rows = app.job_rows();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].finding, Some(crate::advice::Rule::CollectiveHang), "{rows:?}");
+    }
 }

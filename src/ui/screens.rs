@@ -37,28 +37,7 @@ fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line
     } else if let Some(status) = &app.status {
         Line::from(Span::styled(format!(" {status}"), theme.tagged))
     } else {
-        let keys = |action: Action| app.keymap.keys(action).first().map_or_else(String::new, ToString::to_string);
-        // Two keys side by side: "[]" when each is one character, "Left/Right" otherwise.
-        let pair = |a: Action, b: Action| {
-            let (a, b) = (keys(a), keys(b));
-            if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
-        };
-        let mut hints = vec![
-            (keys(Action::Help), "help"),
-            (keys(Action::Quit), "quit"),
-            (keys(Action::Filter), "filter"),
-            (keys(Action::Tree), "tree"),
-            (keys(Action::Details), "details"),
-            (keys(Action::Pause), "pause"),
-            (pair(Action::SortPrev, Action::SortNext), "sort"),
-            (pair(Action::SpanShorter, Action::SpanLonger), "span"),
-        ];
-        if app.playback.is_some() {
-            hints.push((pair(Action::SeekBack, Action::SeekForward), "seek"));
-            hints.push((pair(Action::Slower, Action::Faster), "speed"));
-        } else {
-            hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
-        }
+        let hints = footer_hints(app);
         // As many whole hints as fit; `?` (first) says where the rest are.
         let mut spans = Vec::new();
         let mut used = 0;
@@ -73,6 +52,45 @@ fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line
         }
         Line::from(spans)
     }
+}
+
+/// The footer's key hints: the jobs view's own while it is on, else the process table's.
+fn footer_hints(app: &App) -> Vec<(String, &'static str)> {
+    let keys = |action: Action| app.keymap.keys(action).first().map_or_else(String::new, ToString::to_string);
+    // Two keys side by side: "[]" when each is one character, "Left/Right" otherwise.
+    let pair = |a: Action, b: Action| {
+        let (a, b) = (keys(a), keys(b));
+        if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
+    };
+    if app.jobs.on {
+        // T/K/I reach every rank of the selected job.
+        let signals = format!("{}{}{}", keys(Action::SignalTerm), keys(Action::SignalKill), keys(Action::SignalInt));
+        return vec![
+            (keys(Action::Help), "help"),
+            (keys(Action::Quit), "quit"),
+            (keys(Action::Jobs), "processes"),
+            (keys(Action::Details), "ranks"),
+            (signals, "signal job"),
+            (keys(Action::Pause), "pause"),
+        ];
+    }
+    let mut hints = vec![
+        (keys(Action::Help), "help"),
+        (keys(Action::Quit), "quit"),
+        (keys(Action::Filter), "filter"),
+        (keys(Action::Tree), "tree"),
+        (keys(Action::Details), "details"),
+        (keys(Action::Pause), "pause"),
+        (pair(Action::SortPrev, Action::SortNext), "sort"),
+        (pair(Action::SpanShorter, Action::SpanLonger), "span"),
+    ];
+    if app.playback.is_some() {
+        hints.push((pair(Action::SeekBack, Action::SeekForward), "seek"));
+        hints.push((pair(Action::Slower, Action::Faster), "speed"));
+    } else {
+        hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
+    }
+    hints
 }
 
 /// A full screen in front of the main one: help, process details, environment or a finding's explanation.
