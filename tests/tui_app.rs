@@ -459,3 +459,22 @@ fn readonly_refuses_signals_to_a_job() {
     assert!(sent.lock().expect("lock").is_empty());
     assert!(app.status.as_deref().is_some_and(|s| s.contains("read-only")), "{:?}", app.status);
 }
+
+#[test]
+fn processes_without_a_job_are_jobs_of_their_own_and_the_selection_moves() {
+    let (mut app, _sent) = app_with("mixed:8", false);
+    app.update(Action::Jobs);
+    let rows = app.job_rows();
+    assert!(rows.len() > 1, "{rows:?}");
+    assert!(rows.iter().all(|r| r.name.starts_with("pid ") && r.slowest.is_none()), "{rows:?}");
+    assert_eq!(app.selected_job(&rows), Some(0));
+    app.update(Action::Down);
+    assert_eq!(app.selected_job(&rows), Some(1));
+    app.update(Action::Last);
+    assert_eq!(app.selected_job(&rows), Some(rows.len() - 1));
+    app.update(Action::FocusNext);
+    app.update(Action::First);
+    assert_eq!(app.selected_job(&rows), Some(rows.len() - 1), "Home moved the advice pane, not the jobs");
+    app.update(Action::Jobs);
+    assert!(!app.jobs.on);
+}

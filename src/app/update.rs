@@ -648,7 +648,7 @@ impl App {
     pub fn scroll(&mut self, delta: i32) {
         let action = if delta < 0 { Action::Up } else { Action::Down };
         for _ in 0..delta.unsigned_abs() {
-            if self.jobs.on {
+            if self.jobs.on && self.focus == Focus::Processes {
                 self.move_job_selection(action);
             } else {
                 self.move_selection(action);

@@ -3,7 +3,7 @@
 
 use super::jobs::{JobRow, job_rows};
 use super::signal::{SignalKind, SignalTarget};
-use super::{Action, App, DialogButton, Effect, SignalDialog};
+use super::{Action, App, DialogButton, Effect, Focus, SignalDialog};
 
 impl App {
     /// The jobs of the tick on screen, on the GPUs shown.
@@ -29,6 +29,20 @@ impl App {
 
     /// An action while the jobs view is on: `Some` when the view took it, `None` when the main screen should.
     pub(super) fn update_jobs(&mut self, action: Action) -> Option<Effect> {
+        let moves = matches!(
+            action,
+            Action::Up
+                | Action::Down
+                | Action::PageUp
+                | Action::PageDown
+                | Action::First
+                | Action::Last
+                | Action::Details
+        );
+        if moves && self.focus == Focus::Advice {
+            // The advice pane has the focus (^W): its keys are the main screen's.
+            return None;
+        }
         match action {
             Action::Jobs | Action::Back => self.jobs.on = false,
             Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::First | Action::Last => {
