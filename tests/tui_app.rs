@@ -440,6 +440,7 @@ fn t_on_a_job_asks_once_for_every_rank_and_says_each_outcome() {
     assert_eq!(pids.len(), 2);
     app.on_key(key('T'));
     let dialog = app.dialog.as_ref().expect("one dialog for the job");
+    assert!(dialog.job.as_deref().is_some_and(|j| j.starts_with("torchrun ")), "{:?}", dialog.job);
     assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), pids);
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     let sent = sent.lock().expect("lock").clone();

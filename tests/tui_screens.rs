@@ -302,4 +302,6 @@ fn jobs_view_on_the_straggler_collapsed_and_expanded() {
     app.update(gpusight::app::Action::Details);
     insta::assert_snapshot!("jobs_straggler_expanded_80x24", screen(&app, 80, 24));
     insta::assert_snapshot!("jobs_straggler_expanded_160x50", screen(&app, 160, 50));
+    app.update(gpusight::app::Action::SignalTerm);
+    insta::assert_snapshot!("jobs_straggler_dialog_80x24", screen(&app, 80, 24));
 }

@@ -165,6 +165,9 @@ pub enum PlaybackStart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalDialog {
     pub targets: Vec<SignalTarget>,
+    /// The job whose every rank it asks about (T/K/I in the jobs view), by name; `None` for selected or tagged
+    /// processes.
+    pub job: Option<String>,
     /// The highlighted button.
     pub button: DialogButton,
 }

@@ -331,7 +331,7 @@ impl App {
             return;
         }
         self.status = note;
-        self.dialog = Some(SignalDialog { targets, button: DialogButton::Send(kind) });
+        self.dialog = Some(SignalDialog { targets, job: None, button: DialogButton::Send(kind) });
     }
 
     /// Enter on a finding: selects its process (on its GPU) in the table and moves the focus there, so T, K

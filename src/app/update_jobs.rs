@@ -122,9 +122,10 @@ impl App {
                     .reduce(|a, b| a + b),
             });
         }
+        let job = Some(job.name.clone());
         self.status = (!unreadable.is_empty()).then(|| format!("no signal for: {}", unreadable.join("; ")));
         if !targets.is_empty() {
-            self.dialog = Some(SignalDialog { targets, button: DialogButton::Send(kind) });
+            self.dialog = Some(SignalDialog { targets, job, button: DialogButton::Send(kind) });
         }
     }
 }

@@ -428,14 +428,13 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
     let inner = block.inner(rect);
     Clear.render(rect, buf);
     block.render(rect, buf);
-    let mut lines = vec![Line::from(format!(
-        "Send a signal to {}?",
-        if dialog.targets.len() == 1 {
-            "this process".to_owned()
-        } else {
-            format!("these {} processes", dialog.targets.len())
-        }
-    ))];
+    let n = dialog.targets.len();
+    let question = match &dialog.job {
+        Some(job) => format!("Send a signal to every rank of {}: {n} processes?", crate::text::visible(job)),
+        None if n == 1 => "Send a signal to this process?".to_owned(),
+        None => format!("Send a signal to these {n} processes?"),
+    };
+    let mut lines = vec![Line::from(units::truncate(&question, usize::from(inner.width), glyphs.ascii))];
     for target in dialog.targets.iter().take(shown) {
         let text = format!(
             " PID {} ({}) holds {} GPU memory: {}",
@@ -449,8 +448,13 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
             theme.label,
         )));
     }
-    if dialog.targets.len() > shown {
-        lines.push(Line::from(format!(" and {} more", dialog.targets.len() - shown)));
+    if n > shown && dialog.job.is_some() {
+        // A job's every PID is named: the ranks not listed above on one line.
+        let rest: Vec<String> = dialog.targets[shown..].iter().map(|t| t.pid.to_string()).collect();
+        let text = format!(" and {} more: PID {}", n - shown, rest.join(", "));
+        lines.push(Line::from(units::truncate(&text, usize::from(inner.width), glyphs.ascii)));
+    } else if n > shown {
+        lines.push(Line::from(format!(" and {} more", n - shown)));
     }
     lines.push(Line::from(""));
     let mut buttons = Vec::new();
