@@ -19,7 +19,8 @@
 //!   (rank, launcher, container; [`host::job`]) read once per process.
 //! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]).
-//! - [`app`] and [`ui`]: the interactive monitor; [`terminal`]: the only owner of raw mode and the alternate screen.
+//! - [`app`] and [`ui`]: the interactive monitor (the jobs view's rows: [`app::jobs`]); [`terminal`]: the only
+//!   owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
 //!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]).

@@ -410,3 +410,72 @@ fn a_signal_to_a_made_up_process_says_it_may_never_have_run_here() {
     let status = app.status.clone().unwrap_or_default();
     assert!(status.contains("exited already") && status.contains("never ran here"), "{status}");
 }
+
+#[test]
+fn j_groups_ranks_into_jobs_and_enter_expands_and_esc_leaves() {
+    let (mut app, _sent) = app_with("straggler", false);
+    app.on_key(key('J'));
+    assert!(app.jobs.on);
+    let rows = app.job_rows();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let job = &rows[0];
+    assert!(job.name.starts_with("torchrun "), "{}", job.name);
+    assert_eq!(job.ranks.len(), 2);
+    assert_eq!(job.gpus, vec![0, 1]);
+    assert_eq!(app.selected_job(&rows), Some(0));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(app.jobs.expanded.contains(&job.key));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(app.jobs.expanded.is_empty());
+    app.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+    assert!(!app.jobs.on);
+    assert_eq!(app.screen, Screen::Main);
+}
+
+#[test]
+fn t_on_a_job_asks_once_for_every_rank_and_says_each_outcome() {
+    let (mut app, sent) = app_with("straggler", false);
+    app.update(Action::Jobs);
+    let pids = app.job_rows()[0].pids();
+    assert_eq!(pids.len(), 2);
+    app.on_key(key('T'));
+    let dialog = app.dialog.as_ref().expect("one dialog for the job");
+    assert!(dialog.job.as_deref().is_some_and(|j| j.starts_with("torchrun ")), "{:?}", dialog.job);
+    assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), pids);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    let sent = sent.lock().expect("lock").clone();
+    assert_eq!(sent, pids.iter().map(|p| (*p, SignalKind::Term)).collect::<Vec<_>>());
+    let status = app.status.clone().unwrap_or_default();
+    for pid in pids {
+        assert!(status.contains(&format!("PID {pid}: sent")), "{status}");
+    }
+}
+
+#[test]
+fn readonly_refuses_signals_to_a_job() {
+    let (mut app, sent) = app_with("straggler", true);
+    app.update(Action::Jobs);
+    app.update(Action::SignalKill);
+    assert!(app.dialog.is_none());
+    assert!(sent.lock().expect("lock").is_empty());
+    assert!(app.status.as_deref().is_some_and(|s| s.contains("read-only")), "{:?}", app.status);
+}
+
+#[test]
+fn processes_without_a_job_are_jobs_of_their_own_and_the_selection_moves() {
+    let (mut app, _sent) = app_with("mixed:8", false);
+    app.update(Action::Jobs);
+    let rows = app.job_rows();
+    assert!(rows.len() > 1, "{rows:?}");
+    assert!(rows.iter().all(|r| r.name.starts_with("pid ") && r.slowest.is_none()), "{rows:?}");
+    assert_eq!(app.selected_job(&rows), Some(0));
+    app.update(Action::Down);
+    assert_eq!(app.selected_job(&rows), Some(1));
+    app.update(Action::Last);
+    assert_eq!(app.selected_job(&rows), Some(rows.len() - 1));
+    app.update(Action::FocusNext);
+    app.update(Action::First);
+    assert_eq!(app.selected_job(&rows), Some(rows.len() - 1), "Home moved the advice pane, not the jobs");
+    app.update(Action::Jobs);
+    assert!(!app.jobs.on);
+}

@@ -292,3 +292,16 @@ fn a_status_on_a_short_screen_takes_its_own_row() {
     assert_findings_whole(&app, &above, "100x15 with a status");
     assert!(lines[lines.len() - 2].contains("WARN"), "{text}");
 }
+
+#[test]
+fn jobs_view_on_the_straggler_collapsed_and_expanded() {
+    let mut app = app("straggler", 90);
+    app.update(gpusight::app::Action::Jobs);
+    insta::assert_snapshot!("jobs_straggler_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("jobs_straggler_160x50", screen(&app, 160, 50));
+    app.update(gpusight::app::Action::Details);
+    insta::assert_snapshot!("jobs_straggler_expanded_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("jobs_straggler_expanded_160x50", screen(&app, 160, 50));
+    app.update(gpusight::app::Action::SignalTerm);
+    insta::assert_snapshot!("jobs_straggler_dialog_80x24", screen(&app, 80, 24));
+}

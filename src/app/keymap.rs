@@ -159,6 +159,7 @@ fn defaults(action: Action) -> &'static [&'static str] {
         Action::Details => &["Enter"],
         Action::Environment => &["e"],
         Action::Tree => &["t"],
+        Action::Jobs => &["J"],
         Action::SortPrev => &[",", "<"],
         Action::SortNext => &[".", ">"],
         Action::SortInvert => &["i"],

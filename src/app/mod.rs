@@ -14,11 +14,13 @@ pub mod action;
 pub mod columns;
 pub mod feed;
 pub mod inspect;
+pub mod jobs;
 pub mod keymap;
 pub mod player;
 pub mod signal;
 pub mod table;
 mod update;
+mod update_jobs;
 pub mod visible;
 
 pub use action::Action;
@@ -163,6 +165,9 @@ pub enum PlaybackStart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct SignalDialog {
     pub targets: Vec<SignalTarget>,
+    /// The job whose every rank it asks about (T/K/I in the jobs view), by name; `None` for selected or tagged
+    /// processes.
+    pub job: Option<String>,
     /// The highlighted button.
     pub button: DialogButton,
 }
@@ -237,6 +242,8 @@ pub struct App {
     frozen: Option<Box<Pipeline>>,
     pub playback: Option<Playback>,
     pub table: TableState,
+    /// The jobs view (J): on or off, its selection and expanded jobs.
+    pub jobs: jobs::JobsState,
     pub screen: Screen,
     pub dialog: Option<SignalDialog>,
     /// The last outcome or hint, shown in the status line until the next action.
@@ -302,6 +309,7 @@ impl App {
             frozen: None,
             playback,
             table: TableState::default(),
+            jobs: jobs::JobsState::default(),
             screen: Screen::Main,
             dialog: None,
             status: None,

@@ -84,6 +84,11 @@ impl App {
             return self.update_sub_screen(action);
         }
         self.status = None;
+        if self.jobs.on
+            && let Some(effect) = self.update_jobs(action)
+        {
+            return effect;
+        }
         match action {
             Action::Quit => return Effect::Quit,
             Action::Suspend => return Effect::Suspend,
@@ -98,6 +103,7 @@ impl App {
             Action::SignalInt => self.open_dialog(SignalKind::Int),
             Action::Details => self.open_details(),
             Action::Environment => self.open_environment(),
+            Action::Jobs => self.toggle_jobs(),
             Action::Tree => {
                 self.table.tree = !self.table.tree;
                 self.table.offset = 0;
@@ -267,15 +273,23 @@ impl App {
         self.table.tagged.clear();
     }
 
-    fn open_dialog(&mut self, kind: SignalKind) {
+    /// Whether signals are off here (a recording, `--readonly`); says why in the status line.
+    pub(super) fn signals_off(&mut self) -> bool {
         if self.playback.is_some() {
             // A recorded PID may belong to an unrelated process on this machine: never offer to signal it.
             self.status =
                 Some("a recording: its processes are not on this machine, so there are no signals".to_owned());
-            return;
+            return true;
         }
         if self.readonly {
             self.status = Some("read-only mode: signals are off (started with --readonly)".to_owned());
+            return true;
+        }
+        false
+    }
+
+    fn open_dialog(&mut self, kind: SignalKind) {
+        if self.signals_off() {
             return;
         }
         let rows = self.rows();
@@ -317,7 +331,7 @@ impl App {
             return;
         }
         self.status = note;
-        self.dialog = Some(SignalDialog { targets, button: DialogButton::Send(kind) });
+        self.dialog = Some(SignalDialog { targets, job: None, button: DialogButton::Send(kind) });
     }
 
     /// Enter on a finding: selects its process (on its GPU) in the table and moves the focus there, so T, K
@@ -634,7 +648,11 @@ impl App {
     pub fn scroll(&mut self, delta: i32) {
         let action = if delta < 0 { Action::Up } else { Action::Down };
         for _ in 0..delta.unsigned_abs() {
-            self.move_selection(action);
+            if self.jobs.on && self.focus == Focus::Processes {
+                self.move_job_selection(action);
+            } else {
+                self.move_selection(action);
+            }
         }
     }
 }

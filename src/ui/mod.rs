@@ -21,6 +21,7 @@ mod gpus;
 pub mod graph;
 mod header;
 mod host;
+mod jobs;
 pub mod layout;
 pub mod paint;
 mod processes;
@@ -57,7 +58,7 @@ fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
         width: area.width,
         height: area.height,
         n_gpus: count(gpus::shown(app).len()),
-        n_rows: count(app.rows().len()),
+        n_rows: count(if app.jobs.on { jobs::lines_needed(app, &app.job_rows()) } else { app.rows().len() }),
         banner: header::banner(app).is_some(),
         host_graphs: !app.ascii,
         mode: app.mode,
@@ -96,6 +97,9 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     let paint = Paint::for_app(app);
     let plan = plan(area, app, &paint)?;
     let inside = |r: Rect| column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height;
+    if inside(plan.table) && app.jobs.on {
+        return None;
+    }
     if inside(plan.table) {
         let table = ProcessTable { app, paint: &paint };
         return table.hit(plan.table, column, row);
@@ -145,7 +149,11 @@ impl Widget for Monitor<'_> {
                 if let Some(host) = plan.host {
                     HostPanel { app, paint: &paint, full: plan.host_full }.render(host, buf);
                 }
-                ProcessTable { app, paint: &paint }.render(plan.table, buf);
+                if app.jobs.on {
+                    jobs::JobsTable { app, paint: &paint }.render(plan.table, buf);
+                } else {
+                    ProcessTable { app, paint: &paint }.render(plan.table, buf);
+                }
                 let findings = app.findings();
                 AdvicePane {
                     findings: &findings,

@@ -37,28 +37,7 @@ fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line
     } else if let Some(status) = &app.status {
         Line::from(Span::styled(format!(" {status}"), theme.tagged))
     } else {
-        let keys = |action: Action| app.keymap.keys(action).first().map_or_else(String::new, ToString::to_string);
-        // Two keys side by side: "[]" when each is one character, "Left/Right" otherwise.
-        let pair = |a: Action, b: Action| {
-            let (a, b) = (keys(a), keys(b));
-            if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
-        };
-        let mut hints = vec![
-            (keys(Action::Help), "help"),
-            (keys(Action::Quit), "quit"),
-            (keys(Action::Filter), "filter"),
-            (keys(Action::Tree), "tree"),
-            (keys(Action::Details), "details"),
-            (keys(Action::Pause), "pause"),
-            (pair(Action::SortPrev, Action::SortNext), "sort"),
-            (pair(Action::SpanShorter, Action::SpanLonger), "span"),
-        ];
-        if app.playback.is_some() {
-            hints.push((pair(Action::SeekBack, Action::SeekForward), "seek"));
-            hints.push((pair(Action::Slower, Action::Faster), "speed"));
-        } else {
-            hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
-        }
+        let hints = footer_hints(app);
         // As many whole hints as fit; `?` (first) says where the rest are.
         let mut spans = Vec::new();
         let mut used = 0;
@@ -73,6 +52,45 @@ fn footer_line<'a>(app: &App, theme: &super::theme::Theme, width: usize) -> Line
         }
         Line::from(spans)
     }
+}
+
+/// The footer's key hints: the jobs view's own while it is on, else the process table's.
+fn footer_hints(app: &App) -> Vec<(String, &'static str)> {
+    let keys = |action: Action| app.keymap.keys(action).first().map_or_else(String::new, ToString::to_string);
+    // Two keys side by side: "[]" when each is one character, "Left/Right" otherwise.
+    let pair = |a: Action, b: Action| {
+        let (a, b) = (keys(a), keys(b));
+        if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
+    };
+    if app.jobs.on {
+        // T/K/I reach every rank of the selected job.
+        let signals = format!("{}{}{}", keys(Action::SignalTerm), keys(Action::SignalKill), keys(Action::SignalInt));
+        return vec![
+            (keys(Action::Help), "help"),
+            (keys(Action::Quit), "quit"),
+            (keys(Action::Jobs), "processes"),
+            (keys(Action::Details), "ranks"),
+            (signals, "signal job"),
+            (keys(Action::Pause), "pause"),
+        ];
+    }
+    let mut hints = vec![
+        (keys(Action::Help), "help"),
+        (keys(Action::Quit), "quit"),
+        (keys(Action::Filter), "filter"),
+        (keys(Action::Tree), "tree"),
+        (keys(Action::Details), "details"),
+        (keys(Action::Pause), "pause"),
+        (pair(Action::SortPrev, Action::SortNext), "sort"),
+        (pair(Action::SpanShorter, Action::SpanLonger), "span"),
+    ];
+    if app.playback.is_some() {
+        hints.push((pair(Action::SeekBack, Action::SeekForward), "seek"));
+        hints.push((pair(Action::Slower, Action::Faster), "speed"));
+    } else {
+        hints.push((pair(Action::SeekBack, Action::SeekForward), "command"));
+    }
+    hints
 }
 
 /// A full screen in front of the main one: help, process details, environment or a finding's explanation.
@@ -410,14 +428,13 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
     let inner = block.inner(rect);
     Clear.render(rect, buf);
     block.render(rect, buf);
-    let mut lines = vec![Line::from(format!(
-        "Send a signal to {}?",
-        if dialog.targets.len() == 1 {
-            "this process".to_owned()
-        } else {
-            format!("these {} processes", dialog.targets.len())
-        }
-    ))];
+    let n = dialog.targets.len();
+    let question = match &dialog.job {
+        Some(job) => format!("Send a signal to every rank of {}: {n} processes?", crate::text::visible(job)),
+        None if n == 1 => "Send a signal to this process?".to_owned(),
+        None => format!("Send a signal to these {n} processes?"),
+    };
+    let mut lines = vec![Line::from(units::truncate(&question, usize::from(inner.width), glyphs.ascii))];
     for target in dialog.targets.iter().take(shown) {
         let text = format!(
             " PID {} ({}) holds {} GPU memory: {}",
@@ -431,8 +448,13 @@ fn render_dialog(area: Rect, buf: &mut Buffer, dialog: &SignalDialog, paint: &Pa
             theme.label,
         )));
     }
-    if dialog.targets.len() > shown {
-        lines.push(Line::from(format!(" and {} more", dialog.targets.len() - shown)));
+    if n > shown && dialog.job.is_some() {
+        // A job's every PID is named: the ranks not listed above on one line.
+        let rest: Vec<String> = dialog.targets[shown..].iter().map(|t| t.pid.to_string()).collect();
+        let text = format!(" and {} more: PID {}", n - shown, rest.join(", "));
+        lines.push(Line::from(units::truncate(&text, usize::from(inner.width), glyphs.ascii)));
+    } else if n > shown {
+        lines.push(Line::from(format!(" and {} more", n - shown)));
     }
     lines.push(Line::from(""));
     let mut buttons = Vec::new();

@@ -1,0 +1,223 @@
+//! The jobs view: the GPU processes grouped into jobs by `HostProcess::job`'s key (a process without a job is a
+//! job of its own, keyed by its PID), one row per job with its ranks, GPUs, memory, mean load and slowest rank;
+//! a job expands into one line per rank. Pure functions of one tick and its findings; the widget is `ui/jobs.rs`.
+
+use std::collections::BTreeSet;
+
+use crate::advice::{Finding, Rule};
+use crate::sample::{GpuTick, Tick};
+
+/// The jobs view's state: on or off, the selected job (by key) and the jobs expanded into their ranks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobsState {
+    pub on: bool,
+    pub selected: Option<String>,
+    pub expanded: BTreeSet<String>,
+}
+
+/// Which measure chose a job's slowest rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlowMeasure {
+    /// GPM SM activity (every GPU of the job has it).
+    SmActive,
+    /// NVML GPU utilization (without GPM).
+    Util,
+    /// A rank-straggler finding names it (it wins over the measures: a rank waiting in NCCL can show less SM
+    /// activity than the straggler it waits for).
+    Finding,
+}
+
+impl SlowMeasure {
+    /// What it is called on screen.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::SmActive => "SM act",
+            Self::Util => "util",
+            Self::Finding => "finding",
+        }
+    }
+}
+
+/// One rank of a job: one GPU process on one GPU.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRank {
+    pub pid: Option<u32>,
+    pub rank: Option<u32>,
+    pub local_rank: Option<u32>,
+    pub gpu_index: u32,
+    pub mem_bytes: Option<u64>,
+    pub util_pct: Option<u32>,
+    pub sm_active_pct: Option<f32>,
+    pub cpu_pct: Option<f32>,
+}
+
+/// One job as the jobs view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobRow {
+    pub key: String,
+    /// Launcher (or the key's kind) and the key's short form, e.g. "torchrun 127.0.0.1:29500", "pid 1234".
+    pub name: String,
+    pub ranks: Vec<JobRank>,
+    pub world_size: Option<u32>,
+    pub gpus: Vec<u32>,
+    pub mem_bytes: Option<u64>,
+    pub util_pct: Option<f64>,
+    pub sm_active_pct: Option<f64>,
+    /// The slowest rank's index into `ranks` and the measure that chose it (jobs of more than one rank only).
+    pub slowest: Option<(usize, SlowMeasure)>,
+    /// A rank-straggler or collective-hang finding that names one of its ranks or GPUs.
+    pub finding: Option<Rule>,
+}
+
+impl JobRow {
+    /// The distinct PIDs of its ranks, in rank order.
+    #[must_use]
+    pub fn pids(&self) -> Vec<u32> {
+        let mut pids: Vec<u32> = Vec::new();
+        for pid in self.ranks.iter().filter_map(|r| r.pid) {
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+
+    /// Processes, and the world size where it is known and differs: "2", "2/4".
+    #[must_use]
+    pub fn rank_count(&self) -> String {
+        let n = self.pids().len().max(usize::from(!self.ranks.is_empty()));
+        match self.world_size {
+            Some(w) if usize::try_from(w).ok() != Some(n) => format!("{n}/{w}"),
+            _ => n.to_string(),
+        }
+    }
+}
+
+/// The short name of a job key: `torch:ADDR:PORT/RUN` gives "ADDR:PORT", `slurm:ID` "slurm ID", `pid:PID`
+/// "pid PID"; a launcher's name replaces the key's kind.
+#[must_use]
+pub fn job_name(key: &str, launcher: Option<&str>) -> String {
+    let (kind, rest) = key.split_once(':').unwrap_or(("job", key));
+    let rest = if kind == "torch" { rest.split('/').next().unwrap_or(rest) } else { rest };
+    let kind = if kind == "pid" { kind } else { launcher.unwrap_or(kind) };
+    format!("{kind} {rest}")
+}
+
+fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0.0);
+    for v in values {
+        sum += v?;
+        n += 1.0;
+    }
+    (n > 0.0).then(|| sum / n)
+}
+
+fn sm_active(gpu: Option<&GpuTick>) -> Option<f32> {
+    gpu.and_then(|g| g.gpm.as_ref()).and_then(|m| m.sm_active_pct)
+}
+
+/// The jobs of `tick`'s GPU processes on the GPUs in `only` (all where `None`), in the order first seen.
+#[must_use]
+pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>) -> Vec<JobRow> {
+    let mut rows: Vec<JobRow> = Vec::new();
+    for gp in tick.gpu_processes.iter().filter(|gp| only.is_none_or(|o| o.contains(&gp.gpu_index))) {
+        let host = gp.pid.and_then(|pid| tick.processes.iter().find(|p| p.pid == pid));
+        let job = host.and_then(|h| h.job.as_ref());
+        let key = job.map_or_else(|| format!("pid:{}", gp.pid.unwrap_or(0)), |j| j.key.clone());
+        let gpu = tick.gpus.iter().find(|g| g.index == gp.gpu_index);
+        let rank = JobRank {
+            pid: gp.pid,
+            rank: job.and_then(|j| j.rank),
+            local_rank: job.and_then(|j| j.local_rank),
+            gpu_index: gp.gpu_index,
+            mem_bytes: gp.used_gpu_memory_bytes,
+            util_pct: gpu.and_then(|g| g.util_pct),
+            sm_active_pct: sm_active(gpu),
+            cpu_pct: host.and_then(|h| h.cpu_pct),
+        };
+        if let Some(row) = rows.iter_mut().find(|r| r.key == key) {
+            row.ranks.push(rank);
+        } else {
+            let name = job_name(&key, job.and_then(|j| j.launcher.as_deref()));
+            rows.push(JobRow {
+                key,
+                name,
+                ranks: vec![rank],
+                world_size: job.and_then(|j| j.world_size),
+                gpus: Vec::new(),
+                mem_bytes: None,
+                util_pct: None,
+                sm_active_pct: None,
+                slowest: None,
+                finding: None,
+            });
+        }
+    }
+    for row in &mut rows {
+        summarize(row, tick, findings);
+    }
+    rows
+}
+
+/// Fills a job's GPUs, totals, means, slowest rank and finding from its ranks.
+fn summarize(row: &mut JobRow, tick: &Tick, findings: &[&Finding]) {
+    row.ranks.sort_by_key(|r| (r.rank.is_none(), r.rank, r.gpu_index, r.pid));
+    let gpus: BTreeSet<u32> = row.ranks.iter().map(|r| r.gpu_index).collect();
+    row.gpus = gpus.into_iter().collect();
+    row.mem_bytes = row.ranks.iter().filter_map(|r| r.mem_bytes).reduce(|a, b| a + b);
+    let gpu = |i: &u32| tick.gpus.iter().find(|g| g.index == *i);
+    row.util_pct = mean(row.gpus.iter().map(|i| gpu(i).and_then(|g| g.util_pct).map(f64::from)));
+    row.sm_active_pct = mean(row.gpus.iter().map(|i| sm_active(gpu(i)).map(f64::from)));
+    if row.ranks.len() > 1 {
+        let by_sm = row.ranks.iter().all(|r| r.sm_active_pct.is_some());
+        let measure = if by_sm { SlowMeasure::SmActive } else { SlowMeasure::Util };
+        let value = |r: &JobRank| match measure {
+            SlowMeasure::SmActive => r.sm_active_pct.map(f64::from),
+            _ => r.util_pct.map(f64::from),
+        };
+        row.slowest = row
+            .ranks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| value(r).map(|v| (i, v)))
+            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .map(|(i, _)| (i, measure));
+        let named = findings.iter().filter(|f| f.rule == Rule::RankStraggler).find_map(|f| {
+            let pid = f.pid?;
+            row.ranks.iter().position(|r| r.pid == Some(pid))
+        });
+        if let Some(i) = named {
+            row.slowest = Some((i, SlowMeasure::Finding));
+        }
+    }
+    row.finding = findings
+        .iter()
+        .filter(|f| matches!(f.rule, Rule::RankStraggler | Rule::CollectiveHang))
+        .find(|f| {
+            f.pid.is_some_and(|pid| row.ranks.iter().any(|r| r.pid == Some(pid)))
+                || f.gpu_index.is_some_and(|g| row.gpus.contains(&g))
+        })
+        .map(|f| f.rule);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_the_launcher_and_the_keys_short_form() {
+        assert_eq!(job_name("torch:127.0.0.1:29500/abc", Some("torchrun")), "torchrun 127.0.0.1:29500");
+        assert_eq!(job_name("torch:10.0.0.1:29500", None), "torch 10.0.0.1:29500");
+        assert_eq!(job_name("pid:1234", None), "pid 1234");
+        assert_eq!(job_name("slurm:77", Some("srun")), "srun 77");
+        assert_eq!(job_name("odd", None), "job odd");
+    }
+
+    #[test]
+    fn means_skip_nothing_and_are_none_when_a_value_is_missing() {
+        assert_eq!(mean([Some(10.0), Some(30.0)].into_iter()), Some(20.0));
+        assert_eq!(mean([Some(10.0), None].into_iter()), None);
+        assert_eq!(mean(std::iter::empty()), None);
+    }
+}

@@ -1,0 +1,131 @@
+//! How the jobs view reacts to actions: selection, Enter to expand a job into its ranks, and T/K/I on a whole
+//! job (one confirmation for every rank, sent through the same dialog and `SignalSender` as single processes).
+
+use super::jobs::{JobRow, job_rows};
+use super::signal::{SignalKind, SignalTarget};
+use super::{Action, App, DialogButton, Effect, Focus, SignalDialog};
+
+impl App {
+    /// The jobs of the tick on screen, on the GPUs shown.
+    #[must_use]
+    pub fn job_rows(&self) -> Vec<JobRow> {
+        job_rows(self.tick(), &self.findings(), self.fixed.gpus.as_deref())
+    }
+
+    /// Index of the selected job in `rows`, if it is still listed.
+    #[must_use]
+    pub fn selected_job(&self, rows: &[JobRow]) -> Option<usize> {
+        let key = self.jobs.selected.as_deref()?;
+        rows.iter().position(|r| r.key == key)
+    }
+
+    /// Turns the jobs view on or off; on, the first job is selected when none is.
+    pub(super) fn toggle_jobs(&mut self) {
+        self.jobs.on = !self.jobs.on;
+        if self.jobs.on && self.selected_job(&self.job_rows()).is_none() {
+            self.jobs.selected = self.job_rows().first().map(|r| r.key.clone());
+        }
+    }
+
+    /// An action while the jobs view is on: `Some` when the view took it, `None` when the main screen should.
+    pub(super) fn update_jobs(&mut self, action: Action) -> Option<Effect> {
+        let moves = matches!(
+            action,
+            Action::Up
+                | Action::Down
+                | Action::PageUp
+                | Action::PageDown
+                | Action::First
+                | Action::Last
+                | Action::Details
+        );
+        if moves && self.focus == Focus::Advice {
+            // The advice pane has the focus (^W): its keys are the main screen's.
+            return None;
+        }
+        match action {
+            Action::Jobs | Action::Back => self.jobs.on = false,
+            Action::Up | Action::Down | Action::PageUp | Action::PageDown | Action::First | Action::Last => {
+                self.move_job_selection(action);
+            }
+            Action::Details => {
+                let rows = self.job_rows();
+                if let Some(i) = self.selected_job(&rows) {
+                    let key = &rows[i].key;
+                    if !self.jobs.expanded.remove(key) {
+                        self.jobs.expanded.insert(key.clone());
+                    }
+                }
+            }
+            Action::SignalTerm => self.open_job_dialog(SignalKind::Term),
+            Action::SignalKill => self.open_job_dialog(SignalKind::Kill),
+            Action::SignalInt => self.open_job_dialog(SignalKind::Int),
+            // Process-table actions that would act on rows the jobs view hides.
+            Action::Tag | Action::Environment | Action::Filter | Action::Tree | Action::SortBy => {
+                self.status = Some("the jobs view is on (J or Esc leaves it)".to_owned());
+            }
+            _ => return None,
+        }
+        Some(Effect::None)
+    }
+
+    /// Moves the job selection (Up/Down/PageUp/PageDown/Home/End, the mouse wheel).
+    pub(super) fn move_job_selection(&mut self, action: Action) {
+        let rows = self.job_rows();
+        if rows.is_empty() {
+            return;
+        }
+        let last = rows.len() - 1;
+        let page = self.page_rows.max(1);
+        let at = self.selected_job(&rows);
+        let to = match (action, at) {
+            (Action::First, _) | (_, None) => 0,
+            (Action::Last, _) => last,
+            (Action::Up, Some(i)) => i.saturating_sub(1),
+            (Action::Down, Some(i)) => (i + 1).min(last),
+            (Action::PageUp, Some(i)) => i.saturating_sub(page),
+            (_, Some(i)) => (i + page).min(last),
+        };
+        self.jobs.selected = Some(rows[to].key.clone());
+    }
+
+    /// T/K/I on a job: one dialog for every rank's process, each pinned by its start time as the table does.
+    fn open_job_dialog(&mut self, kind: SignalKind) {
+        if self.signals_off() {
+            return;
+        }
+        let rows = self.job_rows();
+        let Some(job) = self.selected_job(&rows).map(|i| &rows[i]) else {
+            self.status = Some("select a job first (Up/Down)".to_owned());
+            return;
+        };
+        let tick = self.tick();
+        let mut targets: Vec<SignalTarget> = Vec::new();
+        let mut unreadable: Vec<String> = Vec::new();
+        for pid in job.pids() {
+            let host = tick.processes.iter().find(|p| p.pid == pid);
+            let Some((host, start_ticks)) = host.and_then(|h| h.start_ticks.map(|s| (h, s))) else {
+                unreadable.push(format!("PID {pid} (start time unknown)"));
+                continue;
+            };
+            let command = if host.cmdline.is_empty() { &host.name } else { &host.cmdline };
+            targets.push(SignalTarget {
+                pid,
+                start_ticks,
+                user: host.user.clone(),
+                command: command.clone(),
+                gpu_mem_bytes: job
+                    .ranks
+                    .iter()
+                    .filter(|r| r.pid == Some(pid))
+                    .filter_map(|r| r.mem_bytes)
+                    .reduce(|a, b| a + b),
+            });
+        }
+        let job = Some(job.name.clone());
+        self.status = (!unreadable.is_empty()).then(|| format!("no signal for: {}", unreadable.join("; ")));
+        if !targets.is_empty() {
+            self.dialog = Some(SignalDialog { targets, job, button: DialogButton::Send(kind) });
+        }
+    }
+}

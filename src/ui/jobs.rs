@@ -1,0 +1,196 @@
+//! The jobs table (J): one row per job (ranks, GPUs, GPU memory, mean utilization and SM activity, the slowest
+//! rank, a rank-straggler or collective-hang finding), a job expanded into one line per rank. It replaces the
+//! process table while the jobs view is on and reads only the app ([`crate::app::jobs`]).
+
+use std::fmt::Write as _;
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+use super::paint::{Paint, fill};
+use crate::app::jobs::{JobRank, JobRow};
+use crate::app::{App, Focus};
+use crate::text;
+use crate::units;
+
+/// The fixed columns after JOB: title and width (right-aligned).
+const FIXED: [(&str, usize); 6] =
+    [("RANKS", 5), ("GPUS", 5), ("GPU-MEM", 8), ("%UTIL", 5), ("%SMACT", 6), ("SLOWEST/CPU", 16)];
+/// The FINDING column, shown from this width.
+const FINDING_FROM: u16 = 110;
+const FINDING_W: usize = 16;
+
+/// The lines the jobs table needs below its title and header: a job each, plus its ranks when expanded.
+#[must_use]
+pub fn lines_needed(app: &App, rows: &[JobRow]) -> usize {
+    rows.iter().map(|r| 1 + if app.jobs.expanded.contains(&r.key) { r.ranks.len() } else { 0 }).sum()
+}
+
+/// The jobs table over the app's job rows and jobs state.
+#[derive(Debug)]
+pub struct JobsTable<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+}
+
+/// One line: JOB across `name_w`, the fixed cells, then FINDING when there is room.
+fn cells(name: &str, fixed: &[String; 6], finding: Option<&str>, name_w: usize, ascii: bool) -> String {
+    let mut line = format!("{:<name_w$}", units::truncate(name, name_w, ascii));
+    for ((_, w), cell) in FIXED.iter().zip(fixed) {
+        let _ = write!(line, " {:>w$}", units::truncate(cell, *w, ascii));
+    }
+    if let Some(finding) = finding {
+        let _ = write!(line, " {}", units::truncate(finding, FINDING_W, ascii));
+    }
+    line
+}
+
+/// The GPU indices, a run of consecutive ones as "first-last": "0,1", "0-7".
+fn gpus_text(gpus: &[u32]) -> String {
+    match gpus {
+        [first, .., last] if gpus.len() > 2 && gpus.windows(2).all(|w| w[1] == w[0] + 1) => format!("{first}-{last}"),
+        _ => gpus.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+    }
+}
+
+impl JobsTable<'_> {
+    fn job_line(&self, row: &JobRow, name_w: usize, wide: bool) -> String {
+        let glyphs = &self.paint.glyphs;
+        let open = self.app.jobs.expanded.contains(&row.key);
+        let sign = match (open, glyphs.ascii) {
+            (true, true) => "- ",
+            (false, true) => "+ ",
+            (true, false) => "▾ ",
+            (false, false) => "▸ ",
+        };
+        let slowest = row.slowest.map_or_else(String::new, |(i, measure)| {
+            let rank = &row.ranks[i];
+            let who = rank.rank.map_or_else(|| format!("pid {}", rank.pid.unwrap_or(0)), |r| format!("rank {r}"));
+            format!("{who} ({})", measure.label())
+        });
+        let fixed = [
+            row.rank_count(),
+            gpus_text(&row.gpus),
+            units::bytes(row.mem_bytes),
+            units::pct(row.util_pct),
+            units::pct(row.sm_active_pct),
+            slowest,
+        ];
+        let finding = wide.then(|| row.finding.map_or("", |f| f.name()));
+        cells(&format!("{sign}{}", text::visible(&row.name)), &fixed, finding, name_w, glyphs.ascii)
+    }
+
+    fn rank_line(&self, rank: &JobRank, last: bool, name_w: usize, wide: bool) -> String {
+        let glyphs = &self.paint.glyphs;
+        let branch = if last { glyphs.tree_last } else { glyphs.tree_branch };
+        let mut name = branch.to_owned();
+        match (rank.rank, rank.local_rank) {
+            (Some(r), Some(l)) => write!(name, "rank {r} local {l} "),
+            (Some(r), None) => write!(name, "rank {r} "),
+            _ => Ok(()),
+        }
+        .ok();
+        let _ = write!(name, "PID {}", units::num(rank.pid, ""));
+        let fixed = [
+            String::new(),
+            rank.gpu_index.to_string(),
+            units::bytes(rank.mem_bytes),
+            units::pct(rank.util_pct),
+            units::pct(rank.sm_active_pct),
+            format!("cpu {}", units::pct(rank.cpu_pct)),
+        ];
+        cells(&name, &fixed, wide.then_some(""), name_w, glyphs.ascii)
+    }
+}
+
+impl Widget for JobsTable<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, paint) = (self.app, self.paint);
+        let theme = &paint.theme;
+        if area.height < 2 {
+            return;
+        }
+        let rows = app.job_rows();
+        let selected = app.selected_job(&rows);
+        let wide = area.width >= FINDING_FROM;
+        let fixed_w: usize = FIXED.iter().map(|(_, w)| w + 1).sum::<usize>() + if wide { FINDING_W + 1 } else { 0 };
+        let name_w = usize::from(area.width).saturating_sub(2 + fixed_w).max(8);
+        let mut extra = vec![Span::styled(format!("({}) ", rows.len()), theme.dim)];
+        extra.push(Span::styled("Enter: ranks ", theme.dim));
+        if selected.is_some() && !app.readonly {
+            extra.push(Span::styled("(T/K/I: every rank) ", theme.dim));
+        }
+        let mut lines = vec![paint.title_line("Jobs", extra, area.width)];
+        let titles = FIXED.map(|(t, _)| t.to_owned());
+        let header = format!("  {}", cells("JOB", &titles, wide.then_some("FINDING"), name_w, paint.ascii()));
+        lines.push(Line::from(Span::styled(format!("{header:<w$}", w = usize::from(area.width)), theme.header_row)));
+        if rows.is_empty() {
+            lines.push(Line::from(Span::styled("  no GPU processes", theme.dim)));
+        }
+        let full = |text: String| format!("  {text:<w$}", w = usize::from(area.width).saturating_sub(2));
+        for (i, row) in rows.iter().enumerate() {
+            let mut style = if row.finding.is_some() { theme.warning } else { theme.base };
+            if Some(i) == selected && app.focus == Focus::Processes {
+                style = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+            }
+            lines.push(Line::from(Span::styled(full(self.job_line(row, name_w, wide)), style)));
+            if app.jobs.expanded.contains(&row.key) {
+                for (k, rank) in row.ranks.iter().enumerate() {
+                    let slow = row.slowest.is_some_and(|(s, _)| s == k);
+                    let style = if slow { theme.moderate } else { theme.base };
+                    let text = self.rank_line(rank, k + 1 == row.ranks.len(), name_w, wide);
+                    lines.push(Line::from(Span::styled(full(text), style)));
+                }
+            }
+        }
+        // Keep the selected job on screen: drop whole jobs above it when the lines overflow.
+        let page = usize::from(area.height - 2);
+        let before: usize = selected.map_or(0, |s| lines_needed(app, &rows[..s]));
+        let skip = (before + 1).saturating_sub(page);
+        if skip > 0 {
+            lines.drain(2..2 + skip.min(lines.len() - 2));
+        }
+        fill(area, buf, lines, theme.base);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn consecutive_gpus_are_a_range() {
+        assert_eq!(gpus_text(&[0, 1]), "0,1");
+        assert_eq!(gpus_text(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(gpus_text(&[0, 2, 3]), "0,2,3");
+        assert_eq!(gpus_text(&[]), "");
+    }
+    use crate::app::Action;
+    use crate::ui::config::ThemeName;
+    use crate::ui::test_support::{app, render};
+
+    #[test]
+    fn one_row_per_job_and_enter_shows_its_ranks() {
+        let mut app = app("straggler", 40);
+        app.update(Action::Jobs);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let lines = render(JobsTable { app: &app, paint: &paint }, 80, 8);
+        assert!(lines[0].starts_with(" Jobs (1)"), "{lines:?}");
+        assert!(lines[1].contains("JOB") && lines[1].contains("RANKS"), "{lines:?}");
+        assert!(lines[2].contains("torchrun"), "{lines:?}");
+        app.update(Action::Details);
+        let lines = render(JobsTable { app: &app, paint: &paint }, 120, 8);
+        assert!(lines[3].contains("rank 0") && lines[4].contains("rank 1"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_collective_hang_is_named_on_its_job() {
+        let app = app("hang", 120);
+        let rows = app.job_rows();
+        assert_eq!(rows.len(), 1, "{rows:?}");
+        assert_eq!(rows[0].finding, Some(crate::advice::Rule::CollectiveHang), "{rows:?}");
+    }
+}
