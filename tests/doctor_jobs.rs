@@ -2,18 +2,10 @@
 //! GPU 1 and collective-hang, and the older scenarios gain neither.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
 
-use std::process::Command;
+mod common;
 
 fn doctor(args: &[&str]) -> serde_json::Value {
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .arg("doctor")
-        .args(args)
-        .args(["--json"])
-        .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .output()
-        .expect("run gpusight");
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+    common::doctor_json(args).1
 }
 
 fn findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
@@ -64,7 +56,7 @@ fn older_scenarios_gain_no_job_finding() {
 }
 
 fn once(args: &[&str]) -> String {
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
         .arg("--once")
         .args(args)
         .env_remove("NO_COLOR")

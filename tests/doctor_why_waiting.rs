@@ -2,20 +2,9 @@
 //! scenarios, with one verdict per waiting GPU, and the healthy scenarios and the demo gain no new warning.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
 
-use std::process::{Command, Output};
+mod common;
 
-fn doctor(args: &[&str]) -> (Output, serde_json::Value) {
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .arg("doctor")
-        .args(args)
-        .args(["--json"])
-        .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .output()
-        .expect("run gpusight");
-    let json = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
-    (output, json)
-}
+use common::doctor_json as doctor;
 
 /// (rule, severity) of every active finding.
 fn findings(report: &serde_json::Value) -> Vec<(String, String)> {

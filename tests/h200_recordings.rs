@@ -2,19 +2,15 @@
 //! docs/validation.md), replayed through `doctor --json`: the verdicts seen on the hardware stay the verdicts.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
 
-use std::process::Command;
-
 use serde_json::Value;
+
+mod common;
 
 /// `doctor --replay FIXTURE --json`: the document and the exit code.
 fn doctor(fixture: &str) -> (Value, i32) {
     let path = format!("{}/tests/fixtures/h200/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .args(["doctor", "--replay", &path, "--json"])
-        .output()
-        .expect("gpusight runs");
-    let doc: Value = serde_json::from_slice(&out.stdout).expect("doctor prints JSON");
-    (doc, out.status.code().expect("an exit code"))
+    let (output, doc) = common::doctor_json(&["--replay", &path]);
+    (doc, output.status.code().expect("an exit code"))
 }
 
 fn rules(doc: &Value) -> Vec<(String, String)> {

@@ -80,20 +80,7 @@ paste /tmp/perf_side.t1 /tmp/perf_side.t2 | tee "$O/threads_1s.txt"
 for pair in "gpusight:$G1" "dmon:$DMON"; do
     name=${pair%%:*}; p=${pair##*:}
     echo "resident memory by mapping, $name (kB):"
-    awk '
-      /^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6) ? $6 : "[anonymous]"; next }
-      /^Rss:/ {
-        n = name
-        if (n ~ /libcuda/) k = "libcuda"
-        else if (n ~ /libnvidia-ml/) k = "libnvidia-ml"
-        else if (n ~ /libnvidia/) k = "other libnvidia-*"
-        else if (n ~ /gpusight|nvidia-smi/) k = "the program binary"
-        else if (n == "[anonymous]" || n == "[heap]") k = "anonymous + heap"
-        else if (n ~ /^\[/) k = "other " n
-        else k = "other files"
-        rss[k] += $2
-      }
-      END { for (k in rss) printf "  %-28s %8d\n", k, rss[k] }' /proc/"$p"/smaps | sort -k2 -rn -t$'\t' | tee "$O/split_$name.txt"
+    bash scripts/device/rss_split.sh "$p" | tee "$O/split_$name.txt"
 done
 touch /tmp/perf_side.stop
 wait "${PIDS[1]}" "${PIDS[2]}"

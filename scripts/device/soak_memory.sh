@@ -35,18 +35,4 @@ cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "
   done
 } | tee "$OUT/soak.tsv"
 echo "resident memory by mapping (kB), from /proc/$PID/smaps:" | tee "$OUT/split.txt"
-awk '
-  /^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6) ? $6 : "[anonymous]"; next }
-  /^Rss:/ {
-    n = name
-    if (n ~ /libcuda/) k = "libcuda"
-    else if (n ~ /libnvidia-ml/) k = "libnvidia-ml"
-    else if (n ~ /libnvidia/) k = "other libnvidia-*"
-    else if (n ~ /gpusight/) k = "gpusight binary"
-    else if (n == "[anonymous]" || n == "[heap]") k = "anonymous + heap (gpusight and NVML heap)"
-    else if (n ~ /^\[/) k = "other " n
-    else k = "other files"
-    rss[k] += $2
-  }
-  END { for (k in rss) printf "%8d  %s\n", rss[k], k }
-' "/proc/$PID/smaps" | sort -rn | tee -a "$OUT/split.txt"
+bash "$(dirname "$0")/rss_split.sh" "$PID" | tee -a "$OUT/split.txt"

@@ -1,6 +1,6 @@
 //! Helpers shared by the integration tests: programs they start (Prometheus, exporters) and the monitor drawn
 //! into a test terminal.
-#![allow(dead_code, clippy::unwrap_used, clippy::disallowed_methods)] // Each test file uses some of them.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // Each test file uses some of them.
 
 use std::path::PathBuf;
 use std::process::Child;
@@ -51,4 +51,18 @@ pub fn screen(app: &gpusight::app::App, width: u16, height: u16) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `gpusight doctor ARGS --json` with no config file and colour allowed: its output and the document it printed.
+pub fn doctor_json(args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        .arg("doctor")
+        .args(args)
+        .args(["--json"])
+        .env_remove("NO_COLOR")
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .output()
+        .expect("run gpusight");
+    let json = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
+    (output, json)
 }
