@@ -11,6 +11,8 @@ Per-rank knobs make the shapes the rank rules are checked on:
     --compute-rank R:K      rank R runs its forward/backward K times per step (a compute straggler: 1:2)
     --skip-allreduce-rank R rank R leaves the step loop after a few steps and waits: the others hang in all_reduce
                             until the process group's timeout (--pg-timeout seconds) ends the job
+On one GPU (no multi-GPU machine lent), --same-gpu --backend gloo runs every rank on GPU 0 over gloo: a real
+torchrun job with its ranks, for job identity, the jobs view and signalling a whole job (not for per-GPU rank rules).
 Prints one line per rank every 10 s: images/s, step time, and the DataLoader wait share of the step.
 """
 import argparse, datetime, os, time
@@ -61,10 +63,12 @@ def main():
     ap.add_argument("--compute-rank", action="append")
     ap.add_argument("--skip-allreduce-rank", type=int, default=-1)
     ap.add_argument("--pg-timeout", type=float, default=600)
+    ap.add_argument("--backend", default="nccl", choices=["nccl", "gloo"])
+    ap.add_argument("--same-gpu", action="store_true", help="every rank on GPU 0 (needs --backend gloo)")
     args = ap.parse_args()
 
-    dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=args.pg_timeout))
-    rank, local = dist.get_rank(), int(os.environ["LOCAL_RANK"])
+    dist.init_process_group(args.backend, timeout=datetime.timedelta(seconds=args.pg_timeout))
+    rank, local = dist.get_rank(), 0 if args.same_gpu else int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
     dev = torch.device("cuda", local)
     workers = per_rank(args.workers_rank, rank, args.workers)
