@@ -40,37 +40,102 @@ fn warnings(doc: &Value) -> Vec<String> {
     rules(doc).into_iter().filter(|(_, s)| s == "warning" || s == "critical").map(|(r, _)| r).collect()
 }
 
+/// Asserts the one warning a case gives (none for a healthy neighbour) and returns the document.
+fn expect_warnings(fixture: &str, want: &[&str]) -> Value {
+    let (doc, code) = doctor(fixture);
+    assert_eq!(warnings(&doc), want, "{fixture}: {doc}");
+    assert_eq!(code, i32::from(!want.is_empty()), "{fixture}: {doc}");
+    doc
+}
+
+/// The severity of `rule` in the document, or "" when it is not there.
+fn severity<'a>(doc: &'a Value, rule: &str) -> &'a str {
+    doc["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == rule))
+        .map_or("", |f| f["severity"].as_str().unwrap_or(""))
+}
+
+// Issue 17's cases, recorded beside doctor by scripts/device/newfindings.sh on one H200 (session 5, with the ground
+// truth profiled only after doctor's window). Figures in the comments are torch.profiler's.
+
+#[test]
+fn eager_tiny_ops_are_launch_bound() {
+    // 2,000 tiny elementwise ops and an MLP at batch 8, eager: step 25.5 ms, NVML util 16 %, GPM SM activity 0.1 %,
+    // the main thread at 96 % of a core. cpu-bound-input also holds (0 workers, pegged main thread): info under it.
+    let doc = expect_warnings("launch-tiny.jsonl.gz", &["launch-bound"]);
+    assert_eq!(severity(&doc, "cpu-bound-input"), "info", "{doc}");
+}
+
+#[test]
+fn the_same_ops_in_a_cuda_graph_are_not_launch_bound_but_do_little_work() {
+    // One CUDA graph replay per step (1.97 ms): util 94 %, GPM SM activity 0.8 %. The CPU keeps up, so no
+    // launch-bound; the kernels use a sliver of the chip, which util-misleading says, named by the umbrella.
+    let doc = expect_warnings("launch-graph.jsonl.gz", &["util-misleading"]);
+    assert_eq!(severity(&doc, "launch-bound"), "", "{doc}");
+    assert_eq!(severity(&doc, "gpu-underfed"), "info", "{doc}");
+}
+
+#[test]
+fn the_same_op_count_on_big_tensors_is_healthy() {
+    // 4096x4096 tensors, the MLP at batch 4096: util 100 %, 532 W. memory-bound is info.
+    let doc = expect_warnings("launch-b4096.jsonl.gz", &[]);
+    assert_eq!(severity(&doc, "memory-bound"), "info", "{doc}");
+}
+
 #[test]
 fn pageable_copies_are_h2d_copy_bound_and_the_rest_is_said_under_it() {
-    // 1 GiB from pageable memory each step with a tiny reduction: the profiler put copies at 99.6 % of the step, at
-    // 9.55 GB/s. Everything else that holds on the GPU is info "secondary to" the one verdict.
-    let (doc, code) = doctor("h2d-pageable.jsonl.gz");
-    assert_eq!(code, 1, "{doc}");
-    assert_eq!(warnings(&doc), ["h2d-copy-bound"], "{doc}");
+    // 1 GiB from pageable memory each step with a tiny reduction: copies 99.5 % of the step, at 7.6 GB/s. Everything
+    // else that holds on the GPU is info "secondary to" the one verdict.
+    expect_warnings("h2d-pageable.jsonl.gz", &["h2d-copy-bound"]);
+}
+
+#[test]
+fn pinned_copies_near_the_link_rate_are_h2d_copy_bound() {
+    // 1 GiB from pinned memory: copies 98.4 % of the step at 54.7 GB/s (RX 93 % of the link). NVML util 98 % with SM
+    // activity 0 %: util-misleading holds too and is info, secondary to the copies.
+    let doc = expect_warnings("h2d-pinned.jsonl.gz", &["h2d-copy-bound"]);
+    assert_eq!(severity(&doc, "util-misleading"), "info", "{doc}");
 }
 
 #[test]
 fn copies_hidden_under_compute_are_not_a_finding() {
-    // Pinned copies at 54 GB/s on a side stream under bf16 matmuls: the GPU is busy (util 78 %, 680 W).
-    let (doc, code) = doctor("h2d-overlap.jsonl.gz");
-    assert_eq!(code, 0, "{doc}");
-    assert!(warnings(&doc).is_empty(), "{doc}");
+    // Pinned copies at 53 GB/s on a side stream under bf16 matmuls: the GPU is busy (util 99 %, 691 W).
+    expect_warnings("h2d-overlap.jsonl.gz", &[]);
+}
+
+#[test]
+fn a_loader_in_a_two_cpu_quota_is_cpu_quota_throttled() {
+    // ResNet-152 on JPEGs, 8 workers, in a cgroup v2 with cpu.max of 2 CPUs: 358 images/s against 1,166 outside it;
+    // cpu.stat throttled 619 of 653 periods over the case.
+    let doc = expect_warnings("cpu-quota.jsonl.gz", &["cpu-quota-throttled"]);
+    let finding = &doc["findings"][0];
+    assert!(finding["evidence"].as_str().unwrap_or("").contains("quota 2 CPUs"), "{finding}");
+}
+
+#[test]
+fn the_same_loader_outside_the_quota_is_healthy() {
+    expect_warnings("cpu-quota-free.jsonl.gz", &[]);
 }
 
 #[test]
 fn a_dataset_read_over_http_is_a_remote_dataset_stall() {
-    // Each JPEG from a 127.0.0.1 server sleeping 20 ms per request: DataLoader 54 % of the step.
-    let (doc, code) = doctor("remote-http.jsonl.gz");
-    assert_eq!(code, 1, "{doc}");
-    assert_eq!(warnings(&doc), ["remote-dataset-stall"], "{doc}");
+    // Each JPEG from a 127.0.0.1 server sleeping 20 ms per request: DataLoader 81 % of the step, 297 images/s.
+    expect_warnings("remote-http.jsonl.gz", &["remote-dataset-stall"]);
 }
 
 #[test]
-fn the_same_job_from_local_disk_names_no_input_cause() {
-    // The same job reading local files. It was underfed for real (GPU util mean 17 %: its main thread, at 98 % of a
-    // core, spent most of the wall time in the profiler's trace callback while the workers idled), so the umbrella
-    // may say so; no input or storage cause may be named.
-    let (doc, _) = doctor("remote-local.jsonl.gz");
+fn the_same_job_from_local_disk_is_healthy() {
+    // The same files from local disk: 1,298 images/s, DataLoader 0.2 % of the step.
+    expect_warnings("remote-local.jsonl.gz", &[]);
+}
+
+#[test]
+fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
+    // Session 4's remote-local, whose harness summed every profiled cycle's events in the main thread (at 98 % of a
+    // core) while the workers idled: GPU util mean 17 %. The GPU was underfed for real, so the umbrella may say so;
+    // no input or storage cause may be named.
+    let (doc, _) = doctor("remote-local-profiler-starved.jsonl.gz");
     for rule in rules(&doc).iter().map(|(r, _)| r.as_str()) {
         assert!(
             !matches!(rule, "input-bound" | "cpu-bound-input" | "remote-dataset-stall" | "cpu-quota-throttled"),

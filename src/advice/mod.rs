@@ -339,18 +339,21 @@ fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option
 
 /// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
 /// preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
-/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more).
-pub const CAUSES: [Rule; 6] = [
+/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more). Last, util-misleading: with no
+/// host-side cause, kernels that run nearly all the time on a sliver of the SMs are why the SMs idle (a step of tiny
+/// kernels, even captured in a CUDA graph); the GPU is not waiting for anything, so "cause unknown" would mislead.
+pub const CAUSES: [Rule; 7] = [
     Rule::CpuQuotaThrottled,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
     Rule::H2dCopyBound,
     Rule::LaunchBound,
     Rule::CpuBoundInput,
+    Rule::UtilMisleading,
 ];
 
 /// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker
-/// cause on the same GPU becomes info ("secondary to ..."); util-misleading, the symptom, becomes info; and the
+/// cause on the same GPU becomes info ("secondary to ...", util-misleading too: it is the weakest cause); and the
 /// umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays the warning and says
 /// "cause unknown".
 pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule, Option<u32>)]) {
@@ -366,8 +369,6 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
             None => strongest.push((gpu, f.rule, f.pid)),
         }
     }
-    let underfed: Vec<u32> =
-        findings.iter().filter(|f| f.rule == Rule::GpuUnderfed).filter_map(|f| f.gpu_index).collect();
     for f in findings.iter_mut() {
         let Some(gpu) = f.gpu_index else { continue };
         let found = strongest.iter().find(|(g, _, _)| *g == gpu).copied();
@@ -375,22 +376,20 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
             name_the_stragglers_cause(f, found);
             continue;
         }
-        let Some((_, cause, cause_pid)) = found else {
-            if f.rule == Rule::UtilMisleading && underfed.contains(&gpu) {
-                f.severity = Severity::Info;
-                f.evidence = format!("secondary to gpu-underfed on this GPU; {}", f.evidence);
-            }
-            continue;
-        };
+        let Some((_, cause, cause_pid)) = found else { continue };
         if f.rule == Rule::GpuUnderfed {
             f.severity = Severity::Info;
             let pid = cause_pid.map_or_else(String::new, |p| format!(" in PID {p}"));
-            f.title = format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name());
+            f.title = if cause == Rule::UtilMisleading {
+                format!("GPU {gpu} does little work: its kernels leave the SMs idle (see util-misleading)")
+            } else {
+                format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name())
+            };
             // The umbrella's own "none of the causes held" tail is about the unknown case.
             let own = f.evidence.split("; none of ").next().unwrap_or_default();
             f.evidence = format!("named cause: {}; {own}", cause.name());
             f.remedy = format!("Follow the remedy of {}.", cause.name());
-        } else if f.rule != cause && (CAUSES.contains(&f.rule) || f.rule == Rule::UtilMisleading) {
+        } else if f.rule != cause && CAUSES.contains(&f.rule) {
             f.severity = Severity::Info;
             f.evidence = format!("secondary to {} on this GPU; {}", cause.name(), f.evidence);
         }
