@@ -4,7 +4,7 @@
 #
 #   1. `--once --json` idle and under a PyTorch matmul load, field by field beside nvidia-smi's query at the same
 #      moment (memory used, temperature, power, SM clock, PCIe link, compute processes and their memory);
-#   2. `doctor --duration 20s --json` under that load (a busy GPU: no warning expected), `report` (the CPU model
+#   2. `doctor --duration 20s --json` under that load (a busy GPU: no warning expected), `report --duration 10s` (the CPU model
 #      line from sysinfo), `export` scraped with curl beside nvidia-smi;
 #   3. the monitor in tmux at 80x24 and 200x60, the help screen, q, and the shell's exit status after it;
 #   4. a torchrun job of two ranks on GPU 0 over gloo (scripts/device/ddp_train.py --same-gpu): `--once` (its Jobs
@@ -88,7 +88,7 @@ echo "== 2a. doctor --duration 20s --json under the load"
 $B doctor --duration 20s --json > "$O/doctor.json"; echo "doctor exit=$?"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  schema', d.get('schema'), 'exit', d.get('exit_code')); [print('  ', f['rule'], f['severity'], '|', f['title']) for f in d['findings']]" "$O/doctor.json"
 echo "== 2b. report"
-$B report > "$O/report.md"; echo "report exit=$?"; grep -iE "cpu|model|driver" "$O/report.md" | head -8
+$B report --duration 10s > "$O/report.md"; echo "report exit=$?"; grep -iE "cpu|model|driver" "$O/report.md" | head -8
 echo "== 2c. export beside nvidia-smi"
 $B export --listen 127.0.0.1:19511 2> "$O/export.err" & EXP=$!; PIDS+=("$EXP")
 sleep 4

@@ -345,7 +345,8 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         } else if workers == 0 && main_thread {
             format!(
                 "The main process prepares the data itself (no DataLoader workers): set num_workers to about {} \
-                 ({idle_text}), or pre-tokenize or pre-decode offline.",
+                 ({idle_text}), or pre-tokenize or pre-decode offline. If its step has no data to prepare, the \
+                 thread is launching kernels instead (see launch-bound's remedy); py-spy dump --pid {pid} tells which.",
                 spare.min(8)
             )
         } else if main_thread {
