@@ -148,6 +148,10 @@ pub struct Thresholds {
     pub straggler_waiting_max_sm_active_pct: f64,
     /// Mean power (% of the enforced limit) at or below which a busy rank without GPM is waiting.
     pub straggler_waiting_max_power_pct: f64,
+    /// Mean GPM SM activity (%) at or above which a straggler's own GPU works flat out: its cause is compute.
+    pub straggler_compute_min_sm_active_pct: f64,
+    /// Mean power (% of the enforced limit) at or above which a straggler's GPU without GPM works flat out.
+    pub straggler_compute_min_power_pct: f64,
     /// Seconds every rank of a job must look stuck before collective-hang fires.
     pub hang_window_s: u64,
     /// Mean GPU utilization (%) at or above which a rank spins in a collective.
@@ -225,6 +229,8 @@ impl Default for Thresholds {
             straggler_waiting_min_util_pct: 80.0,
             straggler_waiting_max_sm_active_pct: 30.0,
             straggler_waiting_max_power_pct: 45.0,
+            straggler_compute_min_sm_active_pct: 50.0,
+            straggler_compute_min_power_pct: 70.0,
             hang_window_s: 60,
             hang_min_util_pct: 95.0,
             hang_max_sm_active_pct: 10.0,

@@ -92,6 +92,16 @@ impl RankGpu {
         busy && idle_inside
     }
 
+    /// Whether the rank's GPU works flat out: busy by NVML's count with real SM work (or, without GPM, high power).
+    fn computing(&self, t: &Thresholds) -> bool {
+        let busy = self.util.is_some_and(|u| u >= t.straggler_waiting_min_util_pct);
+        let working = match self.sm_active {
+            Some(a) => a >= t.straggler_compute_min_sm_active_pct,
+            None => self.power_pct.is_some_and(|p| p >= t.straggler_compute_min_power_pct),
+        };
+        busy && working
+    }
+
     /// "rank 1 (GPU 1, PID 3001)".
     fn who(&self) -> String {
         let rank = self.rank.map_or_else(|| "a rank".to_owned(), |r| format!("rank {r}"));
@@ -149,6 +159,12 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
         let own = if straggler.throttled_share >= t.enter_share {
             "its own cause: its GPU is throttled (see the throttling findings)".to_owned()
+        } else if straggler.computing(t) {
+            format!(
+                "its own cause: compute: its GPU works flat out ({}) while the others wait, so this rank has more \
+                 work per step than they do",
+                straggler.numbers()
+            )
         } else {
             CAUSE_UNKNOWN.to_owned()
         };
@@ -170,12 +186,21 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
                 straggler.span.label(),
                 waits.join("; ")
             ),
-            remedy: format!(
-                "Fix what slows {} (its own cause above): every rank runs at the pace of the slowest. Give every \
-                 rank the same input pipeline (DataLoader num_workers, storage, CPU share) and check its GPU's \
-                 clocks and link.",
-                straggler.who()
-            ),
+            remedy: if straggler.computing(t) && straggler.throttled_share < t.enter_share {
+                format!(
+                    "Give {} the same work per step as the others: every rank runs at the pace of the slowest. \
+                     Split the batch evenly, bucket sequences by length, move work done on one rank only \
+                     (evaluation, logging, checkpointing) off the step.",
+                    straggler.who()
+                )
+            } else {
+                format!(
+                    "Fix what slows {} (its own cause above): every rank runs at the pace of the slowest. Give every \
+                     rank the same input pipeline (DataLoader num_workers, storage, CPU share) and check its GPU's \
+                     clocks and link.",
+                    straggler.who()
+                )
+            },
             explanation: "In data-parallel training every rank waits for the others at each collective. A rank \
                 that waits shows high utilization (NCCL's kernels spin) and little SM activity, so it looks the \
                 busiest; the rank that sets the pace looks idler. Tools that show ranks as unrelated processes \

@@ -124,3 +124,30 @@ fn rank_straggler_without_gpm_reads_power_for_utilization() {
     // The neighbour: the same utilization at 600 W is work, not waiting.
     assert!(!has(&no_gpm(600).findings(90), Rule::RankStraggler));
 }
+
+#[test]
+fn rank_straggler_names_compute_when_its_gpu_works_flat_out() {
+    // Rank 1 runs twice the forward/backward per step (the compute straggler): its GPU busy with real SM
+    // work, rank 0's NCCL kernels spinning while it waits.
+    fn heavy(t: &mut Tick) {
+        t.gpus[0].util_pct = Some(99);
+        set_gpm(t, 0, 12.0);
+        t.gpus[1].util_pct = Some(98);
+        set_gpm(t, 1, 85.0);
+        for p in t.processes.iter_mut().filter(|p| p.pid == RANK1 + 1) {
+            p.cpu_pct = Some(20.0); // its loader keeps up
+        }
+    }
+    let f = Build::new("straggler").tick(|_, t| heavy(t)).findings(90);
+    let straggler = get(&f, Rule::RankStraggler);
+    assert_eq!((straggler.gpu_index, straggler.pid), (Some(1), Some(RANK1)), "{f:#?}");
+    assert!(straggler.evidence.contains("its own cause: compute"), "{}", straggler.evidence);
+    assert!(straggler.remedy.contains("the same work per step"), "{}", straggler.remedy);
+    // Its neighbour: the same straggler whose GPU does little (SM activity 35 %) is not called compute.
+    let light = Build::new("straggler").tick(|_, t| {
+        heavy(t);
+        set_gpm(t, 1, 35.0);
+    });
+    let f = light.findings(90);
+    assert!(!get(&f, Rule::RankStraggler).evidence.contains("compute"), "{f:#?}");
+}
