@@ -7,7 +7,8 @@
 #   2. `doctor --duration 20s --json` under that load (a busy GPU: no warning expected), `report --duration 10s` (the CPU model
 #      line from sysinfo), `export` scraped with curl beside nvidia-smi;
 #   3. the monitor in tmux at 80x24 and 200x60, the help screen, q, and the shell's exit status after it;
-#   4. a torchrun job of two ranks on GPU 0 over gloo (scripts/device/ddp_train.py --same-gpu): `--once` (its Jobs
+#   4. a torchrun job of two ranks, on GPU 0 over gloo by default (scripts/device/ddp_train.py --same-gpu; on two
+#      GPUs set JOB_ARGS="" for NCCL with one rank per GPU): `--once` (its Jobs
 #      section), `--once --json` (each rank's `job`), the jobs view (J) at 80x24 and 160x50, Enter to expand, T and
 #      Enter to send SIGTERM to the whole job, then whether any rank is left.
 #
@@ -115,9 +116,10 @@ capture live_help 80 24 3 "" "?"
 capture live_quit 80 24 3 "" q
 wait "$LOAD" 2>/dev/null
 
-echo "== 4. a torchrun job of two ranks on GPU 0 (gloo)"
-torchrun --standalone --nproc_per_node=2 scripts/device/ddp_train.py --backend gloo --same-gpu --seconds 150 \
-    --workers 2 --batch 32 > "$O/torchrun.log" 2>&1 & TR=$!; PIDS+=("$TR")
+echo "== 4. a torchrun job of two ranks (${JOB_ARGS---backend gloo --same-gpu})"
+# On two GPUs: JOB_ARGS="" (NCCL, one rank per GPU).
+torchrun --standalone --nproc_per_node=2 scripts/device/ddp_train.py ${JOB_ARGS---backend gloo --same-gpu} \
+    --seconds 150 --workers 2 --batch 32 > "$O/torchrun.log" 2>&1 & TR=$!; PIDS+=("$TR")
 for _ in $(seq 60); do [ "$(grep -c '^rank . pid' "$O/torchrun.log")" -ge 2 ] && break; sleep 1; done
 cat "$O/torchrun.log"; sleep 8
 $B --once > "$O/jobs_once.txt"; echo "once exit=$?"; sed -n '/[Jj]obs/,$p' "$O/jobs_once.txt" | head -12
