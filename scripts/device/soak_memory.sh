@@ -4,6 +4,7 @@
 # the driver libraries (libcuda, libnvidia-ml and the rest of libnvidia-*), the gpusight binary, other files.
 #
 #   DURATION_S=600 EVERY_S=30 scripts/device/soak_memory.sh      # 10 min; results in $OUT (default /tmp/soak_memory)
+#   HISTORY_S=120 DURATION_S=570 EVERY_S=30 scripts/device/soak_memory.sh   # rings full at 300 s, flat after
 #
 # What to look for: after the first ~2 minutes RSS and RssAnon flat (the machine history at 0.1 s fills in 15 min
 # but a 1-GPU machine's rings are under 2 MB), threads and fds constant; the split's "anonymous" row is
@@ -16,7 +17,14 @@ OUT=${OUT:-/tmp/soak_memory}
 BIN=${GPUSIGHT:-target/release/gpusight}
 PORT=${PORT:-19401}
 mkdir -p "$OUT"
-"$BIN" export --interval "$INTERVAL" --listen "127.0.0.1:$PORT" 2>"$OUT/stderr.txt" &
+# HISTORY_S=120: a config with a shorter machine history, so the rings fill within a 10-minute soak (at 0.1 s the
+# default 900 s history fills only after 15 minutes; per-process histories fill at 300 s either way).
+CONFIG_ARGS=()
+if [ -n "${HISTORY_S:-}" ]; then
+  printf '[general]\nhistory_s = %s\n' "$HISTORY_S" > "$OUT/config.toml"
+  CONFIG_ARGS=(--config "$OUT/config.toml")
+fi
+"$BIN" export --interval "$INTERVAL" --listen "127.0.0.1:$PORT" "${CONFIG_ARGS[@]}" 2>"$OUT/stderr.txt" &
 PID=$!
 trap 'kill "$PID" 2>/dev/null || true' EXIT
 kb() { awk -v f="$1:" '$1 == f { print $2 }' "/proc/$PID/status"; }
