@@ -1,7 +1,7 @@
 //! How the jobs view reacts to actions: selection, Enter to expand a job into its ranks, and T/K/I on a whole
 //! job (one confirmation for every rank, sent through the same dialog and `SignalSender` as single processes).
 
-use super::jobs::{JobRow, job_rows};
+use super::jobs::{JobRow, job_rows, unreadable_environments};
 use super::signal::{SignalKind, SignalTarget};
 use super::{Action, App, DialogButton, Effect, Focus, SignalDialog};
 
@@ -10,6 +10,13 @@ impl App {
     #[must_use]
     pub fn job_rows(&self) -> Vec<JobRow> {
         job_rows(self.tick(), &self.findings(), self.fixed.gpus.as_deref())
+    }
+
+    /// How many GPU processes on the GPUs shown have an environment that could not be read (see
+    /// [`unreadable_environments`]).
+    #[must_use]
+    pub fn unreadable_environments(&self) -> usize {
+        unreadable_environments(self.tick(), self.fixed.gpus.as_deref())
     }
 
     /// Index of the selected job in `rows`, if it is still listed.
