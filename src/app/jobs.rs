@@ -8,11 +8,15 @@ use crate::advice::{Finding, Rule};
 use crate::host::job::ENVIRON_UNREADABLE;
 use crate::sample::{GpuTick, Tick};
 
-/// The jobs view's state: on or off, the selected job (by key) and the jobs expanded into their ranks.
+/// The jobs view's state: on or off, the selected job (by key), the selected rank within it (by a click on its
+/// line) and the jobs expanded into their ranks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobsState {
     pub on: bool,
     pub selected: Option<String>,
+    /// A rank of the selected job picked with the mouse, as its (PID, GPU index); T/K/I then act on it alone. The
+    /// keys that move the selection clear it.
+    pub selected_rank: Option<(u32, u32)>,
     pub expanded: BTreeSet<String>,
 }
 
@@ -82,6 +86,12 @@ impl JobRow {
             }
         }
         pids
+    }
+
+    /// The index into `ranks` of the rank with this (PID, GPU index), if it is one of this job's.
+    #[must_use]
+    pub fn rank_index(&self, (pid, gpu_index): (u32, u32)) -> Option<usize> {
+        self.ranks.iter().position(|r| r.pid == Some(pid) && r.gpu_index == gpu_index)
     }
 
     /// Processes, and the world size where it is known and differs: "2", "2/4".

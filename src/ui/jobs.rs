@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 
 use super::paint::{Paint, fill};
 use crate::app::jobs::{JobRank, JobRow};
-use crate::app::{App, Focus};
+use crate::app::{App, Focus, Hit};
 use crate::text;
 use crate::units;
 
@@ -147,6 +147,21 @@ impl JobsTable<'_> {
         lines.truncate(page);
         lines
     }
+
+    /// What a click at (`column`, `row`) inside `area` (the table's rectangle) landed on: a job's line or a
+    /// rank's; the title, the header, the note and the blank below the jobs are nothing.
+    #[must_use]
+    pub fn hit(&self, area: Rect, column: u16, row: u16) -> Option<Hit> {
+        if column < area.x || column >= area.x + area.width || row < area.y + 2 {
+            return None;
+        }
+        let rows = self.app.job_rows();
+        let line = *self.lines_shown(area, &rows).get(usize::from(row - area.y - 2))?;
+        Some(match line.rank {
+            None => Hit::Job(line.job),
+            Some(rank) => Hit::Rank { job: line.job, rank },
+        })
+    }
 }
 
 impl Widget for JobsTable<'_> {
@@ -163,8 +178,10 @@ impl Widget for JobsTable<'_> {
         let name_w = usize::from(area.width).saturating_sub(2 + fixed_w).max(8);
         let mut extra = vec![Span::styled(format!("({}) ", rows.len()), theme.dim)];
         extra.push(Span::styled("Enter: ranks ", theme.dim));
+        let selected_rank = app.selected_rank(&rows);
         if selected.is_some() && !app.readonly {
-            extra.push(Span::styled("(T/K/I: every rank) ", theme.dim));
+            let whom = if selected_rank.is_some() { "(T/K/I: this rank) " } else { "(T/K/I: every rank) " };
+            extra.push(Span::styled(whom, theme.dim));
         }
         let mut lines = vec![paint.title_line("Jobs", extra, area.width)];
         let titles = FIXED.map(|(t, _)| t.to_owned());
@@ -174,18 +191,23 @@ impl Widget for JobsTable<'_> {
             lines.push(Line::from(Span::styled("  no GPU processes", theme.dim)));
         }
         let full = |text: String| format!("  {text:<w$}", w = usize::from(area.width).saturating_sub(2));
+        let highlight = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+        let focused = app.focus == Focus::Processes;
         for JobLine { job: i, rank } in self.lines_shown(area, &rows) {
             let row = &rows[i];
             let Some(k) = rank else {
                 let mut style = if row.finding.is_some() { theme.warning } else { theme.base };
-                if Some(i) == selected && app.focus == Focus::Processes {
-                    style = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+                if Some(i) == selected && selected_rank.is_none() && focused {
+                    style = highlight;
                 }
                 lines.push(Line::from(Span::styled(full(self.job_line(row, name_w, wide)), style)));
                 continue;
             };
             let slow = row.slowest.is_some_and(|(s, _)| s == k);
-            let style = if slow { theme.moderate } else { theme.base };
+            let mut style = if slow { theme.moderate } else { theme.base };
+            if Some(i) == selected && selected_rank == Some(k) && focused {
+                style = highlight;
+            }
             let text = self.rank_line(&row.ranks[k], k + 1 == row.ranks.len(), name_w, wide);
             lines.push(Line::from(Span::styled(full(text), style)));
         }
@@ -258,5 +280,29 @@ mod tests {
         // Too short for a job and the note: the job wins.
         let lines = render(JobsTable { app: &app, paint: &paint }, 120, 3);
         assert!(lines[2].contains("torchrun"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_click_hits_the_line_drawn_there_and_a_picked_rank_is_the_one_highlighted() {
+        let mut app = app("straggler", 40);
+        app.update(Action::Jobs);
+        app.update(Action::Details);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let area = Rect::new(0, 10, 120, 8);
+        let table = JobsTable { app: &app, paint: &paint };
+        assert_eq!(table.hit(area, 5, 10), None, "the title");
+        assert_eq!(table.hit(area, 5, 11), None, "the header");
+        assert_eq!(table.hit(area, 5, 12), Some(Hit::Job(0)));
+        assert_eq!(table.hit(area, 5, 14), Some(Hit::Rank { job: 0, rank: 1 }));
+        assert_eq!(table.hit(area, 5, 15), None, "below the last rank");
+        assert_eq!(table.hit(area, 120, 12), None, "right of the table");
+        app.on_hit(Hit::Rank { job: 0, rank: 1 });
+        let mut buf = Buffer::empty(Rect::new(0, 0, 120, 8));
+        JobsTable { app: &app, paint: &paint }.render(buf.area, &mut buf);
+        let title: String = (0..120).map(|x| buf[(x, 0)].symbol()).collect();
+        assert!(title.contains("(T/K/I: this rank)"), "{title}");
+        let selected = paint.theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+        assert_eq!(buf[(4, 4)].style().add_modifier, selected.add_modifier, "the rank's line");
+        assert_ne!(buf[(4, 2)].style().add_modifier, selected.add_modifier, "not the job's");
     }
 }

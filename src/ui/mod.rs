@@ -98,7 +98,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     let plan = plan(area, app, &paint)?;
     let inside = |r: Rect| column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height;
     if inside(plan.table) && app.jobs.on {
-        return None;
+        return jobs::JobsTable { app, paint: &paint }.hit(plan.table, column, row);
     }
     if inside(plan.table) {
         let table = ProcessTable { app, paint: &paint };
