@@ -22,6 +22,7 @@ fn gpu(index: u32, util: Option<f64>) -> FleetGpu {
         temp_c: Some(41.0),
         throttle_reasons: Some(vec![]),
         answering: Some(true),
+        job: None,
     }
 }
 
@@ -65,7 +66,11 @@ fn fleet() -> Fleet {
 }
 
 fn draw(view: &FleetView) -> String {
-    let area = Rect::new(0, 0, 100, 16);
+    draw_at(view, 100, 16)
+}
+
+fn draw_at(view: &FleetView, width: u16, height: u16) -> String {
+    let area = Rect::new(0, 0, width, height);
     let mut buf = Buffer::empty(area);
     view.render(area, &mut buf);
     (0..area.height)
@@ -131,4 +136,63 @@ fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
     assert!(screen.on_action(Action::Quit), "q closes the drill-down first");
     assert!(!screen.view.as_ref().unwrap().drilled);
     assert!(!screen.on_action(Action::Quit), "q on the grid leaves");
+}
+
+/// The fleet of [`fleet`] with jobs on three of its GPUs: a Slurm job, a Kubernetes pod and a bare container.
+fn fleet_with_jobs() -> Fleet {
+    let mut fleet = fleet();
+    fleet.nodes[0].gpus[0].job = Some("4242".to_owned());
+    fleet.nodes[1].gpus[0].job = Some("ml/trainer-0".to_owned());
+    fleet.nodes[1].gpus[1].job = None;
+    fleet.nodes[1].gpus.push(FleetGpu { job: Some("3f0c9a1b2c3d".to_owned()), ..gpu(2, Some(50.0)) });
+    fleet
+}
+
+/// The line of `screen` that contains `text`.
+fn line_of<'a>(screen: &'a str, text: &str) -> &'a str {
+    screen.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("{text:?} not in {screen}"))
+}
+
+#[test]
+fn grid_shows_the_job_of_each_gpu_and_drops_the_column_first_when_narrow() {
+    let view = FleetView::new(fleet_with_jobs());
+    let screen = draw_at(&view, 120, 16);
+    assert!(line_of(&screen, "NODE / GPU").contains("JOB"), "{screen}");
+    assert!(line_of(&screen, "99 %").contains("4242"), "alpha's GPU 0 is Slurm job 4242: {screen}");
+    assert!(line_of(&screen, "4 %").contains("ml/trainer-0"), "{screen}");
+    assert!(line_of(&screen, "50 %").contains("3f0c9a1b2c3d"), "{screen}");
+    let at = line_of(&screen, "NODE / GPU").find("TEMP").unwrap();
+    assert_eq!(line_of(&screen, "beta").find("warning input-bound"), Some(at), "a node's finding stays last: {screen}");
+    // Beta's GPU 1 has no job: its JOB cell is blank, the columns after it stay in place.
+    let blank = line_of(&screen, "GPU 1");
+    let at = line_of(&screen, "NODE / GPU").find("JOB").unwrap();
+    assert!(blank[at..at + 12].trim().is_empty(), "{screen}");
+    insta::assert_snapshot!(screen);
+    // At 100 columns the JOB column goes first; the others are as they were without jobs.
+    let narrow = draw_at(&view, 100, 16);
+    assert!(!narrow.contains("JOB") && !narrow.contains("4242"), "{narrow}");
+    assert_eq!(narrow.replace("50 %", ""), draw_at(&FleetView::new(fleet_with_gpu_2()), 100, 16).replace("50 %", ""));
+    // No GPU names a job: no JOB column however wide.
+    assert!(!draw_at(&FleetView::new(fleet()), 160, 16).contains("JOB"));
+}
+
+/// [`fleet`] with the third GPU of [`fleet_with_jobs`] and no jobs.
+fn fleet_with_gpu_2() -> Fleet {
+    let mut fleet = fleet();
+    fleet.nodes[1].gpus.push(gpu(2, Some(50.0)));
+    fleet
+}
+
+#[test]
+fn drill_down_and_text_show_the_job() {
+    let mut view = FleetView::new(fleet_with_jobs());
+    view.set_drilled(true);
+    let screen = draw_at(&view, 110, 20);
+    assert!(line_of(&screen, "MODEL").contains("JOB"), "{screen}");
+    assert!(line_of(&screen, "4 %").contains("ml/trainer-0"), "{screen}");
+    assert!(!draw_at(&view, 90, 20).contains("JOB"), "dropped first when narrow");
+    let text = fleet_with_jobs().to_text();
+    assert!(line_of(&text, "MODEL").trim_end().ends_with("JOB"), "{text}");
+    assert!(line_of(&text, "99 %").trim_end().ends_with("4242"), "{text}");
+    assert!(!fleet().to_text().contains("JOB"), "no job anywhere: no column");
 }

@@ -479,3 +479,86 @@ fn processes_without_a_job_are_jobs_of_their_own_and_the_selection_moves() {
     app.update(Action::Jobs);
     assert!(!app.jobs.on);
 }
+
+/// Where a click lands in the jobs view at 120x40: the table's rectangle and the hit on its `line`-th line (0 is the
+/// title, 1 the header).
+fn jobs_click(app: &App, line: u16) -> Option<gpusight::app::Hit> {
+    let area = ratatui::layout::Rect::new(0, 0, 120, 40);
+    let paint = gpusight::ui::Paint::new(app.theme, app.ascii);
+    let plan = gpusight::ui::plan(area, app, &paint).expect("fits");
+    gpusight::ui::hit_test(area, app, 10, plan.table.y + line)
+}
+
+#[test]
+fn mouse_on_the_jobs_view_selects_expands_and_picks_a_rank() {
+    use gpusight::app::Hit;
+    let (mut app, _sent) = app_with("mixed:8", false);
+    app.update(Action::Jobs);
+    let rows = app.job_rows();
+    assert!(rows.len() > 2, "{rows:?}");
+    assert_eq!(jobs_click(&app, 0), None, "the title");
+    assert_eq!(jobs_click(&app, 1), None, "the header");
+    // A click on the second job selects it and changes nothing else.
+    assert_eq!(jobs_click(&app, 3), Some(Hit::Job(1)));
+    app.on_hit(Hit::Job(1));
+    assert_eq!(app.selected_job(&rows), Some(1));
+    assert!(app.jobs.expanded.is_empty());
+    // A click on the selected job (or the second click of a double click) expands it, as Enter does.
+    app.on_hit(jobs_click(&app, 3).expect("a job"));
+    assert!(app.jobs.expanded.contains(&rows[1].key));
+    // Its rank is on the next line: a click there selects that rank.
+    assert_eq!(jobs_click(&app, 4), Some(Hit::Rank { job: 1, rank: 0 }));
+    assert_eq!(jobs_click(&app, 5), Some(Hit::Job(2)), "the next job follows the ranks");
+    app.on_hit(Hit::Rank { job: 1, rank: 0 });
+    assert_eq!(app.selected_rank(&rows), Some(0));
+    let rank = &rows[1].ranks[0];
+    assert_eq!(app.jobs.selected_rank, rank.pid.map(|pid| (pid, rank.gpu_index)));
+    // A click on the job's line again goes back to the job without folding it; the next one folds it.
+    app.on_hit(jobs_click(&app, 3).expect("a job"));
+    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(1), None));
+    assert!(app.jobs.expanded.contains(&rows[1].key));
+    app.on_hit(jobs_click(&app, 3).expect("a job"));
+    assert!(app.jobs.expanded.is_empty());
+    // Below the last job: nothing.
+    let below = u16::try_from(rows.len()).expect("few jobs") + 2;
+    assert_eq!(jobs_click(&app, below), None);
+}
+
+#[test]
+fn the_wheel_scrolls_the_jobs_and_forgets_a_picked_rank() {
+    let (mut app, _sent) = app_with("mixed:8", false);
+    app.update(Action::Jobs);
+    let rows = app.job_rows();
+    assert!(rows.len() > 4, "{rows:?}");
+    app.scroll(3);
+    assert_eq!(app.selected_job(&rows), Some(3));
+    app.update(Action::Details);
+    app.on_hit(gpusight::app::Hit::Rank { job: 3, rank: 0 });
+    assert_eq!(app.selected_rank(&rows), Some(0));
+    app.scroll(-3);
+    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(0), None));
+    app.scroll(-3);
+    assert_eq!(app.selected_job(&rows), Some(0), "the wheel stops at the top");
+}
+
+#[test]
+fn t_on_a_rank_picked_with_the_mouse_signals_that_rank_alone() {
+    let (mut app, sent) = app_with("straggler", false);
+    app.update(Action::Jobs);
+    app.on_hit(jobs_click(&app, 2).expect("the job, selected already: it expands"));
+    let rows = app.job_rows();
+    assert!(app.jobs.expanded.contains(&rows[0].key));
+    assert_eq!(jobs_click(&app, 4), Some(gpusight::app::Hit::Rank { job: 0, rank: 1 }));
+    app.on_hit(jobs_click(&app, 4).expect("rank 1"));
+    let pid = rows[0].ranks[1].pid.expect("a PID");
+    app.on_key(key('T'));
+    let dialog = app.dialog.as_ref().expect("a dialog");
+    assert_eq!(dialog.job, None, "the dialog of one process, not of the job");
+    assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), [pid]);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(*sent.lock().expect("lock"), [(pid, SignalKind::Term)]);
+    // Up/Down move by job again: T asks for every rank.
+    app.update(Action::Down);
+    app.on_key(key('T'));
+    assert!(app.dialog.as_ref().is_some_and(|d| d.job.is_some() && d.targets.len() == 2));
+}

@@ -37,12 +37,19 @@ fn options() -> AppOptions {
 
 /// An app fed `n_ticks` ticks of a synthetic scenario.
 fn app(spec: &str, n_ticks: u64) -> App {
+    app_edited(spec, n_ticks, |_| {})
+}
+
+/// An app fed `n_ticks` ticks of a synthetic scenario, each changed by `edit` first.
+fn app_edited(spec: &str, n_ticks: u64, edit: impl Fn(&mut Snapshot)) -> App {
     let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
+    let mut first = source.next_snapshot().expect("tick").expect("some");
+    edit(&mut first);
     let (_tx, rx) = mpsc::channel();
     let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
     for _ in 1..n_ticks {
-        let snapshot: Snapshot = source.next_snapshot().expect("tick").expect("some");
+        let mut snapshot: Snapshot = source.next_snapshot().expect("tick").expect("some");
+        edit(&mut snapshot);
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
     }
     app
@@ -304,4 +311,39 @@ fn jobs_view_on_the_straggler_collapsed_and_expanded() {
     insta::assert_snapshot!("jobs_straggler_expanded_160x50", screen(&app, 160, 50));
     app.update(gpusight::app::Action::SignalTerm);
     insta::assert_snapshot!("jobs_straggler_dialog_80x24", screen(&app, 80, 24));
+}
+
+/// The straggler's ranks as another user's processes: their environments cannot be read, so they are grouped by
+/// their launcher (torchrun) without ranks, and the jobs view says so in one dim line at its foot.
+#[test]
+fn jobs_view_says_when_environments_were_unreadable() {
+    let app_unreadable = |n_ticks| {
+        let mut app = app_edited("straggler", n_ticks, |snapshot| {
+            for p in &mut snapshot.tick.processes {
+                if let Some(job) = p.job.as_mut() {
+                    *job = gpusight::sample::JobInfo {
+                        key: "launcher:2000".to_owned(),
+                        launcher: Some("torchrun".to_owned()),
+                        note: Some("environment unreadable (permission denied): rank unknown".to_owned()),
+                        ..gpusight::sample::JobInfo::default()
+                    };
+                }
+            }
+        });
+        app.update(gpusight::app::Action::Jobs);
+        app
+    };
+    let unreadable = app_unreadable(90);
+    assert_eq!(unreadable.unreadable_environments(), 2);
+    let text = screen(&unreadable, 120, 40);
+    let note = "environment of 2 processes unreadable (not yours; run as their user or root): grouped by launcher and \
+                cgroup only";
+    assert!(text.contains(note), "{text}");
+    assert!(text.contains("torchrun 2000"), "grouped by the launcher: {text}");
+    assert!(unreadable.status.is_none() && unreadable.dialog.is_none(), "a note, never an error or a popup");
+    insta::assert_snapshot!("jobs_unreadable_environment_120x40", text);
+    // Every environment read (the plain straggler): no such line.
+    let mut plain = app("straggler", 90);
+    plain.update(gpusight::app::Action::Jobs);
+    assert!(!screen(&plain, 120, 40).contains("unreadable"));
 }

@@ -5,13 +5,18 @@
 use std::collections::BTreeSet;
 
 use crate::advice::{Finding, Rule};
+use crate::host::job::ENVIRON_UNREADABLE;
 use crate::sample::{GpuTick, Tick};
 
-/// The jobs view's state: on or off, the selected job (by key) and the jobs expanded into their ranks.
+/// The jobs view's state: on or off, the selected job (by key), the selected rank within it (by a click on its
+/// line) and the jobs expanded into their ranks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobsState {
     pub on: bool,
     pub selected: Option<String>,
+    /// A rank of the selected job picked with the mouse, as its (PID, GPU index); T/K/I then act on it alone. The
+    /// keys that move the selection clear it.
+    pub selected_rank: Option<(u32, u32)>,
     pub expanded: BTreeSet<String>,
 }
 
@@ -81,6 +86,12 @@ impl JobRow {
             }
         }
         pids
+    }
+
+    /// The index into `ranks` of the rank with this (PID, GPU index), if it is one of this job's.
+    #[must_use]
+    pub fn rank_index(&self, (pid, gpu_index): (u32, u32)) -> Option<usize> {
+        self.ranks.iter().position(|r| r.pid == Some(pid) && r.gpu_index == gpu_index)
     }
 
     /// Processes, and the world size where it is known and differs: "2", "2/4".
@@ -160,6 +171,36 @@ pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>) -> Vec
     rows
 }
 
+/// How many of `tick`'s GPU processes on the GPUs in `only` (all where `None`) have an environment that could not be
+/// read (their job's note says so): they are grouped by launcher and cgroup only, without rank or rendezvous.
+#[must_use]
+pub fn unreadable_environments(tick: &Tick, only: Option<&[u32]>) -> usize {
+    let pids: BTreeSet<u32> = tick
+        .gpu_processes
+        .iter()
+        .filter(|gp| only.is_none_or(|o| o.contains(&gp.gpu_index)))
+        .filter_map(|gp| gp.pid)
+        .collect();
+    tick.processes
+        .iter()
+        .filter(|p| pids.contains(&p.pid))
+        .filter(|p| p.job.as_ref().and_then(|j| j.note.as_deref()).is_some_and(|n| n.starts_with(ENVIRON_UNREADABLE)))
+        .count()
+}
+
+/// The jobs view's one line about unreadable environments, `None` when every environment was read.
+#[must_use]
+pub fn unreadable_note(count: usize) -> Option<String> {
+    let what = match count {
+        0 => return None,
+        1 => "1 process".to_owned(),
+        n => format!("{n} processes"),
+    };
+    Some(format!(
+        "environment of {what} unreadable (not yours; run as their user or root): grouped by launcher and cgroup only"
+    ))
+}
+
 /// Fills a job's GPUs, totals, means, slowest rank and finding from its ranks.
 fn summarize(row: &mut JobRow, tick: &Tick, findings: &[&Finding]) {
     row.ranks.sort_by_key(|r| (r.rank.is_none(), r.rank, r.gpu_index, r.pid));
@@ -212,6 +253,37 @@ mod tests {
         assert_eq!(job_name("pid:1234", None), "pid 1234");
         assert_eq!(job_name("slurm:77", Some("srun")), "srun 77");
         assert_eq!(job_name("odd", None), "job odd");
+    }
+
+    #[test]
+    fn unreadable_environments_are_counted_once_per_process_on_the_gpus_shown() {
+        use crate::sample::{GpuProcess, HostProcess, JobInfo};
+        let job = |note: Option<&str>| JobInfo {
+            key: "launcher:10".to_owned(),
+            note: note.map(str::to_owned),
+            ..JobInfo::default()
+        };
+        let gpu = |gpu_index, pid| GpuProcess { gpu_index, pid: Some(pid), ..GpuProcess::default() };
+        let host = |pid, job| HostProcess { pid, job, ..HostProcess::default() };
+        let tick = Tick {
+            // PID 11 holds two GPUs: one process, counted once.
+            gpu_processes: vec![gpu(0, 11), gpu(1, 11), gpu(1, 12), gpu(2, 13), gpu(3, 14)],
+            processes: vec![
+                host(11, Some(job(Some("environment unreadable (permission denied): rank unknown")))),
+                host(12, Some(job(Some("environment unreadable (permission denied): rank unknown")))),
+                host(13, Some(job(None))),
+                host(14, None),
+                // Not a GPU process: not counted.
+                host(15, Some(job(Some("environment unreadable (permission denied): rank unknown")))),
+            ],
+            ..Tick::default()
+        };
+        assert_eq!(unreadable_environments(&tick, None), 2);
+        assert_eq!(unreadable_environments(&tick, Some(&[0])), 1);
+        assert_eq!(unreadable_environments(&tick, Some(&[2, 3])), 0);
+        assert_eq!(unreadable_note(0), None);
+        assert!(unreadable_note(1).is_some_and(|n| n.starts_with("environment of 1 process unreadable (not yours")));
+        assert!(unreadable_note(2).is_some_and(|n| n.contains("of 2 processes") && n.ends_with("cgroup only")));
     }
 
     #[test]

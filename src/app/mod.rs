@@ -146,6 +146,10 @@ pub enum Hit {
     Advice,
     /// The `n`-th finding of the advice pane.
     Finding(usize),
+    /// In the jobs view, the line of the `n`-th job of [`App::job_rows`].
+    Job(usize),
+    /// In the jobs view, the line of rank `rank` (an index into the job's ranks) of the `job`-th job.
+    Rank { job: usize, rank: usize },
 }
 
 /// Where a recording starts playing.

@@ -610,7 +610,8 @@ impl App {
         self.apply_advance(&advance);
     }
 
-    /// Acts on a mouse click: selects a row, sorts by a column (a second click inverts) or focuses the advice.
+    /// Acts on a mouse click: selects a row, sorts by a column (a second click inverts), focuses the advice, or in
+    /// the jobs view selects a job (a second click expands it) or a rank.
     pub fn on_hit(&mut self, hit: super::Hit) {
         match hit {
             super::Hit::Row(index) => self.click_row(index),
@@ -620,6 +621,8 @@ impl App {
                 self.focus = Focus::Advice;
                 self.advice_selected = index;
             }
+            super::Hit::Job(index) => self.click_job(index),
+            super::Hit::Rank { job, rank } => self.click_rank(job, rank),
         }
     }
 

@@ -1,7 +1,7 @@
 //! How the jobs view reacts to actions: selection, Enter to expand a job into its ranks, and T/K/I on a whole
 //! job (one confirmation for every rank, sent through the same dialog and `SignalSender` as single processes).
 
-use super::jobs::{JobRow, job_rows};
+use super::jobs::{JobRow, job_rows, unreadable_environments};
 use super::signal::{SignalKind, SignalTarget};
 use super::{Action, App, DialogButton, Effect, Focus, SignalDialog};
 
@@ -10,6 +10,13 @@ impl App {
     #[must_use]
     pub fn job_rows(&self) -> Vec<JobRow> {
         job_rows(self.tick(), &self.findings(), self.fixed.gpus.as_deref())
+    }
+
+    /// How many GPU processes on the GPUs shown have an environment that could not be read (see
+    /// [`unreadable_environments`]).
+    #[must_use]
+    pub fn unreadable_environments(&self) -> usize {
+        unreadable_environments(self.tick(), self.fixed.gpus.as_deref())
     }
 
     /// Index of the selected job in `rows`, if it is still listed.
@@ -51,10 +58,7 @@ impl App {
             Action::Details => {
                 let rows = self.job_rows();
                 if let Some(i) = self.selected_job(&rows) {
-                    let key = &rows[i].key;
-                    if !self.jobs.expanded.remove(key) {
-                        self.jobs.expanded.insert(key.clone());
-                    }
+                    self.toggle_job(&rows[i].key);
                 }
             }
             Action::SignalTerm => self.open_job_dialog(SignalKind::Term),
@@ -69,8 +73,50 @@ impl App {
         Some(Effect::None)
     }
 
-    /// Moves the job selection (Up/Down/PageUp/PageDown/Home/End, the mouse wheel).
+    /// Expands a job into its ranks, or folds it (and forgets a rank selected in it).
+    fn toggle_job(&mut self, key: &str) {
+        if self.jobs.expanded.remove(key) {
+            self.jobs.selected_rank = None;
+        } else {
+            self.jobs.expanded.insert(key.to_owned());
+        }
+    }
+
+    /// The selected rank's index into the selected job's ranks, if one is selected and still there.
+    #[must_use]
+    pub fn selected_rank(&self, rows: &[JobRow]) -> Option<usize> {
+        let row = &rows[self.selected_job(rows)?];
+        row.rank_index(self.jobs.selected_rank?)
+    }
+
+    /// A click on the `index`-th job's line: selects it; on the job already selected (the second click of a
+    /// double click too), expands or folds it as Enter does.
+    pub(super) fn click_job(&mut self, index: usize) {
+        let rows = self.job_rows();
+        let Some(row) = rows.get(index) else { return };
+        self.focus = Focus::Processes;
+        let rank_selected = self.selected_rank(&rows).is_some();
+        if self.selected_job(&rows) == Some(index) && !rank_selected {
+            self.toggle_job(&row.key);
+        } else {
+            self.jobs.selected = Some(row.key.clone());
+            self.jobs.selected_rank = None;
+        }
+    }
+
+    /// A click on a rank's line: selects its job and that rank.
+    pub(super) fn click_rank(&mut self, job: usize, rank: usize) {
+        let rows = self.job_rows();
+        let Some((row, rank)) = rows.get(job).and_then(|r| Some((r, r.ranks.get(rank)?))) else { return };
+        self.focus = Focus::Processes;
+        self.jobs.selected = Some(row.key.clone());
+        self.jobs.selected_rank = rank.pid.map(|pid| (pid, rank.gpu_index));
+    }
+
+    /// Moves the job selection (Up/Down/PageUp/PageDown/Home/End, the mouse wheel); a rank selected by a click is
+    /// forgotten.
     pub(super) fn move_job_selection(&mut self, action: Action) {
+        self.jobs.selected_rank = None;
         let rows = self.job_rows();
         if rows.is_empty() {
             return;
@@ -99,10 +145,13 @@ impl App {
             self.status = Some("select a job first (Up/Down)".to_owned());
             return;
         };
+        // A rank picked with the mouse: its process alone, in the dialog of a single process.
+        let rank_pid = self.selected_rank(&rows).and_then(|k| job.ranks[k].pid);
+        let pids = rank_pid.map_or_else(|| job.pids(), |pid| vec![pid]);
         let tick = self.tick();
         let mut targets: Vec<SignalTarget> = Vec::new();
         let mut unreadable: Vec<String> = Vec::new();
-        for pid in job.pids() {
+        for pid in pids {
             let host = tick.processes.iter().find(|p| p.pid == pid);
             let Some((host, start_ticks)) = host.and_then(|h| h.start_ticks.map(|s| (h, s))) else {
                 unreadable.push(format!("PID {pid} (start time unknown)"));
@@ -122,7 +171,7 @@ impl App {
                     .reduce(|a, b| a + b),
             });
         }
-        let job = Some(job.name.clone());
+        let job = rank_pid.is_none().then(|| job.name.clone());
         self.status = (!unreadable.is_empty()).then(|| format!("no signal for: {}", unreadable.join("; ")));
         if !targets.is_empty() {
             self.dialog = Some(SignalDialog { targets, job, button: DialogButton::Send(kind) });

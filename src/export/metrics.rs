@@ -175,7 +175,6 @@ fn gpu_labels(info: &GpuInfo, machine: &MachineInfo, hostname: &str) -> Labels {
 /// dcgm-exporter's job labels (`hpc_job`, `pod`, `namespace`, `container`) for one GPU, each only where the jobs of
 /// its compute processes know it and agree on it (two pods on one GPU name neither).
 fn job_labels(tick: &Tick, jobs: &std::collections::HashMap<u32, &crate::sample::JobInfo>, gpu_index: u32) -> Labels {
-    use super::names::job_labels::{CONTAINER, HPC_JOB, NAMESPACE, POD};
     let jobs: Vec<&crate::sample::JobInfo> = tick
         .gpu_processes
         .iter()
@@ -187,18 +186,14 @@ fn job_labels(tick: &Tick, jobs: &std::collections::HashMap<u32, &crate::sample:
         let first = values.next()?;
         values.all(|v| v == first).then(|| first.clone())
     };
-    let mut labels = Labels::new();
-    for (key, value) in [
-        (HPC_JOB, agreed(|j| j.slurm_job_id.as_ref())),
-        (POD, agreed(|j| j.pod.as_ref())),
-        (NAMESPACE, agreed(|j| j.namespace.as_ref())),
-        (CONTAINER, agreed(|j| j.container.as_ref())),
-    ] {
-        if let Some(value) = value {
-            labels.push((key, value));
-        }
-    }
-    labels
+    // One value per label of `job_labels::ALL`, in its order: hpc_job, pod, namespace, container.
+    let values = [
+        agreed(|j| j.slurm_job_id.as_ref()),
+        agreed(|j| j.pod.as_ref()),
+        agreed(|j| j.namespace.as_ref()),
+        agreed(|j| j.container.as_ref()),
+    ];
+    super::names::job_labels::ALL.into_iter().zip(values).filter_map(|(key, value)| value.map(|v| (key, v))).collect()
 }
 
 /// Prometheus's unit suffix for 0–1 shares (`_ratio`; prometheus-client's `Unit::Ratios` would write `_ratios`).

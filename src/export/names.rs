@@ -8,12 +8,19 @@
 
 /// The job labels dcgm-exporter adds to the per-GPU series where it knows the workload on the GPU: `hpc_job`
 /// (its HPC job mapping, a Slurm job id here) and `pod`, `namespace`, `container` (its Kubernetes mapping). gpusight
-/// writes each only where the GPU's compute processes agree on a value.
+/// writes each only where the GPU's compute processes agree on a value; the fleet reader
+/// ([`crate::fleet::query::JOB_LABELS`]) reads them back to name the job that holds each GPU.
 pub mod job_labels {
+    /// The HPC (Slurm) job id.
     pub const HPC_JOB: &str = "hpc_job";
+    /// The Kubernetes pod's name (or uid).
     pub const POD: &str = "pod";
+    /// The Kubernetes pod's namespace.
     pub const NAMESPACE: &str = "namespace";
+    /// The container id.
     pub const CONTAINER: &str = "container";
+    /// Every job label the exporter writes, in the order it writes them.
+    pub const ALL: [&str; 4] = [HPC_JOB, POD, NAMESPACE, CONTAINER];
 }
 
 /// How a family is typed in the exposition.
@@ -381,5 +388,16 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), Family::ALL.len(), "two families share a name");
+    }
+
+    #[test]
+    fn every_job_label_the_fleet_reads_is_one_the_exporter_writes() {
+        for label in crate::fleet::query::JOB_LABELS {
+            assert!(job_labels::ALL.contains(&label), "the fleet reads {label}, which the exporter never writes");
+        }
+        let mut written = job_labels::ALL.to_vec();
+        written.sort_unstable();
+        written.dedup();
+        assert_eq!(written.len(), job_labels::ALL.len(), "a job label is listed twice");
     }
 }

@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::export::names::Family;
+use crate::export::names::job_labels::{CONTAINER, HPC_JOB, NAMESPACE, POD};
 
 /// The queries the fleet is built from, by the column they feed. Each is an instant vector.
 /// The metric names come from [`crate::export::names`], the table the exporter renders from.
@@ -44,6 +45,10 @@ const THROTTLE_REASON_ACTIVE: &str = Family::ThrottleReasonActive.exposed();
 const PROCESS_GPU_MEMORY: &str = Family::ProcessGpuMemory.exposed();
 const PROCESS_SM_UTILIZATION: &str = Family::ProcessSmUtilization.exposed();
 const FINDING: &str = Family::Finding.exposed();
+
+/// The job labels of the per-GPU series the reader uses to name the job that holds a GPU, in order of preference
+/// (see [`gpu_job`]); each is one the exporter writes ([`crate::export::names::job_labels::ALL`]).
+pub const JOB_LABELS: [&str; 4] = [HPC_JOB, NAMESPACE, POD, CONTAINER];
 
 /// Why the fleet could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -199,6 +204,8 @@ pub struct FleetGpu {
     pub throttle_reasons: Option<Vec<String>>,
     /// `Some(false)` when gpusight says the GPU is lost or not answering.
     pub answering: Option<bool>,
+    /// The job that holds the GPU, from its series' job labels (see [`gpu_job`]); `None` when they name none.
+    pub job: Option<String>,
 }
 
 /// One process on one GPU of a node.
@@ -266,6 +273,20 @@ fn label<'a>(s: &'a VectorSample, key: &str) -> Option<&'a str> {
     s.labels.get(key).map(String::as_str).filter(|v| !v.is_empty())
 }
 
+/// The job a per-GPU series names: its `hpc_job` (a Slurm job id), else `namespace/pod` (or the pod alone), else
+/// its `container`; `None` when it has none of them (no job known, or dcgm-exporter without a job mapping).
+#[must_use]
+pub fn gpu_job(s: &VectorSample) -> Option<String> {
+    if let Some(job) = label(s, HPC_JOB) {
+        return Some(job.to_owned());
+    }
+    match (label(s, NAMESPACE), label(s, POD)) {
+        (Some(namespace), Some(pod)) => Some(format!("{namespace}/{pod}")),
+        (None, Some(pod)) => Some(pod.to_owned()),
+        _ => label(s, CONTAINER).map(str::to_owned),
+    }
+}
+
 fn node_name(s: &VectorSample) -> Option<&str> {
     label(s, "hostname").or_else(|| label(s, "Hostname"))
 }
@@ -298,7 +319,11 @@ impl NodeBuilder {
             temp_c: None,
             throttle_reasons: None,
             answering: None,
+            job: None,
         });
+        if gpu.job.is_none() {
+            gpu.job = gpu_job(s);
+        }
         if gpu.uuid.is_none() {
             gpu.uuid = label(s, "UUID").or_else(|| label(s, "gpu_uuid")).map(str::to_owned);
         }
@@ -560,5 +585,67 @@ impl Fleet {
     #[must_use]
     pub fn n_gpus(&self) -> usize {
         self.nodes.iter().map(|n| n.gpus.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One sample of `GPU_UTIL` on GPU `gpu` of `node:9400` with `labels` added.
+    fn util_sample(node: &str, gpu: u32, labels: &[(&str, &str)]) -> String {
+        let mut metric = serde_json::json!({
+            "__name__": GPU_UTIL, "instance": format!("{node}:9400"), "hostname": node, "gpu": gpu.to_string(),
+        });
+        for (k, v) in labels {
+            metric[*k] = serde_json::Value::from(*v);
+        }
+        serde_json::json!({ "metric": metric, "value": [1_763_942_400.0, "50"] }).to_string()
+    }
+
+    fn answer(samples: &[String]) -> String {
+        format!(r#"{{"status":"success","data":{{"resultType":"vector","result":[{}]}}}}"#, samples.join(","))
+    }
+
+    #[test]
+    fn a_gpus_job_prefers_hpc_job_then_namespace_and_pod_then_container() {
+        let job = |labels: &[(&str, &str)]| {
+            let samples = parse_vector(&answer(&[util_sample("a", 0, labels)])).unwrap_or_default();
+            gpu_job(&samples[0])
+        };
+        let all = [(HPC_JOB, "4242"), (POD, "trainer-0"), (NAMESPACE, "ml"), (CONTAINER, "3f0c9a1b")];
+        assert_eq!(job(&all).as_deref(), Some("4242"));
+        assert_eq!(job(&all[1..]).as_deref(), Some("ml/trainer-0"));
+        assert_eq!(job(&all[1..2]).as_deref(), Some("trainer-0"), "a pod without its namespace");
+        assert_eq!(job(&all[2..]).as_deref(), Some("3f0c9a1b"), "a namespace alone names no job");
+        assert_eq!(job(&[]), None);
+        assert_eq!(job(&[(HPC_JOB, ""), (CONTAINER, "c1")]).as_deref(), Some("c1"), "an empty label is no label");
+    }
+
+    #[test]
+    fn every_gpu_row_gets_the_job_its_series_name() {
+        let samples = [
+            util_sample("a", 0, &[(HPC_JOB, "4242")]),
+            util_sample("a", 1, &[]),
+            util_sample("b", 0, &[(POD, "trainer-0"), (NAMESPACE, "ml")]),
+        ];
+        let mut answers = Answers::new();
+        answers.insert(GPU_UTIL.to_owned(), parse_vector(&answer(&samples)).unwrap_or_default());
+        // A later series of the same GPU without the labels does not blank the job.
+        let power =
+            r#"{"metric":{"__name__":"DCGM_FI_DEV_POWER_USAGE","instance":"a:9400","gpu":"0"},"value":[1,"300"]}"#;
+        answers.insert(POWER_USAGE.to_owned(), parse_vector(&answer(&[power.to_owned()])).unwrap_or_default());
+        let fleet = Fleet::from_answers("http://prom:9090", &answers, 1_763_942_400.0, &FleetOptions::default());
+        let jobs: Vec<(String, u32, Option<&str>)> = fleet
+            .nodes
+            .iter()
+            .flat_map(|n| n.gpus.iter().map(|g| (n.name.clone(), g.index, g.job.as_deref())))
+            .collect();
+        assert_eq!(
+            jobs,
+            [("a".to_owned(), 0, Some("4242")), ("a".to_owned(), 1, None), ("b".to_owned(), 0, Some("ml/trainer-0"))]
+        );
+        assert_eq!(fleet.nodes[0].gpus[0].power_w, Some(300.0));
+        assert_eq!(fleet.to_json()["nodes"][0]["gpus"][0]["job"], "4242");
     }
 }

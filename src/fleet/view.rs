@@ -82,6 +82,17 @@ pub(crate) fn gpu_cells(gpu: &FleetGpu) -> [String; 7] {
     ]
 }
 
+/// The JOB cell of a GPU row: the job that holds it (see [`super::query::gpu_job`]), blank when none is known.
+pub(crate) fn job_cell(gpu: &FleetGpu) -> String {
+    gpu.job.as_deref().map_or_else(String::new, |j| visible(j).into_owned())
+}
+
+/// The JOB column's width: the longest job's, from 3 ("JOB") to 24; `None` when no GPU of `nodes` names a job.
+pub(crate) fn job_width<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> Option<u16> {
+    let longest = nodes.into_iter().flat_map(|n| &n.gpus).map(|g| job_cell(g).chars().count()).max()?;
+    (longest > 0).then(|| u16::try_from(longest.clamp(3, 24)).unwrap_or(24))
+}
+
 /// The columns a scraped node has readings for, from the monitor's one list of columns.
 pub(crate) const FLEET_COLUMNS: [ColumnId; 6] =
     [ColumnId::Gpu, ColumnId::Pid, ColumnId::User, ColumnId::GpuMem, ColumnId::Sm, ColumnId::Command];
@@ -132,18 +143,22 @@ impl Fleet {
         let n_up = self.nodes.iter().filter(|n| n.state == NodeState::Up).count();
         let _ =
             writeln!(out, "Fleet from {}: {} nodes ({n_up} up), {} GPUs", self.source, self.nodes.len(), self.n_gpus());
-        let header = ["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"];
-        let widths = [7, 22, 6, 18, 12, 6, 20];
+        let header = ["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE", "JOB"];
+        let widths = [7, 22, 6, 18, 12, 6, 20, 0];
+        // The JOB column only where a GPU of the fleet names a job.
+        let n_columns = if job_width(&self.nodes).is_some() { 8 } else { 7 };
         for node in self.nodes_worst_first() {
             let _ = writeln!(out, "\n{}", node_header(node));
             let mut line = String::new();
-            for (cell, width) in header.iter().zip(widths) {
+            for (cell, width) in header.iter().zip(widths).take(n_columns) {
                 let _ = write!(line, "  {cell:<width$}");
             }
             let _ = writeln!(out, "{}", line.trim_end());
             for gpu in &node.gpus {
                 let mut line = String::new();
-                for (cell, width) in gpu_cells(gpu).iter().zip(widths) {
+                let mut cells = gpu_cells(gpu).to_vec();
+                cells.push(job_cell(gpu));
+                for (cell, width) in cells.iter().zip(widths).take(n_columns) {
                     let _ = write!(line, "  {cell:<width$}");
                 }
                 let _ = writeln!(out, "{}", line.trim_end());

@@ -17,6 +17,10 @@ use std::fmt;
 
 use crate::sample::JobInfo;
 
+/// How a [`JobInfo::note`] starts when the process's `/proc/PID/environ` could not be read (another user's process,
+/// without root): the jobs view counts these notes to say why such processes are grouped by launcher and cgroup only.
+pub const ENVIRON_UNREADABLE: &str = "environment unreadable";
+
 /// What a process's environment says about the job it belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobEnv {

@@ -10,7 +10,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::cgroup::CgroupReader;
-use super::job::{JobEnv, Launcher, job_info, launcher_of};
+use super::job::{ENVIRON_UNREADABLE, JobEnv, Launcher, job_info, launcher_of};
 use super::maps::parse_environ;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
@@ -232,7 +232,8 @@ impl ProcessSampler {
                     (JobEnv::from_pairs(pairs.iter().map(|(n, v)| (n.as_str(), v.as_str()))), None)
                 }
                 Err(err) => {
-                    (JobEnv::default(), Some(format!("environment unreadable ({}): rank unknown", describe(&err))))
+                    let why = describe(&err);
+                    (JobEnv::default(), Some(format!("{ENVIRON_UNREADABLE} ({why}): rank unknown")))
                 }
             };
             let cgroup = read_text(pid_path(&mut self.path, proc_dir, pid, "cgroup"), &mut self.buf)

@@ -11,7 +11,9 @@ use super::paint::Paint;
 use crate::app::columns::{self, CellContext};
 use crate::app::{FixedFilters, TableState};
 use crate::fleet::query::{Node, NodeState};
-use crate::fleet::view::{FLEET_COLUMNS, FleetView, gpu_cells, node_header, process_samples, state_word};
+use crate::fleet::view::{
+    FLEET_COLUMNS, FleetView, gpu_cells, job_cell, job_width, node_header, process_samples, state_word,
+};
 use crate::ui_config::ThemeName;
 
 /// Draws a [`FleetView`] in the monitor's theme: node states, findings and GPU load in the same colours as the
@@ -31,9 +33,24 @@ fn severity_style(paint: &Paint, severity: &str) -> Style {
     }
 }
 
+/// The least width the last column keeps (temperature, throttle reasons, a node's worst finding) before the JOB
+/// column is dropped: JOB is the first column to go on a narrow terminal.
+const LAST_COLUMN_MIN: u16 = 28;
+/// The same for the drill-down's GPU table, whose last column is THROTTLE.
+const THROTTLE_MIN: u16 = 12;
+
+/// The JOB column's width where it fits in `width` beside `fixed` (the other columns' widths and the spacing
+/// between them, borders included) with `last_min` left for the last column; `None` where no GPU names a job or it
+/// does not fit.
+fn job_column<'a>(nodes: impl IntoIterator<Item = &'a Node>, width: u16, fixed: u16, last_min: u16) -> Option<u16> {
+    job_width(nodes).filter(|w| width >= fixed + w + 1 + last_min)
+}
+
 impl FleetWidget<'_> {
     fn render_grid(&self, area: Rect, buf: &mut Buffer) {
         let (view, theme) = (self.view, &self.paint.theme);
+        // Borders, the three columns before JOB and the spaces between them.
+        let job_w = job_column(&view.fleet.nodes, area.width, 2 + 24 + 7 + 30 + 3, LAST_COLUMN_MIN);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
             let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
@@ -41,29 +58,42 @@ impl FleetWidget<'_> {
                 || Cell::from(""),
                 |f| Cell::from(format!("{} {}", f.severity, f.rule)).style(severity_style(self.paint, &f.severity)),
             );
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(node.name.clone()),
                 Cell::from(state_word(node.state)).style(state_style),
                 Cell::from(""),
-                worst,
-            ]);
+            ];
+            if job_w.is_some() {
+                cells.push(Cell::from(""));
+            }
+            cells.push(worst);
+            let row = Row::new(cells);
             rows.push(if i == view.selected { row.style(theme.selected) } else { row });
             for gpu in &node.gpus {
                 let c = gpu_cells(gpu);
-                rows.push(Row::new(vec![
+                let mut cells = vec![
                     Cell::from(format!("  GPU {}", c[0])),
                     Cell::from(c[2].clone()).style(self.paint.load_style(gpu.util_pct)),
                     Cell::from(format!("{} {}", c[3], c[4])),
-                    Cell::from(format!("{} {}", c[5], c[6])),
-                ]));
+                ];
+                if let Some(w) = job_w {
+                    cells.push(Cell::from(crate::units::truncate(&job_cell(gpu), usize::from(w), self.paint.ascii())));
+                }
+                cells.push(Cell::from(format!("{} {}", c[5], c[6])));
+                rows.push(Row::new(cells));
             }
         }
         let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", view.fleet.nodes.len(), view.fleet.n_gpus());
-        Table::new(rows, [Constraint::Length(24), Constraint::Length(7), Constraint::Length(30), Constraint::Fill(1)])
-            .header(
-                Row::new(vec!["NODE / GPU", "STATE", "MEMORY  POWER", "TEMP  THROTTLE / FINDING"])
-                    .style(theme.header_row),
-            )
+        let mut widths = vec![Constraint::Length(24), Constraint::Length(7), Constraint::Length(30)];
+        let mut header = vec!["NODE / GPU", "STATE", "MEMORY  POWER"];
+        if let Some(w) = job_w {
+            widths.push(Constraint::Length(w));
+            header.push("JOB");
+        }
+        widths.push(Constraint::Fill(1));
+        header.push("TEMP  THROTTLE / FINDING");
+        Table::new(rows, widths)
+            .header(Row::new(header).style(theme.header_row))
             .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(title))
             .render(area, buf);
     }
@@ -76,33 +106,36 @@ impl FleetWidget<'_> {
             Constraint::Length(u16::try_from(node.findings.len()).unwrap_or(u16::MAX).saturating_add(2)),
         ])
         .areas(area);
+        // Borders, the six columns before JOB and the spaces between them.
+        let job_w = job_column([node], area.width, 2 + 7 + 14 + 6 + 16 + 12 + 6 + 6, THROTTLE_MIN);
         let gpu_rows = node.gpus.iter().map(|g| {
-            let cells = gpu_cells(g);
-            Row::new(cells.iter().enumerate().map(|(i, text)| {
-                let cell = Cell::from(text.clone());
+            let mut texts = gpu_cells(g).to_vec();
+            if let Some(w) = job_w {
+                // Before THROTTLE, the last cell.
+                texts.insert(6, crate::units::truncate(&job_cell(g), usize::from(w), self.paint.ascii()));
+            }
+            Row::new(texts.into_iter().enumerate().map(|(i, text)| {
+                let cell = Cell::from(text);
                 if i == 2 { cell.style(self.paint.load_style(g.util_pct)) } else { cell }
             }))
         });
-        Table::new(
-            gpu_rows,
-            [
-                Constraint::Length(7),
-                Constraint::Length(14),
-                Constraint::Length(6),
-                Constraint::Length(16),
-                Constraint::Length(12),
-                Constraint::Length(6),
-                Constraint::Fill(1),
-            ],
-        )
-        .header(Row::new(vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP", "THROTTLE"]).style(theme.header_row))
-        .block(
-            Block::new()
-                .borders(Borders::ALL)
-                .border_style(theme.border)
-                .title(format!(" {} (Esc: fleet) ", node_header(node))),
-        )
-        .render(gpus_area, buf);
+        let mut widths: Vec<Constraint> = [7, 14, 6, 16, 12, 6].into_iter().map(Constraint::Length).collect();
+        let mut header = vec!["GPU", "MODEL", "UTIL", "MEMORY", "POWER", "TEMP"];
+        if let Some(w) = job_w {
+            widths.push(Constraint::Length(w));
+            header.push("JOB");
+        }
+        widths.push(Constraint::Fill(1));
+        header.push("THROTTLE");
+        Table::new(gpu_rows, widths)
+            .header(Row::new(header).style(theme.header_row))
+            .block(
+                Block::new()
+                    .borders(Borders::ALL)
+                    .border_style(theme.border)
+                    .title(format!(" {} (Esc: fleet) ", node_header(node))),
+            )
+            .render(gpus_area, buf);
         let samples = process_samples(&node.processes);
         let rows = TableState::default().rows(&samples, &FixedFilters::default());
         let columns = columns::only(&FLEET_COLUMNS);
@@ -206,6 +239,7 @@ mod tests {
                 temp_c: Some(40.0),
                 throttle_reasons: Some(vec![]),
                 answering: Some(true),
+                job: None,
             }],
             processes: vec![],
             findings: finding

@@ -12,7 +12,7 @@ use ratatui::widgets::Widget;
 
 use super::paint::{Paint, fill};
 use crate::app::jobs::{JobRank, JobRow};
-use crate::app::{App, Focus};
+use crate::app::{App, Focus, Hit};
 use crate::text;
 use crate::units;
 
@@ -27,6 +27,13 @@ const FINDING_W: usize = 16;
 #[must_use]
 pub fn lines_needed(app: &App, rows: &[JobRow]) -> usize {
     rows.iter().map(|r| 1 + if app.jobs.expanded.contains(&r.key) { r.ranks.len() } else { 0 }).sum()
+}
+
+/// The lines the jobs table asks the layout for below its title and header: [`lines_needed`], plus the line
+/// about unreadable environments where there is one.
+#[must_use]
+pub fn table_lines(app: &App, rows: &[JobRow]) -> usize {
+    lines_needed(app, rows) + usize::from(app.unreadable_environments() > 0)
 }
 
 /// The jobs table over the app's job rows and jobs state.
@@ -106,6 +113,57 @@ impl JobsTable<'_> {
     }
 }
 
+/// One line of the jobs table below its header: a job (its index in the app's job rows) or one of its ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JobLine {
+    pub job: usize,
+    /// The rank's index in the job's ranks; `None` for the job's own line.
+    pub rank: Option<usize>,
+}
+
+/// Whether a table of `height` rows shows the line about unreadable environments at its foot: only where there is
+/// one and a job line still fits above it (title, header, one line, the note).
+fn shows_note(app: &App, height: u16) -> bool {
+    height >= 4 && app.unreadable_environments() > 0
+}
+
+impl JobsTable<'_> {
+    /// The job and rank lines on screen in `area`, top to bottom: every job and its ranks when expanded, less
+    /// whole lines above the selected job where they overflow (it stays on screen). Drawing and clicks both read it.
+    #[must_use]
+    pub fn lines_shown(&self, area: Rect, rows: &[JobRow]) -> Vec<JobLine> {
+        let app = self.app;
+        let mut lines = Vec::new();
+        for (job, row) in rows.iter().enumerate() {
+            lines.push(JobLine { job, rank: None });
+            if app.jobs.expanded.contains(&row.key) {
+                lines.extend((0..row.ranks.len()).map(|k| JobLine { job, rank: Some(k) }));
+            }
+        }
+        let page = usize::from(area.height.saturating_sub(2 + u16::from(shows_note(app, area.height))));
+        let before: usize = app.selected_job(rows).map_or(0, |s| lines_needed(app, &rows[..s]));
+        let skip = (before + 1).saturating_sub(page).min(lines.len());
+        lines.drain(..skip);
+        lines.truncate(page);
+        lines
+    }
+
+    /// What a click at (`column`, `row`) inside `area` (the table's rectangle) landed on: a job's line or a
+    /// rank's; the title, the header, the note and the blank below the jobs are nothing.
+    #[must_use]
+    pub fn hit(&self, area: Rect, column: u16, row: u16) -> Option<Hit> {
+        if column < area.x || column >= area.x + area.width || row < area.y + 2 {
+            return None;
+        }
+        let rows = self.app.job_rows();
+        let line = *self.lines_shown(area, &rows).get(usize::from(row - area.y - 2))?;
+        Some(match line.rank {
+            None => Hit::Job(line.job),
+            Some(rank) => Hit::Rank { job: line.job, rank },
+        })
+    }
+}
+
 impl Widget for JobsTable<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
         let (app, paint) = (self.app, self.paint);
@@ -120,8 +178,10 @@ impl Widget for JobsTable<'_> {
         let name_w = usize::from(area.width).saturating_sub(2 + fixed_w).max(8);
         let mut extra = vec![Span::styled(format!("({}) ", rows.len()), theme.dim)];
         extra.push(Span::styled("Enter: ranks ", theme.dim));
+        let selected_rank = app.selected_rank(&rows);
         if selected.is_some() && !app.readonly {
-            extra.push(Span::styled("(T/K/I: every rank) ", theme.dim));
+            let whom = if selected_rank.is_some() { "(T/K/I: this rank) " } else { "(T/K/I: every rank) " };
+            extra.push(Span::styled(whom, theme.dim));
         }
         let mut lines = vec![paint.title_line("Jobs", extra, area.width)];
         let titles = FIXED.map(|(t, _)| t.to_owned());
@@ -131,27 +191,32 @@ impl Widget for JobsTable<'_> {
             lines.push(Line::from(Span::styled("  no GPU processes", theme.dim)));
         }
         let full = |text: String| format!("  {text:<w$}", w = usize::from(area.width).saturating_sub(2));
-        for (i, row) in rows.iter().enumerate() {
-            let mut style = if row.finding.is_some() { theme.warning } else { theme.base };
-            if Some(i) == selected && app.focus == Focus::Processes {
-                style = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
-            }
-            lines.push(Line::from(Span::styled(full(self.job_line(row, name_w, wide)), style)));
-            if app.jobs.expanded.contains(&row.key) {
-                for (k, rank) in row.ranks.iter().enumerate() {
-                    let slow = row.slowest.is_some_and(|(s, _)| s == k);
-                    let style = if slow { theme.moderate } else { theme.base };
-                    let text = self.rank_line(rank, k + 1 == row.ranks.len(), name_w, wide);
-                    lines.push(Line::from(Span::styled(full(text), style)));
+        let highlight = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+        let focused = app.focus == Focus::Processes;
+        for JobLine { job: i, rank } in self.lines_shown(area, &rows) {
+            let row = &rows[i];
+            let Some(k) = rank else {
+                let mut style = if row.finding.is_some() { theme.warning } else { theme.base };
+                if Some(i) == selected && selected_rank.is_none() && focused {
+                    style = highlight;
                 }
+                lines.push(Line::from(Span::styled(full(self.job_line(row, name_w, wide)), style)));
+                continue;
+            };
+            let slow = row.slowest.is_some_and(|(s, _)| s == k);
+            let mut style = if slow { theme.moderate } else { theme.base };
+            if Some(i) == selected && selected_rank == Some(k) && focused {
+                style = highlight;
             }
+            let text = self.rank_line(&row.ranks[k], k + 1 == row.ranks.len(), name_w, wide);
+            lines.push(Line::from(Span::styled(full(text), style)));
         }
-        // Keep the selected job on screen: drop whole jobs above it when the lines overflow.
-        let page = usize::from(area.height - 2);
-        let before: usize = selected.map_or(0, |s| lines_needed(app, &rows[..s]));
-        let skip = (before + 1).saturating_sub(page);
-        if skip > 0 {
-            lines.drain(2..2 + skip.min(lines.len() - 2));
+        if shows_note(app, area.height)
+            && let Some(note) = crate::app::jobs::unreadable_note(app.unreadable_environments())
+        {
+            lines.resize(usize::from(area.height - 1), Line::default());
+            let note = units::truncate(&note, usize::from(area.width).saturating_sub(2), paint.ascii());
+            lines.push(Line::from(Span::styled(format!("  {note}"), theme.dim)));
         }
         fill(area, buf, lines, theme.base);
     }
@@ -192,5 +257,52 @@ mod tests {
         let rows = app.job_rows();
         assert_eq!(rows.len(), 1, "{rows:?}");
         assert_eq!(rows[0].finding, Some(crate::advice::Rule::CollectiveHang), "{rows:?}");
+    }
+
+    #[test]
+    fn unreadable_environments_get_one_dim_line_at_the_foot() {
+        let mut app = app("straggler", 40);
+        app.update(Action::Jobs);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let lines = render(JobsTable { app: &app, paint: &paint }, 120, 8);
+        assert!(lines.iter().all(|l| !l.contains("unreadable")), "{lines:?}");
+        let mut tick = app.tick().clone();
+        for p in &mut tick.processes {
+            if let Some(job) = p.job.as_mut() {
+                job.note = Some("environment unreadable (permission denied): rank unknown".to_owned());
+            }
+        }
+        let machine = std::sync::Arc::clone(app.machine());
+        app.on_feed(crate::app::FeedEvent::Snapshot(Box::new(crate::sample::Snapshot { machine, tick })));
+        let lines = render(JobsTable { app: &app, paint: &paint }, 120, 8);
+        assert!(lines[7].starts_with("  environment of 2 processes unreadable (not yours"), "{lines:?}");
+        assert!(lines[2].contains("torchrun"), "the job is still listed: {lines:?}");
+        // Too short for a job and the note: the job wins.
+        let lines = render(JobsTable { app: &app, paint: &paint }, 120, 3);
+        assert!(lines[2].contains("torchrun"), "{lines:?}");
+    }
+
+    #[test]
+    fn a_click_hits_the_line_drawn_there_and_a_picked_rank_is_the_one_highlighted() {
+        let mut app = app("straggler", 40);
+        app.update(Action::Jobs);
+        app.update(Action::Details);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let area = Rect::new(0, 10, 120, 8);
+        let table = JobsTable { app: &app, paint: &paint };
+        assert_eq!(table.hit(area, 5, 10), None, "the title");
+        assert_eq!(table.hit(area, 5, 11), None, "the header");
+        assert_eq!(table.hit(area, 5, 12), Some(Hit::Job(0)));
+        assert_eq!(table.hit(area, 5, 14), Some(Hit::Rank { job: 0, rank: 1 }));
+        assert_eq!(table.hit(area, 5, 15), None, "below the last rank");
+        assert_eq!(table.hit(area, 120, 12), None, "right of the table");
+        app.on_hit(Hit::Rank { job: 0, rank: 1 });
+        let mut buf = Buffer::empty(Rect::new(0, 0, 120, 8));
+        JobsTable { app: &app, paint: &paint }.render(buf.area, &mut buf);
+        let title: String = (0..120).map(|x| buf[(x, 0)].symbol()).collect();
+        assert!(title.contains("(T/K/I: this rank)"), "{title}");
+        let selected = paint.theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
+        assert_eq!(buf[(4, 4)].style().add_modifier, selected.add_modifier, "the rank's line");
+        assert_ne!(buf[(4, 2)].style().add_modifier, selected.add_modifier, "not the job's");
     }
 }

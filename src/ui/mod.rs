@@ -58,7 +58,7 @@ fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
         width: area.width,
         height: area.height,
         n_gpus: count(gpus::shown(app).len()),
-        n_rows: count(if app.jobs.on { jobs::lines_needed(app, &app.job_rows()) } else { app.rows().len() }),
+        n_rows: count(if app.jobs.on { jobs::table_lines(app, &app.job_rows()) } else { app.rows().len() }),
         banner: header::banner(app).is_some(),
         host_graphs: !app.ascii,
         mode: app.mode,
@@ -98,7 +98,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     let plan = plan(area, app, &paint)?;
     let inside = |r: Rect| column >= r.x && column < r.x + r.width && row >= r.y && row < r.y + r.height;
     if inside(plan.table) && app.jobs.on {
-        return None;
+        return jobs::JobsTable { app, paint: &paint }.hit(plan.table, column, row);
     }
     if inside(plan.table) {
         let table = ProcessTable { app, paint: &paint };

@@ -63,14 +63,15 @@ fn footer_hints(app: &App) -> Vec<(String, &'static str)> {
         if a.chars().count() == 1 && b.chars().count() == 1 { format!("{a}{b}") } else { format!("{a}/{b}") }
     };
     if app.jobs.on {
-        // T/K/I reach every rank of the selected job.
+        // T/K/I reach every rank of the selected job, or the one rank picked with the mouse.
         let signals = format!("{}{}{}", keys(Action::SignalTerm), keys(Action::SignalKill), keys(Action::SignalInt));
+        let whom = if app.selected_rank(&app.job_rows()).is_some() { "signal rank" } else { "signal job" };
         return vec![
             (keys(Action::Help), "help"),
             (keys(Action::Quit), "quit"),
             (keys(Action::Jobs), "processes"),
             (keys(Action::Details), "ranks"),
-            (signals, "signal job"),
+            (signals, whom),
             (keys(Action::Pause), "pause"),
         ];
     }
