@@ -3,7 +3,7 @@
 // Helpers outside #[test] fns unwrap too.
 #![allow(clippy::unwrap_used)]
 
-use gpusight::fleet::query::{Fleet, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
+use gpusight::fleet::query::{Fleet, FleetError, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
 use gpusight::fleet::view::FleetView;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -126,7 +126,7 @@ fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
     let text = draw(&screen);
     assert!(text.contains("alpha") && text.contains("beta"), "{text}");
     // Prometheus goes away: the error is said and the last grid stays.
-    screen.on_result(Err("cannot reach Prometheus at http://prom:9090".to_owned()));
+    screen.on_result(Err(FleetError::Unreachable { url: "http://prom:9090".to_owned(), why: "refused".to_owned() }));
     let text = draw(&screen);
     assert!(text.contains("cannot reach Prometheus") && text.contains("alpha"), "{text}");
     // Open the selected node, then back out with q (which closes the drill-down before leaving).

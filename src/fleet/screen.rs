@@ -2,7 +2,7 @@
 //! drill-down, changed by the monitor's actions. Its widget is `ui/fleet.rs`; its event loop is the fleet mode's
 //! (`run/fleet.rs`).
 
-use super::query::Fleet;
+use super::query::{Fleet, FleetError};
 use super::view::FleetView;
 use crate::app::action::Action;
 
@@ -17,7 +17,7 @@ pub struct FleetScreen {
 
 impl FleetScreen {
     /// Takes in a query result, keeping the selection when the fleet is refreshed.
-    pub fn on_result(&mut self, result: Result<Fleet, String>) {
+    pub fn on_result(&mut self, result: Result<Fleet, FleetError>) {
         match result {
             Ok(fleet) => {
                 self.error = None;
@@ -26,7 +26,7 @@ impl FleetScreen {
                     None => self.view = Some(FleetView::new(fleet)),
                 }
             }
-            Err(message) => self.error = Some(message),
+            Err(error) => self.error = Some(error.to_string()),
         }
     }
 

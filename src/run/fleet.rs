@@ -10,7 +10,7 @@ use crossterm::event::{Event, KeyEventKind};
 use crate::app::keymap::{KeyBinding, KeyOverrides, Keymap};
 use crate::cli::Cli;
 use crate::config::Config;
-use crate::fleet::query::{Fleet, FleetOptions, check_url, redact_url};
+use crate::fleet::query::{Fleet, FleetError, FleetOptions, check_url, redact_url};
 use crate::fleet::screen::FleetScreen;
 
 use super::{RunError, emit, emit_json, use_ascii, use_color};
@@ -37,7 +37,7 @@ pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32,
 }
 
 enum Message {
-    Fleet(Result<Box<Fleet>, String>),
+    Fleet(Result<Box<Fleet>, FleetError>),
     Key(KeyBinding),
     Redraw,
     InputClosed,
@@ -58,7 +58,7 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) ->
         let (tx, url) = (tx.clone(), url.to_owned());
         std::thread::Builder::new().name("fleet-query".into()).spawn(move || {
             loop {
-                let result = Fleet::query(&url, &FleetOptions::default()).map(Box::new).map_err(|e| e.to_string());
+                let result = Fleet::query(&url, &FleetOptions::default()).map(Box::new);
                 if tx.send(Message::Fleet(result)).is_err() {
                     break;
                 }
