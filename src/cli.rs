@@ -131,7 +131,8 @@ pub enum Command {
     /// Watch for a while, print every finding with its evidence and remedy; exit 0 (healthy or info), 1
     /// (warnings), 2 (critical) or 3 (could not check: no driver, bad arguments, unreadable recording).
     Doctor {
-        /// How long to watch, e.g. 30s, 2m.
+        /// How long to watch, e.g. 30s, 2m (on --synthetic, without it: long enough for every rule judged over a
+        /// minute).
         #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
         /// Colour the severities: auto (only when stdout is a terminal), always or never.

@@ -72,3 +72,17 @@ fn the_umbrella_names_the_cause_and_the_healthy_stay_quiet() {
         .collect();
     assert!(cleared_new.is_empty(), "{cleared_new:?}");
 }
+
+#[test]
+fn without_duration_a_synthetic_machine_is_watched_for_every_minute_rule() {
+    // Synthetic time costs nothing: with no --duration, doctor watches long enough for the rules judged over a
+    // minute, so `doctor --synthetic NAME` names NAME; only idle-holder's five minutes are left unjudged.
+    for (name, rule) in [("gpu-underfed", "gpu-underfed"), ("straggler", "rank-straggler"), ("hang", "collective-hang")]
+    {
+        let (_, report) = doctor(&["--synthetic", name]);
+        assert!(findings(&report).iter().any(|(r, _)| r == rule), "{name}: {report}");
+        let not_judged: Vec<&str> =
+            report["not_judged"].as_array().expect("not_judged").iter().filter_map(|n| n.as_str()).collect();
+        assert!(not_judged.iter().all(|n| n.starts_with("idle-holder")), "{name}: {not_judged:?}");
+    }
+}

@@ -24,6 +24,7 @@ pub(super) fn run(
     options: Options,
 ) -> Result<i32, RunError> {
     let interval = Duration::from_secs_f64(config.general.interval_s);
+    let duration = synthetic_default(data, cli, config, duration);
     let watched = watch(data, config, interval, duration, Watcher::Doctor)?;
     let mut report = crate::doctor::DoctorReport::new(&watched.pipeline);
     report.count_cleared = options.count_cleared;
@@ -34,6 +35,18 @@ pub(super) fn run(
         emit(&report.to_text(color(cli, options.color)))?;
     }
     Ok(report.exit_code())
+}
+
+/// On a synthetic machine, whose time costs nothing, doctor without `--duration` watches long enough for every rule
+/// judged over a minute (gpu-underfed, rank-straggler, collective-hang, vram-growing), so `doctor --synthetic NAME`
+/// names NAME; idle-holder's five minutes still need `--duration 5m`. Live machines keep the 30 s default.
+fn synthetic_default(data: &Data, cli: &Cli, config: &Config, duration: Duration) -> Duration {
+    if !matches!(data, Data::Synthetic(..)) || cli.duration_given {
+        return duration;
+    }
+    let t = &config.thresholds;
+    let minute = [t.window_s, t.underfed_window_s, t.straggler_window_s, t.hang_window_s, t.vram_growth_window_s];
+    duration.max(Duration::from_secs(minute.into_iter().max().unwrap_or(0)))
 }
 
 /// doctor's colours: `always` and `never` as said; `auto` only on a terminal, and not with --no-color or NO_COLOR.
