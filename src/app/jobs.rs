@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::advice::{Finding, Rule};
+use crate::advice::{Finding, Rule, Thresholds};
 use crate::host::job::ENVIRON_UNREADABLE;
 use crate::sample::{GpuTick, Tick};
 
@@ -23,9 +23,10 @@ pub struct JobsState {
 /// Which measure chose a job's slowest rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SlowMeasure {
-    /// GPM SM activity (every GPU of the job has it).
-    SmActive,
-    /// NVML GPU utilization (without GPM).
+    /// Other ranks wait for it: their GPUs look busy (utilization high) with little SM activity (NCCL's kernels
+    /// spinning), by rank-straggler's thresholds; of the ranks that do not wait, it shows the least utilization.
+    WaitedOn,
+    /// The least NVML utilization (no rank looks like it waits, or GPM is not read).
     Util,
     /// A rank-straggler finding names it (it wins over the measures: a rank waiting in NCCL can show less SM
     /// activity than the straggler it waits for).
@@ -37,7 +38,7 @@ impl SlowMeasure {
     #[must_use]
     pub fn label(self) -> &'static str {
         match self {
-            Self::SmActive => "SM act",
+            Self::WaitedOn => "waited on",
             Self::Util => "util",
             Self::Finding => "finding",
         }
@@ -130,7 +131,7 @@ fn sm_active(gpu: Option<&GpuTick>) -> Option<f32> {
 
 /// The jobs of `tick`'s GPU processes on the GPUs in `only` (all where `None`), in the order first seen.
 #[must_use]
-pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>) -> Vec<JobRow> {
+pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>, thresholds: &Thresholds) -> Vec<JobRow> {
     let mut rows: Vec<JobRow> = Vec::new();
     for gp in tick.gpu_processes.iter().filter(|gp| only.is_none_or(|o| o.contains(&gp.gpu_index))) {
         let host = gp.pid.and_then(|pid| tick.processes.iter().find(|p| p.pid == pid));
@@ -166,7 +167,7 @@ pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>) -> Vec
         }
     }
     for row in &mut rows {
-        summarize(row, tick, findings);
+        summarize(row, tick, findings, thresholds);
     }
     rows
 }
@@ -202,7 +203,7 @@ pub fn unreadable_note(count: usize) -> Option<String> {
 }
 
 /// Fills a job's GPUs, totals, means, slowest rank and finding from its ranks.
-fn summarize(row: &mut JobRow, tick: &Tick, findings: &[&Finding]) {
+fn summarize(row: &mut JobRow, tick: &Tick, findings: &[&Finding], t: &Thresholds) {
     row.ranks.sort_by_key(|r| (r.rank.is_none(), r.rank, r.gpu_index, r.pid));
     let gpus: BTreeSet<u32> = row.ranks.iter().map(|r| r.gpu_index).collect();
     row.gpus = gpus.into_iter().collect();
@@ -211,18 +212,25 @@ fn summarize(row: &mut JobRow, tick: &Tick, findings: &[&Finding]) {
     row.util_pct = mean(row.gpus.iter().map(|i| gpu(i).and_then(|g| g.util_pct).map(f64::from)));
     row.sm_active_pct = mean(row.gpus.iter().map(|i| sm_active(gpu(i)).map(f64::from)));
     if row.ranks.len() > 1 {
-        let by_sm = row.ranks.iter().all(|r| r.sm_active_pct.is_some());
-        let measure = if by_sm { SlowMeasure::SmActive } else { SlowMeasure::Util };
-        let value = |r: &JobRank| match measure {
-            SlowMeasure::SmActive => r.sm_active_pct.map(f64::from),
-            _ => r.util_pct.map(f64::from),
+        // A rank that waits looks the busiest (NCCL spins) and does the least SM work, so neither measure alone
+        // finds the straggler: leave out the ranks that wait, then take the least utilization.
+        let waits = |r: &JobRank| match (r.util_pct, r.sm_active_pct) {
+            (Some(u), Some(a)) => {
+                f64::from(u) >= t.straggler_waiting_min_util_pct
+                    && f64::from(a) <= t.straggler_waiting_max_sm_active_pct
+            }
+            _ => false,
         };
+        let n_waiting = row.ranks.iter().filter(|r| waits(r)).count();
+        let someone_waits = n_waiting > 0 && n_waiting < row.ranks.len();
+        let measure = if someone_waits { SlowMeasure::WaitedOn } else { SlowMeasure::Util };
         row.slowest = row
             .ranks
             .iter()
             .enumerate()
-            .filter_map(|(i, r)| value(r).map(|v| (i, v)))
-            .min_by(|a, b| a.1.total_cmp(&b.1))
+            .filter(|(_, r)| !(someone_waits && waits(r)))
+            .filter_map(|(i, r)| r.util_pct.map(|v| (i, v)))
+            .min_by_key(|(_, v)| *v)
             .map(|(i, _)| (i, measure));
         let named = findings.iter().filter(|f| f.rule == Rule::RankStraggler).find_map(|f| {
             let pid = f.pid?;
@@ -284,6 +292,44 @@ mod tests {
         assert_eq!(unreadable_note(0), None);
         assert!(unreadable_note(1).is_some_and(|n| n.starts_with("environment of 1 process unreadable (not yours")));
         assert!(unreadable_note(2).is_some_and(|n| n.contains("of 2 processes") && n.ends_with("cgroup only")));
+    }
+
+    /// A two-rank job on GPUs 0 and 1 with each GPU's (utilization, SM activity).
+    fn two_ranks(gpu0: (u32, f32), gpu1: (u32, f32)) -> Tick {
+        use crate::sample::{GpmMetrics, GpuProcess, HostProcess, JobInfo};
+        let gpu = |index, (util, sm): (u32, f32)| GpuTick {
+            index,
+            util_pct: Some(util),
+            gpm: Some(GpmMetrics { sm_active_pct: Some(sm), ..GpmMetrics::default() }),
+            ..GpuTick::default()
+        };
+        let job = |rank| Some(JobInfo { key: "torch:h:1".to_owned(), rank: Some(rank), ..JobInfo::default() });
+        Tick {
+            gpus: vec![gpu(0, gpu0), gpu(1, gpu1)],
+            gpu_processes: vec![
+                GpuProcess { gpu_index: 0, pid: Some(10), ..GpuProcess::default() },
+                GpuProcess { gpu_index: 1, pid: Some(11), ..GpuProcess::default() },
+            ],
+            processes: vec![
+                HostProcess { pid: 10, job: job(0), ..HostProcess::default() },
+                HostProcess { pid: 11, job: job(1), ..HostProcess::default() },
+            ],
+            ..Tick::default()
+        }
+    }
+
+    #[test]
+    fn the_slowest_rank_is_the_one_the_others_wait_for_not_the_one_with_least_sm_work() {
+        let t = Thresholds::default();
+        let slowest = |tick: &Tick| job_rows(tick, &[], None, &t)[0].slowest;
+        // Rank 1 starved by its loader: rank 0's GPU spins (util 99 %, SM 10 %) and has the least SM activity.
+        assert_eq!(slowest(&two_ranks((99, 10.0), (17, 14.0))), Some((1, SlowMeasure::WaitedOn)));
+        // Rank 1 with twice the compute: both GPUs at 99 %, rank 0's SM idle inside.
+        assert_eq!(slowest(&two_ranks((99, 12.0), (99, 85.0))), Some((1, SlowMeasure::WaitedOn)));
+        // Nobody waits (balanced, both working): the least utilization, said as such.
+        assert_eq!(slowest(&two_ranks((97, 80.0), (92, 78.0))), Some((1, SlowMeasure::Util)));
+        // Everybody spins (a hang): nobody is singled out as waited on.
+        assert_eq!(slowest(&two_ranks((100, 2.0), (99, 3.0))), Some((1, SlowMeasure::Util)));
     }
 
     #[test]

@@ -9,7 +9,7 @@ impl App {
     /// The jobs of the tick on screen, on the GPUs shown.
     #[must_use]
     pub fn job_rows(&self) -> Vec<JobRow> {
-        job_rows(self.tick(), &self.findings(), self.fixed.gpus.as_deref())
+        job_rows(self.tick(), &self.findings(), self.fixed.gpus.as_deref(), &self.thresholds)
     }
 
     /// How many GPU processes on the GPUs shown have an environment that could not be read (see
