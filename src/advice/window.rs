@@ -114,6 +114,17 @@ impl Span {
         share_of(self.values(series).map(|v| v.is_some_and(&pred)))
     }
 
+    /// The mean of the present values of a series in the window.
+    #[must_use]
+    pub fn mean<T: Num>(&self, series: &Series<T>) -> Option<f64> {
+        let (mut sum, mut n) = (0.0, 0_u32);
+        for v in self.values(series).flatten() {
+            sum += v.as_f64();
+            n += 1;
+        }
+        (n > 0).then(|| sum / f64::from(n))
+    }
+
     /// The median of the present values of a series in the window.
     #[must_use]
     pub fn median<T: Num>(&self, series: &Series<T>) -> Option<f64> {

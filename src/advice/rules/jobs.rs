@@ -6,10 +6,10 @@
 //! busiest-looking GPU is a waiting one and the real culprit looks idle. When every rank spins with no work and no
 //! traffic for a while, the job is stuck in a collective.
 
-use super::super::window::{Ctx, MIB, Num, Span, pct_label};
+use super::super::window::{Ctx, MIB, Span, pct_label};
 use super::super::{Observation, Rule, Severity, Thresholds};
 use super::draft;
-use crate::history::{GpuSeries, Series};
+use crate::history::GpuSeries;
 use crate::text::visible;
 
 /// The evidence's tail when no rule knows the straggler's own cause; `advice::name_the_cause` replaces it when one
@@ -41,16 +41,6 @@ struct JobRanks {
     ranks: Vec<RankGpu>,
 }
 
-/// The mean of the present values of a series in a window.
-fn mean<T: Num>(span: &Span, series: &Series<T>) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0_u32);
-    for v in span.values(series).flatten() {
-        sum += v.as_f64();
-        n += 1;
-    }
-    (n > 0).then(|| sum / f64::from(n))
-}
-
 /// RX + TX in MiB/s from two rates in `per_mib` units per MiB; `None` when neither was read.
 fn sum_mib_s(a: Option<f64>, b: Option<f64>, per_mib: f64) -> Option<f64> {
     match (a, b) {
@@ -62,18 +52,18 @@ fn sum_mib_s(a: Option<f64>, b: Option<f64>, per_mib: f64) -> Option<f64> {
 impl RankGpu {
     fn of(ctx: &Ctx<'_>, gpu: &GpuSeries, pid: u32, rank: Option<u32>, secs: u64) -> Option<Self> {
         let span = ctx.window(secs)?;
-        let power = mean(&span, &gpu.power_mw);
-        let limit = mean(&span, &gpu.power_limit_mw).filter(|l| *l > 0.0);
+        let power = span.mean(&gpu.power_mw);
+        let limit = span.mean(&gpu.power_limit_mw).filter(|l| *l > 0.0);
         // PCIe rates are in KB/s of 1,000 bytes (see `source::nvml::gpm`).
-        let pcie = sum_mib_s(mean(&span, &gpu.pcie_rx_kbps), mean(&span, &gpu.pcie_tx_kbps), MIB / 1000.0);
-        let nvlink = sum_mib_s(mean(&span, &gpu.nvlink_rx_mib_s), mean(&span, &gpu.nvlink_tx_mib_s), 1.0);
+        let pcie = sum_mib_s(span.mean(&gpu.pcie_rx_kbps), span.mean(&gpu.pcie_tx_kbps), MIB / 1000.0);
+        let nvlink = sum_mib_s(span.mean(&gpu.nvlink_rx_mib_s), span.mean(&gpu.nvlink_tx_mib_s), 1.0);
         Some(Self {
             gpu: gpu.index,
             pid,
             rank,
             span,
-            util: mean(&span, &gpu.util_pct),
-            sm_active: mean(&span, &gpu.sm_active_pct),
+            util: span.mean(&gpu.util_pct),
+            sm_active: span.mean(&gpu.sm_active_pct),
             power_pct: power.zip(limit).map(|(p, l)| p / l * 100.0),
             pcie_mib_s: pcie,
             nvlink_mib_s: nvlink,

@@ -18,16 +18,6 @@ pub(crate) const THROTTLE_REASONS: u64 = throttle::SW_POWER_CAP
     | throttle::HW_THERMAL_SLOWDOWN
     | throttle::HW_POWER_BRAKE_SLOWDOWN;
 
-/// The mean of the present values of a series in a window.
-fn mean<T: Num>(span: &Span, series: &Series<T>) -> Option<f64> {
-    let (mut sum, mut n) = (0.0, 0_u32);
-    for v in span.values(series).flatten() {
-        sum += v.as_f64();
-        n += 1;
-    }
-    (n > 0).then(|| sum / f64::from(n))
-}
-
 /// `PCIe` bandwidth per lane in GB/s, by generation (after encoding overhead).
 fn lane_gb_s(generation: u32) -> Option<f64> {
     Some(match generation {
@@ -65,9 +55,9 @@ impl GpuWindow {
         let link_kb_s = generation.and_then(lane_gb_s).zip(width).map(|(lane, w)| lane * f64::from(w) * 1e6);
         Some(Self {
             span,
-            util: mean(&span, &gpu.util_pct),
-            sm_active: mean(&span, &gpu.sm_active_pct),
-            rx_kb_s: mean(&span, &gpu.pcie_rx_kbps),
+            util: span.mean(&gpu.util_pct),
+            sm_active: span.mean(&gpu.sm_active_pct),
+            rx_kb_s: span.mean(&gpu.pcie_rx_kbps),
             link_kb_s,
             throttled_share: span.share(&gpu.throttle_bits, |b| b & THROTTLE_REASONS != 0),
         })
@@ -275,7 +265,7 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
         // The mean share of throttled periods, not the share of samples over a level: CFS throttling comes in
         // bursts (on the H200 a 2-CPU quota throttled 39 % of periods over the case, unevenly from second to second,
         // and a rule asking 80 % of samples over 20 % never entered).
-        let Some(throttled) = mean(&pw.span, &pw.series.tree_throttled_pct) else { continue };
+        let Some(throttled) = pw.span.mean(&pw.series.tree_throttled_pct) else { continue };
         let share = pw.share(|p| &p.tree_throttled_pct, |v| f64::from(v) >= t.quota_throttled_pct);
         if throttled < t.quota_throttled_pct / 2.0 {
             continue;
