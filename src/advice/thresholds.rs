@@ -148,6 +148,9 @@ pub struct Thresholds {
     pub straggler_waiting_max_sm_active_pct: f64,
     /// Mean power (% of the enforced limit) at or below which a busy rank without GPM is waiting.
     pub straggler_waiting_max_power_pct: f64,
+    /// Share of the busiest rank's GPM SM activity (or, without GPM, power) at or below which a rank at the same
+    /// or higher utilization waits for it: the busiest rank has more work per step (its cause is compute).
+    pub straggler_relative_max_ratio: f64,
     /// Mean GPM SM activity (%) at or above which a straggler's own GPU works flat out: its cause is compute.
     pub straggler_compute_min_sm_active_pct: f64,
     /// Mean power (% of the enforced limit) at or above which a straggler's GPU without GPM works flat out.
@@ -156,8 +159,11 @@ pub struct Thresholds {
     pub hang_window_s: u64,
     /// Mean GPU utilization (%) at or above which a rank spins in a collective.
     pub hang_min_util_pct: f64,
-    /// Mean GPM SM activity (%) at or below which a spinning rank does no work.
+    /// Mean GPM SM activity (%) at or below which a spinning rank does no work (NCCL's spinning kernels keep one
+    /// SM per channel active: 18 % on an H200).
     pub hang_max_sm_active_pct: f64,
+    /// Mean GPU utilization (%) at or below which a rank of a stuck job never reached the collective.
+    pub hang_max_absent_util_pct: f64,
     /// PCIe (and, where read, NVLink) RX + TX (MiB/s) at or below which a rank moves no data.
     pub hang_max_link_mib_s: f64,
 
@@ -229,11 +235,13 @@ impl Default for Thresholds {
             straggler_waiting_min_util_pct: 80.0,
             straggler_waiting_max_sm_active_pct: 30.0,
             straggler_waiting_max_power_pct: 45.0,
+            straggler_relative_max_ratio: 0.8,
             straggler_compute_min_sm_active_pct: 50.0,
             straggler_compute_min_power_pct: 70.0,
-            hang_window_s: 60,
+            hang_window_s: 120,
             hang_min_util_pct: 95.0,
-            hang_max_sm_active_pct: 10.0,
+            hang_max_sm_active_pct: 30.0,
+            hang_max_absent_util_pct: 2.0,
             hang_max_link_mib_s: 20.0,
             xid_window_s: 3600,
             ecc_corrected_warn: 10,

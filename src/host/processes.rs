@@ -15,11 +15,11 @@ use super::maps::parse_environ;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
-use super::remote::{FD_SCAN_PERIOD_MS, Wait, classify_wchan, scan_fds};
+use super::remote::{FD_SCAN_PERIOD_MS, FdFacts, Wait, classify_wchan, own_connections, scan_fds};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, JobInfo, ProcessRole, RemoteFiles, ThreadCpu, UnixMs};
+use crate::sample::{HostProcess, JobInfo, ProcessRole, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -61,7 +61,7 @@ struct ThreadWalk {
 struct FdScan {
     start_ticks: u64,
     at_ms: UnixMs,
-    found: Option<RemoteFiles>,
+    found: Option<FdFacts>,
 }
 
 /// Facts about the machine the process reader needs each tick.
@@ -180,6 +180,7 @@ impl ProcessSampler {
             }
         }
         self.add_jobs(proc_dir, &mut out);
+        self.drop_inherited_sockets(&mut out);
         self.prev.retain(|pid, _| seen.contains(pid));
         self.fd_scans.retain(|pid, _| seen.contains(pid));
         self.jobs.retain(|pid, _| seen.contains(pid));
@@ -211,7 +212,18 @@ impl ProcessSampler {
             let found = scan_fds(proc_dir, pid, &mut self.buf);
             self.fd_scans.insert(pid, FdScan { start_ticks, at_ms: clock.now_ms, found });
         }
-        process.remote_files = self.fd_scans.get(&pid).and_then(|scan| scan.found.clone());
+        process.remote_files = self.fd_scans.get(&pid).and_then(|scan| scan.found.as_ref()).map(|f| f.files.clone());
+    }
+
+    /// A child's TCP connections are the ones it did not inherit from its parent (see [`own_connections`]); run
+    /// once every process of the tick was scanned, so the order of the walk does not matter.
+    fn drop_inherited_sockets(&self, out: &mut [HostProcess]) {
+        for process in out.iter_mut().filter(|p| p.role == ProcessRole::Child) {
+            let inodes = |pid: u32| self.fd_scans.get(&pid).and_then(|s| s.found.as_ref()).map(|f| &f.tcp_inodes);
+            let (Some(own), Some(files)) = (inodes(process.pid), process.remote_files.as_mut()) else { continue };
+            let parent = process.ppid.and_then(inodes).map_or(&[][..], Vec::as_slice);
+            files.tcp_connections = own_connections(own, parent);
+        }
     }
 
     /// Fills in the job of each GPU process: from the cache when the same process (PID and start ticks) was read

@@ -114,9 +114,25 @@ pub fn socket_inode(target: &str) -> Option<u64> {
     target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
 }
 
+/// What one fd scan found: the remote files and connections, and the inodes of the established TCP connections
+/// (sorted), so a forked child's connections can be told from those it inherited from its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct FdFacts {
+    pub files: RemoteFiles,
+    pub tcp_inodes: Vec<u64>,
+}
+
+/// How many of a child's established TCP connections are its own: not the same sockets as its parent's. A
+/// `DataLoader` worker forked after `init_process_group` inherits the rank's store and NCCL bootstrap sockets; those
+/// are not the worker reading over the network.
+#[must_use]
+pub(crate) fn own_connections(child: &[u64], parent: &[u64]) -> u32 {
+    u32::try_from(child.iter().filter(|i| parent.binary_search(i).is_err()).count()).unwrap_or(u32::MAX)
+}
+
 /// Scans one process's open descriptors: regular files on remote file systems and established TCP connections.
 /// `None` when the descriptors cannot be listed (another user's process without privilege).
-pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<RemoteFiles> {
+pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<FdFacts> {
     let base = proc_dir.join(pid.to_string());
     let entries = std::fs::read_dir(base.join("fd")).ok()?;
     let mut files: Vec<String> = Vec::new();
@@ -150,9 +166,13 @@ pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<R
                 tcp.extend(parse_tcp_inodes(&text));
             }
         }
-        out.tcp_connections = u32::try_from(sockets.iter().filter(|s| tcp.contains(s)).count()).unwrap_or(u32::MAX);
+        let mut inodes: Vec<u64> = sockets.into_iter().filter(|s| tcp.contains(s)).collect();
+        inodes.sort_unstable();
+        inodes.dedup();
+        out.tcp_connections = u32::try_from(inodes.len()).unwrap_or(u32::MAX);
+        return Some(FdFacts { files: out, tcp_inodes: inodes });
     }
-    Some(out)
+    Some(FdFacts { files: out, tcp_inodes: Vec::new() })
 }
 
 #[cfg(test)]
@@ -201,6 +221,16 @@ mod tests {
     }
 
     #[test]
+    fn a_child_counts_only_the_connections_it_did_not_inherit() {
+        // A DataLoader worker forked after init_process_group holds its rank's store and NCCL sockets (the same
+        // inodes) and, reading over HTTP, connections of its own.
+        let parent = [11, 12, 13];
+        assert_eq!(own_connections(&[11, 12, 13], &parent), 0, "inherited only");
+        assert_eq!(own_connections(&[11, 12, 13, 40, 41], &parent), 2);
+        assert_eq!(own_connections(&[40], &[]), 1, "a parent that holds none");
+    }
+
+    #[test]
     fn scanning_our_own_descriptors_finds_no_remote_files() {
         let proc_dir = Path::new("/proc");
         if !proc_dir.join("self/fd").exists() {
@@ -208,7 +238,7 @@ mod tests {
         }
         let mut buf = Vec::new();
         let found = scan_fds(proc_dir, std::process::id(), &mut buf).expect("own fds");
-        assert_eq!(found.open, 0);
+        assert_eq!(found.files.open, 0);
         assert_eq!(scan_fds(proc_dir, u32::MAX, &mut buf), None);
     }
 }

@@ -715,10 +715,10 @@ const MEMORY_BOUND_GPU: GpuShape = GpuShape {
 /// A rank waiting for a slower one in NCCL: the collective's kernels keep utilization near 100 % while few SMs
 /// work (what the H200 showed for the waiting rank of a 2-rank `ResNet-50` job).
 const RANK_WAITING_GPU: GpuShape = GpuShape {
-    util: Spread(99.0, 1.0),
-    power_w: Spread(310.0, 15.0),
+    util: Spread(98.0, 1.0),
+    power_w: Spread(180.0, 8.0),
     temp_c: Spread(52.0, 1.0),
-    sm_active: 9.0,
+    sm_active: 24.0,
     tensor: 6.0,
     dram: 4.0,
     mem_gib: 38,
@@ -726,12 +726,13 @@ const RANK_WAITING_GPU: GpuShape = GpuShape {
     ..WAITING_GPU
 };
 
-/// The rank that sets the pace, fed by one `DataLoader` worker: 18 % utilization, as on the H200.
+/// The rank that sets the pace, fed by one `DataLoader` worker: 8 % utilization and 9 % SM activity, as on two
+/// H200s (docs/validation.md).
 const RANK_STARVED_GPU: GpuShape = GpuShape {
-    util: Spread(18.0, 5.0),
-    power_w: Spread(210.0, 15.0),
+    util: Spread(8.0, 4.0),
+    power_w: Spread(183.0, 8.0),
     temp_c: Spread(45.0, 1.0),
-    sm_active: 15.0,
+    sm_active: 9.0,
     tensor: 12.0,
     dram: 3.0,
     mem_gib: 38,
@@ -739,12 +740,13 @@ const RANK_STARVED_GPU: GpuShape = GpuShape {
     ..WAITING_GPU
 };
 
-/// A rank stuck in a collective: a spinning kernel, no work, no traffic.
+/// A rank stuck in a collective: a spinning kernel (one SM per NCCL channel: 18 % SM activity at idle power on an
+/// H200), no work, no traffic.
 const RANK_HUNG_GPU: GpuShape = GpuShape {
     util: fixed(100.0),
-    power_w: Spread(160.0, 5.0),
+    power_w: Spread(124.0, 2.0),
     temp_c: Spread(40.0, 1.0),
-    sm_active: 3.0,
+    sm_active: 18.0,
     tensor: 0.0,
     dram: 0.2,
     mem_gib: 38,

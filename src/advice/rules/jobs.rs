@@ -82,14 +82,50 @@ impl RankGpu {
         busy && idle_inside
     }
 
-    /// Whether the rank's GPU works flat out: busy by NVML's count with real SM work (or, without GPM, high power).
+    /// The rank's work for comparing the ranks of one job: GPM SM activity, or without GPM power as a share of the
+    /// limit (`gpm` says which, the same for every rank).
+    fn work(&self, gpm: bool) -> Option<f64> {
+        if gpm { self.sm_active } else { self.power_pct }
+    }
+
+    /// Whether the rank waits for `pace`, a rank of the same job that works harder each step: it is at least as
+    /// busy by NVML's count (its NCCL kernels spin through the time `pace` still computes) and does at most
+    /// `straggler_relative_max_ratio` of `pace`'s work. What a rank that waits half of every step shows: measured on
+    /// two H200s, SM activity 43 % at 90 % utilization beside 65 % at 81 %.
+    fn waits_for(&self, pace: &Self, gpm: bool, t: &Thresholds) -> bool {
+        let busy = self.util.zip(pace.util).is_some_and(|(u, p)| u >= t.straggler_waiting_min_util_pct && u >= p);
+        let less = self.work(gpm).zip(pace.work(gpm)).is_some_and(|(w, p)| p > 0.0 && w <= p * t.straggler_relative_max_ratio);
+        busy && less
+    }
+
+    /// Whether the rank's GPU does real work: SM activity (or, without GPM, power) high enough for compute to be
+    /// what sets its pace.
     fn computing(&self, t: &Thresholds) -> bool {
-        let busy = self.util.is_some_and(|u| u >= t.straggler_waiting_min_util_pct);
-        let working = match self.sm_active {
+        match self.sm_active {
             Some(a) => a >= t.straggler_compute_min_sm_active_pct,
             None => self.power_pct.is_some_and(|p| p >= t.straggler_compute_min_power_pct),
-        };
-        busy && working
+        }
+    }
+
+    /// Whether the rank shows no GPU work at all: it is not in the step (stuck on the CPU, in I/O, or never
+    /// reached the collective the others wait in).
+    fn absent(&self, t: &Thresholds) -> bool {
+        self.util.is_some_and(|u| u <= t.hang_max_absent_util_pct)
+    }
+
+    /// Whether the rank spins in a collective: busy by NVML's count with SM activity no higher than NCCL's spinning
+    /// kernels give (18 % on an H200: one SM per channel) and no data moving. Without GPM no verdict: a spinning
+    /// kernel cannot be told from work.
+    fn spinning(&self, t: &Thresholds) -> bool {
+        self.util.is_some_and(|u| u >= t.hang_min_util_pct)
+            && self.sm_active.is_some_and(|a| a <= t.hang_max_sm_active_pct)
+            && self.quiet(t)
+    }
+
+    /// Whether no data moves over PCIe, or NVLink where read.
+    fn quiet(&self, t: &Thresholds) -> bool {
+        let quiet = |mib: Option<f64>| mib.is_none_or(|m| m <= t.hang_max_link_mib_s);
+        quiet(self.pcie_mib_s) && quiet(self.nvlink_mib_s)
     }
 
     /// "rank 1 (GPU 1, PID 3001)".
@@ -130,34 +166,74 @@ fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
     jobs
 }
 
+/// How a straggler was found: against ranks that spin with little SM work, or against ranks that do less work
+/// than it at the same or higher utilization (it has more work per step).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    Waiting,
+    MoreWork,
+}
+
+/// The straggler of a job and the ranks that wait for it, if any.
+fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, Vec<&'j RankGpu>, Found)> {
+    let (waiting, pacing): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.waiting(t));
+    if !waiting.is_empty() {
+        // The rank that works least by NVML's count among those that do not wait.
+        let straggler = pacing.into_iter().min_by(|a, b| a.util.unwrap_or(0.0).total_cmp(&b.util.unwrap_or(0.0)))?;
+        return Some((straggler, waiting, Found::Waiting));
+    }
+    // No rank spins idle: a rank with more work per step shows the most SM activity (or power) while the others,
+    // at the same or higher utilization, do less.
+    let gpm = job.ranks.iter().all(|r| r.sm_active.is_some());
+    let pace = job.ranks.iter().filter(|r| r.work(gpm).is_some()).max_by(|a, b| {
+        a.work(gpm).unwrap_or(0.0).total_cmp(&b.work(gpm).unwrap_or(0.0))
+    })?;
+    let waiting: Vec<&RankGpu> =
+        job.ranks.iter().filter(|r| !std::ptr::eq(*r, pace) && r.waits_for(pace, gpm, t)).collect();
+    (!waiting.is_empty()).then_some((pace, waiting, Found::MoreWork))
+}
+
+/// The straggler's own cause as far as the job's numbers tell; [`CAUSE_UNKNOWN`] lets `advice::name_the_cause`
+/// name another rule's.
+fn own_cause(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, t: &Thresholds) -> String {
+    if straggler.throttled_share >= t.enter_share {
+        return "its own cause: its GPU is throttled (see the throttling findings)".to_owned();
+    }
+    if found == Found::MoreWork || straggler.computing(t) {
+        let others: Vec<String> = waiting.iter().map(|w| w.numbers()).collect();
+        return format!(
+            "its own cause: compute: its GPU does more work per step ({}) than the ranks that wait ({}), so this \
+             rank has more work per step than they do",
+            straggler.numbers(),
+            others.join("; ")
+        );
+    }
+    if straggler.absent(t) {
+        return format!(
+            "it shows no GPU work: it is not in the step (on the CPU, in I/O, or a checkpoint or evaluation on this \
+             rank alone; collective-hang follows if it stays so for {}); {CAUSE_UNKNOWN}",
+            crate::units::duration_label(t.hang_window_s)
+        );
+    }
+    CAUSE_UNKNOWN.to_owned()
+}
+
 /// rank-straggler: within one job across GPUs, ranks that wait against the rank that sets the pace. One finding
-/// on the straggler's GPU and PID.
+/// on the straggler's GPU and PID. A job that collective-hang holds gets that verdict instead.
 #[must_use]
 pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
+    let hung: Vec<String> = jobs(ctx, t.hang_window_s)
+        .into_iter()
+        .filter(|j| j.ranks.iter().all(|r| r.span.covered) && hang_of(ctx, j).is_some())
+        .map(|j| j.key)
+        .collect();
     let mut out = Vec::new();
-    for job in jobs(ctx, t.straggler_window_s) {
-        let (waiting, pacing): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.waiting(t));
-        // The straggler: the rank that works least by NVML's count among those that do not wait.
-        let Some(straggler) = pacing.iter().min_by(|a, b| a.util.unwrap_or(0.0).total_cmp(&b.util.unwrap_or(0.0)))
-        else {
-            continue;
-        };
-        if waiting.is_empty() {
-            continue;
-        }
+    for job in jobs(ctx, t.straggler_window_s).iter().filter(|j| !hung.contains(&j.key)) {
+        let Some((straggler, waiting, found)) = straggler_of(job, t) else { continue };
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
-        let own = if straggler.throttled_share >= t.enter_share {
-            "its own cause: its GPU is throttled (see the throttling findings)".to_owned()
-        } else if straggler.computing(t) {
-            format!(
-                "its own cause: compute: its GPU works flat out ({}) while the others wait, so this rank has more \
-                 work per step than they do",
-                straggler.numbers()
-            )
-        } else {
-            CAUSE_UNKNOWN.to_owned()
-        };
+        let own = own_cause(straggler, &waiting, found, t);
+        let compute = own.starts_with("its own cause: compute");
         let finding = super::super::Finding {
             title: format!(
                 "{} slows job {} down: {} for it",
@@ -176,7 +252,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
                 straggler.span.label(),
                 waits.join("; ")
             ),
-            remedy: if straggler.computing(t) && straggler.throttled_share < t.enter_share {
+            remedy: if compute {
                 format!(
                     "Give {} the same work per step as the others: every rank runs at the pace of the slowest. \
                      Split the batch evenly, bucket sequences by length, move work done on one rank only \
@@ -192,9 +268,9 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
                 )
             },
             explanation: "In data-parallel training every rank waits for the others at each collective. A rank \
-                that waits shows high utilization (NCCL's kernels spin) and little SM activity, so it looks the \
-                busiest; the rank that sets the pace looks idler. Tools that show ranks as unrelated processes \
-                point at the wrong GPU."
+                that waits shows high utilization (NCCL's kernels spin) and less SM activity, so it looks the \
+                busiest; the rank that sets the pace looks idler, or, when it has more work per step, does more \
+                SM work at a lower utilization. Tools that show ranks as unrelated processes point at the wrong GPU."
                 .to_owned(),
             ..draft(Rule::RankStraggler, Severity::Warning, Some(straggler.gpu), Some(straggler.pid), ctx.now_ms)
         };
@@ -204,41 +280,80 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
-/// collective-hang: every rank of a job busy by NVML's count, with SM activity near 0 and no link traffic, over
-/// the whole window. Critical: nothing moves until NCCL's watchdog aborts the job at its timeout.
+/// A hung job's ranks over the hang window: those that spin in the collective and those that never joined it.
+struct Hang<'j> {
+    spinning: Vec<&'j RankGpu>,
+    absent: Vec<&'j RankGpu>,
+}
+
+/// Whether a job is stuck: every rank spins with no work and no traffic, or shows no GPU work at all, at least one
+/// spins, and no absent rank writes a checkpoint (a rank saving one while the others wait is slow, not stuck).
+fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
+    let t = ctx.t;
+    let (spinning, rest): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.spinning(t));
+    if spinning.is_empty() || !rest.iter().all(|r| r.absent(t) && r.quiet(t)) {
+        return None;
+    }
+    let checkpoint = |r: &RankGpu| {
+        super::waiting::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t))
+    };
+    if rest.iter().any(|r| checkpoint(r)) {
+        return None;
+    }
+    Some(Hang { spinning, absent: rest })
+}
+
+/// The rank on the lowest GPU (then PID) of a list.
+fn lowest<'j>(ranks: &[&'j RankGpu]) -> Option<&'j RankGpu> {
+    ranks.iter().min_by_key(|r| (r.gpu, r.pid)).copied()
+}
+
+/// collective-hang: the job makes no progress over the whole window: every rank spins in a collective (busy by
+/// NVML's count, SM activity at NCCL's spinning level, no link traffic), or shows no GPU work at all because it
+/// never reached the collective. Critical: nothing moves until NCCL's watchdog aborts the job at its timeout.
 #[must_use]
 pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for job in jobs(ctx, t.hang_window_s) {
-        let quiet = |mib: Option<f64>| mib.is_none_or(|m| m <= t.hang_max_link_mib_s);
-        let stuck = |r: &RankGpu| {
-            r.util.is_some_and(|u| u >= t.hang_min_util_pct)
-                && r.sm_active.is_some_and(|a| a <= t.hang_max_sm_active_pct)
-                && quiet(r.pcie_mib_s)
-                && quiet(r.nvlink_mib_s)
-        };
-        if !job.ranks.iter().all(stuck) {
-            continue;
-        }
-        let Some(first) = job.ranks.iter().min_by_key(|r| (r.gpu, r.pid)) else { continue };
-        let ranks: Vec<String> = job.ranks.iter().map(|r| format!("{}: {}", r.who(), r.numbers())).collect();
+        let Some(hang) = hang_of(ctx, &job) else { continue };
+        // The finding sits on the rank to look at: the first that never joined, else the lowest GPU's.
+        let Some(first) = lowest(&hang.absent).or_else(|| lowest(&hang.spinning)) else { continue };
+        let list = |rs: &[&RankGpu]| rs.iter().map(|r| format!("{}: {}", r.who(), r.numbers())).collect::<Vec<_>>();
         let link = |m: Option<f64>| m.map_or_else(|| "N/A".to_owned(), |m| format!("{m:.1} MiB/s"));
         let traffic: Vec<String> = job
             .ranks
             .iter()
             .map(|r| format!("GPU {} PCIe {} NVLink {}", r.gpu, link(r.pcie_mib_s), link(r.nvlink_mib_s)))
             .collect();
+        let (title, absent) = if hang.absent.is_empty() {
+            (format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)), String::new())
+        } else {
+            let who: Vec<String> = hang.absent.iter().map(|r| r.who()).collect();
+            (
+                format!("Job {} is stuck in a collective: {} never joined it", visible(&job.key), who.join(", ")),
+                format!("; no GPU work (not in the collective): {}", list(&hang.absent).join("; ")),
+            )
+        };
         let finding = super::super::Finding {
-            title: format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)),
-            evidence: format!("over {}: {}; traffic {}", first.span.label(), ranks.join("; "), traffic.join(", ")),
-            remedy: "The job is stuck in a collective; NCCL's watchdog aborts it only at its timeout. Find the rank \
-                     that did not reach it (py-spy dump --pid on each rank; NCCL_DEBUG=INFO and \
-                     TORCH_NCCL_TRACE_BUFFER_SIZE for the flight recorder), then stop the job and resume from its \
-                     last checkpoint; a shorter process-group timeout fails such a job sooner."
-                .to_owned(),
-            explanation: "NCCL's kernels spin while they wait for the other ranks, so a job stuck in a collective \
-                shows every GPU at 100 % utilization with its SMs idle and no data moving."
+            title,
+            evidence: format!(
+                "over {}: spinning in the collective: {}{absent}; traffic {}",
+                first.span.label(),
+                list(&hang.spinning).join("; "),
+                traffic.join(", ")
+            ),
+            remedy: format!(
+                "The job is stuck in a collective; NCCL's watchdog aborts it only at its timeout. Find where {} \
+                 is (py-spy dump --pid {}; NCCL_DEBUG=INFO and TORCH_NCCL_TRACE_BUFFER_SIZE for the flight \
+                 recorder), then stop the job and resume from its last checkpoint; a shorter process-group timeout \
+                 fails such a job sooner.",
+                first.who(),
+                first.pid
+            ),
+            explanation: "NCCL's kernels spin while they wait for the other ranks: a rank in a collective that \
+                cannot complete shows 100 % utilization with its SMs nearly idle (one SM per NCCL channel) and no \
+                data moving, while a rank that never reached the collective shows no GPU work at all."
                 .to_owned(),
             ..draft(Rule::CollectiveHang, Severity::Critical, Some(first.gpu), Some(first.pid), ctx.now_ms)
         };

@@ -91,13 +91,13 @@ impl GpuWindow {
 }
 
 /// A process's own window (its samples have their own time column).
-struct ProcWindow<'a> {
+pub(super) struct ProcWindow<'a> {
     series: &'a ProcessSeries,
     span: Span,
 }
 
 impl<'a> ProcWindow<'a> {
-    fn of(ctx: &Ctx<'a>, pid: u32, secs: u64) -> Option<Self> {
+    pub(super) fn of(ctx: &Ctx<'a>, pid: u32, secs: u64) -> Option<Self> {
         let series = ctx.process(pid)?;
         let span = Span::of(&series.times, secs, ctx.t.min_window_coverage)?;
         Some(Self { series, span })
@@ -130,7 +130,7 @@ impl<'a> ProcWindow<'a> {
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint writer, not an input pipeline).
-    fn writes_dominate(&self, t: &Thresholds) -> bool {
+    pub(super) fn writes_dominate(&self, t: &Thresholds) -> bool {
         let write = self.median(|p| &p.tree_write_bytes_per_s).unwrap_or(0.0);
         let read = self.median(|p| &p.tree_read_bytes_per_s).unwrap_or(0.0);
         write >= t.read_low_mib_s * MIB && write >= 2.0 * read
