@@ -132,7 +132,7 @@ pub enum Command {
     /// (warnings), 2 (critical) or 3 (could not check: no driver, bad arguments, unreadable recording).
     Doctor {
         /// How long to watch, e.g. 30s, 2m (on --synthetic, without it: long enough for every rule judged over a
-        /// minute).
+        /// minute or two).
         #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
         /// Colour the severities: auto (only when stdout is a terminal), always or never.

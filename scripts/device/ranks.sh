@@ -16,6 +16,7 @@
 #   ONLY_CASES="balanced loader compute" OUT=$OUT/ranks bash scripts/device/ranks.sh   # ~6 min
 #   ONLY_CASES="hang" OUT=$OUT/hang bash scripts/device/ranks.sh                       # ~4 min
 # Results: $OUT/NAME_doctor.json, NAME_once.json, NAME.jsonl.gz (the recording), NAME_job.log, log.txt, table.md.
+# The device returns at most 8 files a call: set TAR_TO=$OUT/ranks.tgz with OUT=/tmp/ranks to get them all in one.
 # Kills every process it started on exit. Needs target/release/gpusight, torch with two GPUs, torchrun.
 set -u
 cd "$(dirname "$0")/../.." || exit 3
@@ -153,3 +154,4 @@ for f in "$O"/*_doctor.json; do
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print('  ', f['rule'], f['severity'], '|', f['title'], '|', f['evidence']) for f in d['findings']]" "$f" 2>/dev/null
 done
 echo "== done in $(( $(date +%s) - t0 )) s"
+if [ -n "${TAR_TO:-}" ]; then tar czf "$TAR_TO" -C "$O" . && echo "results in $TAR_TO"; fi

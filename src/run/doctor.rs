@@ -38,7 +38,7 @@ pub(super) fn run(
 }
 
 /// On a synthetic machine, whose time costs nothing, doctor without `--duration` watches long enough for every rule
-/// judged over a minute (gpu-underfed, rank-straggler, collective-hang, vram-growing), so `doctor --synthetic NAME`
+/// judged over a minute or two (gpu-underfed, rank-straggler, collective-hang, vram-growing), so `doctor --synthetic NAME`
 /// names NAME; idle-holder's five minutes still need `--duration 5m`. Live machines keep the 30 s default.
 fn synthetic_default(data: &Data, cli: &Cli, config: &Config, duration: Duration) -> Duration {
     if !matches!(data, Data::Synthetic(..)) || cli.duration_given {

@@ -94,7 +94,8 @@ impl RankGpu {
     /// two H200s, SM activity 43 % at 90 % utilization beside 65 % at 81 %.
     fn waits_for(&self, pace: &Self, gpm: bool, t: &Thresholds) -> bool {
         let busy = self.util.zip(pace.util).is_some_and(|(u, p)| u >= t.straggler_waiting_min_util_pct && u >= p);
-        let less = self.work(gpm).zip(pace.work(gpm)).is_some_and(|(w, p)| p > 0.0 && w <= p * t.straggler_relative_max_ratio);
+        let less =
+            self.work(gpm).zip(pace.work(gpm)).is_some_and(|(w, p)| p > 0.0 && w <= p * t.straggler_relative_max_ratio);
         busy && less
     }
 
@@ -185,9 +186,11 @@ fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, V
     // No rank spins idle: a rank with more work per step shows the most SM activity (or power) while the others,
     // at the same or higher utilization, do less.
     let gpm = job.ranks.iter().all(|r| r.sm_active.is_some());
-    let pace = job.ranks.iter().filter(|r| r.work(gpm).is_some()).max_by(|a, b| {
-        a.work(gpm).unwrap_or(0.0).total_cmp(&b.work(gpm).unwrap_or(0.0))
-    })?;
+    let pace = job
+        .ranks
+        .iter()
+        .filter(|r| r.work(gpm).is_some())
+        .max_by(|a, b| a.work(gpm).unwrap_or(0.0).total_cmp(&b.work(gpm).unwrap_or(0.0)))?;
     let waiting: Vec<&RankGpu> =
         job.ranks.iter().filter(|r| !std::ptr::eq(*r, pace) && r.waits_for(pace, gpm, t)).collect();
     (!waiting.is_empty()).then_some((pace, waiting, Found::MoreWork))
@@ -195,17 +198,20 @@ fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, V
 
 /// The straggler's own cause as far as the job's numbers tell; [`CAUSE_UNKNOWN`] lets `advice::name_the_cause`
 /// name another rule's.
-fn own_cause(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, t: &Thresholds) -> String {
+fn own_cause(straggler: &RankGpu, found: Found, t: &Thresholds) -> String {
     if straggler.throttled_share >= t.enter_share {
         return "its own cause: its GPU is throttled (see the throttling findings)".to_owned();
     }
-    if found == Found::MoreWork || straggler.computing(t) {
-        let others: Vec<String> = waiting.iter().map(|w| w.numbers()).collect();
+    if found == Found::MoreWork {
+        return "its own cause: compute: it does more SM work than the ranks that wait for it while they are as \
+                busy or busier (their NCCL kernels spin through the rest of each step), so it has more work per step"
+            .to_owned();
+    }
+    if straggler.computing(t) {
         return format!(
-            "its own cause: compute: its GPU does more work per step ({}) than the ranks that wait ({}), so this \
-             rank has more work per step than they do",
-            straggler.numbers(),
-            others.join("; ")
+            "its own cause: compute: its GPU works flat out ({}) while the others wait, so this rank has more work \
+             per step than they do",
+            straggler.numbers()
         );
     }
     if straggler.absent(t) {
@@ -232,7 +238,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
     for job in jobs(ctx, t.straggler_window_s).iter().filter(|j| !hung.contains(&j.key)) {
         let Some((straggler, waiting, found)) = straggler_of(job, t) else { continue };
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
-        let own = own_cause(straggler, &waiting, found, t);
+        let own = own_cause(straggler, found, t);
         let compute = own.starts_with("its own cause: compute");
         let finding = super::super::Finding {
             title: format!(
@@ -294,9 +300,8 @@ fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
     if spinning.is_empty() || !rest.iter().all(|r| r.absent(t) && r.quiet(t)) {
         return None;
     }
-    let checkpoint = |r: &RankGpu| {
-        super::waiting::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t))
-    };
+    let checkpoint =
+        |r: &RankGpu| super::waiting::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t));
     if rest.iter().any(|r| checkpoint(r)) {
         return None;
     }
@@ -327,7 +332,10 @@ pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
             .map(|r| format!("GPU {} PCIe {} NVLink {}", r.gpu, link(r.pcie_mib_s), link(r.nvlink_mib_s)))
             .collect();
         let (title, absent) = if hang.absent.is_empty() {
-            (format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)), String::new())
+            (
+                format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)),
+                String::new(),
+            )
         } else {
             let who: Vec<String> = hang.absent.iter().map(|r| r.who()).collect();
             (
