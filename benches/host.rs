@@ -34,6 +34,31 @@ fn host(c: &mut Criterion) {
             });
         });
     }
+    // The live /proc with this process as the GPU process and 48 parked threads beside the main one: a PyTorch
+    // process on a 32-vCPU host has about that many (intra-op pool, CUDA and NCCL threads), and the thread walk is
+    // what grows with them. The loop's clock moves 1 s a tick, as the monitor's does at its default interval.
+    let (park, parked) = std::sync::mpsc::channel::<()>();
+    let parked = std::sync::Arc::new(std::sync::Mutex::new(parked));
+    let threads: Vec<_> = (0..48)
+        .map(|_| {
+            let parked = std::sync::Arc::clone(&parked);
+            std::thread::spawn(move || {
+                let _ = parked.lock().map(|rx| rx.recv());
+            })
+        })
+        .collect();
+    group.bench_function(BenchmarkId::new("sample", "live_process_49_threads"), |b| {
+        let mut sampler = HostSampler::new(HostRoot::default());
+        let own = [std::process::id()];
+        let mut now_ms = 1_000_000;
+        b.iter(|| {
+            now_ms += 1000;
+            let (tick, processes) = sampler.sample(now_ms, black_box(&own));
+            black_box((tick.mem_total_bytes, processes.len()))
+        });
+    });
+    drop(park);
+    drop(threads);
     group.bench_function("machine_info", |b| {
         let sampler = HostSampler::new(root()).with_ticks_per_second(100);
         b.iter(|| black_box(sampler.machine_info().n_cpus));

@@ -48,12 +48,31 @@ struct ThreadPrev {
 }
 
 /// What one walk over a GPU process's threads found.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct ThreadWalk {
     in_d: u32,
     busiest: Option<ThreadCpu>,
     /// Sleeping threads whose `wchan` is a network, NFS or FUSE wait.
     remote_waits: u32,
+}
+
+/// How often the threads of a GPU process are walked: three small reads per thread (`stat`, `wchan`, `children`),
+/// which on a 32-vCPU host with a PyTorch job were most of the host sampler's CPU. In between, the last walk's
+/// answer (threads in D, the busiest thread, network waits, the children) is carried; the rules read these as
+/// medians and shares over 30 s or more, and a new `DataLoader` worker is found within the period.
+pub(crate) const THREAD_WALK_PERIOD_MS: u64 = 2_000;
+
+/// A walk due at the next tick is not put off by a tick that comes a little early.
+const THREAD_WALK_SLACK_MS: u64 = 250;
+
+/// The last thread walk of one GPU process, carried between walks.
+#[derive(Debug)]
+struct WalkCache {
+    start_ticks: u64,
+    at_ms: UnixMs,
+    walk: ThreadWalk,
+    children: Vec<u32>,
+    tids: Vec<u32>,
 }
 
 /// The last fd scan of one process (see [`super::remote`]), carried between scans.
@@ -91,6 +110,8 @@ pub(crate) struct ProcessSampler {
     fd_scans: HashMap<u32, FdScan>,
     /// The job of each GPU process with its start ticks: environ, cgroup and ancestors are read once per process.
     jobs: HashMap<u32, (u64, JobInfo)>,
+    /// The last thread walk of each GPU process (see [`THREAD_WALK_PERIOD_MS`]).
+    walks: HashMap<u32, WalkCache>,
 }
 
 impl ProcessSampler {
@@ -106,6 +127,7 @@ impl ProcessSampler {
             cgroups: CgroupReader::new(&root.sys_dir),
             fd_scans: HashMap::new(),
             jobs: HashMap::new(),
+            walks: HashMap::new(),
         }
     }
 
@@ -136,7 +158,7 @@ impl ProcessSampler {
             let stat = self.read_stat(proc_dir, pid);
             if let Ok(stat) = &stat {
                 self.add_ancestors(proc_dir, stat, &mut roles, &mut stats);
-                if let Some(walk) = self.walk_threads(proc_dir, clock, pid, &mut children, &mut threads_seen) {
+                if let Some(walk) = self.walk_when_due(proc_dir, clock, stat, &mut children, &mut threads_seen) {
                     walks.insert(pid, walk);
                 }
             }
@@ -184,6 +206,7 @@ impl ProcessSampler {
         self.prev.retain(|pid, _| seen.contains(pid));
         self.fd_scans.retain(|pid, _| seen.contains(pid));
         self.jobs.retain(|pid, _| seen.contains(pid));
+        self.walks.retain(|pid, _| seen.contains(pid));
         self.cgroups.end_tick();
         out
     }
@@ -285,6 +308,41 @@ impl ProcessSampler {
             }
             cur = next;
         }
+    }
+
+    /// The thread walk of a GPU process: the last one while it is younger than [`THREAD_WALK_PERIOD_MS`] (its
+    /// children and threads added as if walked), else a new one.
+    fn walk_when_due(
+        &mut self,
+        proc_dir: &Path,
+        clock: Clock,
+        stat: &PidStat,
+        children: &mut Vec<u32>,
+        seen: &mut HashSet<u32>,
+    ) -> Option<ThreadWalk> {
+        let fresh = |c: &&WalkCache| {
+            c.start_ticks == stat.starttime
+                && clock.now_ms >= c.at_ms
+                && clock.now_ms - c.at_ms + THREAD_WALK_SLACK_MS < THREAD_WALK_PERIOD_MS
+        };
+        if let Some(cached) = self.walks.get(&stat.pid).filter(fresh) {
+            children.extend_from_slice(&cached.children);
+            seen.extend(cached.tids.iter().copied());
+            return Some(cached.walk.clone());
+        }
+        let before = children.len();
+        let mut own = HashSet::new();
+        let walk = self.walk_threads(proc_dir, clock, stat.pid, children, &mut own)?;
+        let cache = WalkCache {
+            start_ticks: stat.starttime,
+            at_ms: clock.now_ms,
+            walk: walk.clone(),
+            children: children[before..].to_vec(),
+            tids: own.iter().copied().collect(),
+        };
+        seen.extend(own);
+        self.walks.insert(stat.pid, cache);
+        Some(walk)
     }
 
     /// Goes over the threads of a GPU process once: counts those in D state, finds the thread that used the

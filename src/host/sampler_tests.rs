@@ -166,7 +166,13 @@ fn two_samples_over_the_fixture_tree() {
         &dir.path().join("proc/1302"),
     );
     write(dir.path(), "proc/1200/task/1202/children", "1302 ");
+    // The threads (and the children they forked) are walked every THREAD_WALK_PERIOD_MS: a tick 1 s after the last
+    // walk carries its answer, the next one walks again and finds 1302.
     let (_, procs) = host.sample(T1 + 1_000, &[1200]);
+    assert!(procs.iter().all(|p| p.pid != 1302), "not walked yet");
+    let busiest = find(&procs, 1200).busiest_thread.clone().expect("carried");
+    assert_eq!(busiest.tid, 1201, "the last walk's busiest thread is carried");
+    let (_, procs) = host.sample(T1 + 2_000, &[1200]);
     assert_eq!(find(&procs, 1302).cpu_pct, None);
     assert_eq!(find(&procs, 1300).cpu_pct, Some(0.0));
 }
