@@ -196,32 +196,35 @@ fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, V
     (!waiting.is_empty()).then_some((pace, waiting, Found::MoreWork))
 }
 
-/// The straggler's own cause as far as the job's numbers tell; [`CAUSE_UNKNOWN`] lets `advice::name_the_cause`
-/// name another rule's.
-fn own_cause(straggler: &RankGpu, found: Found, t: &Thresholds) -> String {
+/// The straggler's own cause as far as the job's numbers tell, and whether it is compute; [`CAUSE_UNKNOWN`] lets
+/// `advice::name_the_cause` name another rule's.
+fn own_cause(straggler: &RankGpu, found: Found, t: &Thresholds) -> (String, bool) {
     if straggler.throttled_share >= t.enter_share {
-        return "its own cause: its GPU is throttled (see the throttling findings)".to_owned();
+        return ("its own cause: its GPU is throttled (see the throttling findings)".to_owned(), false);
     }
     if found == Found::MoreWork {
-        return "its own cause: compute: it does more SM work than the ranks that wait for it while they are as \
-                busy or busier (their NCCL kernels spin through the rest of each step), so it has more work per step"
-            .to_owned();
+        let text = "its own cause: compute: it does more SM work than the ranks that wait for it while they are as \
+                    busy or busier (their NCCL kernels spin through the rest of each step), so it has more work per \
+                    step";
+        return (text.to_owned(), true);
     }
     if straggler.computing(t) {
-        return format!(
+        let text = format!(
             "its own cause: compute: its GPU works flat out ({}) while the others wait, so this rank has more work \
              per step than they do",
             straggler.numbers()
         );
+        return (text, true);
     }
     if straggler.absent(t) {
-        return format!(
+        let text = format!(
             "it shows no GPU work: it is not in the step (on the CPU, in I/O, or a checkpoint or evaluation on this \
              rank alone; collective-hang follows if it stays so for {}); {CAUSE_UNKNOWN}",
             crate::units::duration_label(t.hang_window_s)
         );
+        return (text, false);
     }
-    CAUSE_UNKNOWN.to_owned()
+    (CAUSE_UNKNOWN.to_owned(), false)
 }
 
 /// rank-straggler: within one job across GPUs, ranks that wait against the rank that sets the pace. One finding
@@ -238,8 +241,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
     for job in jobs(ctx, t.straggler_window_s).iter().filter(|j| !hung.contains(&j.key)) {
         let Some((straggler, waiting, found)) = straggler_of(job, t) else { continue };
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
-        let own = own_cause(straggler, found, t);
-        let compute = own.starts_with("its own cause: compute");
+        let (own, compute) = own_cause(straggler, found, t);
         let finding = super::super::Finding {
             title: format!(
                 "{} slows job {} down: {} for it",
