@@ -74,7 +74,7 @@ pub enum Workload {
     RankWaiting,
     /// The torchrun rank that sets the pace: one `DataLoader` worker pegged, its GPU mostly idle.
     RankStarved,
-    /// A torchrun rank stuck in a collective: utilization 100 %, SM activity near 0, no traffic.
+    /// A torchrun rank stuck in a collective: utilization 100 %, SM activity at NCCL's spinning level (18 %), no traffic.
     RankHung,
 }
 
