@@ -120,6 +120,22 @@ fn main() {
         previous = Some(current);
         result
     });
+    // The metrics computation alone, without a new sample: the same two samples compared again, with and without
+    // NVLink's two rates in the request (gpusight asks for all nine in one call).
+    let nvlink = [
+        nvml_wrapper::enums::gpm::GpmMetricId::NvlinkTotalRxPerSec,
+        nvml_wrapper::enums::gpm::GpmMetricId::NvlinkTotalTxPerSec,
+    ];
+    let all: Vec<_> = metrics.iter().chain(nvlink.iter()).copied().collect();
+    if let (Some(prev), Ok(current)) = (&previous, device.gpm_sample()) {
+        probe("gpm_metrics_get(7 metrics) x10", 10, || {
+            nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &metrics)
+        });
+        probe("gpm_metrics_get(2 NVLink) x10", 10, || {
+            nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &nvlink)
+        });
+        probe("gpm_metrics_get(9 metrics) x10", 10, || nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &all));
+    }
     probe("pcie_throughput(Receive) x3", 3, || device.pcie_throughput(PcieUtilCounter::Receive));
     probe("sys_cuda_driver_version", 1, || nvml.sys_cuda_driver_version());
     probe("utilization_rates after CUDA x10", 10, || device.utilization_rates());

@@ -15,7 +15,7 @@ if [ -n "$unwanted" ]; then
   echo "$unwanted" >&2
   exit 1
 fi
-for needed in src/main.rs src/lib.rs assets/demo.jsonl.gz Cargo.lock LICENSE README.md config.example.toml; do
+for needed in src/main.rs src/lib.rs build.rs assets/hot-text.ld assets/demo.jsonl.gz Cargo.lock LICENSE README.md config.example.toml; do
   if ! echo "$list" | grep -qx "$needed"; then
     echo "check_package.sh: the package lacks $needed" >&2
     exit 1

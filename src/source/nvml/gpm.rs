@@ -24,10 +24,13 @@ use super::worker::Field;
 use crate::crash::{self, Family};
 use crate::sample::{GpmMetrics, UnixMs};
 
-/// The GPM metrics asked for: [`GpmMetrics`]'s fields in order, then PCIe RX and TX. GPM's PCIe counters cover the
-/// whole window between two samples in the same call, so a GPU with GPM needs no PCIe thread of its own (whose
-/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms). This set was read on the H200.
-const GPM_METRICS: [GpmMetricId; 7] = [
+/// The GPM metrics asked for, in one `nvmlGpmMetricsGet` per read: [`GpmMetrics`]'s fields in order, then PCIe RX
+/// and TX, then NVLink RX and TX over all links. GPM's PCIe counters cover the whole window between two samples, so
+/// a GPU with GPM needs no PCIe thread of its own (whose `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples
+/// only those 20 ms). All nine were read on H200s (NVLink on a pair joined by 18 links). NVML answers each metric
+/// with its own status, so a GPU without NVLink fails those two alone; a driver that refuses the whole request for
+/// them is asked for the first seven only from then on ([`NvmlGpm::read`]).
+const GPM_METRICS: [GpmMetricId; 9] = [
     GpmMetricId::SmUtil,
     GpmMetricId::SmOccupancy,
     GpmMetricId::AnyTensorUtil,
@@ -35,11 +38,12 @@ const GPM_METRICS: [GpmMetricId; 7] = [
     GpmMetricId::GraphicsUtil,
     GpmMetricId::PcieRxPerSec,
     GpmMetricId::PcieTxPerSec,
+    GpmMetricId::NvlinkTotalRxPerSec,
+    GpmMetricId::NvlinkTotalTxPerSec,
 ];
 
-/// NVLink RX and TX over all links, in a call of their own: not yet read on a real GPU, so a driver or a GPU that
-/// refuses them (no NVLink, a VM) must not cost the metrics above. After one refusal they are not asked again.
-const NVLINK_METRICS: [GpmMetricId; 2] = [GpmMetricId::NvlinkTotalRxPerSec, GpmMetricId::NvlinkTotalTxPerSec];
+/// How many of [`GPM_METRICS`] come before NVLink's two.
+const WITHOUT_NVLINK: usize = 7;
 
 /// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
 /// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
@@ -102,21 +106,24 @@ impl GpmReader for NvmlGpm {
         // The sample two reads back is freed here, on this thread, when `replace` hands it back and it drops.
         let Some(previous) = self.previous.replace(sample) else { return Ok(None) };
         let Some(current) = self.previous.as_ref() else { return Ok(None) };
-        let results = nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &GPM_METRICS)?;
+        // One call computes every rate from the two samples; the NVLink pair used to cost a second call, about as
+        // much driver CPU as the first.
+        let asked = if self.nvlink_asked { &GPM_METRICS[..] } else { &GPM_METRICS[..WITHOUT_NVLINK] };
+        let results = match nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, asked) {
+            Ok(results) => results,
+            Err(_) if self.nvlink_asked => {
+                self.nvlink_asked = false;
+                let asked = &GPM_METRICS[..WITHOUT_NVLINK];
+                nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, asked)?
+            }
+            Err(e) => return Err(e),
+        };
         let raw = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
         let value = |i: usize| raw(i).and_then(gpm_pct);
         self.pcie = raw(5).and_then(mib_s_to_kbps).zip(raw(6).and_then(mib_s_to_kbps));
-        self.nvlink = None;
-        if self.nvlink_asked {
-            match nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &NVLINK_METRICS) {
-                Ok(links) => {
-                    let raw = |i: usize| links.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
-                    self.nvlink = raw(0).and_then(mib_s).zip(raw(1).and_then(mib_s));
-                    self.nvlink_asked = self.nvlink.is_some();
-                }
-                Err(_) => self.nvlink_asked = false,
-            }
-        }
+        self.nvlink = raw(7).and_then(mib_s).zip(raw(8).and_then(mib_s));
+        // A GPU that answers NVLink's pair with an error (no NVLink) is not asked for it again.
+        self.nvlink_asked &= self.nvlink.is_some();
         drop(previous);
         let metrics = GpmMetrics {
             sm_active_pct: value(0),

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Writes assets/hot-text.ld: the functions the running monitor executes, laid out together at the start of .text.
+
+Why: the kernel maps a file's cached pages around every page fault (fault-around, 64 KiB), so code that runs
+scattered over the binary's 5 MB of text keeps most of it resident: 4.4 MB on the H200 at 1 s, where
+`nvidia-smi dmon` keeps 0.8 MB (docs/performance.md). With the functions that run laid out side by side the
+resident text falls to about what runs.
+
+How: the release binary runs under valgrind's callgrind (on this machine, no GPU needed) as the TUI on a synthetic
+machine and on the demo recording, and as the exporter scraped every second; every function of the gpusight
+binary that executed is kept. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real
+/proc, the live source) is added by name. Each name becomes a pattern without the compiler's hashes, so the file
+survives edits, dependency updates and new compilers: a name that matches nothing costs nothing, and a function
+that is new since the file was written only lands in the ordinary .text (its page is then resident as before).
+
+build.rs hands the script to the linker (`-T`, an INSERT script: the default layout stays, this adds one output
+section in front of .text); GNU ld, lld and zig's linker take it.
+
+  python3 scripts/hot_text.py            # about 3 minutes: builds, traces, writes assets/hot-text.ld
+  python3 scripts/hot_text.py --seconds 20
+"""
+
+import argparse
+import fcntl
+import os
+import pty
+import re
+import select
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+import urllib.request
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "assets", "hot-text.ld")
+
+# The live path, by name: code that only runs with a real GPU and the real /proc (mangled-name fragments).
+LIVE_PATTERNS = [
+    "*nvml*", "*Nvml*", "*gpm*", "*Gpm*", "*libloading*", "*sysinfo*",
+    "*8gpusight4host*", "*8gpusight6source4live*", "*8gpusight6source7sampler*", "*8gpusight6source3xid*",
+    "*8gpusight6source6select*",
+]
+
+
+def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
+    """Runs argv on a pseudo-terminal of rows x cols for `seconds`, typing `keys` one per second, then 'q'."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.environ["TERM"] = "xterm-256color"
+        os.execvp(argv[0], argv)
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    start, typed = time.monotonic(), 0
+    while time.monotonic() - start < seconds + 15:
+        elapsed = time.monotonic() - start
+        if elapsed > 10 + typed and typed < len(keys):
+            os.write(fd, keys[typed:typed + 1])
+            typed += 1
+        if elapsed > seconds:
+            break
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                os.read(fd, 65536)
+            except OSError:
+                break
+    # Esc closes whatever is open, then q quits; callgrind writes its output only when the program exits.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        os.write(fd, b"\x1b")
+        time.sleep(0.5)
+        os.write(fd, b"q")
+        end = time.monotonic() + 2
+        while time.monotonic() < end:
+            done, _ = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return
+            ready, _, _ = select.select([fd], [], [], 0.2)
+            if ready:
+                try:
+                    os.read(fd, 65536)
+                except OSError:
+                    pass
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+def run_exporter(argv, seconds, port):
+    """Runs the exporter for `seconds`, scraping /metrics every second, then SIGTERM."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        time.sleep(1)
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read()
+        except OSError:
+            pass
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def executed_functions(callgrind_out, binary_name):
+    """Names of the functions of the binary that executed, from a callgrind output (mangled)."""
+    names, objects, functions, current = [], {}, {}, None
+    with open(callgrind_out, errors="replace") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = re.match(r"^(c?ob)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                kind, key, name = m.groups()
+                if name:
+                    objects[key] = name
+                if kind == "ob":
+                    current = objects.get(key)
+                continue
+            m = re.match(r"^(c?fn)=\((\d+)\)(?: (.*))?$", line)
+            if m:
+                kind, key, name = m.groups()
+                if name:
+                    functions[key] = name
+                if kind == "fn" and current and os.path.basename(current) == binary_name:
+                    names.append(functions[key])
+    return names
+
+
+def stem(name):
+    """A symbol name without the compiler's hashes (a glob), or None for names that are not symbols."""
+    if name.startswith("0x") or name.startswith("(") or not re.match(r"^[A-Za-z0-9_$.]+$", name):
+        return None
+    name = re.sub(r"17h[0-9a-f]{16}E(\.llvm\.\d+)?$", "17h*", name)  # legacy mangling's hash
+    name = re.sub(r"\.llvm\.\d+$", ".llvm.*", name)  # ThinLTO's promoted locals
+    return re.sub(r"Cs[0-9A-Za-z]+_(?=\d)", "Cs*_", name)  # v0 mangling's crate disambiguators
+
+
+def patterns_for(names, symbols):
+    """Section patterns for these executed functions. A name whose hash-free stem is its own alone in the binary
+    (most of gpusight's and its libraries' functions) is matched by the stem, which survives new hashes; a stem
+    shared by many instantiations of one generic function (`Iterator::fold`, `drop_in_place`) would pull in all of
+    them, so those are matched by their exact name. LLVM puts functions it knows to be cold (`#[cold]`, like a
+    vector's growth) in `.text.unlikely.NAME`: both prefixes are matched."""
+    sharing = {}
+    for symbol in symbols:
+        key = stem(symbol)
+        if key:
+            sharing[key] = sharing.get(key, 0) + 1
+    out, seen = [], set()
+    for name in names:
+        key = stem(name)
+        if key is None:
+            continue
+        chosen = key if sharing.get(key, 0) <= 1 else name
+        if chosen not in seen:
+            seen.add(chosen)
+            out.append(f".text.{chosen} .text.unlikely.{chosen}")
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=40, help="how long each traced run lasts (valgrind time)")
+    parser.add_argument("--no-build", action="store_true",
+                        help="trace target/release/gpusight as it is (built with GPUSIGHT_NO_HOT_TEXT=1)")
+    args = parser.parse_args()
+    if not shutil.which("valgrind"):
+        sys.exit("hot_text.py: valgrind is needed (apt-get install valgrind)")
+    # Traced without the layout: valgrind names the functions of `.text` alone, not those of `.text.hot`. The
+    # symbols' names do not depend on the layout, so the patterns fit the ordinary build too.
+    env = dict(os.environ, GPUSIGHT_NO_HOT_TEXT="1")
+    if not args.no_build:
+        subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, env=env, check=True)
+    sections = subprocess.run(["readelf", "-SW", os.path.join(ROOT, "target", "release", "gpusight")],
+                              capture_output=True, text=True, check=True).stdout
+    if ".text.hot" in sections:
+        sys.exit("hot_text.py: target/release/gpusight has a .text.hot, which valgrind cannot name: "
+                 "build it with GPUSIGHT_NO_HOT_TEXT=1 or leave out --no-build")
+    work = tempfile.mkdtemp(prefix="hot-text-")
+    binary = os.path.join(work, "gpusight")
+    shutil.copy(os.path.join(ROOT, "target", "release", "gpusight"), binary)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+
+    def valgrind(tag):
+        return ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={work}/{tag}.out", binary]
+
+    # The keys a user presses most: move the selection, sort, help, details, the jobs view, explain.
+    keys = b"\t\t>?\x1b\r\x1bJ\x1bx\x1b"
+    print("hot_text.py: tracing the TUI on a synthetic machine, the demo and the exporter", flush=True)
+    run_in_pty(valgrind("tui") + ["--synthetic", "mixed:2", "--interval", "1"], args.seconds, keys)
+    run_in_pty(valgrind("demo") + ["--demo"], args.seconds, keys)
+    run_exporter(valgrind("export") + ["export", "--synthetic", "mixed:2", "--interval", "1",
+                                       "--listen", f"127.0.0.1:{port}"], args.seconds, port)
+    names = []
+    for tag in ("tui", "demo", "export"):
+        path = os.path.join(work, f"{tag}.out")
+        if not os.path.exists(path):
+            sys.exit(f"hot_text.py: callgrind wrote no {path}")
+        names += executed_functions(path, "gpusight")
+    nm = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
+    symbols = {line.split()[-1] for line in nm.splitlines() if len(line.split()) == 3 and line.split()[1] in "tTwW"}
+    patterns = patterns_for(names, symbols)
+    if len(patterns) < 200:
+        sys.exit(f"hot_text.py: only {len(patterns)} functions traced: is valgrind working?")
+    live = [f".text.{p} .text.unlikely.{p}" for p in LIVE_PATTERNS]
+    rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
+    with open(OUT, "w") as f:
+        f.write("/* Written by scripts/hot_text.py (do not edit): the functions the monitor runs, side by side at the\n"
+                f"   start of .text, so that fewer of the binary's pages are resident. {len(patterns)} traced functions\n"
+                f"   ({rustc}) and the live path by name. build.rs passes it to the linker. */\n")
+        f.write("SECTIONS\n{\n  .text.hot :\n  {\n")
+        for p in patterns + live:
+            f.write(f"    *({p})\n")
+        f.write("  }\n}\nINSERT BEFORE .text;\n")
+    shutil.rmtree(work)
+    print(f"hot_text.py: wrote {OUT}: {len(patterns)} traced functions and {len(live)} live-path patterns; "
+          "`cargo build --release --locked` links with it")
+
+
+if __name__ == "__main__":
+    main()
