@@ -6,12 +6,16 @@ scattered over the binary's 5 MB of text keeps most of it resident: 4.4 MB on th
 `nvidia-smi dmon` keeps 0.8 MB (docs/performance.md). With the functions that run laid out side by side the
 resident text falls to about what runs.
 
-How: the release binary runs under valgrind's callgrind (on this machine, no GPU needed) as the TUI on a synthetic
-machine and on the demo recording, and as the exporter scraped every second; every function of the gpusight
-binary that executed is kept. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real
-/proc, the live source) is added by name. Each name becomes a pattern without the compiler's hashes, so the file
-survives edits, dependency updates and new compilers: a name that matches nothing costs nothing, and a function
-that is new since the file was written only lands in the ordinary .text (its page is then resident as before).
+How: a release binary built without the layout (GPUSIGHT_NO_HOT_TEXT=1: valgrind names the functions of `.text`
+alone) runs under valgrind's callgrind on this machine, no GPU needed: the TUI on a synthetic machine and on the
+demo recording (with the keys a user presses most), and the exporter scraped every second. Every function of the
+binary that executed is kept. A name whose hash-free stem is its own alone in the binary is matched by the stem, so
+it survives new hashes (edits elsewhere, dependency updates, compilers); a stem that many instantiations of one
+generic function share is matched by its exact name. Both `.text.NAME` and `.text.unlikely.NAME` (LLVM's cold
+functions) are matched. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real /proc,
+the live source) is added by name patterns (LIVE_PATTERNS); `--live-trace` on a GPU machine traces it for real,
+and `--extra` adds those traces here. A name that matches nothing costs nothing; a function new since the file was
+written lands in the ordinary .text (its page is then resident as before).
 
 build.rs hands the script to the linker (`-T`, an INSERT script: the default layout stays, this adds one output
 section in front of .text); GNU ld, lld and zig's linker take it.
@@ -49,7 +53,14 @@ LIVE_PATTERNS = [
 
 
 def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
-    """Runs argv on a pseudo-terminal of rows x cols for `seconds`, typing `keys` one per second, then 'q'."""
+    """Runs argv on a pseudo-terminal of rows x cols for `seconds`, typing `keys` one per second, then 'q'; returns
+    the last 8 KiB it wrote (where a program that stopped early says why)."""
+    tail = bytearray()
+
+    def keep(data):
+        tail.extend(data)
+        del tail[:-8192]
+
     pid, fd = pty.fork()
     if pid == 0:
         os.environ["TERM"] = "xterm-256color"
@@ -66,7 +77,7 @@ def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
         ready, _, _ = select.select([fd], [], [], 0.1)
         if ready:
             try:
-                os.read(fd, 65536)
+                keep(os.read(fd, 65536))
             except OSError:
                 break
     # Esc closes whatever is open, then q quits; callgrind writes its output only when the program exits.
@@ -79,15 +90,16 @@ def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
         while time.monotonic() < end:
             done, _ = os.waitpid(pid, os.WNOHANG)
             if done:
-                return
+                return bytes(tail)
             ready, _, _ = select.select([fd], [], [], 0.2)
             if ready:
                 try:
-                    os.read(fd, 65536)
+                    keep(os.read(fd, 65536))
                 except OSError:
                     pass
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
+    return bytes(tail)
 
 
 def run_exporter(argv, seconds, port):
@@ -126,7 +138,7 @@ def executed_functions(callgrind_out, binary_name):
                 kind, key, name = m.groups()
                 if name:
                     functions[key] = name
-                if kind == "fn" and current and os.path.basename(current) == binary_name:
+                if kind == "fn" and current and os.path.basename(current).startswith(binary_name):
                     names.append(functions[key])
     return names
 
@@ -163,13 +175,47 @@ def patterns_for(names, symbols):
     return out
 
 
+def live_trace(args):
+    """The monitor (TUI, 1 s) and the exporter on this machine's GPUs, both under callgrind at once."""
+    os.makedirs(args.live_trace, exist_ok=True)
+    binary = os.path.abspath(args.binary or os.path.join(ROOT, "target", "release", "gpusight"))
+
+    def valgrind(tag):
+        out = os.path.join(args.live_trace, f"live-{tag}.out")
+        return [args.valgrind, "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={out}", binary]
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    import threading
+    exporter = threading.Thread(target=run_exporter, args=(valgrind("export") + [
+        "export", "--interval", "1", "--listen", f"127.0.0.1:{port}"], args.seconds, port))
+    exporter.start()
+    screen = run_in_pty(valgrind("tui") + ["--interval", "1"], args.seconds, b"\t\t>?\x1b\r\x1bJ\x1bx\x1b")
+    exporter.join()
+    # The end of what the monitor wrote, valgrind's report included: a run that ended early says why here.
+    with open(os.path.join(args.live_trace, "live-tui.screen"), "wb") as f:
+        f.write(screen)
+    print(f"hot_text.py: live traces in {args.live_trace}: {sorted(os.listdir(args.live_trace))}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=40, help="how long each traced run lasts (valgrind time)")
     parser.add_argument("--no-build", action="store_true",
                         help="trace target/release/gpusight as it is (built with GPUSIGHT_NO_HOT_TEXT=1)")
+    parser.add_argument("--live-trace", metavar="DIR",
+                        help="on a GPU machine: trace the monitor and the exporter on the live GPUs into DIR and stop "
+                             "(with --binary, a build made with GPUSIGHT_NO_HOT_TEXT=1); the outputs are then given "
+                             "to --extra where the file is written")
+    parser.add_argument("--binary", help="with --live-trace: the gpusight binary to trace")
+    parser.add_argument("--valgrind", default="valgrind", help="the valgrind to run")
+    parser.add_argument("--extra", nargs="*", default=[], help="callgrind outputs of earlier --live-trace runs")
     args = parser.parse_args()
-    if not shutil.which("valgrind"):
+    if args.live_trace:
+        live_trace(args)
+        return
+    if not shutil.which(args.valgrind):
         sys.exit("hot_text.py: valgrind is needed (apt-get install valgrind)")
     # Traced without the layout: valgrind names the functions of `.text` alone, not those of `.text.hot`. The
     # symbols' names do not depend on the layout, so the patterns fit the ordinary build too.
@@ -189,7 +235,7 @@ def main():
         port = s.getsockname()[1]
 
     def valgrind(tag):
-        return ["valgrind", "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={work}/{tag}.out", binary]
+        return [args.valgrind, "--tool=callgrind", "--demangle=no", f"--callgrind-out-file={work}/{tag}.out", binary]
 
     # The keys a user presses most: move the selection, sort, help, details, the jobs view, explain.
     keys = b"\t\t>?\x1b\r\x1bJ\x1bx\x1b"
@@ -203,6 +249,8 @@ def main():
         path = os.path.join(work, f"{tag}.out")
         if not os.path.exists(path):
             sys.exit(f"hot_text.py: callgrind wrote no {path}")
+        names += executed_functions(path, "gpusight")
+    for path in args.extra:
         names += executed_functions(path, "gpusight")
     nm = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
     symbols = {line.split()[-1] for line in nm.splitlines() if len(line.split()) == 3 and line.split()[1] in "tTwW"}

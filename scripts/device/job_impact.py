@@ -21,7 +21,7 @@ bootstrap over rounds (10,000 resamples). The monitor's own CPU (utime + stime o
 part) is printed beside it.
 
   python3 scripts/device/job_impact.py drive [--rounds 8] [--settle 3] [--measure 8] [--out DIR]
-  python3 scripts/device/job_impact.py analyze DIR
+  python3 scripts/device/job_impact.py analyze DIR [DIR ...]   (several runs pooled)
 
 Run through scripts/device/job_impact.sh, which installs nvitop from .device/whl first.
 """
@@ -182,8 +182,9 @@ def drive(args):
     if os.path.exists(stop_path):
         os.remove(stop_path)
     per_phase = args.settle + args.measure + (0.2 if args.resident else 1.0)
-    total = args.warmup + args.rounds * len(CONDITIONS) * per_phase
-    print(f"job_impact: {args.rounds} rounds x {len(CONDITIONS)} conditions x {per_phase:.0f} s "
+    phases_per_round = 2 * (len(CONDITIONS) - 1) if args.interleave else len(CONDITIONS)
+    total = args.warmup + args.rounds * phases_per_round * per_phase
+    print(f"job_impact: {args.rounds} rounds x {phases_per_round} phases x {per_phase:.1f} s "
           f"+ {args.warmup:.0f} s warm-up = about {total / 60:.1f} min", flush=True)
     trainer = subprocess.Popen(
         [sys.executable, os.path.abspath(__file__), "train", "--log", log_path, "--stop", stop_path,
@@ -204,37 +205,45 @@ def drive(args):
                 if proc is not None:
                     os.killpg(proc.pid, signal.SIGSTOP)
         rng = random.Random(args.seed)
+        schedule = []  # (round, condition)
         for r in range(args.rounds):
-            order = CONDITIONS[:]
+            order = CONDITIONS[:] if not args.interleave else [c for c in CONDITIONS if c != "none"]
             rng.shuffle(order)
             for condition in order:
-                if args.resident:
-                    proc = resident[condition]
-                    if proc is not None:
-                        os.killpg(proc.pid, signal.SIGCONT)
-                else:
-                    proc = start_monitor(condition, gpusight)
-                time.sleep(args.settle)
-                cpu0 = cpu_seconds(proc.pid) if proc else None
-                start = time.monotonic()
-                time.sleep(args.measure)
-                end = time.monotonic()
-                cpu1 = cpu_seconds(proc.pid) if proc else None
-                if args.resident:
-                    exited = proc.poll() if proc else None
-                    if proc is not None and exited is None:
-                        os.killpg(proc.pid, signal.SIGSTOP)
-                else:
-                    exited = stop_monitor(proc)
-                cpu_pct = None
-                if cpu0 is not None and cpu1 is not None:
-                    cpu_pct = (cpu1 - cpu0) / (end - start) * 100
-                phases.append({"round": r, "condition": condition, "start": start, "end": end,
-                               "monitor_cpu_pct": cpu_pct, "monitor_exited_early": exited})
-                if exited is not None:
-                    print(f"  round {r}: {condition} exited early with {exited}", flush=True)
-                time.sleep(0.2 if args.resident else 1.0)
-            print(f"  round {r + 1}/{args.rounds} done", flush=True)
+                if args.interleave:
+                    schedule.append((r, "none"))
+                schedule.append((r, condition))
+        if args.interleave:
+            schedule.append((args.rounds - 1, "none"))
+        for seq, (r, condition) in enumerate(schedule):
+            if args.resident:
+                proc = resident[condition]
+                if proc is not None:
+                    os.killpg(proc.pid, signal.SIGCONT)
+            else:
+                proc = start_monitor(condition, gpusight)
+            time.sleep(args.settle if proc is not None else min(args.settle, 0.3))
+            cpu0 = cpu_seconds(proc.pid) if proc else None
+            start = time.monotonic()
+            time.sleep(args.measure)
+            end = time.monotonic()
+            cpu1 = cpu_seconds(proc.pid) if proc else None
+            if args.resident:
+                exited = proc.poll() if proc else None
+                if proc is not None and exited is None:
+                    os.killpg(proc.pid, signal.SIGSTOP)
+            else:
+                exited = stop_monitor(proc)
+            cpu_pct = None
+            if cpu0 is not None and cpu1 is not None:
+                cpu_pct = (cpu1 - cpu0) / (end - start) * 100
+            phases.append({"seq": seq, "round": r, "condition": condition, "start": start, "end": end,
+                           "monitor_cpu_pct": cpu_pct, "monitor_exited_early": exited})
+            if exited is not None:
+                print(f"  round {r}: {condition} exited early with {exited}", flush=True)
+            time.sleep(0.2 if args.resident else 1.0)
+            if seq + 1 == len(schedule) or schedule[seq + 1][0] != r:
+                print(f"  round {r + 1}/{args.rounds} done", flush=True)
     finally:
         for proc in resident.values():
             if proc is not None:
@@ -250,7 +259,7 @@ def drive(args):
             trainer.kill()
         with open(os.path.join(out, "phases.json"), "w") as f:
             json.dump(phases, f, indent=1)
-    analyze_dir(out)
+    analyze([out])
 
 
 # --------------------------------------------------------------------------------------------------------- analysis
@@ -261,7 +270,9 @@ def bootstrap_mean_ci(values, resamples=10_000, seed=1):
     return means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1]
 
 
-def analyze_dir(out):
+def measure_dir(out):
+    """One run's paired differences: per condition the differences in median step time (%), the medians (s) and the
+    monitor's CPU (%), plus the no-monitor medians in the order they were measured."""
     steps = []
     with open(os.path.join(out, "steps.txt")) as f:
         for line in f:
@@ -270,40 +281,73 @@ def analyze_dir(out):
                 steps.append((float(parts[0]), float(parts[1])))
     with open(os.path.join(out, "phases.json")) as f:
         phases = json.load(f)
-    medians = {}  # (round, condition) -> median step time in s
-    cpu = {}
-    for p in phases:
+    for i, p in enumerate(phases):
+        p.setdefault("seq", i)
         inside = [dt for t, dt in steps if p["start"] <= t - dt and t <= p["end"]]
-        if len(inside) >= 5:
-            medians[(p["round"], p["condition"])] = statistics.median(inside)
+        p["median"] = statistics.median(inside) if len(inside) >= 5 else None
+    by_seq = {p["seq"]: p for p in phases}
+    per = {c: {"diffs": [], "medians": [], "cpu": []} for c in CONDITIONS}
+    for p in phases:
+        if p["median"] is not None:
+            per[p["condition"]]["medians"].append(p["median"])
         if p["monitor_cpu_pct"] is not None:
-            cpu.setdefault(p["condition"], []).append(p["monitor_cpu_pct"])
-    rounds = sorted({p["round"] for p in phases})
-    base = [medians[(r, "none")] for r in rounds if (r, "none") in medians]
-    if not base:
+            per[p["condition"]]["cpu"].append(p["monitor_cpu_pct"])
+    monitored = [p for p in phases if p["condition"] != "none"]
+    interleaved = all(by_seq.get(p["seq"] - 1, {}).get("condition") == "none" for p in monitored)
+    for p in phases:
+        if p["condition"] == "none" or p["median"] is None:
+            continue
+        if interleaved:
+            # A no-monitor phase before and after each monitor phase: their mean is the baseline, so a drift that
+            # is linear over the three phases cancels.
+            before, after = by_seq.get(p["seq"] - 1), by_seq.get(p["seq"] + 1)
+            if not (before and after and before["median"] and after["median"]):
+                continue
+            if before["condition"] != "none" or after["condition"] != "none":
+                continue
+            base = (before["median"] + after["median"]) / 2
+        else:
+            # The round's own no-monitor phase.
+            same = [q for q in phases if q["round"] == p["round"] and q["condition"] == "none" and q["median"]]
+            if not same:
+                continue
+            base = same[0]["median"]
+        per[p["condition"]]["diffs"].append((p["median"] / base - 1) * 100)
+    nones = [by_seq[q]["median"] for q in sorted(by_seq) if by_seq[q]["condition"] == "none" and by_seq[q]["median"]]
+    return {"steps": len(steps), "per": per, "nones": nones, "interleaved": interleaved}
+
+
+def analyze(dirs):
+    runs = [measure_dir(d) for d in dirs]
+    per = {c: {k: sum((r["per"][c][k] for r in runs), []) for k in ("diffs", "medians", "cpu")} for c in CONDITIONS}
+    nones = [n for r in runs for n in r["nones"]]
+    if not nones:
         sys.exit("no measured phase without a monitor: nothing to compare with")
-    print(f"\nsteps logged: {len(steps)}; rounds: {len(rounds)}; median step with no monitor: "
-          f"{statistics.median(base) * 1000:.2f} ms (per round {min(base) * 1000:.2f}-{max(base) * 1000:.2f} ms)")
-    print(f"{'condition':<15} {'rounds':>6} {'median step':>12} {'diff vs none':>13} {'95 % interval':>20} "
+    changes = [(b / a - 1) * 100 for r in runs for a, b in zip(r["nones"], r["nones"][1:])]
+    print(f"\nruns: {len(runs)}; steps logged: {sum(r['steps'] for r in runs)}; median step with no monitor: "
+          f"{statistics.median(nones) * 1000:.2f} ms (phases {min(nones) * 1000:.2f}-{max(nones) * 1000:.2f} ms); "
+          f"from one no-monitor phase to the next it moved by {statistics.stdev(changes):.2f} % (standard deviation)"
+          if len(changes) > 1 else "")
+    print("baseline of each monitor phase: " + ("the mean of the no-monitor phases just before and after it"
+                                               if all(r["interleaved"] for r in runs) else "its round's no-monitor phase"))
+    print(f"{'condition':<15} {'phases':>6} {'median step':>12} {'diff vs none':>13} {'95 % interval':>20} "
           f"{'monitor CPU':>12}")
     rows = []
     for condition in CONDITIONS:
-        meds = [medians[(r, condition)] for r in rounds if (r, condition) in medians]
-        diffs = [(medians[(r, condition)] / medians[(r, "none")] - 1) * 100
-                 for r in rounds if (r, condition) in medians and (r, "none") in medians]
-        cpu_text = f"{statistics.mean(cpu[condition]):.2f} %" if condition in cpu else "-"
+        diffs, meds, cpu = per[condition]["diffs"], per[condition]["medians"], per[condition]["cpu"]
+        cpu_text = f"{statistics.mean(cpu):.2f} %" if cpu else "-"
+        med_text = f"{statistics.median(meds) * 1000:>9.2f} ms" if meds else f"{'-':>12}"
         if condition == "none" or len(diffs) < 2:
-            print(f"{condition:<15} {len(meds):>6} {statistics.median(meds) * 1000 if meds else float('nan'):>9.2f} ms"
-                  f" {'-':>13} {'-':>20} {cpu_text:>12}")
+            print(f"{condition:<15} {len(meds):>6} {med_text} {'-':>13} {'-':>20} {cpu_text:>12}")
             continue
         mean = statistics.mean(diffs)
         lo, hi = bootstrap_mean_ci(diffs)
-        print(f"{condition:<15} {len(meds):>6} {statistics.median(meds) * 1000:>9.2f} ms {mean:>+11.2f} % "
-              f"[{lo:>+7.2f} %, {hi:>+7.2f} %] {cpu_text:>12}")
-        rows.append({"condition": condition, "rounds": len(diffs), "diff_pct": mean, "ci95_pct": [lo, hi],
-                     "monitor_cpu_pct": statistics.mean(cpu[condition]) if condition in cpu else None})
-    with open(os.path.join(out, "summary.json"), "w") as f:
-        json.dump(rows, f, indent=1)
+        print(f"{condition:<15} {len(diffs):>6} {med_text} {mean:>+11.2f} % [{lo:>+7.2f} %, {hi:>+7.2f} %] "
+              f"{cpu_text:>12}")
+        rows.append({"condition": condition, "phases": len(diffs), "diff_pct": mean, "ci95_pct": [lo, hi],
+                     "monitor_cpu_pct": statistics.mean(cpu) if cpu else None})
+    with open(os.path.join(dirs[0], "summary.json"), "w") as f:
+        json.dump({"runs": dirs, "rows": rows}, f, indent=1)
     print("\nA difference is measurable when its interval leaves out 0; the target is an interval of +-1 % or "
           "tighter (more rounds narrow it).")
 
@@ -326,17 +370,20 @@ def main():
     d.add_argument("--size", type=int, default=160)
     d.add_argument("--seed", type=int, default=20)
     d.add_argument("--resident", action="store_true", help="start every monitor once and freeze/thaw it per phase")
+    d.add_argument("--interleave", action="store_true",
+                   help="a no-monitor phase before every monitor phase (and one at the end); each monitor phase is "
+                        "compared with the mean of the two no-monitor phases beside it")
     d.add_argument("--gpusight", default="target/release/gpusight")
     d.add_argument("--out", default=os.environ.get("OUT", "/tmp/job_impact"))
     a = sub.add_parser("analyze")
-    a.add_argument("dir")
+    a.add_argument("dir", nargs="+", help="one or more runs' output folders, pooled")
     args = parser.parse_args()
     if args.cmd == "train":
         train(args)
     elif args.cmd == "drive":
         drive(args)
     else:
-        analyze_dir(args.dir)
+        analyze(args.dir)
 
 
 if __name__ == "__main__":

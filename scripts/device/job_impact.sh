@@ -8,6 +8,8 @@
 #   ROUNDS=8 scripts/device/job_impact.sh          # about 8.5 min on one H200; results in $OUT (default /tmp/job_impact)
 #   RESIDENT=1 ROUNDS=40 SETTLE_S=1 MEASURE_S=2.5 scripts/device/job_impact.sh
 #                                                   # monitors started once, frozen and thawed per phase: ~8 min
+#   RESIDENT=1 INTERLEAVE=1 ROUNDS=12 SETTLE_S=1 MEASURE_S=3 scripts/device/job_impact.sh
+#                                                   # a no-monitor phase beside every monitor phase (see the .py)
 #
 # Needs: target/release/gpusight (or GPUSIGHT=path), python3 with torch and a GPU, nvidia-smi, and the nvitop wheel
 # with its dependencies in .device/whl (installed into a private directory, nothing system-wide).
@@ -33,4 +35,4 @@ exec > >(tee "$OUT/log.txt") 2>&1
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,temperature.gpu --format=csv
 python3 scripts/device/job_impact.py drive --rounds "$ROUNDS" --settle "${SETTLE_S:-3}" --measure "${MEASURE_S:-8}" \
   --warmup "${WARMUP_S:-20}" --batch "${BATCH:-128}" --size "${SIZE:-160}" --gpusight "$GPUSIGHT" --out "$OUT" \
-  ${RESIDENT:+--resident}
+  ${RESIDENT:+--resident} ${INTERLEAVE:+--interleave}
