@@ -57,6 +57,29 @@ fn host(c: &mut Criterion) {
             black_box((tick.mem_total_bytes, processes.len()))
         });
     });
+    // The same process holding TCP connections, as a torchrun rank does (its store and NCCL bootstrap sockets): a
+    // listener and four connections to it, eight connected sockets in all.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen on loopback");
+    let addr = listener.local_addr().expect("listener address");
+    let sockets: Vec<_> = (0..4)
+        .filter_map(|_| {
+            let out = std::net::TcpStream::connect(addr).ok()?;
+            let (inbound, _) = listener.accept().ok()?;
+            Some((out, inbound))
+        })
+        .collect();
+    group.bench_function(BenchmarkId::new("sample", "live_process_49_threads_9_tcp_sockets"), |b| {
+        let mut sampler = HostSampler::new(HostRoot::default());
+        let own = [std::process::id()];
+        let mut now_ms = 1_000_000;
+        b.iter(|| {
+            now_ms += 1000;
+            let (tick, processes) = sampler.sample(now_ms, black_box(&own));
+            black_box((tick.mem_total_bytes, processes.len()))
+        });
+    });
+    drop(sockets);
+    drop(listener);
     drop(park);
     drop(threads);
     group.bench_function("machine_info", |b| {

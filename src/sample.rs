@@ -476,7 +476,9 @@ pub struct RemoteFiles {
     pub fs_type: String,
     /// Its mount point.
     pub mount: String,
-    /// Established TCP connections the process holds (a `DataLoader` worker fetching over HTTP or S3 holds some).
+    /// TCP connections the process holds (a `DataLoader` worker fetching over HTTP or S3 holds some): its TCP
+    /// sockets, or where the kernel does not name a socket's protocol, its established connections in
+    /// `/proc/PID/net/tcp`; for a worker, those it did not inherit from its parent.
     pub tcp_connections: u32,
 }
 

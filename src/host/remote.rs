@@ -1,10 +1,13 @@
 //! Is the input coming over the network? Threads asleep in network, NFS or FUSE waits (`wchan`), open files on
 //! network or FUSE file systems (`/proc/PID/fd` against `/proc/PID/mountinfo`), and `DataLoader` workers holding TCP
-//! connections (`socket:[inode]` against `/proc/PID/net/tcp{,6}`). Pure parsers over `&str`, and a bounded scan.
+//! connections (`socket:[inode]` descriptors whose protocol is TCP). Pure parsers over `&str`, and a bounded scan.
 //!
 //! Cost: `wchan` is one small read per sleeping thread of a GPU process and one per child, each tick. The fd scan
-//! lists at most [`MAX_FDS`] descriptors per process and reads `mountinfo` and the TCP tables once per process
-//! scanned; it runs every [`FD_SCAN_PERIOD_MS`] and its answer is carried between scans.
+//! lists at most [`MAX_FDS`] descriptors per process, reads `mountinfo` when one of them is a file, and asks each
+//! socket its protocol (one `getxattr` per socket); it runs every [`FD_SCAN_PERIOD_MS`] and its answer is carried
+//! between scans. It reads `/proc/PID/net/tcp{,6}` only for sockets whose protocol the kernel does not say: a read of
+//! those tables walks the kernel's whole hash table of TCP connections, a few milliseconds on a host with much memory
+//! (69 % of a tick against a 41-thread process with 2 workers on the dev machine, `perf`; docs/performance.md).
 
 use std::collections::HashSet;
 use std::path::Path;
@@ -114,34 +117,65 @@ pub fn socket_inode(target: &str) -> Option<u64> {
     target.strip_prefix("socket:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// What one fd scan found: the remote files and connections, and the inodes of the established TCP connections
-/// (sorted), so a forked child's connections can be told from those it inherited from its parent.
+/// The socket file system's attribute that names a socket's protocol ("TCP", "TCPv6", "UNIX", "UDP", "NETLINK").
+const SOCKET_PROTOCOL_XATTR: &str = "system.sockprotoname";
+
+/// What the kernel says a socket descriptor is, from [`SOCKET_PROTOCOL_XATTR`] on its `/proc/PID/fd/N` link.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SocketKind {
+    Tcp,
+    Other,
+    /// The attribute could not be read (a kernel without it, a fixture tree): told by the TCP tables instead.
+    Unknown,
+}
+
+fn socket_kind(fd_link: &Path) -> SocketKind {
+    let mut name = [0u8; 32];
+    match rustix::fs::getxattr(fd_link, SOCKET_PROTOCOL_XATTR, &mut name[..]) {
+        Ok(len) => match name.get(..len).map(|n| n.strip_suffix(&[0]).unwrap_or(n)) {
+            Some(b"TCP" | b"TCPv6") => SocketKind::Tcp,
+            Some(_) => SocketKind::Other,
+            None => SocketKind::Unknown,
+        },
+        Err(_) => SocketKind::Unknown,
+    }
+}
+
+/// What one fd scan found: the remote files and connections, and the inodes of the TCP sockets (sorted), so a
+/// forked child's connections can be told from those it inherited from its parent.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(crate) struct FdFacts {
     pub files: RemoteFiles,
     pub tcp_inodes: Vec<u64>,
 }
 
-/// How many of a child's established TCP connections are its own: not the same sockets as its parent's. A
-/// `DataLoader` worker forked after `init_process_group` inherits the rank's store and NCCL bootstrap sockets; those
-/// are not the worker reading over the network.
+/// How many of a child's TCP connections are its own: not the same sockets as its parent's. A `DataLoader` worker
+/// forked after `init_process_group` inherits the rank's store and NCCL bootstrap sockets; those are not the worker
+/// reading over the network.
 #[must_use]
 pub(crate) fn own_connections(child: &[u64], parent: &[u64]) -> u32 {
     u32::try_from(child.iter().filter(|i| parent.binary_search(i).is_err()).count()).unwrap_or(u32::MAX)
 }
 
-/// Scans one process's open descriptors: regular files on remote file systems and established TCP connections.
+/// Scans one process's open descriptors: regular files on remote file systems and TCP connections (TCP sockets
+/// by the kernel's word; where it gives none, the established ones of `/proc/PID/net/tcp{,6}`).
 /// `None` when the descriptors cannot be listed (another user's process without privilege).
 pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<FdFacts> {
     let base = proc_dir.join(pid.to_string());
     let entries = std::fs::read_dir(base.join("fd")).ok()?;
     let mut files: Vec<String> = Vec::new();
-    let mut sockets: Vec<u64> = Vec::new();
+    let mut tcp_inodes: Vec<u64> = Vec::new();
+    let mut unknown: Vec<u64> = Vec::new();
     for entry in entries.flatten().take(MAX_FDS) {
-        let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+        let link = entry.path();
+        let Ok(target) = std::fs::read_link(&link) else { continue };
         let Some(target) = target.to_str() else { continue };
         if let Some(inode) = socket_inode(target) {
-            sockets.push(inode);
+            match socket_kind(&link) {
+                SocketKind::Tcp => tcp_inodes.push(inode),
+                SocketKind::Other => {}
+                SocketKind::Unknown => unknown.push(inode),
+            }
         } else if target.starts_with('/') && !target.starts_with("/dev/") && !target.ends_with(" (deleted)") {
             files.push(target.to_owned());
         }
@@ -159,20 +193,19 @@ pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<F
             }
         }
     }
-    if !sockets.is_empty() {
-        let mut tcp = HashSet::new();
+    if !unknown.is_empty() {
+        let mut established = HashSet::new();
         for table in ["net/tcp", "net/tcp6"] {
             if let Ok(text) = read_text(&base.join(table), buf) {
-                tcp.extend(parse_tcp_inodes(&text));
+                established.extend(parse_tcp_inodes(&text));
             }
         }
-        let mut inodes: Vec<u64> = sockets.into_iter().filter(|s| tcp.contains(s)).collect();
-        inodes.sort_unstable();
-        inodes.dedup();
-        out.tcp_connections = u32::try_from(inodes.len()).unwrap_or(u32::MAX);
-        return Some(FdFacts { files: out, tcp_inodes: inodes });
+        tcp_inodes.extend(unknown.into_iter().filter(|s| established.contains(s)));
     }
-    Some(FdFacts { files: out, tcp_inodes: Vec::new() })
+    tcp_inodes.sort_unstable();
+    tcp_inodes.dedup();
+    out.tcp_connections = u32::try_from(tcp_inodes.len()).unwrap_or(u32::MAX);
+    Some(FdFacts { files: out, tcp_inodes })
 }
 
 #[cfg(test)]
@@ -218,6 +251,33 @@ mod tests {
         assert!(inodes.contains(&2222) && !inodes.contains(&1111), "only established connections");
         assert_eq!(socket_inode("socket:[2222]"), Some(2222));
         assert_eq!(socket_inode("pipe:[5]"), None);
+    }
+
+    #[test]
+    fn sockets_the_kernel_does_not_name_are_told_by_the_tcp_tables() {
+        // A fixture tree's `socket:[N]` links point nowhere, so `system.sockprotoname` cannot be read: the scan
+        // falls back to the established connections of net/tcp and net/tcp6 (a listening socket is not one).
+        let dir = tempfile::tempdir().expect("temp dir");
+        let proc_dir = dir.path();
+        std::fs::create_dir_all(proc_dir.join("100/fd")).expect("fd dir");
+        std::fs::create_dir_all(proc_dir.join("100/net")).expect("net dir");
+        for (fd, target) in [("3", "socket:[2222]"), ("4", "socket:[1111]"), ("5", "socket:[3333]"), ("6", "pipe:[9]")]
+        {
+            std::os::unix::fs::symlink(target, proc_dir.join("100/fd").join(fd)).expect("fd link");
+        }
+        let row = |inode: u32, state: &str| {
+            format!(
+                "   0: 0100007F:C350 0100007F:223D {state} 00000000:00000000 00:00000000 00000000  0  0 {inode} 1\n"
+            )
+        };
+        let header =
+            "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n";
+        std::fs::write(proc_dir.join("100/net/tcp"), format!("{header}{}{}", row(2222, "01"), row(1111, "0A")))
+            .expect("tcp");
+        std::fs::write(proc_dir.join("100/net/tcp6"), format!("{header}{}", row(3333, "01"))).expect("tcp6");
+        let found = scan_fds(proc_dir, 100, &mut Vec::new()).expect("scan");
+        assert_eq!(found.tcp_inodes, vec![2222, 3333]);
+        assert_eq!(found.files.tcp_connections, 2);
     }
 
     #[test]
