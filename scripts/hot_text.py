@@ -57,9 +57,16 @@ def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
     the last 8 KiB it wrote (where a program that stopped early says why)."""
     tail = bytearray()
 
-    def keep(data):
-        tail.extend(data)
-        del tail[:-8192]
+    def pump(fd, timeout):
+        """Keeps what the program wrote within `timeout`; False once the terminal is gone."""
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if ready:
+            try:
+                tail.extend(os.read(fd, 65536))
+                del tail[:-8192]
+            except OSError:
+                return False
+        return True
 
     pid, fd = pty.fork()
     if pid == 0:
@@ -67,19 +74,12 @@ def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
         os.execvp(argv[0], argv)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
     start, typed = time.monotonic(), 0
-    while time.monotonic() - start < seconds + 15:
-        elapsed = time.monotonic() - start
-        if elapsed > 10 + typed and typed < len(keys):
+    while time.monotonic() - start < seconds:
+        if time.monotonic() - start > 10 + typed and typed < len(keys):
             os.write(fd, keys[typed:typed + 1])
             typed += 1
-        if elapsed > seconds:
+        if not pump(fd, 0.1):
             break
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                keep(os.read(fd, 65536))
-            except OSError:
-                break
     # Esc closes whatever is open, then q quits; callgrind writes its output only when the program exits.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -88,15 +88,9 @@ def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
         os.write(fd, b"q")
         end = time.monotonic() + 2
         while time.monotonic() < end:
-            done, _ = os.waitpid(pid, os.WNOHANG)
-            if done:
+            if os.waitpid(pid, os.WNOHANG)[0]:
                 return bytes(tail)
-            ready, _, _ = select.select([fd], [], [], 0.2)
-            if ready:
-                try:
-                    keep(os.read(fd, 65536))
-                except OSError:
-                    pass
+            pump(fd, 0.2)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     return bytes(tail)
