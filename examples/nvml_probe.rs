@@ -135,6 +135,13 @@ fn main() {
             nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &nvlink)
         });
         probe("gpm_metrics_get(9 metrics) x10", 10, || nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, &all));
+        // Each metric alone: which of them the driver's computation spends its time on.
+        for metric in &all {
+            let label = format!("gpm_metrics_get({metric:?}) x10");
+            probe(&label, 10, || {
+                nvml_wrapper::gpm::gpm_metrics_get(&nvml, prev, &current, std::slice::from_ref(metric))
+            });
+        }
     }
     probe("pcie_throughput(Receive) x3", 3, || device.pcie_throughput(PcieUtilCounter::Receive));
     probe("sys_cuda_driver_version", 1, || nvml.sys_cuda_driver_version());

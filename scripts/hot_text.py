@@ -13,15 +13,18 @@ binary that executed is kept. A name whose hash-free stem is its own alone in th
 it survives new hashes (edits elsewhere, dependency updates, compilers); a stem that many instantiations of one
 generic function share is matched by its exact name. Both `.text.NAME` and `.text.unlikely.NAME` (LLVM's cold
 functions) are matched. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real /proc,
-the live source) is added by name patterns (LIVE_PATTERNS); `--live-trace` on a GPU machine traces it for real,
-and `--extra` adds those traces here. A name that matches nothing costs nothing; a function new since the file was
-written lands in the ordinary .text (its page is then resident as before).
+the live source) comes from scripts/hot-text-live.txt: the functions that ran under callgrind on an H200 in the
+monitor and the exporter at 1 s while a job trained (`--live-trace` there, then `--extra` here rewrites the file).
+A name that matches nothing costs nothing; a function new since the file was written lands in the ordinary .text
+(its page is then resident as before).
 
 build.rs hands the script to the linker (`-T`, an INSERT script: the default layout stays, this adds one output
 section in front of .text); GNU ld, lld and zig's linker take it.
 
   python3 scripts/hot_text.py            # about 3 minutes: builds, traces, writes assets/hot-text.ld
   python3 scripts/hot_text.py --seconds 20
+  python3 scripts/hot_text.py --live-trace DIR --binary PLAIN --seconds 200   # on a GPU machine (valgrind there)
+  python3 scripts/hot_text.py --extra DIR/live-tui.out DIR/live-export.out     # here: new live names, new layout
 """
 
 import argparse
@@ -44,12 +47,33 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "assets", "hot-text.ld")
 
-# The live path, by name: code that only runs with a real GPU and the real /proc (mangled-name fragments).
-LIVE_PATTERNS = [
-    "*nvml*", "*Nvml*", "*gpm*", "*Gpm*", "*libloading*", "*sysinfo*",
-    "*8gpusight4host*", "*8gpusight6source4live*", "*8gpusight6source7sampler*", "*8gpusight6source3xid*",
-    "*8gpusight6source6select*",
-]
+# The live path: the functions of the binary that ran on a GPU machine, a line each: `monitor NAME` (the TUI) or
+# `exporter NAME` (in the exporter alone), mangled; `#` starts a comment.
+LIVE_NAMES = os.path.join(ROOT, "scripts", "hot-text-live.txt")
+
+
+def write_live_names(outputs):
+    """Rewrites LIVE_NAMES from the callgrind outputs of a `--live-trace` run (live-tui.out, live-export.out)."""
+    monitor, exporter = set(), set()
+    for path in outputs:
+        names = [name for name in executed_functions(path, "gpusight") if stem(name)]
+        (exporter if "export" in os.path.basename(path) else monitor).update(names)
+    exporter -= monitor
+    if len(monitor) < 200:
+        sys.exit(f"hot_text.py: only {len(monitor)} functions ran in the monitor in {outputs}: did it run?")
+    with open(LIVE_NAMES, "w") as f:
+        f.write("# Written by scripts/hot_text.py --extra (do not edit): the functions of gpusight that ran under\n"
+                "# callgrind on a GPU machine (hot_text.py --live-trace) in the monitor, and those that ran in the\n"
+                "# exporter alone, both at 1 s while a job trained.\n")
+        f.writelines(f"monitor {name}\n" for name in sorted(monitor))
+        f.writelines(f"exporter {name}\n" for name in sorted(exporter))
+
+
+def read_live_names():
+    """The live path's names: the monitor's first, then the exporter's."""
+    with open(LIVE_NAMES) as f:
+        rows = [line.rstrip("\n").split(" ", 1) for line in f if line.strip() and not line.startswith("#")]
+    return [name for role in ("monitor", "exporter") for kind, name in rows if kind == role]
 
 
 def run_in_pty(argv, seconds, keys=b"", rows=50, cols=160):
@@ -204,7 +228,8 @@ def main():
                              "to --extra where the file is written")
     parser.add_argument("--binary", help="with --live-trace: the gpusight binary to trace")
     parser.add_argument("--valgrind", default="valgrind", help="the valgrind to run")
-    parser.add_argument("--extra", nargs="*", default=[], help="callgrind outputs of earlier --live-trace runs")
+    parser.add_argument("--extra", nargs="*", default=[],
+                        help="callgrind outputs of a --live-trace run: they replace scripts/hot-text-live.txt")
     args = parser.parse_args()
     if args.live_trace:
         live_trace(args)
@@ -238,31 +263,32 @@ def main():
     run_in_pty(valgrind("demo") + ["--demo"], args.seconds, keys)
     run_exporter(valgrind("export") + ["export", "--synthetic", "mixed:2", "--interval", "1",
                                        "--listen", f"127.0.0.1:{port}"], args.seconds, port)
-    names = []
+    # The live monitor's functions first, then the live exporter's, then what only the dev traces ran (the synthetic
+    # source, the demo): the linker lays them out in this order, so the pages the live monitor touches lie together.
+    if args.extra:
+        write_live_names(args.extra)
+    names = read_live_names()
     for tag in ("tui", "demo", "export"):
         path = os.path.join(work, f"{tag}.out")
         if not os.path.exists(path):
             sys.exit(f"hot_text.py: callgrind wrote no {path}")
-        names += executed_functions(path, "gpusight")
-    for path in args.extra:
         names += executed_functions(path, "gpusight")
     nm = subprocess.run(["nm", binary], capture_output=True, text=True, check=True).stdout
     symbols = {line.split()[-1] for line in nm.splitlines() if len(line.split()) == 3 and line.split()[1] in "tTwW"}
     patterns = patterns_for(names, symbols)
     if len(patterns) < 200:
         sys.exit(f"hot_text.py: only {len(patterns)} functions traced: is valgrind working?")
-    live = [f".text.{p} .text.unlikely.{p}" for p in LIVE_PATTERNS]
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
     with open(OUT, "w") as f:
         f.write("/* Written by scripts/hot_text.py (do not edit): the functions the monitor runs, side by side at the\n"
                 f"   start of .text, so that fewer of the binary's pages are resident. {len(patterns)} traced functions\n"
-                f"   ({rustc}) and the live path by name. build.rs passes it to the linker. */\n")
+                f"   ({rustc}), the live path's from scripts/hot-text-live.txt. build.rs passes it to the linker. */\n")
         f.write("SECTIONS\n{\n  .text.hot :\n  {\n")
-        for p in patterns + live:
+        for p in patterns:
             f.write(f"    *({p})\n")
         f.write("  }\n}\nINSERT BEFORE .text;\n")
     shutil.rmtree(work)
-    print(f"hot_text.py: wrote {OUT}: {len(patterns)} traced functions and {len(live)} live-path patterns; "
+    print(f"hot_text.py: wrote {OUT}: {len(patterns)} functions, the live path's among them; "
           "`cargo build --release --locked` links with it")
 
 

@@ -8,7 +8,7 @@ use crate::sample::Snapshot;
 use crate::source::replay::{Recording, ReplaySource};
 use crate::source::select::{GpuSelection, Selected};
 use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
-use crate::source::{Source, live::LiveSource};
+use crate::source::{OptionalReadings, Source, live::LiveSource};
 
 use super::{RunError, warn};
 
@@ -59,8 +59,14 @@ impl Data {
     }
 
     /// A source that produces ticks in real time (live or synthetic; a recording is played frame by frame).
-    /// Every source passes on only the GPUs of `--only` (a recording was filtered when it was read).
-    pub(super) fn open_source(&self, config: &Config, interval: Duration) -> Result<Box<dyn Source>, RunError> {
+    /// Every source passes on only the GPUs of `--only` (a recording was filtered when it was read). `optional`: the
+    /// costly readings the command uses.
+    pub(super) fn open_source(
+        &self,
+        config: &Config,
+        interval: Duration,
+        optional: OptionalReadings,
+    ) -> Result<Box<dyn Source>, RunError> {
         let select = |source: Box<dyn Source>, only: &Option<GpuSelection>| -> Result<Box<dyn Source>, RunError> {
             Ok(match only {
                 Some(only) => Box::new(Selected::new(source, only.clone())?),
@@ -70,7 +76,7 @@ impl Data {
         match self {
             Self::Live(only) => {
                 let indices = only.as_ref().map(GpuSelection::indices).unwrap_or_default();
-                let live = LiveSource::open_only(interval, config.general.tier_periods(), indices)?;
+                let live = LiveSource::open_only(interval, config.general.tier_periods(), indices, optional)?;
                 select(Box::new(live), only)
             }
             Self::Synthetic(spec, only) => select(Box::new(SyntheticSource::new(spec.clone())), only),

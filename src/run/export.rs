@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::export::{ExportHandle, ExportServer};
 use crate::pipeline::Pipeline;
+use crate::source::OptionalReadings;
 
 use super::feed::{LiveFeed, Next, spawn_feed};
 use super::{Data, RunError, capacity, warn};
@@ -16,7 +17,7 @@ pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: Sock
     if !listen.ip().is_loopback() {
         eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
     }
-    let source = data.open_source(config, interval)?;
+    let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
     let handle =
         ExportHandle::with_hostname(machine.hostname.clone()).stale_after(crate::export::server::stale_after(interval));

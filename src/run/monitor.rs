@@ -8,8 +8,8 @@ use crate::app::{AppOptions, Feed, HostInspector, PidfdSender, PlaybackStart};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::sample::Snapshot;
-use crate::source::Source;
 use crate::source::replay::Recorder;
+use crate::source::{OptionalReadings, Source};
 
 use super::data::next_snapshot;
 use super::feed::{OnWriteError, Tap, spawn_feed};
@@ -29,7 +29,9 @@ pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) ->
             (Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label }, None)
         }
         live_or_synthetic => {
-            let mut source = live_or_synthetic.open_source(config, interval)?;
+            // The screens do not show GR engine active; a recording keeps every reading.
+            let optional = if cli.data.record.is_some() { OptionalReadings::ALL } else { OptionalReadings::NONE };
+            let mut source = live_or_synthetic.open_source(config, interval, optional)?;
             let first = next_snapshot(source.as_mut())?;
             let backlog = synthetic_backlog(&live_or_synthetic, source.as_mut(), cli.view.at)?;
             let recorder = match &cli.data.record {

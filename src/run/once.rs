@@ -5,7 +5,7 @@ use std::time::Duration;
 use crate::cli::{Cli, OnceFormat};
 use crate::config::Config;
 use crate::pipeline::Pipeline;
-use crate::source::SourceError;
+use crate::source::{OptionalReadings, SourceError};
 
 use super::data::{collect, next_snapshot};
 use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii};
@@ -53,7 +53,7 @@ pub(super) fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration
     };
     let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
     let pipeline = match data {
-        Data::Live(_) => match data.open_source(config, interval) {
+        Data::Live(_) => match data.open_source(config, interval, OptionalReadings::ALL) {
             Ok(mut source) => {
                 let first = next_snapshot(source.as_mut())?;
                 Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
@@ -84,12 +84,12 @@ fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) ->
         }
         Data::Synthetic(spec, _) => {
             let n = synthetic_samples(cli.view.at, spec.interval_ms)?;
-            let mut source = data.open_source(config, interval)?;
+            let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             collect(source.as_mut(), n, capacity, config.thresholds.clone())
         }
         Data::Live(_) => {
             // Two samples: CPU %, I/O rates and GPM need a previous reading.
-            let mut source = data.open_source(config, interval)?;
+            let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             let first = next_snapshot(source.as_mut())?;
             std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
             let second = next_snapshot(source.as_mut())?;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::cli::DataArgs;
 use crate::config::Config;
+use crate::source::OptionalReadings;
 use crate::source::replay::Recorder;
 
 use super::feed::{LiveFeed, Next, OnWriteError, Tap, is_broken_pipe, spawn_feed};
@@ -15,7 +16,7 @@ use super::{Data, RunError, warn};
 /// Records until SIGINT, SIGTERM or SIGHUP, or until the source ends or fails.
 pub(super) fn run(data: &Data, args: &DataArgs, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
-    let source = data.open_source(config, interval)?;
+    let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
     let recorder = Recorder::create(path, &machine, args.overwrite)?.with_max_bytes(max_bytes(args));
     let recorder = Arc::new(Mutex::new(Some(recorder)));

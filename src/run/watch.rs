@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::Config;
 use crate::pipeline::Pipeline;
+use crate::source::OptionalReadings;
 
 use super::data::collect;
 use super::feed::{LiveFeed, Next, spawn_feed};
@@ -50,7 +51,7 @@ pub(super) fn watch(
             replay_into(recording, last, config, needed.max(recording.ticks.len())).map(done)
         }
         Data::Synthetic(..) => {
-            let mut source = data.open_source(config, interval)?;
+            let mut source = data.open_source(config, interval, OptionalReadings::NONE)?;
             let n = duration_samples(duration, interval) as u64 + 1;
             collect(source.as_mut(), n, needed, config.thresholds.clone()).map(done)
         }
@@ -66,7 +67,7 @@ fn watch_live(
     watcher: Watcher,
     capacity: usize,
 ) -> Result<Watched, RunError> {
-    let source = data.open_source(config, interval)?;
+    let source = data.open_source(config, interval, OptionalReadings::NONE)?;
     let machine = source.machine();
     let mut feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
     let interrupt = Interrupt::install()?;

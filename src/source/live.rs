@@ -7,7 +7,7 @@ use crate::host::{HostRoot, HostSampler};
 use crate::sample::{CpuIdentity, MachineInfo, SourceHealth, SourceKind, Tick, UnixMs};
 
 use super::nvml::{NvmlGpus, NvmlOptions, TierPeriods};
-use super::{Source, SourceError};
+use super::{OptionalReadings, Source, SourceError};
 
 /// NVML plus the host sampler.
 #[derive(Debug)]
@@ -23,16 +23,27 @@ impl LiveSource {
     /// # Errors
     /// NVML cannot start: the message names what is missing and suggests `--demo`.
     pub fn open(interval: Duration, periods: TierPeriods) -> Result<Self, SourceError> {
-        Self::open_only(interval, periods, &[])
+        Self::open_only(interval, periods, &[], OptionalReadings::ALL)
     }
 
-    /// Starts NVML for only these GPUs (NVML indices; empty: all); the others are not opened.
+    /// Starts NVML for only these GPUs (NVML indices; empty: all), taking these optional readings; the other GPUs
+    /// are not opened.
     ///
     /// # Errors
     /// As [`LiveSource::open`].
-    pub fn open_only(interval: Duration, periods: TierPeriods, only: &[u32]) -> Result<Self, SourceError> {
-        let options =
-            NvmlOptions { deadline: deadline_for(interval), periods, only: only.to_vec(), ..NvmlOptions::default() };
+    pub fn open_only(
+        interval: Duration,
+        periods: TierPeriods,
+        only: &[u32],
+        optional: OptionalReadings,
+    ) -> Result<Self, SourceError> {
+        let options = NvmlOptions {
+            deadline: deadline_for(interval),
+            periods,
+            only: only.to_vec(),
+            optional,
+            ..NvmlOptions::default()
+        };
         let gpus = NvmlGpus::open_with(options)?;
         let host = HostSampler::new(HostRoot::default());
         let host_info = host.machine_info();

@@ -17,6 +17,23 @@ pub mod select;
 pub mod synthetic;
 pub mod xid;
 
+/// Readings that cost the driver real CPU time and that only some commands use: each command asks for those it
+/// shows, serves or writes. Only the live source heeds it; synthetic data and recordings give what they have.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OptionalReadings {
+    /// GPM's GR engine active (`DCGM_FI_PROF_GR_ENGINE_ACTIVE`): 1.5 ms of driver CPU per GPU per GPM read on an
+    /// H200, more than every other GPM metric together; `export` serves it and `--record` keeps it, the screens do
+    /// not show it.
+    pub gr_engine_active: bool,
+}
+
+impl OptionalReadings {
+    /// Every reading.
+    pub const ALL: Self = Self { gr_engine_active: true };
+    /// Only what every command uses.
+    pub const NONE: Self = Self { gr_engine_active: false };
+}
+
 /// Why a source could not start or go on. The messages are for people: they say what is missing and what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {

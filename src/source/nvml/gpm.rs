@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use nvml_wrapper::enums::gpm::GpmMetricId;
 use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::struct_wrappers::gpm::GpmMetricResult;
 use nvml_wrapper::{Device, GpmSample, Nvml};
 
 use super::errors::FieldMemo;
@@ -24,26 +25,44 @@ use super::worker::Field;
 use crate::crash::{self, Family};
 use crate::sample::{GpmMetrics, UnixMs};
 
-/// The GPM metrics asked for, in one `nvmlGpmMetricsGet` per read: [`GpmMetrics`]'s fields in order, then PCIe RX
-/// and TX, then NVLink RX and TX over all links. GPM's PCIe counters cover the whole window between two samples, so
-/// a GPU with GPM needs no PCIe thread of its own (whose `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples
-/// only those 20 ms). All nine were read on H200s (NVLink on a pair joined by 18 links). NVML answers each metric
-/// with its own status, so a GPU without NVLink fails those two alone; a driver that refuses the whole request for
-/// them is asked for the first seven only from then on ([`NvmlGpm::read`]).
-const GPM_METRICS: [GpmMetricId; 9] = [
+/// The GPM metrics asked for, in one `nvmlGpmMetricsGet` per read: [`GpmMetrics`]'s rates, PCIe RX and TX, NVLink RX
+/// and TX over all links, and GR engine active where a command uses it ([`gpm_request`]). GPM's PCIe counters cover
+/// the whole window between two samples, so a GPU with GPM needs no PCIe thread of its own (whose
+/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms). All ten were read on H200s (NVLink on a
+/// pair joined by 18 links). NVML answers each metric with its own status, so a GPU without NVLink fails those two
+/// alone; a driver that refuses the whole request for them is asked without them from then on ([`NvmlGpm::read`]).
+const GPM_RATES: [GpmMetricId; 6] = [
     GpmMetricId::SmUtil,
     GpmMetricId::SmOccupancy,
     GpmMetricId::AnyTensorUtil,
     GpmMetricId::DramBwUtil,
-    GpmMetricId::GraphicsUtil,
     GpmMetricId::PcieRxPerSec,
     GpmMetricId::PcieTxPerSec,
-    GpmMetricId::NvlinkTotalRxPerSec,
-    GpmMetricId::NvlinkTotalTxPerSec,
 ];
 
-/// How many of [`GPM_METRICS`] come before NVLink's two.
-const WITHOUT_NVLINK: usize = 7;
+/// NVLink's two rates, over all links.
+const GPM_NVLINK: [GpmMetricId; 2] = [GpmMetricId::NvlinkTotalRxPerSec, GpmMetricId::NvlinkTotalTxPerSec];
+
+/// The metrics of one `nvmlGpmMetricsGet`. GR engine active (`GraphicsUtil`) is asked for only when `gr_engine`:
+/// on an H200 (driver 580) computing it took 1,491 µs of CPU a call, the other eight together under 10 µs
+/// (`examples/nvml_probe`, each metric alone; docs/performance.md), and only `export` and `--record` use it.
+#[must_use]
+pub fn gpm_request(gr_engine: bool, nvlink: bool) -> Vec<GpmMetricId> {
+    let mut asked = GPM_RATES.to_vec();
+    if nvlink {
+        asked.extend(GPM_NVLINK);
+    }
+    if gr_engine {
+        asked.push(GpmMetricId::GraphicsUtil);
+    }
+    asked
+}
+
+/// The value NVML gave for `metric` in an answer to `asked` (answers come in the order asked), if it gave one.
+fn answered(asked: &[GpmMetricId], results: &[Result<GpmMetricResult, NvmlError>], metric: GpmMetricId) -> Option<f64> {
+    let at = asked.iter().position(|m| *m == metric)?;
+    results.get(at).and_then(|r| r.as_ref().ok()).map(|r| r.value)
+}
 
 /// GPM's PCIe rates are in MiB/s; gpusight's PCIe fields are in KB/s as `nvmlDeviceGetPcieThroughput` gives them,
 /// and its KB are 1,000 bytes: in a steady pinned host-to-device copy on the H200, GPM's RX of 56,738 MiB/s
@@ -88,15 +107,17 @@ pub struct NvmlGpm {
     previous: Option<GpmSample<'static>>,
     pcie: Option<(u32, u32)>,
     nvlink: Option<(u32, u32)>,
+    /// Whether to ask for GR engine active.
+    gr_engine: bool,
     /// Whether NVLink rates are still worth asking for (no refusal yet).
     nvlink_asked: bool,
 }
 
 impl NvmlGpm {
-    /// A reader for this device.
+    /// A reader for this device; `gr_engine`: whether to ask for GR engine active too.
     #[must_use]
-    pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>) -> Self {
-        Self { nvml, device, previous: None, pcie: None, nvlink: None, nvlink_asked: true }
+    pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>, gr_engine: bool) -> Self {
+        Self { nvml, device, previous: None, pcie: None, nvlink: None, gr_engine, nvlink_asked: true }
     }
 }
 
@@ -108,29 +129,33 @@ impl GpmReader for NvmlGpm {
         let Some(current) = self.previous.as_ref() else { return Ok(None) };
         // One call computes every rate from the two samples; the NVLink pair used to cost a second call, about as
         // much driver CPU as the first.
-        let asked = if self.nvlink_asked { &GPM_METRICS[..] } else { &GPM_METRICS[..WITHOUT_NVLINK] };
-        let results = match nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, asked) {
+        let mut asked = gpm_request(self.gr_engine, self.nvlink_asked);
+        let results = match nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &asked) {
             Ok(results) => results,
             Err(_) if self.nvlink_asked => {
                 self.nvlink_asked = false;
-                let asked = &GPM_METRICS[..WITHOUT_NVLINK];
-                nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, asked)?
+                asked = gpm_request(self.gr_engine, false);
+                nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &previous, current, &asked)?
             }
             Err(e) => return Err(e),
         };
-        let raw = |i: usize| results.get(i).and_then(|r| r.as_ref().ok()).map(|r| r.value);
-        let value = |i: usize| raw(i).and_then(gpm_pct);
-        self.pcie = raw(5).and_then(mib_s_to_kbps).zip(raw(6).and_then(mib_s_to_kbps));
-        self.nvlink = raw(7).and_then(mib_s).zip(raw(8).and_then(mib_s));
+        let raw = |metric: GpmMetricId| answered(&asked, &results, metric);
+        let value = |metric: GpmMetricId| raw(metric).and_then(gpm_pct);
+        self.pcie = raw(GpmMetricId::PcieRxPerSec)
+            .and_then(mib_s_to_kbps)
+            .zip(raw(GpmMetricId::PcieTxPerSec).and_then(mib_s_to_kbps));
+        self.nvlink = raw(GpmMetricId::NvlinkTotalRxPerSec)
+            .and_then(mib_s)
+            .zip(raw(GpmMetricId::NvlinkTotalTxPerSec).and_then(mib_s));
         // A GPU that answers NVLink's pair with an error (no NVLink) is not asked for it again.
         self.nvlink_asked &= self.nvlink.is_some();
         drop(previous);
         let metrics = GpmMetrics {
-            sm_active_pct: value(0),
-            sm_occupancy_pct: value(1),
-            tensor_active_pct: value(2),
-            dram_active_pct: value(3),
-            gr_engine_active_pct: value(4),
+            sm_active_pct: value(GpmMetricId::SmUtil),
+            sm_occupancy_pct: value(GpmMetricId::SmOccupancy),
+            tensor_active_pct: value(GpmMetricId::AnyTensorUtil),
+            dram_active_pct: value(GpmMetricId::DramBwUtil),
+            gr_engine_active_pct: value(GpmMetricId::GraphicsUtil),
         };
         let any = [
             metrics.sm_active_pct,
@@ -300,6 +325,55 @@ mod tests {
     use std::sync::{Barrier, mpsc};
 
     use super::*;
+
+    fn result(metric_id: GpmMetricId, value: f64) -> GpmMetricResult {
+        let metric_info = nvml_wrapper::struct_wrappers::gpm::GpmMetricInfo {
+            short_name: String::new(),
+            long_name: String::new(),
+            unit: String::new(),
+        };
+        GpmMetricResult { metric_id, value, metric_info }
+    }
+
+    #[test]
+    fn gr_engine_active_is_asked_for_only_when_a_command_uses_it() {
+        let screen = gpm_request(false, true);
+        assert!(!screen.contains(&GpmMetricId::GraphicsUtil));
+        assert_eq!(screen.len(), 8, "the four rates, PCIe's two and NVLink's two: {screen:?}");
+        let export = gpm_request(true, true);
+        assert_eq!(export.len(), 9);
+        assert!(export.contains(&GpmMetricId::GraphicsUtil));
+        let refused_nvlink = gpm_request(true, false);
+        assert!(!refused_nvlink.contains(&GpmMetricId::NvlinkTotalRxPerSec));
+        assert!(refused_nvlink.contains(&GpmMetricId::GraphicsUtil));
+    }
+
+    #[test]
+    fn answers_are_found_by_metric_whatever_was_asked() {
+        for gr_engine in [false, true] {
+            let asked = gpm_request(gr_engine, true);
+            // NVML answers in the order asked; a metric the GPU lacks comes back as its own error.
+            let results: Vec<_> = asked
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    if *m == GpmMetricId::NvlinkTotalTxPerSec {
+                        Err(NvmlError::NotSupported)
+                    } else {
+                        Ok(result(*m, i as f64))
+                    }
+                })
+                .collect();
+            assert_eq!(answered(&asked, &results, GpmMetricId::SmUtil), Some(0.0));
+            assert_eq!(answered(&asked, &results, GpmMetricId::PcieTxPerSec), Some(5.0));
+            assert_eq!(answered(&asked, &results, GpmMetricId::NvlinkTotalRxPerSec), Some(6.0));
+            assert_eq!(answered(&asked, &results, GpmMetricId::NvlinkTotalTxPerSec), None);
+            assert_eq!(answered(&asked, &results, GpmMetricId::GraphicsUtil), gr_engine.then_some(8.0));
+        }
+        // A short answer (fewer results than asked) reads as unknown, not as another metric's value.
+        let asked = gpm_request(true, true);
+        assert_eq!(answered(&asked, &[Ok(result(GpmMetricId::SmUtil, 1.0))], GpmMetricId::DramBwUtil), None);
+    }
 
     /// Counts how many GPM reads are running at once across every fake GPU, and the most ever seen.
     #[derive(Debug, Default)]

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use nvml_wrapper::{Device, Nvml};
 
-use super::SourceError;
+use super::{OptionalReadings, SourceError};
 use crate::sample::{GpuEvent, GpuInfo, GpuProcess, GpuState, GpuTick, UnixMs};
 use crate::source::xid::XidWatch;
 
@@ -68,11 +68,19 @@ pub struct NvmlOptions {
     pub watch_xid: bool,
     /// Read only these GPUs (NVML indices); empty: all. The others are not opened at all.
     pub only: Vec<u32>,
+    /// The costly readings to take.
+    pub optional: OptionalReadings,
 }
 
 impl Default for NvmlOptions {
     fn default() -> Self {
-        Self { deadline: DEFAULT_DEADLINE, periods: TierPeriods::default(), watch_xid: true, only: Vec::new() }
+        Self {
+            deadline: DEFAULT_DEADLINE,
+            periods: TierPeriods::default(),
+            watch_xid: true,
+            only: Vec::new(),
+            optional: OptionalReadings::ALL,
+        }
     }
 }
 
@@ -168,7 +176,7 @@ impl NvmlGpus {
     /// # Errors
     /// [`SourceError::NoDriver`] with one line naming what is missing (library, driver, permission).
     pub fn open_with(options: NvmlOptions) -> Result<Self, SourceError> {
-        let NvmlOptions { deadline, periods, watch_xid, only } = options;
+        let NvmlOptions { deadline, periods, watch_xid, only, optional } = options;
         let _running = crash::enter(Family::Open, None);
         let nvml = nvml()?;
         let mut notes = Vec::new();
@@ -216,7 +224,7 @@ impl NvmlGpus {
             let lost = requests.is_none();
             slots.push(Slot { index, requests, busy: false, lost });
             if gpu.gpm_supported && periods.gpm_ms > 0 {
-                gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device)))));
+                gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device), optional.gr_engine_active))));
                 pcie_flags.push((index, pcie_covered));
             }
             devices.push((index, device));
