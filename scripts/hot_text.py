@@ -12,7 +12,7 @@ demo recording (with the keys a user presses most), and the exporter scraped eve
 binary that executed is kept. A name whose hash-free stem is its own alone in the binary is matched by the stem, so
 it survives new hashes (edits elsewhere, dependency updates, compilers); a stem that many instantiations of one
 generic function share is matched by its exact name. Both `.text.NAME` and `.text.unlikely.NAME` (LLVM's cold
-functions) are matched. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real /proc,
+functions) are matched, by one pattern `.text*.NAME`. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real /proc,
 the live source) comes from scripts/hot-text-live.txt: the functions that ran under callgrind on an H200 in the
 monitor and the exporter at 1 s while a job trained (`--live-trace` there, then `--extra` here rewrites the file).
 A name that matches nothing costs nothing; a function new since the file was written lands in the ordinary .text
@@ -189,7 +189,7 @@ def patterns_for(names, symbols):
         chosen = key if sharing.get(key, 0) <= 1 else name
         if chosen not in seen:
             seen.add(chosen)
-            out.append(f".text.{chosen} .text.unlikely.{chosen}")
+            out.append(f".text*.{chosen}")  # .text.NAME and .text.unlikely.NAME in one pattern
     return out
 
 
