@@ -28,7 +28,7 @@ use crate::sample::{GpmMetrics, UnixMs};
 /// The GPM metrics asked for, in one `nvmlGpmMetricsGet` per read: [`GpmMetrics`]'s rates, PCIe RX and TX, NVLink RX
 /// and TX over all links, and GR engine active where a command uses it ([`gpm_request`]). GPM's PCIe counters cover
 /// the whole window between two samples, so a GPU with GPM needs no PCIe thread of its own (whose
-/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms). All ten were read on H200s (NVLink on a
+/// `nvmlDeviceGetPcieThroughput` blocks 20 ms and samples only those 20 ms). All nine were read on H200s (NVLink on a
 /// pair joined by 18 links). NVML answers each metric with its own status, so a GPU without NVLink fails those two
 /// alone; a driver that refuses the whole request for them is asked without them from then on ([`NvmlGpm::read`]).
 const GPM_RATES: [GpmMetricId; 6] = [
@@ -45,7 +45,8 @@ const GPM_NVLINK: [GpmMetricId; 2] = [GpmMetricId::NvlinkTotalRxPerSec, GpmMetri
 
 /// The metrics of one `nvmlGpmMetricsGet`. GR engine active (`GraphicsUtil`) is asked for only when `gr_engine`:
 /// on an H200 (driver 580) computing it took 1,491 µs of CPU a call, the other eight together under 10 µs
-/// (`examples/nvml_probe`, each metric alone; docs/performance.md), and only `export` and `--record` use it.
+/// (`examples/nvml_probe`, each metric alone; docs/performance.md), and only `export`, `--record` and `--once`
+/// use it.
 #[must_use]
 pub fn gpm_request(gr_engine: bool, nvlink: bool) -> Vec<GpmMetricId> {
     let mut asked = GPM_RATES.to_vec();
