@@ -60,7 +60,12 @@ record() {
     PIDS+=($REC)
 }
 # settle: wait for this case's doctor and recorder (a bare `wait` would also wait for the log's tee).
-settle() { for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done; PIDS=(); }
+# After each case the results so far go to $OUT, so a run cut short still brings back what it finished.
+settle() {
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    PIDS=()
+    [ -n "${OUT:-}" ] && tar czf "$OUT/cluster-${GROUP:-all}.tgz" -C "$W" results 2>/dev/null
+}
 stop_record() { kill -INT "$REC" 2>/dev/null; wait "$REC" 2>/dev/null; }
 # job NAME CMD...: start a workload in the background, output to NAME.out.
 job() {
