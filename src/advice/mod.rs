@@ -15,7 +15,6 @@ use crate::sample::UnixMs;
 pub mod rules;
 pub mod thresholds;
 pub mod window;
-pub mod xid;
 
 #[cfg(test)]
 pub(crate) mod testkit;
