@@ -621,6 +621,29 @@ mod tests {
     }
 
     #[test]
+    fn doctor_prints_worst_first_under_a_summary_line() {
+        // A driver below Hopper's floor (critical, step 5) and a starved GPU (warning, step 3): the critical finding
+        // comes first, under a one-line summary, in text and JSON.
+        let build = Build::new("input-bound").machine(|m| m.driver_version = Some("450.80.02".to_owned()));
+        let report = watch_build(&build, 70);
+        assert_eq!(rules(&report)[..2], [Rule::DriverSanity, Rule::InputBound], "{:#?}", report.findings);
+        let text = report.to_text(false);
+        let summary = "Summary: 1 critical, 1 warning on 1 GPU: GPU 0 driver-sanity, input-bound\n";
+        let at = text.find(summary).unwrap_or_else(|| panic!("{text}"));
+        let critical = text.find("CRITICAL [driver-sanity]").expect("critical");
+        let warning = text.find("WARNING  [input-bound]").expect("warning");
+        assert!(at < critical && critical < warning, "{text}");
+        let doc = report.to_json();
+        assert_eq!(doc["findings"][0]["severity"], "critical");
+        assert_eq!(doc["summary"]["text"], summary.trim_start_matches("Summary: ").trim_end());
+        // The starved GPU's umbrella is folded into input-bound, not a finding of its own.
+        assert_eq!(doc["findings"][1]["also"][0]["rule"], "gpu-underfed");
+        assert!(!rules(&report).contains(&Rule::GpuUnderfed));
+        // Within a severity the diagnosis order holds; a healthy watch says so on top.
+        assert!(watch("idle:2", 31).to_text(false).contains("Summary: no problems found in what could be judged\n"));
+    }
+
+    #[test]
     fn a_watch_cut_short_says_so() {
         let mut report = watch("compute", 11);
         report.cut_short_of_s = Some(30);
@@ -641,6 +664,8 @@ mod tests {
         assert_eq!(doc["findings"][0]["severity"], "warning");
         assert_eq!(doc["findings"][0]["pid"], 2001);
         assert_eq!(doc["summary"]["warning"], 1);
+        assert_eq!(doc["summary"]["text"], "0 critical, 1 warning on 1 GPU: GPU 0 input-bound");
+        assert_eq!(doc["findings"][0]["cause"], Value::Null);
         assert!(doc["not_judged"].as_array().is_some_and(|a| !a.is_empty()));
     }
 }

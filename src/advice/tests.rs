@@ -312,8 +312,12 @@ fn a_job_wide_cause_folds_the_waiting_ranks_findings_into_its_umbrella() {
     // seen there is folded into it, one verdict.
     let findings = verdicts(&Build::new("straggler"), 120);
     for gpu in [0, 1] {
-        let n = findings.iter().filter(|f| f.gpu_index == Some(gpu) && f.rule.step() == super::Step::Throughput).count();
+        let n =
+            findings.iter().filter(|f| f.gpu_index == Some(gpu) && f.rule.step() == super::Step::Throughput).count();
         assert!(n <= 2, "GPU {gpu}: {findings:#?}");
     }
-    assert!(findings.iter().all(|f| !(f.severity == Severity::Info && f.evidence.starts_with("secondary to"))), "{findings:#?}");
+    assert!(
+        findings.iter().all(|f| !(f.severity == Severity::Info && f.evidence.starts_with("secondary to"))),
+        "{findings:#?}"
+    );
 }

@@ -408,6 +408,51 @@ fn vram_growing_names_an_unmistakable_growth_before_its_window() {
     assert!(has(&slower.findings(61), Rule::VramGrowing));
 }
 
+/// The vram-growing evidence an advisor shows at each tick of `build` up to `n` (`None` where it is not active).
+fn vram_growing_over_time(build: &Build, n: u64) -> Vec<Option<String>> {
+    let mut history =
+        crate::history::History::new(std::sync::Arc::new(build.history(1).machine().as_ref().clone()), 1200);
+    let mut advisor = crate::advice::Advisor::default();
+    (0..n)
+        .map(|i| {
+            history.push_tick(build.tick_at(i));
+            let active = advisor.update(&history, &Thresholds::default());
+            active.iter().find(|f| f.rule == Rule::VramGrowing).map(|f| f.evidence.clone())
+        })
+        .collect()
+}
+
+fn r2_of(evidence: &str) -> f64 {
+    let at = evidence.find("R² ").expect("R² in the evidence") + "R² ".len();
+    evidence[at..at + 4].parse().expect("R² value")
+}
+
+#[test]
+fn vram_growing_shows_its_strongest_fit_and_clears_on_a_plateau() {
+    // 256 MiB a second for two minutes, then flat: a growth that levelled off.
+    let plateau = Build::new("compute").tick(|i, t| {
+        t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i.min(120) * 256 * MIB);
+    });
+    let seen = vram_growing_over_time(&plateau, 240);
+    assert!(seen[100].is_some(), "a steady growth is named");
+    // Half the window on the ramp, half on the plateau: the evidence is the ramp's fit, not the blend of both.
+    let half = seen[150].as_deref().expect("still active at 150 s");
+    assert!(half.contains("over 30 s") && r2_of(half) >= 0.99, "{half}");
+    // While it is active it never prints a collapsed fit, and once the plateau is most of the window it clears.
+    for (i, evidence) in seen.iter().enumerate() {
+        if let Some(e) = evidence {
+            assert!(r2_of(e) >= 0.6, "tick {i}: {e}");
+        }
+    }
+    assert!(seen[200..].iter().all(Option::is_none), "{:?}", &seen[200..]);
+    // Healthy neighbour of the change: a growth that goes on stays, over the whole window.
+    let steady = Build::new("compute").tick(|i, t| {
+        t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 256 * MIB);
+    });
+    let seen = vram_growing_over_time(&steady, 240);
+    assert!(seen[70..].iter().all(|e| e.as_deref().is_some_and(|e| e.contains("over 60 s") && r2_of(e) >= 0.99)));
+}
+
 #[test]
 fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
     let t = Thresholds { idle_holder_window_s: 30, ..Thresholds::default() };
