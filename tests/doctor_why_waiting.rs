@@ -48,9 +48,9 @@ fn each_new_scenario_is_named_by_doctor() {
 fn the_umbrella_names_the_cause_and_the_healthy_stay_quiet() {
     let (_, report) = doctor(&["--synthetic", "launch-bound", "--duration", "90s"]);
     // One verdict per GPU: the umbrella is folded into the cause's finding, as what else was seen there.
-    let findings = report["findings"].as_array().expect("findings");
-    assert!(findings.iter().all(|f| f["rule"] != "gpu-underfed"), "{report}");
-    let verdict = findings.iter().find(|f| f["rule"] == "launch-bound").expect("the verdict");
+    let listed = report["findings"].as_array().expect("findings");
+    assert!(listed.iter().all(|f| f["rule"] != "gpu-underfed"), "{report}");
+    let verdict = listed.iter().find(|f| f["rule"] == "launch-bound").expect("the verdict");
     assert_eq!(verdict["also"][0]["rule"], "gpu-underfed", "{verdict}");
     for healthy in ["compute", "idle", "idle-holder", "writer", "hw-blip", "ecc-corrected", "churn"] {
         let (_, report) = doctor(&["--synthetic", healthy, "--duration", "90s"]);
