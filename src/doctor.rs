@@ -328,7 +328,7 @@ fn finding_json(f: &Finding) -> Value {
 /// Worst first (critical, then warnings, then info), each severity in the diagnosis order.
 fn sort_worst_first_in_diagnosis_order(findings: &mut [Finding]) {
     sort_by_diagnosis_order(findings);
-    findings.sort_by(|a, b| b.severity.cmp(&a.severity));
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 }
 
 fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) {

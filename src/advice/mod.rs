@@ -217,7 +217,7 @@ pub struct Finding {
     /// When the condition started to hold (sample time).
     pub since_ms: UnixMs,
     /// For a finding that defers to another rule on its GPU (gpu-underfed naming its cause, a weaker cause beside
-    /// the strongest): that rule. Set by the diagnosis order ([`name_the_cause`]); `None` otherwise.
+    /// the strongest): that rule. Set by the diagnosis order (`name_the_cause`); `None` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<Rule>,
     /// What else was seen on this finding's GPU and process, folded into this verdict ([`fold_into_verdicts`]):

@@ -125,7 +125,7 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
         let ErrorReport { lines, mut asks, title, since } = report;
         let Some(title) = title else { continue };
         // Worst first; with anything critical only the critical remedies, else every distinct one.
-        asks.sort_by(|a, b| b.0.cmp(&a.0));
+        asks.sort_by_key(|a| std::cmp::Reverse(a.0));
         let severity = asks.first().map_or(Severity::Info, |a| a.0);
         let mut remedies: Vec<String> = Vec::new();
         for (s, remedy) in asks {
@@ -194,10 +194,10 @@ fn read_xid(ctx: &Ctx<'_>, event: &GpuEvent, others: &[u32]) -> (String, Severit
             return (line, Severity::Info, FOLLOWS_REMEDY.to_owned());
         }
     }
-    if code == 154 {
-        if let Some((action, s)) = xid::recovery_action(&event.message) {
-            return (format!("{head}: {action}"), severity_of(s), entry.action.remedy().to_owned());
-        }
+    if code == 154
+        && let Some((action, s)) = xid::recovery_action(&event.message)
+    {
+        return (format!("{head}: {action}"), severity_of(s), entry.action.remedy().to_owned());
     }
     (head, severity_of(entry.severity), entry.action.remedy().to_owned())
 }

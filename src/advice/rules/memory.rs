@@ -134,7 +134,7 @@ fn growth_span(
 
 /// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
 /// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
-/// Once in, it stays on the window's strongest fit ([`strongest_fit`]) and prints that fit; it clears when even
+/// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
 /// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
