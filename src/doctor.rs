@@ -54,9 +54,10 @@ pub struct DoctorReport {
     pub to_ms: Option<UnixMs>,
     /// Samples taken in all (not bounded by the history's capacity).
     pub samples: u64,
-    /// The findings active at the end of the window, in the diagnosis order (worst first within a step).
+    /// The findings active at the end of the window, one verdict per GPU: worst first (critical, warnings, info),
+    /// each severity in the diagnosis order.
     pub findings: Vec<Finding>,
-    /// Findings that held during the window and had cleared by its end, in the diagnosis order.
+    /// Findings that held during the window and had cleared by its end, in the same order.
     pub cleared: Vec<ClearedFinding>,
     /// Rules that could not be judged, and why: windows longer than the watch, blind spots.
     pub not_judged: Vec<String>,
@@ -82,15 +83,15 @@ impl DoctorReport {
         not_judged.extend(blind_spots(history));
         let active = pipeline.findings();
         let mut findings: Vec<Finding> = active.to_vec();
-        sort_by_diagnosis_order(&mut findings);
+        sort_worst_first_in_diagnosis_order(&mut findings);
         let mut cleared: Vec<ClearedFinding> = pipeline
             .findings_seen_until()
             .into_iter()
-            .filter(|(f, _)| !active.iter().any(|a| a.key() == f.key()))
+            .filter(|(f, _)| !active.iter().any(|a| a.covers(f.key())))
             .map(|(finding, until_ms)| ClearedFinding { finding, until_ms })
             .collect();
         let mut order: Vec<Finding> = cleared.iter().map(|c| c.finding.clone()).collect();
-        sort_by_diagnosis_order(&mut order);
+        sort_worst_first_in_diagnosis_order(&mut order);
         cleared.sort_by_key(|c| order.iter().position(|f| f.key() == c.finding.key()));
         if let Some(stalled) = history.latest().health.nvml_stalled_ms {
             notes.push(format!("NVML did not answer for {} at the end of the window", duration_label(stalled / 1000)));
@@ -151,6 +152,46 @@ impl DoctorReport {
         format!("+{}", duration_label(at_ms.saturating_sub(from) / 1000))
     }
 
+    /// The verdict in one line, for the top of the report and JSON's `summary.text`: "1 critical, 2 warnings on 2
+    /// GPUs: GPU 0 gpu-errors; GPU 1 input-bound, vram-growing (also 1 info)", or "no problems found ...".
+    #[must_use]
+    pub fn summary(&self) -> String {
+        let (crit, warn, info) =
+            (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
+        let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged" };
+        if crit + warn == 0 {
+            return match info {
+                0 => format!("no problems found{scope}"),
+                n => format!("no problems found{scope} ({n} informational finding{})", plural(n)),
+            };
+        }
+        // Each place (a GPU, or the host) with its problems' rules, in the report's order.
+        let mut places: Vec<(Option<u32>, Vec<&str>)> = Vec::new();
+        for f in self.findings.iter().filter(|f| f.severity >= Severity::Warning) {
+            match places.iter_mut().find(|(g, _)| *g == f.gpu_index) {
+                Some((_, rules)) if !rules.contains(&f.rule.name()) => rules.push(f.rule.name()),
+                Some(_) => {}
+                None => places.push((f.gpu_index, vec![f.rule.name()])),
+            }
+        }
+        let gpus = places.iter().filter(|(g, _)| g.is_some()).count();
+        let host = places.iter().any(|(g, _)| g.is_none());
+        let on = match (gpus, host) {
+            (0, _) => "the host".to_owned(),
+            (n, false) => format!("{n} GPU{}", plural(n)),
+            (n, true) => format!("{n} GPU{} and the host", plural(n)),
+        };
+        let list: Vec<String> = places
+            .iter()
+            .map(|(g, rules)| {
+                let place = g.map_or_else(|| "host".to_owned(), |g| format!("GPU {g}"));
+                format!("{place} {}", rules.join(", "))
+            })
+            .collect();
+        let also = if info == 0 { String::new() } else { format!(" (also {info} info)") };
+        format!("{crit} critical, {warn} warning{} on {on}: {}{also}", plural(warn), list.join("; "))
+    }
+
     /// The report for people; `color` adds ANSI colours to the severities.
     #[must_use]
     pub fn to_text(&self, color: bool) -> String {
@@ -174,6 +215,7 @@ impl DoctorReport {
                 duration_label(asked)
             );
         }
+        let _ = writeln!(out, "Summary: {}", visible(&self.summary()));
         out.push('\n');
         let mut step = None;
         for f in &self.findings {
@@ -257,6 +299,7 @@ impl DoctorReport {
                 "warning": self.count(Severity::Warning),
                 "info": self.count(Severity::Info),
                 "cleared": self.cleared.len(),
+                "text": self.summary(),
             },
             "not_judged": self.not_judged,
             "notes": self.notes,
@@ -277,7 +320,15 @@ fn finding_json(f: &Finding) -> Value {
         "remedy": f.remedy,
         "explanation": f.explanation,
         "since_ms": f.since_ms,
+        "cause": f.cause.map(Rule::name),
+        "also": f.also.iter().map(|a| json!({"rule": a.rule.name(), "pid": a.pid, "evidence": a.evidence})).collect::<Vec<_>>(),
     })
+}
+
+/// Worst first (critical, then warnings, then info), each severity in the diagnosis order.
+fn sort_worst_first_in_diagnosis_order(findings: &mut [Finding]) {
+    sort_by_diagnosis_order(findings);
+    findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 }
 
 fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) {
@@ -300,6 +351,9 @@ fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) 
         let _ = writeln!(out, "         held:     {span}");
     }
     let _ = writeln!(out, "         evidence: {}", visible(&f.evidence));
+    for also in &f.also {
+        let _ = writeln!(out, "         also seen: {}", visible(&also.line()));
+    }
     let _ = write!(out, "         remedy:   {}\n\n", visible(&f.remedy));
 }
 
@@ -567,6 +621,29 @@ mod tests {
     }
 
     #[test]
+    fn doctor_prints_worst_first_under_a_summary_line() {
+        // A driver below Hopper's floor (critical, step 5) and a starved GPU (warning, step 3): the critical finding
+        // comes first, under a one-line summary, in text and JSON.
+        let build = Build::new("input-bound").machine(|m| m.driver_version = Some("450.80.02".to_owned()));
+        let report = watch_build(&build, 70);
+        assert_eq!(rules(&report)[..2], [Rule::DriverSanity, Rule::InputBound], "{:#?}", report.findings);
+        let text = report.to_text(false);
+        let summary = "Summary: 1 critical, 1 warning on 1 GPU: GPU 0 driver-sanity, input-bound\n";
+        let at = text.find(summary).unwrap_or_else(|| panic!("{text}"));
+        let critical = text.find("CRITICAL [driver-sanity]").expect("critical");
+        let warning = text.find("WARNING  [input-bound]").expect("warning");
+        assert!(at < critical && critical < warning, "{text}");
+        let doc = report.to_json();
+        assert_eq!(doc["findings"][0]["severity"], "critical");
+        assert_eq!(doc["summary"]["text"], summary.trim_start_matches("Summary: ").trim_end());
+        // The starved GPU's umbrella is folded into input-bound, not a finding of its own.
+        assert_eq!(doc["findings"][1]["also"][0]["rule"], "gpu-underfed");
+        assert!(!rules(&report).contains(&Rule::GpuUnderfed));
+        // Within a severity the diagnosis order holds; a healthy watch says so on top.
+        assert!(watch("idle:2", 31).to_text(false).contains("Summary: no problems found in what could be judged\n"));
+    }
+
+    #[test]
     fn a_watch_cut_short_says_so() {
         let mut report = watch("compute", 11);
         report.cut_short_of_s = Some(30);
@@ -587,6 +664,8 @@ mod tests {
         assert_eq!(doc["findings"][0]["severity"], "warning");
         assert_eq!(doc["findings"][0]["pid"], 2001);
         assert_eq!(doc["summary"]["warning"], 1);
+        assert_eq!(doc["summary"]["text"], "0 critical, 1 warning on 1 GPU: GPU 0 input-bound");
+        assert_eq!(doc["findings"][0]["cause"], Value::Null);
         assert!(doc["not_judged"].as_array().is_some_and(|a| !a.is_empty()));
     }
 }

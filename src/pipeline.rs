@@ -105,7 +105,8 @@ impl Pipeline {
         // The active findings stay in the advisor (no copy per tick); the remembered ones are refreshed in place,
         // reusing their strings' buffers.
         let now_ms = self.history.now_ms().unwrap_or(0);
-        let active = self.advisor.update(&self.history, &self.thresholds);
+        self.advisor.update(&self.history, &self.thresholds);
+        let active = self.advisor.verdicts();
         for finding in active {
             match self.seen.iter_mut().find(|(f, _)| f.key() == finding.key()) {
                 Some((slot, until)) => {
@@ -115,12 +116,18 @@ impl Pipeline {
                 None => self.seen.push((finding.clone(), now_ms)),
             }
         }
+        // A finding remembered from when it was a verdict of its own, now folded into another one, still holds.
+        for (slot, until) in &mut self.seen {
+            if *until != now_ms && active.iter().any(|a| a.covers(slot.key())) {
+                *until = now_ms;
+            }
+        }
         while self.seen.len() > Self::MAX_SEEN {
             let oldest = self
                 .seen
                 .iter()
                 .enumerate()
-                .filter(|(_, (f, _))| !active.iter().any(|a| a.key() == f.key()))
+                .filter(|(_, (f, _))| !active.iter().any(|a| a.covers(f.key())))
                 .min_by_key(|(_, (f, _))| f.since_ms)
                 .map(|(i, _)| i);
             match oldest {
@@ -160,17 +167,18 @@ impl Pipeline {
         &self.first_tick
     }
 
-    /// The findings active after the last snapshot, worst first.
+    /// The findings active after the last snapshot, worst first: one verdict per GPU, with what else was seen on
+    /// it folded in (see [`crate::advice::fold_into_verdicts`]).
     #[must_use]
     pub fn findings(&self) -> &[Finding] {
-        self.advisor.active()
+        self.advisor.verdicts()
     }
 }
 
 /// Copies `from` into `slot` field by field: `String::clone_from` keeps the slot's buffers when they are large
 /// enough, so refreshing a finding that stays active allocates nothing.
 fn refresh(slot: &mut Finding, from: &Finding) {
-    let Finding { rule, severity, gpu_index, pid, title, evidence, remedy, explanation, since_ms } = from;
+    let Finding { rule, severity, gpu_index, pid, title, evidence, remedy, explanation, since_ms, cause, also } = from;
     slot.rule = *rule;
     slot.severity = *severity;
     slot.gpu_index = *gpu_index;
@@ -180,6 +188,8 @@ fn refresh(slot: &mut Finding, from: &Finding) {
     slot.remedy.clone_from(remedy);
     slot.explanation.clone_from(explanation);
     slot.since_ms = *since_ms;
+    slot.cause = *cause;
+    slot.also.clone_from(also);
 }
 
 #[cfg(test)]
@@ -211,6 +221,8 @@ mod tests {
             remedy: "r".to_owned(),
             explanation: "x".to_owned(),
             since_ms: 7,
+            cause: Some(Rule::InputBound),
+            also: vec![crate::advice::AlsoSeen { rule: Rule::CpuBoundInput, pid: Some(42), evidence: "c".to_owned() }],
         };
         let mut slot = Finding {
             rule: Rule::SharedGpu,
@@ -218,6 +230,8 @@ mod tests {
             pid: None,
             title: "a much longer old title".to_owned(),
             since_ms: 1,
+            cause: None,
+            also: Vec::new(),
             ..from.clone()
         };
         refresh(&mut slot, &from);
@@ -240,6 +254,8 @@ mod tests {
             remedy: String::new(),
             explanation: String::new(),
             since_ms: u64::from(i),
+            cause: None,
+            also: Vec::new(),
         };
         pipeline.seen = (0..600).map(|i| (old(i), 0)).collect();
         pipeline.ingest_owned(snapshot(1));

@@ -107,6 +107,8 @@ fn one_gpu_full_exposition_snapshot() {
         remedy: String::new(),
         explanation: String::new(),
         since_ms: 0,
+        cause: None,
+        also: Vec::new(),
     };
     let text = render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[finding], "node-a", &XidMemory::default())
         .unwrap();
@@ -226,6 +228,8 @@ fn every_name_the_fleet_reader_queries_is_one_the_exporter_renders() {
         remedy: String::new(),
         explanation: String::new(),
         since_ms: 0,
+        cause: None,
+        also: Vec::new(),
     };
     let text = render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[finding], "node-a", &XidMemory::default())
         .unwrap();

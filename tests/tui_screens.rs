@@ -200,6 +200,8 @@ fn advice_pane_shows_findings() {
             remedy: "Raise DataLoader num_workers, use pinned memory, or move the data to local NVMe".into(),
             explanation: "The GPU waits for batches.".into(),
             since_ms: 1_763_942_430_000,
+            cause: None,
+            also: Vec::new(),
         },
         Finding {
             rule: Rule::PowerCapped,
@@ -211,6 +213,8 @@ fn advice_pane_shows_findings() {
             remedy: "Check the power limit (nvidia-smi -q -d POWER)".into(),
             explanation: "The board hit its power limit.".into(),
             since_ms: 1_763_942_430_000,
+            cause: None,
+            also: Vec::new(),
         },
     ];
     let paint = gpusight::ui::Paint::new(gpusight::ui::config::ThemeName::Dark, false);

@@ -15,7 +15,6 @@ use crate::sample::UnixMs;
 pub mod rules;
 pub mod thresholds;
 pub mod window;
-pub mod xid;
 
 #[cfg(test)]
 pub(crate) mod testkit;
@@ -217,6 +216,32 @@ pub struct Finding {
     pub explanation: String,
     /// When the condition started to hold (sample time).
     pub since_ms: UnixMs,
+    /// For a finding that defers to another rule on its GPU (gpu-underfed naming its cause, a weaker cause beside
+    /// the strongest): that rule. Set by the diagnosis order (`name_the_cause`); `None` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<Rule>,
+    /// What else was seen on this finding's GPU and process, folded into this verdict ([`fold_into_verdicts`]):
+    /// the findings that defer to it. Empty in the engine's own view ([`Advisor::active`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<AlsoSeen>,
+}
+
+/// A finding folded into another one's verdict: its rule, process and evidence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AlsoSeen {
+    pub rule: Rule,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    pub evidence: String,
+}
+
+impl AlsoSeen {
+    /// "launch-bound (PID 2001): gaps between kernels ...".
+    #[must_use]
+    pub fn line(&self) -> String {
+        let pid = self.pid.map_or_else(String::new, |p| format!(" (PID {p})"));
+        format!("{}{pid}: {}", self.rule.name(), self.evidence)
+    }
 }
 
 impl Finding {
@@ -224,6 +249,23 @@ impl Finding {
     #[must_use]
     pub fn key(&self) -> (Rule, Option<u32>, Option<u32>) {
         (self.rule, self.gpu_index, self.pid)
+    }
+
+    /// Whether this verdict is, or has folded in, the finding with `key`.
+    #[must_use]
+    pub fn covers(&self, key: (Rule, Option<u32>, Option<u32>)) -> bool {
+        self.key() == key || (key.1 == self.gpu_index && self.also.iter().any(|a| (a.rule, a.pid) == (key.0, key.2)))
+    }
+
+    /// The evidence with what else was seen folded in, on one line: "EVIDENCE | also seen: RULE: EVIDENCE | ...".
+    #[must_use]
+    pub fn evidence_with_also(&self) -> String {
+        let mut text = self.evidence.clone();
+        for (n, also) in self.also.iter().enumerate() {
+            text.push_str(if n == 0 { " | also seen: " } else { " | " });
+            text.push_str(&also.line());
+        }
+        text
     }
 }
 
@@ -257,6 +299,8 @@ impl Observation {
 #[derive(Debug, Clone, Default)]
 pub struct Advisor {
     active: Vec<Finding>,
+    /// `active` with one verdict per GPU ([`fold_into_verdicts`]).
+    verdicts: Vec<Finding>,
 }
 
 impl Advisor {
@@ -284,14 +328,23 @@ impl Advisor {
             |f: &Finding| self.active.iter().any(|old| old.key() == f.key() && old.severity == Severity::Info);
         next.retain(|f| !(f.rule == Rule::GpuUnderfed && f.severity == Severity::Warning && had_cause(f)));
         sort_worst_first(&mut next);
+        self.verdicts = fold_into_verdicts(next.clone());
         self.active = next;
         &self.active
     }
 
-    /// The findings active after the last update.
+    /// The findings active after the last update, each rule's own (the engine's view: co-findings that defer to a
+    /// cause are there, at info, with [`Finding::cause`] set).
     #[must_use]
     pub fn active(&self) -> &[Finding] {
         &self.active
+    }
+
+    /// The findings active after the last update as people see them: one verdict per GPU, what else was seen on
+    /// it folded into [`Finding::also`]; worst first.
+    #[must_use]
+    pub fn verdicts(&self) -> &[Finding] {
+        &self.verdicts
     }
 }
 
@@ -353,9 +406,10 @@ pub const CAUSES: [Rule; 7] = [
 ];
 
 /// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker
-/// cause on the same GPU becomes info ("secondary to ...", util-misleading too: it is the weakest cause); and the
-/// umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays the warning and says
-/// "cause unknown".
+/// cause on the same GPU becomes info with [`Finding::cause`] naming the strongest (util-misleading too: it is the
+/// weakest cause); and the umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays
+/// the warning, says "cause unknown" and lists the causes that did not hold. [`fold_into_verdicts`] then folds the
+/// infos into their verdict.
 pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule, Option<u32>)]) {
     // A job-wide cause (see [`job_causes`]) comes first: it is not in `CAUSES`, so no per-GPU cause displaces it.
     let mut strongest: Vec<(u32, Rule, Option<u32>)> = job_causes.to_vec();
@@ -376,24 +430,65 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
             name_the_stragglers_cause(f, found);
             continue;
         }
-        let Some((_, cause, cause_pid)) = found else { continue };
+        let Some((_, cause, cause_pid)) = found else {
+            if f.rule == Rule::GpuUnderfed {
+                let names: Vec<&str> = CAUSES.iter().map(|c| c.name()).collect();
+                f.evidence = format!("{}; none of {} held", f.evidence, names.join(", "));
+            }
+            continue;
+        };
         if f.rule == Rule::GpuUnderfed {
             f.severity = Severity::Info;
+            f.cause = Some(cause);
             let pid = cause_pid.map_or_else(String::new, |p| format!(" in PID {p}"));
             f.title = if cause == Rule::UtilMisleading {
                 format!("GPU {gpu} does little work: its kernels leave the SMs idle (see util-misleading)")
             } else {
                 format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name())
             };
-            // The umbrella's own "none of the causes held" tail is about the unknown case.
-            let own = f.evidence.split("; none of ").next().unwrap_or_default();
-            f.evidence = format!("named cause: {}; {own}", cause.name());
             f.remedy = format!("Follow the remedy of {}.", cause.name());
         } else if f.rule != cause && CAUSES.contains(&f.rule) {
             f.severity = Severity::Info;
-            f.evidence = format!("secondary to {} on this GPU; {}", cause.name(), f.evidence);
+            f.cause = Some(cause);
         }
     }
+}
+
+/// One verdict per GPU: each finding that defers to a cause on its GPU ([`Finding::cause`]) is folded into the
+/// finding that speaks for that GPU, as an [`AlsoSeen`]: the cause's own finding there, or else (a job-wide cause
+/// found on another GPU) the gpu-underfed umbrella that names it. A finding about another process than its verdict
+/// stays separate and says what it is secondary to. Returns the findings worst first.
+#[must_use]
+pub fn fold_into_verdicts(findings: Vec<Finding>) -> Vec<Finding> {
+    let (deferring, mut out): (Vec<Finding>, Vec<Finding>) =
+        findings.into_iter().partition(|f| f.cause.is_some() && f.gpu_index.is_some());
+    // The umbrellas first: a weaker cause may fold into one that stays.
+    let (umbrellas, weaker): (Vec<Finding>, Vec<Finding>) =
+        deferring.into_iter().partition(|f| f.rule == Rule::GpuUnderfed);
+    for mut f in umbrellas.into_iter().chain(weaker) {
+        let same_process = |v: &Finding| v.pid.is_none() || f.pid.is_none() || v.pid == f.pid;
+        let target = out
+            .iter()
+            .position(|v| v.gpu_index == f.gpu_index && Some(v.rule) == f.cause && same_process(v))
+            .or_else(|| {
+                out.iter().position(|v| {
+                    v.gpu_index == f.gpu_index && v.rule == Rule::GpuUnderfed && v.cause == f.cause && same_process(v)
+                })
+            });
+        if let Some(i) = target {
+            let also = AlsoSeen { rule: f.rule, pid: f.pid, evidence: std::mem::take(&mut f.evidence) };
+            out[i].also.push(also);
+            out[i].also.extend(f.also);
+        } else {
+            if f.rule != Rule::GpuUnderfed {
+                let cause = f.cause.map_or("", Rule::name);
+                f.evidence = format!("secondary to {cause} on this GPU; {}", f.evidence);
+            }
+            out.push(f);
+        }
+    }
+    sort_worst_first(&mut out);
+    out
 }
 
 /// A straggler's own cause, where a rule on its GPU knows it, replaces "unknown" in its evidence.

@@ -229,3 +229,95 @@ fn rules_are_linear_in_the_number_of_gpus() {
     );
     assert_eq!(calls.get(), 1);
 }
+
+/// The verdicts an advisor shows after `n` ticks of `build`.
+fn verdicts(build: &Build, n: u64) -> Vec<Finding> {
+    let history = build.history(n);
+    let mut advisor = Advisor::default();
+    advisor.update(&history, &Thresholds::default());
+    advisor.verdicts().to_vec()
+}
+
+#[test]
+fn one_verdict_per_gpu_folds_what_else_was_seen_into_the_cause() {
+    // Eager tiny ops: launch-bound is the cause; cpu-bound-input (the pegged main thread) and the umbrella hold too.
+    let eager = Build::new("launch-bound").tick(|_, t| {
+        t.gpus[0].util_pct = Some(25);
+        if let Some(gpm) = t.gpus[0].gpm.as_mut() {
+            gpm.sm_active_pct = Some(1.0);
+        }
+    });
+    // The engine's own view keeps each rule, the weaker ones at info naming the cause.
+    let history = eager.history(90);
+    let mut advisor = Advisor::default();
+    advisor.update(&history, &Thresholds::default());
+    let active = advisor.active();
+    assert_eq!(get(active, Rule::CpuBoundInput).cause, Some(Rule::LaunchBound));
+    assert_eq!(get(active, Rule::GpuUnderfed).cause, Some(Rule::LaunchBound));
+    // People see one verdict on GPU 0: launch-bound, with the others folded into it.
+    let shown = advisor.verdicts();
+    let on_gpu0: Vec<Rule> = shown.iter().filter(|f| f.gpu_index == Some(0)).map(|f| f.rule).collect();
+    assert_eq!(on_gpu0, vec![Rule::LaunchBound], "{shown:#?}");
+    let verdict = get(shown, Rule::LaunchBound);
+    let also: Vec<Rule> = verdict.also.iter().map(|a| a.rule).collect();
+    assert_eq!(also, vec![Rule::GpuUnderfed, Rule::CpuBoundInput]);
+    assert!(verdict.also.iter().all(|a| !a.evidence.is_empty() && a.pid == verdict.pid), "{verdict:#?}");
+    let text = verdict.evidence_with_also();
+    assert!(text.contains(" | also seen: gpu-underfed (PID ") && text.contains(" | cpu-bound-input (PID "), "{text}");
+    // The umbrella's folded evidence is its own numbers, not the "none of the causes held" of the unknown case.
+    assert!(!verdict.also[0].evidence.contains("none of"), "{}", verdict.also[0].evidence);
+}
+
+#[test]
+fn the_umbrella_without_a_cause_stays_a_warning_and_lists_what_did_not_hold() {
+    let findings = verdicts(&Build::new("gpu-underfed"), 90);
+    let f = get(&findings, Rule::GpuUnderfed);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.cause.is_none() && f.also.is_empty());
+    for cause in super::CAUSES {
+        assert!(f.evidence.contains(cause.name()), "{cause:?} in {}", f.evidence);
+    }
+    assert!(f.evidence.contains("; none of "), "{}", f.evidence);
+}
+
+#[test]
+fn findings_about_other_gpus_or_processes_stay_separate() {
+    let draft = |rule, gpu, pid, cause| Finding {
+        evidence: format!("{rule:?} evidence"),
+        cause,
+        ..super::rules::draft(rule, Severity::Info, Some(gpu), Some(pid), 0)
+    };
+    let findings = vec![
+        Finding { severity: Severity::Warning, ..draft(Rule::LaunchBound, 0, 1, None) },
+        // Another process on GPU 0: secondary, but its own finding.
+        draft(Rule::CpuBoundInput, 0, 2, Some(Rule::LaunchBound)),
+        // The same rule deferring to a cause that is on GPU 1, where there is none: stays.
+        draft(Rule::CpuBoundInput, 1, 1, Some(Rule::LaunchBound)),
+        // The same process on GPU 0: folded.
+        draft(Rule::GpuUnderfed, 0, 1, Some(Rule::LaunchBound)),
+    ];
+    let shown = super::fold_into_verdicts(findings);
+    assert_eq!(shown.len(), 3, "{shown:#?}");
+    let verdict = get(&shown, Rule::LaunchBound);
+    assert_eq!(verdict.also.len(), 1);
+    assert_eq!(verdict.also[0].rule, Rule::GpuUnderfed);
+    let others: Vec<&Finding> = shown.iter().filter(|f| f.rule == Rule::CpuBoundInput).collect();
+    assert_eq!(others.len(), 2);
+    assert!(others.iter().all(|f| f.evidence.starts_with("secondary to launch-bound on this GPU; ")), "{others:#?}");
+}
+
+#[test]
+fn a_job_wide_cause_folds_the_waiting_ranks_findings_into_its_umbrella() {
+    // Rank 1 starves; rank 0's GPU waits for it: on GPU 0 the umbrella names rank-straggler, and whatever else was
+    // seen there is folded into it, one verdict.
+    let findings = verdicts(&Build::new("straggler"), 120);
+    for gpu in [0, 1] {
+        let n =
+            findings.iter().filter(|f| f.gpu_index == Some(gpu) && f.rule.step() == super::Step::Throughput).count();
+        assert!(n <= 2, "GPU {gpu}: {findings:#?}");
+    }
+    assert!(
+        findings.iter().all(|f| !(f.severity == Severity::Info && f.evidence.starts_with("secondary to"))),
+        "{findings:#?}"
+    );
+}

@@ -247,6 +247,9 @@ fn findings(out: &mut String, findings: &[Finding]) {
         let pid = finding.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
         let _ = writeln!(out, "  {severity:<8} {gpu}{pid}: {}", visible(&finding.title));
         let _ = writeln!(out, "           evidence: {}", visible(&finding.evidence));
+        for also in &finding.also {
+            let _ = writeln!(out, "           also seen: {}", visible(&also.line()));
+        }
         let _ = writeln!(out, "           do: {}", visible(&finding.remedy));
     }
 }

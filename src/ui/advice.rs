@@ -92,7 +92,7 @@ fn finding_lines<'a>(finding: &Finding, form: Form, width: u16, highlight: bool,
         }
     }
     if form == Form::Full {
-        for (n, text) in wrap_hanging(&finding.evidence, body_w, body_w).into_iter().enumerate() {
+        for (n, text) in wrap_hanging(&finding.evidence_with_also(), body_w, body_w).into_iter().enumerate() {
             let label = if n == 0 { format!("{:>w$} ", "why", w = INDENT - 1) } else { pad.clone() };
             out.push(Line::from(vec![Span::styled(label, theme.dim), Span::styled(text, theme.dim)]));
         }
@@ -320,6 +320,8 @@ mod tests {
             remedy: "Raise DataLoader num_workers, use pinned memory, or move the data to local NVMe".into(),
             explanation: "The GPU waits for batches.".into(),
             since_ms: 0,
+            cause: None,
+            also: Vec::new(),
         }
     }
 

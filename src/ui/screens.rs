@@ -162,9 +162,8 @@ fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: 
         Span::styled(finding.title.clone(), theme.title),
     ]));
     lines.push(Line::from(""));
-    for (label, text) in
-        [("Evidence", &finding.evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)]
-    {
+    let evidence = finding.evidence_with_also();
+    for (label, text) in [("Evidence", &evidence), ("What to do", &finding.remedy), ("Why", &finding.explanation)] {
         lines.push(Line::from(Span::styled(label.to_owned(), theme.label)));
         for line in units::wrap(text, usize::from(area.width).saturating_sub(3)) {
             lines.push(Line::from(format!("  {line}")));

@@ -2,10 +2,10 @@
 //! retirement or remap), driver-sanity (floors per architecture), persistence-off, mig-active, and visibility
 //! (Xids cannot be seen at all).
 
-use crate::sample::{GpuEventKind, GpuInfo, GpuTick, UnixMs};
+use crate::sample::{GpuEvent, GpuEventKind, GpuInfo, GpuTick, UnixMs};
+use crate::source::xid::{self, XidSeverity};
 
 use super::super::window::Ctx;
-use super::super::xid::{XidClass, meaning};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, gpus_label, single};
 
@@ -36,17 +36,13 @@ pub fn visibility(ctx: &Ctx<'_>) -> Vec<Observation> {
     vec![Observation::holds(finding)]
 }
 
-/// What a gpu-errors line asks for, worst first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What a gpu-errors line asks for, besides the Xid table's own actions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ask {
-    /// Drain the node: hardware, firmware, power, uncorrected memory errors.
+    /// Drain the node: uncorrected memory errors, a failed remap.
     Drain,
-    /// Reset at the next maintenance window: a pending row remap or page retirement.
+    /// Reset at the next maintenance window: a pending row remap or page retirement, many corrected errors.
     Maintenance,
-    /// An Xid gpusight does not know: look it up.
-    LookUp,
-    /// Application-class Xids: fix the program.
-    Application,
     /// Corrected ECC errors: nothing now, watch the rate.
     Watch,
 }
@@ -55,7 +51,7 @@ impl Ask {
     fn severity(self) -> Severity {
         match self {
             Self::Drain => Severity::Critical,
-            Self::Maintenance | Self::LookUp | Self::Application => Severity::Warning,
+            Self::Maintenance => Severity::Warning,
             Self::Watch => Severity::Info,
         }
     }
@@ -70,14 +66,6 @@ impl Ask {
                 "Reset the GPU (or reboot) at the next maintenance window so the remap or retirement takes effect; \
                  jobs may keep running until then. Replace the board only if remapping fails or rows run out."
             }
-            Self::LookUp => {
-                "Look the code up in NVIDIA's Xid catalog (docs.nvidia.com/deploy/xid-errors) and in the kernel log \
-                 around it before acting; if it recurs, collect `nvidia-bug-report.sh`."
-            }
-            Self::Application => {
-                "Application-class Xids: check the job for out-of-range accesses or a crash (run it under \
-                 compute-sanitizer); if they recur across different jobs, treat them as hardware."
-            }
             Self::Watch => {
                 "Nothing to do now: ECC corrected these errors. Watch the rate; many corrected errors, or any \
                  uncorrected one, is the time to plan a reset or an RMA."
@@ -86,9 +74,35 @@ impl Ask {
     }
 }
 
+/// The remedy for an Xid gpusight does not know.
+fn look_up_remedy() -> String {
+    format!(
+        "Look the code up in NVIDIA's Xid catalogue ({}) and read the kernel log around it before acting; if it \
+         recurs, collect `nvidia-bug-report.sh`.",
+        xid::CATALOG_URL
+    )
+}
+
+/// The remedy for an Xid 45 that only followed a stopped job or another Xid.
+const FOLLOWS_REMEDY: &str = "Nothing to do for Xid 45 itself: it is the driver cleaning up after a stopped job or the \
+                              Xid it follows.";
+
+/// An Xid 45 whose process was last seen this close to it (either side) is a job stopped with work in flight.
+pub const STOPPED_JOB_WITHIN_MS: u64 = 10_000;
+
+fn severity_of(s: XidSeverity) -> Severity {
+    match s {
+        XidSeverity::Info => Severity::Info,
+        XidSeverity::Warning => Severity::Warning,
+        XidSeverity::Critical => Severity::Critical,
+    }
+}
+
 /// gpu-errors: a lost GPU, Xid or ECC events in the last `xid_window_s`, uncorrected ECC errors, pending page
-/// retirement or row remap. Critical for hardware-class errors; a warning for a pending remap, an unknown Xid
-/// or application-class Xids; info for a few corrected (single-bit) ECC errors.
+/// retirement or row remap. Each Xid's severity and remedy come from the one Xid table (`source::xid::meaning`,
+/// NVIDIA's catalogue); Xid 45 is info when it follows another Xid or its process exited within seconds of it,
+/// Xid 154 follows the recovery action its message names. Corrected (single-bit) ECC errors are info, many of them
+/// a warning.
 #[must_use]
 pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -100,7 +114,7 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
         let name = gpu_index.map_or_else(|| "a GPU".to_owned(), |g| format!("GPU {g}"));
         let mut report = ErrorReport { lines: Vec::new(), asks: Vec::new(), title: None, since: ctx.now_ms };
         if gpu_index.is_some_and(|g| ctx.gpu_lost(g)) {
-            report.asks.push(Ask::Drain);
+            report.asks.push((Severity::Critical, xid::XidAction::RestartBm.remedy().to_owned()));
             report.title = Some(format!("{name} is lost: it fell off the bus or needs a reset"));
             report.lines.push("NVML reports the GPU lost; it no longer answers".to_owned());
         }
@@ -110,14 +124,15 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
         let ErrorReport { lines, mut asks, title, since } = report;
         let Some(title) = title else { continue };
-        asks.sort_unstable();
-        asks.dedup();
-        let severity = asks.iter().map(|a| a.severity()).max().unwrap_or(Severity::Info);
-        let remedy = if asks.first() == Some(&Ask::Drain) {
-            Ask::Drain.remedy().to_owned()
-        } else {
-            asks.iter().map(|a| a.remedy()).collect::<Vec<_>>().join(" ")
-        };
+        // Worst first; with anything critical only the critical remedies, else every distinct one.
+        asks.sort_by_key(|a| std::cmp::Reverse(a.0));
+        let severity = asks.first().map_or(Severity::Info, |a| a.0);
+        let mut remedies: Vec<String> = Vec::new();
+        for (s, remedy) in asks {
+            if (severity < Severity::Critical || s == Severity::Critical) && !remedies.contains(&remedy) {
+                remedies.push(remedy);
+            }
+        }
         let evidence = if since < ctx.now_ms {
             format!(
                 "{} (events of the last {})",
@@ -130,7 +145,7 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title,
             evidence,
-            remedy,
+            remedy: remedies.join(" "),
             explanation: GPU_ERRORS_EXPLANATION.to_owned(),
             ..draft(Rule::GpuErrors, severity, gpu_index, None, since)
         };
@@ -139,56 +154,112 @@ pub fn gpu_errors(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
-const GPU_ERRORS_EXPLANATION: &str = "Xid errors are the driver's reports of GPU faults. Some (13, 31, 43, 45) usually \
-    come from the application; others (48, 64, 74, 79, 92, 94, 95, 119, 120) point at memory, the link, power or \
-    firmware. Xid 63 and a pending row remap are handled by the hardware and need a reset at some point, not an \
-    RMA. Corrected (single-bit) ECC errors are what ECC is for: only a high rate matters. Uncorrected ECC errors \
-    need a GPU reset.";
+const GPU_ERRORS_EXPLANATION: &str = "Xid errors are the driver's reports of GPU faults. NVIDIA's Xid catalogue gives \
+    each code an immediate action: restart the application (13, 31, 43: the GPU is fine), reset the GPU (64, 95, \
+    119, 120), reboot the node (79), or follow a workflow (48: uncorrectable memory; 74: NVLink; 154: the driver's \
+    own recovery action). Xid 45 is the driver tearing a context down, after Ctrl-C or a kill as often as after \
+    another error. Corrected (single-bit) ECC errors are what ECC is for: only a high rate matters.";
 
-/// What gpu-errors has found on one GPU (or on no GPU in particular) so far.
+/// What gpu-errors has found on one GPU (or on no GPU in particular) so far: its lines, and each line's severity
+/// and remedy.
 struct ErrorReport {
     lines: Vec<String>,
-    asks: Vec<Ask>,
+    asks: Vec<(Severity, String)>,
     title: Option<String>,
     since: UnixMs,
+}
+
+/// How one Xid event reads: its line, severity and remedy.
+fn read_xid(ctx: &Ctx<'_>, event: &GpuEvent, others: &[u32]) -> (String, Severity, String) {
+    let GpuEventKind::Xid { code, pid, process_name } = &event.kind else {
+        return (String::new(), Severity::Info, String::new());
+    };
+    let code = *code;
+    let who = match (pid, process_name) {
+        (Some(pid), Some(n)) => format!(" (PID {pid} {n})"),
+        (Some(pid), None) => format!(" (PID {pid})"),
+        _ => String::new(),
+    };
+    let Some(entry) = xid::xid_entry(code) else {
+        return (format!("Xid {code}: {}{who}", xid::UNKNOWN_MEANING), Severity::Warning, look_up_remedy());
+    };
+    let head = format!("Xid {code}: {}{who} [{}]", entry.description, entry.action.bucket());
+    if code == 45 {
+        if let Some(first) = others.first() {
+            return (format!("{head}, after Xid {first}"), Severity::Info, FOLLOWS_REMEDY.to_owned());
+        }
+        if let Some(gap) = pid.and_then(|p| exited_near(ctx, p, event.at_ms)) {
+            let line =
+                format!("{head}; its process exited {} from it: a job stopped with work in flight", gap_label(gap));
+            return (line, Severity::Info, FOLLOWS_REMEDY.to_owned());
+        }
+    }
+    if code == 154
+        && let Some((action, s)) = xid::recovery_action(&event.message)
+    {
+        return (format!("{head}: {action}"), severity_of(s), entry.action.remedy().to_owned());
+    }
+    (head, severity_of(entry.severity), entry.action.remedy().to_owned())
+}
+
+/// How far from `at_ms` the process `pid` was last seen, when it has exited (not a GPU process in the newest
+/// sample) and was last seen within [`STOPPED_JOB_WITHIN_MS`] of it.
+fn exited_near(ctx: &Ctx<'_>, pid: u32, at_ms: UnixMs) -> Option<u64> {
+    let running = ctx.history.latest().gpu_processes.iter().any(|p| p.pid == Some(pid));
+    let seen = ctx.process(pid)?.last_seen_ms()?;
+    let gap = seen.abs_diff(at_ms);
+    (!running && gap <= STOPPED_JOB_WITHIN_MS).then_some(gap)
+}
+
+fn gap_label(gap_ms: u64) -> String {
+    if gap_ms < 1000 { "within a second".to_owned() } else { format!("{} s", gap_ms.div_ceil(1000)) }
 }
 
 impl ErrorReport {
     /// The Xid and ECC events of the window; returns how many corrected (single-bit) ECC events there were.
     fn add_events(&mut self, ctx: &Ctx<'_>, gpu_index: Option<u32>, from_ms: UnixMs, name: &str) -> u64 {
         let mut corrected_events: u64 = 0;
-        for event in ctx.history.events.iter().filter(|e| e.gpu_index == gpu_index && e.at_ms >= from_ms) {
+        let events: Vec<&GpuEvent> =
+            ctx.history.events.iter().filter(|e| e.gpu_index == gpu_index && e.at_ms >= from_ms).collect();
+        // The other Xids on this GPU (not 45, 154 or 43, which follow them), that an Xid 45 is read after.
+        let mut others: Vec<u32> = events
+            .iter()
+            .filter_map(|e| match e.kind {
+                GpuEventKind::Xid { code, .. } if !matches!(code, 43 | 45 | 154) => Some(code),
+                _ => None,
+            })
+            .collect();
+        others.dedup();
+        for event in events {
             self.since = self.since.min(event.at_ms);
-            let (line, ask) = match &event.kind {
-                GpuEventKind::Xid { code, pid, process_name } => {
-                    let (what, class) = meaning(*code);
-                    let who = match (pid, process_name) {
-                        (Some(pid), Some(n)) => format!(" (PID {pid} {n})"),
-                        (Some(pid), None) => format!(" (PID {pid})"),
-                        _ => String::new(),
-                    };
-                    let ask = match class {
-                        XidClass::Hardware => Ask::Drain,
-                        XidClass::Maintenance => Ask::Maintenance,
-                        XidClass::Unknown => Ask::LookUp,
-                        XidClass::Application => Ask::Application,
-                    };
-                    (format!("Xid {code}: {what}{who}"), ask)
-                }
-                GpuEventKind::DoubleBitEcc => ("double-bit ECC error event".to_owned(), Ask::Drain),
+            let (line, severity, remedy) = match &event.kind {
+                GpuEventKind::Xid { .. } => read_xid(ctx, event, &others),
+                GpuEventKind::DoubleBitEcc => (
+                    "double-bit ECC error event".to_owned(),
+                    Severity::Critical,
+                    xid::XidAction::WorkflowXid48.remedy().to_owned(),
+                ),
                 GpuEventKind::SingleBitEcc => {
                     corrected_events += 1;
                     continue;
                 }
-                GpuEventKind::FallenOffBus => ("the GPU has fallen off the bus".to_owned(), Ask::Drain),
+                GpuEventKind::FallenOffBus => (
+                    "the GPU has fallen off the bus".to_owned(),
+                    Severity::Critical,
+                    xid::XidAction::RestartBm.remedy().to_owned(),
+                ),
             };
-            self.asks.push(ask);
+            self.asks.push((severity, remedy));
             self.title.get_or_insert_with(|| format!("{name} reported errors"));
             if !self.lines.contains(&line) {
                 self.lines.push(line);
             }
         }
         corrected_events
+    }
+
+    fn ask(&mut self, ask: Ask) {
+        self.asks.push((ask.severity(), ask.remedy().to_owned()));
     }
 
     /// The counters of the newest sample: corrected and uncorrected ECC, remapped rows, retired pages.
@@ -204,7 +275,7 @@ impl ErrorReport {
         let corrected = corrected_events.max(grown);
         if corrected > 0 {
             let high = corrected >= t.ecc_corrected_warn;
-            self.asks.push(if high { Ask::Maintenance } else { Ask::Watch });
+            self.ask(if high { Ask::Maintenance } else { Ask::Watch });
             self.title.get_or_insert_with(|| {
                 if high {
                     format!("{name} corrects many single-bit ECC errors")
@@ -222,12 +293,12 @@ impl ErrorReport {
             ));
         }
         if let Some(n) = gpu.ecc.and_then(|e| e.volatile_uncorrected).filter(|n| *n > 0) {
-            self.asks.push(Ask::Drain);
+            self.ask(Ask::Drain);
             self.title.get_or_insert_with(|| format!("{name} has uncorrected ECC errors"));
             self.lines.push(format!("{n} volatile uncorrected ECC errors since the driver loaded"));
         }
         if let Some(rows) = gpu.remapped_rows.filter(|r| r.pending || r.failure) {
-            self.asks.push(if rows.failure { Ask::Drain } else { Ask::Maintenance });
+            self.ask(if rows.failure { Ask::Drain } else { Ask::Maintenance });
             self.title.get_or_insert_with(|| format!("{name} needs a reset to remap memory rows"));
             let what = if rows.failure { "row remapping failed" } else { "a row remap is pending (reset needed)" };
             self.lines.push(format!(
@@ -236,7 +307,7 @@ impl ErrorReport {
             ));
         }
         if gpu.retired_pages_pending == Some(true) {
-            self.asks.push(Ask::Maintenance);
+            self.ask(Ask::Maintenance);
             self.title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
             self.lines.push("memory pages are pending retirement (reset needed)".to_owned());
         }

@@ -74,6 +74,48 @@ fn is_flat(values: impl Iterator<Item = Option<u64>>) -> bool {
     values.flatten().all(|v| *first.get_or_insert(v) == v)
 }
 
+/// The share of `vram_growth_min_r2` the strongest fit must keep for vram-growing to stay.
+const STAY_R2_SHARE: f64 = 0.75;
+
+/// A straight-line fit of a process's GPU memory over `secs` of its window.
+#[derive(Debug, Clone, Copy)]
+struct Fit {
+    slope_b_s: f64,
+    r2: f64,
+    secs: f64,
+}
+
+impl Fit {
+    fn rate_mib_min(&self) -> f64 {
+        self.slope_b_s * 60.0 / MIB
+    }
+
+    fn growth_mib(&self) -> f64 {
+        self.slope_b_s * self.secs / MIB
+    }
+}
+
+/// The spans, in quarters of the window, that [`strongest_fit`] tries: the whole window first, then every run of at
+/// least half of it, longest first.
+const FIT_SPANS: [(u8, u8); 6] = [(0, 4), (0, 3), (1, 4), (0, 2), (1, 3), (2, 4)];
+
+/// The strongest growing fit of the window: of the lines through the whole window and through its spans of at least
+/// half of it, the longest whose R² is within 0.02 of the best. A growth that levelled off keeps its ramp's fit,
+/// not the weaker fit of ramp and plateau together. `points` are (seconds from the window's start, bytes).
+fn strongest_fit(points: &[(f64, f64)], window_s: f64) -> Option<Fit> {
+    let fits: Vec<Fit> = FIT_SPANS
+        .iter()
+        .filter_map(|&(a, b)| {
+            let (from, to) = (window_s * f64::from(a) / 4.0, window_s * f64::from(b) / 4.0);
+            let part: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.0 >= from && p.0 <= to).collect();
+            let (slope_b_s, r2) = if part.len() >= 3 { fit_line(&part)? } else { return None };
+            (slope_b_s > 0.0).then_some(Fit { slope_b_s, r2, secs: to - from })
+        })
+        .collect();
+    let best = fits.iter().map(|f| f.r2).fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))?;
+    fits.into_iter().find(|f| f.r2 >= best - 0.02)
+}
+
 /// The goodness of fit (R²) that makes a growth over the short window unmistakable.
 const FAST_MIN_R2: f64 = 0.9;
 
@@ -92,6 +134,8 @@ fn growth_span(
 
 /// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
 /// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
+/// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
+/// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -113,23 +157,30 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             .filter_map(|(time, mem)| mem.map(|m| ((time - origin) as f64 / 1000.0, m as f64)))
             .collect();
         let Some((slope_b_s, r2)) = fit_line(&points) else { continue };
-        let rate_mib_min = slope_b_s * 60.0 / MIB;
-        let growth_mib = slope_b_s * (span.window.span_ms() as f64 / 1000.0) / MIB;
-        let (enter, stay) = if fast {
-            let unmistakable = span.covered && growth_mib >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
-            (unmistakable, unmistakable)
+        let window_s = span.window.span_ms() as f64 / 1000.0;
+        let whole = Fit { slope_b_s, r2, secs: window_s };
+        let (enter, stay, fit) = if fast {
+            let unmistakable = span.covered && whole.growth_mib() >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
+            (unmistakable, unmistakable, whole)
         } else {
             let enter = span.covered
-                && rate_mib_min >= t.vram_growth_min_mib_per_min
+                && whole.rate_mib_min() >= t.vram_growth_min_mib_per_min
                 && r2 >= t.vram_growth_min_r2
-                && growth_mib >= t.vram_growth_min_total_mib;
-            let stay =
-                rate_mib_min >= t.vram_growth_min_mib_per_min / 2.0 && growth_mib >= t.vram_growth_min_total_mib / 2.0;
-            (enter, stay)
+                && whole.growth_mib() >= t.vram_growth_min_total_mib;
+            // Stays on the strongest fit of the window, and only while that fit still looks like growth: a growth
+            // that levelled off clears once its ramp is no longer most of the window.
+            let Some(best) = strongest_fit(&points, window_s) else { continue };
+            let stay = best.rate_mib_min() >= t.vram_growth_min_mib_per_min / 2.0
+                && best.growth_mib() >= t.vram_growth_min_total_mib / 2.0
+                && best.r2 >= t.vram_growth_min_r2 * STAY_R2_SHARE;
+            (enter, stay, best)
         };
         if !enter && !stay {
             continue;
         }
+        let (slope_b_s, r2, rate_mib_min, growth_mib) = (fit.slope_b_s, fit.r2, fit.rate_mib_min(), fit.growth_mib());
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "whole seconds of a window")]
+        let over = if fit.secs < window_s { duration_label(fit.secs.round() as u64) } else { span.label() };
         let free = ctx.history.latest().gpu(gpu_index).and_then(|g| g.mem_free_bytes);
         #[expect(
             clippy::cast_possible_truncation,
@@ -144,7 +195,7 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
                 "+{} over {} ({:.0} MiB/min, R² {:.2} of a straight-line fit); holds {} now; {} free on GPU \
                  {gpu_index}, full in about {} at this rate",
                 bytes_label(growth_mib * MIB),
-                span.label(),
+                over,
                 rate_mib_min,
                 r2,
                 now_mem.map_or_else(|| "N/A".to_owned(), bytes_label),

@@ -76,6 +76,8 @@ pub fn draft(rule: Rule, severity: Severity, gpu_index: Option<u32>, pid: Option
         remedy: String::new(),
         explanation: String::new(),
         since_ms,
+        cause: None,
+        also: Vec::new(),
     }
 }
 

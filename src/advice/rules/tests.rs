@@ -408,6 +408,51 @@ fn vram_growing_names_an_unmistakable_growth_before_its_window() {
     assert!(has(&slower.findings(61), Rule::VramGrowing));
 }
 
+/// The vram-growing evidence an advisor shows at each tick of `build` up to `n` (`None` where it is not active).
+fn vram_growing_over_time(build: &Build, n: u64) -> Vec<Option<String>> {
+    let mut history =
+        crate::history::History::new(std::sync::Arc::new(build.history(1).machine().as_ref().clone()), 1200);
+    let mut advisor = crate::advice::Advisor::default();
+    (0..n)
+        .map(|i| {
+            history.push_tick(build.tick_at(i));
+            let active = advisor.update(&history, &Thresholds::default());
+            active.iter().find(|f| f.rule == Rule::VramGrowing).map(|f| f.evidence.clone())
+        })
+        .collect()
+}
+
+fn r2_of(evidence: &str) -> f64 {
+    let at = evidence.find("R² ").expect("R² in the evidence") + "R² ".len();
+    evidence[at..at + 4].parse().expect("R² value")
+}
+
+#[test]
+fn vram_growing_shows_its_strongest_fit_and_clears_on_a_plateau() {
+    // 256 MiB a second for two minutes, then flat: a growth that levelled off.
+    let plateau = Build::new("compute").tick(|i, t| {
+        t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i.min(120) * 256 * MIB);
+    });
+    let seen = vram_growing_over_time(&plateau, 240);
+    assert!(seen[100].is_some(), "a steady growth is named");
+    // Half the window on the ramp, half on the plateau: the evidence is the ramp's fit, not the blend of both.
+    let half = seen[150].as_deref().expect("still active at 150 s");
+    assert!(half.contains("over 30 s") && r2_of(half) >= 0.99, "{half}");
+    // While it is active it never prints a collapsed fit, and once the plateau is most of the window it clears.
+    for (i, evidence) in seen.iter().enumerate() {
+        if let Some(e) = evidence {
+            assert!(r2_of(e) >= 0.6, "tick {i}: {e}");
+        }
+    }
+    assert!(seen[200..].iter().all(Option::is_none), "{:?}", &seen[200..]);
+    // Healthy neighbour of the change: a growth that goes on stays, over the whole window.
+    let steady = Build::new("compute").tick(|i, t| {
+        t.gpu_processes[0].used_gpu_memory_bytes = Some(2 * GIB + i * 256 * MIB);
+    });
+    let seen = vram_growing_over_time(&steady, 240);
+    assert!(seen[70..].iter().all(|e| e.as_deref().is_some_and(|e| e.contains("over 60 s") && r2_of(e) >= 0.99)));
+}
+
 #[test]
 fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
     let t = Thresholds { idle_holder_window_s: 30, ..Thresholds::default() };
@@ -522,7 +567,11 @@ fn gpu_errors_read_xids_ecc_and_remaps() {
     let xid79 = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 30).findings(60);
     let f = get(&xid79, Rule::GpuErrors);
     assert_eq!(f.severity, Severity::Critical);
-    assert!(f.evidence.contains("Xid 79: GPU has fallen off the bus"), "{}", f.evidence);
+    assert!(
+        f.evidence.contains("Xid 79: GPU has fallen off the bus") && f.evidence.contains("[RESTART_BM]"),
+        "{}",
+        f.evidence
+    );
     let app = with_event(GpuEventKind::Xid { code: 31, pid: Some(2001), process_name: None }, 30).findings(60);
     assert_eq!(get(&app, Rule::GpuErrors).severity, Severity::Warning);
     // An Xid older than the window is history, not a finding.
@@ -569,28 +618,90 @@ fn gpu_errors_corrected_ecc_is_info_unless_the_rate_is_high() {
 }
 
 #[test]
-fn gpu_errors_xid_63_and_unknown_codes_are_warnings() {
+fn gpu_errors_xid_63_is_info_and_unknown_codes_are_warnings() {
+    // Xid 63 alone: NVIDIA's catalogue says IGNORE (a pending remap shows in the counters, a warning of its own).
     let x63 = with_event(GpuEventKind::Xid { code: 63, pid: None, process_name: None }, 30).findings(60);
     let f = get(&x63, Rule::GpuErrors);
-    assert_eq!(f.severity, Severity::Warning);
-    assert!(f.remedy.contains("next maintenance"), "{}", f.remedy);
+    assert_eq!(f.severity, Severity::Info);
+    assert!(f.evidence.contains("[IGNORE]"), "{}", f.evidence);
     let unknown = with_event(GpuEventKind::Xid { code: 999, pid: None, process_name: None }, 30).findings(60);
     let f = get(&unknown, Rule::GpuErrors);
     assert_eq!(f.severity, Severity::Warning);
-    assert!(f.evidence.contains("Xid catalog") && f.remedy.contains("Xid catalog"), "{f:#?}");
-    // The same codes next to a hardware Xid: the worst decides.
-    let both = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 31).tick(|i, t| {
-        if i == 30 {
-            t.events.push(GpuEvent {
-                at_ms: t.at_ms,
-                gpu_index: Some(0),
-                kind: GpuEventKind::Xid { code: 63, pid: None, process_name: None },
-                origin: EventOrigin::NvmlEvents,
-                message: String::new(),
-            });
+    assert!(f.evidence.contains("Xid catalogue") && f.remedy.contains(crate::source::xid::CATALOG_URL), "{f:#?}");
+    // The same codes next to a hardware Xid: the worst decides, and only its remedy is given.
+    let both = with_event(GpuEventKind::Xid { code: 79, pid: None, process_name: None }, 31)
+        .tick(|i, t| push_event(i, t, 30, 63, None, ""));
+    let findings = both.findings(60);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.remedy.starts_with("Drain the node and reboot") && !f.remedy.contains("Nothing to do"), "{}", f.remedy);
+}
+
+/// Adds an Xid event on GPU 0 at tick `at`.
+fn push_event(i: u64, t: &mut crate::sample::Tick, at: u64, code: u32, pid: Option<u32>, message: &str) {
+    if i == at {
+        t.events.push(GpuEvent {
+            at_ms: t.at_ms,
+            gpu_index: Some(0),
+            kind: GpuEventKind::Xid { code, pid, process_name: None },
+            origin: EventOrigin::KernelLog,
+            message: message.to_owned(),
+        });
+    }
+}
+
+#[test]
+fn gpu_errors_xid_45_after_a_stopped_job_is_info() {
+    // The job (PID 2001) is killed at tick 30 with work in flight: Xid 45 names it, and it is gone from then on.
+    let killed = Build::new("compute").tick(|i, t| {
+        push_event(i, t, 30, 45, Some(2001), "");
+        if i >= 30 {
+            t.gpu_processes.retain(|p| p.pid != Some(2001));
+            t.processes.retain(|p| p.pid != 2001);
         }
     });
-    assert_eq!(get(&both.findings(60), Rule::GpuErrors).severity, Severity::Critical);
+    let findings = killed.findings(90);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Info, "{f:#?}");
+    assert!(f.evidence.contains("its process exited") && f.evidence.contains("job stopped"), "{}", f.evidence);
+    // Healthy neighbour: the same Xid 45 while its process keeps running, with no other Xid, stays a warning.
+    let running = Build::new("compute").tick(|i, t| push_event(i, t, 30, 45, Some(2001), ""));
+    let findings = running.findings(90);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.remedy.contains("Fabric Manager"), "{}", f.remedy);
+    // A process that exited long after the Xid was not stopped by it: still a warning.
+    let later = Build::new("compute").tick(|i, t| {
+        push_event(i, t, 10, 45, Some(2001), "");
+        if i >= 60 {
+            t.gpu_processes.retain(|p| p.pid != Some(2001));
+        }
+    });
+    assert_eq!(get(&later.findings(90), Rule::GpuErrors).severity, Severity::Warning);
+    // After another Xid, Xid 45 follows it: the finding is that Xid's (31: a warning), and says so.
+    let after = Build::new("compute").tick(|i, t| {
+        push_event(i, t, 29, 31, Some(2001), "");
+        push_event(i, t, 30, 45, Some(2001), "");
+    });
+    let findings = after.findings(60);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.evidence.contains("after Xid 31"), "{}", f.evidence);
+}
+
+#[test]
+fn gpu_errors_xid_154_says_the_recovery_action() {
+    let reboot = "NVRM: Xid (PCI:0000:18:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot \
+                  Required)";
+    let findings = Build::new("compute").tick(move |i, t| push_event(i, t, 30, 154, None, reboot)).findings(60);
+    let f = get(&findings, Rule::GpuErrors);
+    assert_eq!(f.severity, Severity::Critical);
+    assert!(f.evidence.contains("Node Reboot Required"), "{}", f.evidence);
+    assert!(f.remedy.contains("reboot the node") && !f.remedy.contains("Look the code up"), "{}", f.remedy);
+    // Back to None: the driver no longer asks for anything.
+    let none = "GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)";
+    let findings = Build::new("compute").tick(move |i, t| push_event(i, t, 30, 154, None, none)).findings(60);
+    assert_eq!(get(&findings, Rule::GpuErrors).severity, Severity::Info);
 }
 
 fn with_gpu(driver: &'static str, cc: (i32, i32), open: bool) -> Build {

@@ -377,7 +377,7 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
 
 /// gpu-underfed: the umbrella. A compute process holds a GPU whose mean SM activity (or utilization) stays low
 /// over a minute with no throttling to explain it. Drafted as "cause unknown"; `advice::name_the_cause` names the
-/// strongest specific cause when one holds on the same GPU.
+/// strongest specific cause when one holds on the same GPU, or adds which causes did not hold.
 #[must_use]
 pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -411,8 +411,7 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title: format!("GPU {gpu_index} is underfed (PID {pid}): cause unknown"),
             evidence: format!(
-                "{}; no power, thermal or hardware throttling; none of input-bound, cpu-bound-input, launch-bound, \
-                 h2d-copy-bound, cpu-quota-throttled, remote-dataset-stall held{}",
+                "{}; no power, thermal or hardware throttling{}",
                 gw.evidence(),
                 if cgroups_read { "" } else { "; cgroup CPU limits could not be read" },
             ),

@@ -185,8 +185,7 @@ fn to_events(data: &EventData<'_>, gpu_index: Option<u32>, at_ms: u64) -> Vec<Gp
         let (code, message) = match data.event_data {
             Some(XidError::Value(v)) => {
                 let code = u32::try_from(v).unwrap_or(u32::MAX);
-                let meaning = xid_meaning(code).map_or("see NVIDIA's Xid catalog", |m| m.0);
-                (code, format!("Xid {code} (NVML event): {meaning}"))
+                (code, format!("Xid {code} (NVML event): {}", xid_meaning(code)))
             }
             _ => (999, "Xid of unknown code (NVML event)".to_string()),
         };

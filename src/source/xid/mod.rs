@@ -18,7 +18,10 @@ pub mod meaning;
 
 pub use events::{NvmlEventThread, WatchedGpu};
 pub use kmsg::{KmsgReader, NvrmEvent, ParsedXid, parse_kmsg_record, parse_nvrm_message};
-pub use meaning::{XidSeverity, xid_meaning};
+pub use meaning::{
+    CATALOG_URL, UNKNOWN_MEANING, XID_TABLE, XidAction, XidEntry, XidOrigin, XidSeverity, recovery_action, xid_entry,
+    xid_meaning,
+};
 
 /// An NVML Xid event is taken to be the same as a kernel-log Xid of the same GPU and code this close in time.
 const DUPLICATE_WINDOW_MS: u64 = 10_000;
