@@ -1,6 +1,9 @@
 //! The kubelet's pod-resources client against a fake kubelet: a gRPC server on a unix socket in a temp dir that
 //! serves the kubelet's own protobuf types, as the kubelet does, over HTTP/2 with `grpc-status` in the trailers.
 
+// The fake kubelet's helpers, outside #[test] fns, expect too.
+#![allow(clippy::expect_used)]
+
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -59,7 +62,7 @@ type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 async fn serve_list(request: Request<Incoming>, answer: Answer, calls: Arc<Mutex<Vec<String>>>) -> Response<Body> {
     let path = request.uri().path().to_owned();
     let grpc = request.headers().get("content-type").is_some_and(|v| v == "application/grpc");
-    let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+    let body = request.into_body().collect().await.map(http_body_util::Collected::to_bytes).unwrap_or_default();
     let request_ok = body.len() == 5 && ListPodResourcesRequest::decode(&body[5..]).is_ok();
     calls.lock().expect("not poisoned").push(format!("{path} grpc={grpc} request_ok={request_ok}"));
     match answer {

@@ -364,7 +364,7 @@ fn huge_label_values_are_cut_to_the_bound() {
         key: "pid:4242".to_owned(),
         slurm_job_id: Some(huge.clone()),
         pod: Some(huge.clone()),
-        namespace: Some(huge.clone()),
+        namespace: Some(huge),
         ..gpusight::sample::JobInfo::default()
     });
     let plain =

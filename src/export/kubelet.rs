@@ -187,11 +187,13 @@ async fn list_unbounded(socket: &Path) -> Result<ListPodResourcesResponse, Kubel
     let (mut sender, connection) =
         hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), io).await?;
     let call = async move {
+        let message = grpc_frame(&ListPodResourcesRequest {}.encode_to_vec())
+            .ok_or_else(|| KubeletError::Answer("the request does not fit in a gRPC frame".to_owned()))?;
         // The authority is required by HTTP/2 and ignored by the kubelet on a unix socket.
         let request = hyper::Request::post(format!("http://localhost{LIST_PATH}"))
             .header(CONTENT_TYPE, "application/grpc")
             .header("te", "trailers")
-            .body(Full::new(Bytes::from(grpc_frame(&ListPodResourcesRequest {}.encode_to_vec()))))
+            .body(Full::new(Bytes::from(message)))
             .map_err(|e| KubeletError::Answer(e.to_string()))?;
         read_answer(sender.send_request(request).await?).await
     };
@@ -205,14 +207,14 @@ async fn list_unbounded(socket: &Path) -> Result<ListPodResourcesResponse, Kubel
     }
 }
 
-/// One gRPC message on the wire: not compressed, its length (big-endian), the message.
-fn grpc_frame(message: &[u8]) -> Vec<u8> {
+/// One gRPC message on the wire: not compressed, its length (big-endian), the message; none past 4 GiB.
+fn grpc_frame(message: &[u8]) -> Option<Vec<u8>> {
+    let length = u32::try_from(message.len()).ok()?;
     let mut frame = Vec::with_capacity(5 + message.len());
     frame.push(0);
-    let length = u32::try_from(message.len()).expect("a message of this module is far under 4 GiB");
     frame.extend_from_slice(&length.to_be_bytes());
     frame.extend_from_slice(message);
-    frame
+    Some(frame)
 }
 
 /// The list in a unary gRPC answer: HTTP 200, one uncompressed message, `grpc-status: 0` in the trailers (or in
@@ -346,7 +348,7 @@ mod tests {
     #[test]
     fn frames_are_checked_before_decoding() {
         let message = ListPodResourcesResponse { pod_resources: vec![pod("ml", "p", &[])] }.encode_to_vec();
-        let frame = grpc_frame(&message);
+        let frame = grpc_frame(&message).expect("a small message");
         assert_eq!(decode_frame(&frame).map(|a| a.pod_resources.len()).ok(), Some(1));
         assert!(decode_frame(&[]).is_err());
         let mut compressed = frame.clone();

@@ -566,7 +566,8 @@ mod tests {
 
     #[test]
     fn slurm_jobs_and_steps_from_real_cgroup_paths() {
-        let cases: [(&str, Option<(&str, Option<&str>)>); 14] = [
+        type Job<'a> = Option<(&'a str, Option<&'a str>)>;
+        let cases: [(&str, Job<'_>); 14] = [
             // cgroup v1 (proctrack/cgroup, task/cgroup), each controller's line.
             ("/slurm/uid_1000/job_4242/step_0/task_0", Some(("4242", Some("0")))),
             ("/slurm/uid_1000/job_4242/step_batch/task_0", Some(("4242", Some("batch")))),
