@@ -205,3 +205,26 @@ fn a_grpc_error_from_the_kubelet_is_an_error() {
         assert!(matches!(&err, KubeletError::Grpc { code, .. } if code == "12"), "{err}");
     });
 }
+
+#[test]
+fn the_daemonset_mounts_the_kubelets_socket_read_only_where_the_exporter_asks() {
+    use serde::Deserialize as _;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/gpusight.yaml");
+    let text = std::fs::read_to_string(path).expect("the manifest");
+    let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&text)
+        .map(|doc| serde_json::Value::deserialize(doc).expect("a YAML document"))
+        .collect();
+    let pod = &docs.iter().find(|d| d["kind"] == "DaemonSet").expect("a DaemonSet")["spec"]["template"]["spec"];
+    let dir = Path::new(gpusight::export::kubelet::DEFAULT_SOCKET).parent().expect("a directory");
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().expect("volume mounts");
+    let mount = mounts.iter().find(|m| m["mountPath"] == dir.to_str().expect("UTF-8")).expect("the socket's dir");
+    assert_eq!(mount["readOnly"], true);
+    let volumes = pod["volumes"].as_array().expect("volumes");
+    let volume = volumes.iter().find(|v| v["name"] == mount["name"]).expect("the mount's volume");
+    assert_eq!(volume["hostPath"]["path"], dir.to_str().expect("UTF-8"));
+    // The socket is root's: the container runs as uid 0 with every capability dropped and no escalation.
+    let security = &pod["containers"][0]["securityContext"];
+    assert_eq!(security["runAsUser"], 0);
+    assert_eq!(security["capabilities"]["drop"][0], "ALL");
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+}
