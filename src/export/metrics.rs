@@ -11,7 +11,7 @@
 //! `untyped`; their values keep counter semantics (monotonic since the driver loaded).
 //!
 //! Label values come from outside (GPU and host names, users, command lines, Xid messages, job ids, pod names):
-//! every one is cut to [`LABEL_MAX_BYTES`] in one place, where a sample is added ([`Builder::push`]), so no value
+//! every one is cut to [`LABEL_MAX_BYTES`] in one place, where a sample is added (`Builder::push`), so no value
 //! can grow the exposition. The job labels are taken from what a process cannot choose (Slurm's cgroup, the
 //! kubelet) before what it can (its environment, labelled `*_env`).
 
