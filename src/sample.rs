@@ -426,9 +426,12 @@ pub struct JobInfo {
     /// `MASTER_ADDR:MASTER_PORT`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub master: Option<String>,
+    /// The Slurm job id: from Slurm's cgroup where it names one, else from the environment (`SLURM_JOB_ID`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slurm_job_id: Option<String>,
-    /// Kubernetes pod name (or uid from the cgroup path where the environment does not name it) and namespace.
+    /// The Kubernetes pod's name and namespace as the process's environment says (`POD_NAME`, else `HOSTNAME` in a
+    /// pod; `POD_NAMESPACE`): the process chooses them, so the exporter labels them `pod_env` and `namespace_env`.
+    /// (Recordings made before `pod_uid` existed may hold the uid here.)
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pod: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -439,6 +442,16 @@ pub struct JobInfo {
     /// Why part of it could not be read (e.g. "environment unreadable: permission denied"); never an error.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// The Slurm job step from Slurm's cgroup: a number, `batch`, `extern` or `interactive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_step: Option<String>,
+    /// Whether `slurm_job_id` was read from Slurm's cgroup (which the process cannot choose) rather than from its
+    /// environment (`SLURM_JOB_ID`, which it can).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub slurm_job_from_cgroup: bool,
+    /// The Kubernetes pod's uid, from the cgroup path the kubelet made for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_uid: Option<String>,
 }
 
 impl JobInfo {

@@ -57,6 +57,29 @@ pub fn visible_lines(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
+/// What [`bounded`] puts where it cut a text.
+pub const CUT_MARKER: &str = "…";
+
+/// `text` in at most `max_bytes` bytes: as it is when it fits, else cut on a character boundary with
+/// [`CUT_MARKER`] at the end (the marker counts in the bound). Text from outside (an environment variable, a label
+/// value) can be any size; this keeps what is stored or exported of it small.
+#[must_use]
+pub fn bounded(text: &str, max_bytes: usize) -> Cow<'_, str> {
+    if text.len() <= max_bytes {
+        return Cow::Borrowed(text);
+    }
+    // A bound too small for the marker gets the text alone.
+    let marker = if max_bytes >= CUT_MARKER.len() { CUT_MARKER } else { "" };
+    let mut end = max_bytes - marker.len();
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut out = String::with_capacity(end + marker.len());
+    out.push_str(&text[..end]);
+    out.push_str(marker);
+    Cow::Owned(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +103,21 @@ mod tests {
             let shown = visible(&c.to_string()).into_owned();
             assert!(shown.chars().all(|s| !s.is_control()), "{c:?} -> {shown:?}");
         }
+    }
+
+    #[test]
+    fn bounded_text_is_cut_on_a_character_boundary_with_a_marker() {
+        assert_eq!(bounded("short", 128), "short");
+        let long = "x".repeat(100 * 1024);
+        let cut = bounded(&long, 128);
+        assert_eq!(cut.len(), 128);
+        assert!(cut.ends_with(CUT_MARKER));
+        // A cut inside a two-byte character backs off to its start: never half a character.
+        let wide = "é".repeat(100);
+        let cut = bounded(&wide, 10);
+        assert!(cut.len() <= 10 && cut.ends_with(CUT_MARKER), "{cut}");
+        assert_eq!(cut.trim_end_matches(CUT_MARKER), "ééé");
+        assert_eq!(bounded(&"a".repeat(11), 10).len(), 10);
+        assert_eq!(bounded("abcdef", 2), "ab");
     }
 }

@@ -4,7 +4,9 @@
 #![allow(clippy::unwrap_used)]
 
 use gpusight::advice::{Finding, Rule, Severity};
-use gpusight::export::metrics::{XidMemory, dcgm_bus_id, render};
+use gpusight::export::kubelet::GpuPods;
+use gpusight::export::metrics::{LABEL_MAX_BYTES, XidMemory, dcgm_bus_id, render, render_with_pods};
+use gpusight::host::job::{JobEnv, job_info};
 use gpusight::sample::{
     EventOrigin, GpmMetrics, GpuEvent, GpuEventKind, GpuInfo, GpuProcess, GpuTick, HostProcess, MachineInfo,
     ThrottleCounters, Tick, throttle,
@@ -258,30 +260,127 @@ fn job_labels_on_the_gpu_series_only_where_known() {
     tick.processes[0].job = Some(gpusight::sample::JobInfo {
         key: "slurm:4242".to_owned(),
         slurm_job_id: Some("4242".to_owned()),
-        pod: Some("trainer-0".to_owned()),
-        namespace: Some("ml".to_owned()),
+        slurm_job_from_cgroup: true,
         ..gpusight::sample::JobInfo::default()
     });
-    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
-    let labels = r#"DCGM_FI_DRIVER_VERSION="580.159.04",hpc_job="4242",pod="trainer-0",namespace="ml"}"#;
+    let pods = pods_holding("GPU-0000", "ml", "trainer-0", "pytorch");
+    let text = render_with_pods(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default(), &pods).unwrap();
+    let labels =
+        r#"DCGM_FI_DRIVER_VERSION="580.159.04",hpc_job="4242",pod="trainer-0",namespace="ml",container="pytorch"}"#;
     assert!(text.contains(&format!("DCGM_FI_DEV_GPU_UTIL{{gpu=\"0\",UUID=\"GPU-0000\",pci_bus_id=\"00000000:18:00.0\",device=\"nvidia0\",modelName=\"NVIDIA H200\",hostname=\"node-a\",{labels} 97")), "{text}");
-    assert!(!text.contains("container="), "no container known: no label");
-    // A second process on the GPU from another job: the GPU's job is ambiguous, so no job label.
+    assert!(!text.contains("_env="), "trusted labels known: no environment labels");
+    // A second process on the GPU from another job: the GPU's job is ambiguous, so no hpc_job.
     tick.gpu_processes.push(GpuProcess { gpu_index: 0, pid: Some(4343), ..GpuProcess::default() });
     tick.processes.push(HostProcess {
         pid: 4343,
         job: Some(gpusight::sample::JobInfo {
             key: "slurm:7".to_owned(),
             slurm_job_id: Some("7".to_owned()),
+            slurm_job_from_cgroup: true,
             ..gpusight::sample::JobInfo::default()
         }),
         ..HostProcess::default()
     });
-    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
-    assert!(!text.contains("hpc_job="), "{text}");
-    assert!(text.contains(r#"pod="trainer-0""#), "the one known pod still names the GPU");
+    let text = render_with_pods(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default(), &pods).unwrap();
+    assert!(!text.contains("hpc_job"), "{text}");
+    assert!(text.contains(r#"pod="trainer-0""#), "the kubelet's pod still names the GPU");
     // No job known: the labels are exactly dcgm-exporter's base set (the snapshot above).
     let plain =
         render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[], "node-a", &XidMemory::default()).unwrap();
-    assert!(!plain.contains("hpc_job=") && !plain.contains("pod="));
+    assert!(!plain.contains("hpc_job") && !plain.contains("pod"));
+}
+
+fn pods_holding(uuid: &str, namespace: &str, pod: &str, container: &str) -> GpuPods {
+    use gpusight::export::kubelet::podresources_v1::{
+        ContainerDevices, ContainerResources, ListPodResourcesResponse, PodResources,
+    };
+    GpuPods::from_response(&ListPodResourcesResponse {
+        pod_resources: vec![PodResources {
+            name: pod.to_owned(),
+            namespace: namespace.to_owned(),
+            containers: vec![ContainerResources {
+                name: container.to_owned(),
+                devices: vec![ContainerDevices {
+                    resource_name: "nvidia.com/gpu".to_owned(),
+                    device_ids: vec![uuid.to_owned()],
+                    topology: None,
+                }],
+                ..ContainerResources::default()
+            }],
+            ..PodResources::default()
+        }],
+    })
+}
+
+/// The tick with its one GPU process given the job that `job_info` makes of an environment and a cgroup file.
+fn tick_of_job(env: &[(&str, &str)], cgroup: &str) -> Tick {
+    let mut tick = tick_with(full_gpu_tick());
+    let env = JobEnv::from_pairs(env.iter().copied());
+    tick.processes[0].job = Some(job_info(4242, &env, None, cgroup, None));
+    tick
+}
+
+#[test]
+fn the_slurm_cgroup_names_the_job_whatever_the_environment_says() {
+    let cgroup = "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n";
+    let tick = tick_of_job(&[("SLURM_JOB_ID", "9999")], cgroup);
+    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(text.contains(r#"hpc_job="4242""#), "{text}");
+    assert!(!text.contains("9999"), "the forged id is not exported at all");
+    // The same job whose environment cannot be read (another user's process): the same label.
+    let unreadable = tick_of_job(&[], "7:cpuset:/slurm/uid_1000/job_4242/step_batch/task_0\n");
+    let text = render(&machine_one_gpu(true), &unreadable, &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(text.contains(r#"hpc_job="4242""#), "{text}");
+    // Without Slurm's cgroup, the environment's id is exported under a name that says where it came from.
+    let env_only = tick_of_job(&[("SLURM_JOB_ID", "77")], "0::/user.slice/user-1000.slice/session-3.scope\n");
+    let text = render(&machine_one_gpu(true), &env_only, &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(text.contains(r#"hpc_job_env="77""#) && !text.contains("hpc_job="), "{text}");
+}
+
+#[test]
+fn pod_labels_come_from_the_kubelet_and_the_uid_from_the_cgroup() {
+    let cgroup = "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice/cri-containerd-3f0c9a1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7.scope\n";
+    let env = [("KUBERNETES_SERVICE_HOST", "10.96.0.1"), ("HOSTNAME", "forged"), ("POD_NAMESPACE", "kube-system")];
+    let tick = tick_of_job(&env, cgroup);
+    let pods = pods_holding("GPU-0000", "ml", "trainer-0", "pytorch");
+    let text = render_with_pods(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default(), &pods).unwrap();
+    let want = r#"pod="trainer-0",namespace="ml",container="pytorch",pod_uid="1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"}"#;
+    assert!(text.contains(want), "{text}");
+    assert!(!text.contains("forged") && !text.contains("kube-system"), "the kubelet named the pod: env unused");
+    assert!(!text.contains("3f0c9a1b"), "the runtime's container id is not the container label");
+    // Without the kubelet, the uid still joins, and the environment's names say they are the environment's.
+    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
+    assert!(
+        text.contains(
+            r#"pod_uid="1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901",pod_env="forged",namespace_env="kube-system"}"#
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("pod=\"") && !text.contains(",namespace=\""), "{text}");
+}
+
+#[test]
+fn huge_label_values_are_cut_to_the_bound() {
+    let huge = "x".repeat(100 * 1024);
+    let mut tick = tick_with(full_gpu_tick());
+    tick.processes[0].name = huge.clone();
+    tick.processes[0].job = Some(gpusight::sample::JobInfo {
+        key: "pid:4242".to_owned(),
+        slurm_job_id: Some(huge.clone()),
+        pod: Some(huge.clone()),
+        namespace: Some(huge),
+        ..gpusight::sample::JobInfo::default()
+    });
+    let plain =
+        render(&machine_one_gpu(true), &tick_with(full_gpu_tick()), &[], "node-a", &XidMemory::default()).unwrap();
+    let text = render(&machine_one_gpu(true), &tick, &[], "node-a", &XidMemory::default()).unwrap();
+    let cut = format!("{}…", "x".repeat(LABEL_MAX_BYTES - '…'.len_utf8()));
+    for label in ["hpc_job_env", "pod_env", "namespace_env", "command"] {
+        assert!(text.contains(&format!("{label}=\"{cut}\"")), "{label} is cut to {LABEL_MAX_BYTES} bytes");
+    }
+    assert!(!text.contains(&"x".repeat(LABEL_MAX_BYTES)), "no value is longer than the bound");
+    // Four 100 KB values add at most four bounded labels to each series, not 400 KB to each.
+    let per_series = text.lines().filter(|l| !l.starts_with('#')).map(str::len).max().unwrap();
+    assert!(per_series < 1024, "{per_series}");
+    assert!(text.len() < plain.len() * 4, "{} bytes against {}", text.len(), plain.len());
 }

@@ -9,21 +9,30 @@
 //! the remapped-row counts) as `counter` while their names do not end in `_total`. prometheus-client always appends
 //! `_total` to counters, so we keep the names exactly (dashboards query names, not types) and declare those series
 //! `untyped`; their values keep counter semantics (monotonic since the driver loaded).
+//!
+//! Label values come from outside (GPU and host names, users, command lines, Xid messages, job ids, pod names):
+//! every one is cut to [`LABEL_MAX_BYTES`] in one place, where a sample is added (`Builder::push`), so no value
+//! can grow the exposition. The job labels are taken from what a process cannot choose (Slurm's cgroup, the
+//! kubelet) before what it can (its environment, labelled `*_env`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
-use super::names::{Family, Kind, MetricUnit};
+use super::kubelet::{GpuPods, PodRef};
+use super::names::{Family, Kind, MetricUnit, job_labels as job};
 use crate::advice::Finding;
-use crate::sample::{GpuEventKind, GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
+use crate::sample::{GpuEventKind, GpuInfo, GpuState, GpuTick, JobInfo, MachineInfo, Tick, throttle};
 
 /// The `Content-Type` of what [`render`] produces (Prometheus text format 0.0.4).
 pub const CONTENT_TYPE: &str = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
 
 const MIB: u64 = 1 << 20;
+
+/// The most bytes of one label value; a longer one is cut on a character boundary and ends in `…`.
+pub const LABEL_MAX_BYTES: usize = 128;
 
 /// One label set: keys in the order dcgm-exporter writes them.
 type Labels = Vec<(&'static str, String)>;
@@ -125,9 +134,12 @@ impl Builder {
         Self { families }
     }
 
+    /// Adds one sample, its label values cut to [`LABEL_MAX_BYTES`]: the one place every label passes.
     fn push(&mut self, family: Family, labels: &Labels, value: Option<Value>) {
         if let (Some(value), Some(entry)) = (value, self.families.get_mut(family as usize)) {
-            entry.samples.push((labels.clone(), value));
+            let labels =
+                labels.iter().map(|(k, v)| (*k, crate::text::bounded(v, LABEL_MAX_BYTES).into_owned())).collect();
+            entry.samples.push((labels, value));
         }
     }
 
@@ -172,28 +184,35 @@ fn gpu_labels(info: &GpuInfo, machine: &MachineInfo, hostname: &str) -> Labels {
     ]
 }
 
-/// dcgm-exporter's job labels (`hpc_job`, `pod`, `namespace`, `container`) for one GPU, each only where the jobs of
-/// its compute processes know it and agree on it (two pods on one GPU name neither).
-fn job_labels(tick: &Tick, jobs: &std::collections::HashMap<u32, &crate::sample::JobInfo>, gpu_index: u32) -> Labels {
-    let jobs: Vec<&crate::sample::JobInfo> = tick
+/// The job labels of one GPU ([`super::names::job_labels`]): `pod`, `namespace`, `container` from the kubelet
+/// (`pod`, the container that holds the GPU); `hpc_job` and `pod_uid` from the cgroups of its compute processes, each
+/// only where they agree (two jobs on one GPU name neither); the environment's `hpc_job_env`, `pod_env` and
+/// `namespace_env` only where no process's cgroup, or the kubelet, names the trusted label.
+fn job_labels(tick: &Tick, jobs: &HashMap<u32, &JobInfo>, gpu_index: u32, pod: Option<&PodRef>) -> Labels {
+    let jobs: Vec<&JobInfo> = tick
         .gpu_processes
         .iter()
         .filter(|g| g.gpu_index == gpu_index)
         .filter_map(|g| g.pid.and_then(|pid| jobs.get(&pid).copied()))
         .collect();
-    let agreed = |pick: fn(&crate::sample::JobInfo) -> Option<&String>| {
+    let agreed = |pick: fn(&JobInfo) -> Option<&String>| {
         let mut values = jobs.iter().filter_map(|j| pick(j));
         let first = values.next()?;
         values.all(|v| v == first).then(|| first.clone())
     };
-    // One value per label of `job_labels::ALL`, in its order: hpc_job, pod, namespace, container.
+    let slurm_cgroup = jobs.iter().any(|j| j.slurm_job_from_cgroup);
+    let from_env = |known: bool, pick: fn(&JobInfo) -> Option<&String>| if known { None } else { agreed(pick) };
     let values = [
-        agreed(|j| j.slurm_job_id.as_ref()),
-        agreed(|j| j.pod.as_ref()),
-        agreed(|j| j.namespace.as_ref()),
-        agreed(|j| j.container.as_ref()),
+        (job::HPC_JOB, agreed(|j| j.slurm_job_id.as_ref().filter(|_| j.slurm_job_from_cgroup))),
+        (job::POD, pod.map(|p| p.pod.clone())),
+        (job::NAMESPACE, pod.map(|p| p.namespace.clone())),
+        (job::CONTAINER, pod.map(|p| p.container.clone())),
+        (job::POD_UID, agreed(|j| j.pod_uid.as_ref())),
+        (job::HPC_JOB_ENV, from_env(slurm_cgroup, |j| j.slurm_job_id.as_ref().filter(|_| !j.slurm_job_from_cgroup))),
+        (job::POD_ENV, from_env(pod.is_some(), |j| j.pod.as_ref())),
+        (job::NAMESPACE_ENV, from_env(pod.is_some(), |j| j.namespace.as_ref())),
     ];
-    super::names::job_labels::ALL.into_iter().zip(values).filter_map(|(key, value)| value.map(|v| (key, v))).collect()
+    values.into_iter().filter_map(|(key, value)| value.filter(|v| !v.is_empty()).map(|v| (key, v))).collect()
 }
 
 /// Prometheus's unit suffix for 0–1 shares (`_ratio`; prometheus-client's `Unit::Ratios` would write `_ratios`).
@@ -226,19 +245,35 @@ pub fn render(
     hostname: &str,
     xids: &XidMemory,
 ) -> Result<String, std::fmt::Error> {
+    render_with_pods(machine, tick, findings, hostname, xids, &GpuPods::default())
+}
+
+/// [`render`], with the GPUs' `pod`, `namespace` and `container` labels from the kubelet's map ([`super::kubelet`]).
+///
+/// # Errors
+/// Only when the encoder fails to write into the string, which does not happen in practice.
+pub fn render_with_pods(
+    machine: &MachineInfo,
+    tick: &Tick,
+    findings: &[Finding],
+    hostname: &str,
+    xids: &XidMemory,
+    pods: &GpuPods,
+) -> Result<String, std::fmt::Error> {
     let mut b = Builder::new();
     // The jobs that name a label, by PID, read once per render (none at all on most machines).
-    let jobs: std::collections::HashMap<u32, &crate::sample::JobInfo> = tick
+    let jobs: HashMap<u32, &JobInfo> = tick
         .processes
         .iter()
         .filter_map(|p| p.job.as_ref().map(|j| (p.pid, j)))
-        .filter(|(_, j)| j.slurm_job_id.is_some() || j.pod.is_some() || j.namespace.is_some() || j.container.is_some())
+        .filter(|(_, j)| j.slurm_job_id.is_some() || j.pod.is_some() || j.namespace.is_some() || j.pod_uid.is_some())
         .collect();
     for info in &machine.gpus {
         let Some(g) = tick.gpu(info.index) else { continue };
         let mut labels = gpu_labels(info, machine, hostname);
-        if !jobs.is_empty() {
-            labels.extend(job_labels(tick, &jobs, info.index));
+        let pod = pods.get(&info.uuid);
+        if !jobs.is_empty() || pod.is_some() {
+            labels.extend(job_labels(tick, &jobs, info.index, pod));
         }
         b.push(Family::GpuUp, &labels, Some(flag(g.state == GpuState::Ok)));
         b.push(Family::NumaNode, &labels, int(info.numa_node));

@@ -3,9 +3,12 @@
 //! - [`names`]: every metric family, with the name a scraper sees: the one table the exposition and the fleet
 //!   reader ([`crate::fleet`]) both read.
 //! - [`metrics`]: the exposition of one snapshot (a pure function, driven by [`names`]).
+//! - [`kubelet`]: which pod holds each GPU, from the kubelet's pod-resources API (the `pod`, `namespace` and
+//!   `container` labels).
 //! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
 //!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
 
+pub mod kubelet;
 pub mod metrics;
 pub mod names;
 pub mod server;

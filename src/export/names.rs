@@ -7,20 +7,31 @@
 //! the tests of [`super::metrics`].
 
 /// The job labels dcgm-exporter adds to the per-GPU series where it knows the workload on the GPU: `hpc_job`
-/// (its HPC job mapping, a Slurm job id here) and `pod`, `namespace`, `container` (its Kubernetes mapping). gpusight
-/// writes each only where the GPU's compute processes agree on a value; the fleet reader
-/// ([`crate::fleet::query::JOB_LABELS`]) reads them back to name the job that holds each GPU.
+/// (its HPC job mapping, a Slurm job id here, read from Slurm's cgroup) and `pod`, `namespace`, `container` (its
+/// Kubernetes mapping, from the kubelet's pod-resources API); then gpusight's own: `pod_uid` (from the cgroup path)
+/// and the `_env` labels, which a process's environment names and the process can therefore choose. gpusight
+/// writes each only where the GPU's compute processes agree on a value, an `_env` label only where its trusted
+/// counterpart is unknown; the fleet reader ([`crate::fleet::query::JOB_LABELS`]) reads them back to name the job
+/// that holds each GPU.
 pub mod job_labels {
-    /// The HPC (Slurm) job id.
+    /// The HPC (Slurm) job id, from Slurm's cgroup.
     pub const HPC_JOB: &str = "hpc_job";
-    /// The Kubernetes pod's name (or uid).
+    /// The Kubernetes pod's name, from the kubelet.
     pub const POD: &str = "pod";
-    /// The Kubernetes pod's namespace.
+    /// The Kubernetes pod's namespace, from the kubelet.
     pub const NAMESPACE: &str = "namespace";
-    /// The container id.
+    /// The container's name in its pod, from the kubelet.
     pub const CONTAINER: &str = "container";
+    /// The Kubernetes pod's uid, from the cgroup path.
+    pub const POD_UID: &str = "pod_uid";
+    /// The Slurm job id the environment names (`SLURM_JOB_ID`), where Slurm's cgroup names none.
+    pub const HPC_JOB_ENV: &str = "hpc_job_env";
+    /// The pod name the environment names (`POD_NAME`, `HOSTNAME`), where the kubelet names none.
+    pub const POD_ENV: &str = "pod_env";
+    /// The namespace the environment names (`POD_NAMESPACE`), where the kubelet names none.
+    pub const NAMESPACE_ENV: &str = "namespace_env";
     /// Every job label the exporter writes, in the order it writes them.
-    pub const ALL: [&str; 4] = [HPC_JOB, POD, NAMESPACE, CONTAINER];
+    pub const ALL: [&str; 8] = [HPC_JOB, POD, NAMESPACE, CONTAINER, POD_UID, HPC_JOB_ENV, POD_ENV, NAMESPACE_ENV];
 }
 
 /// How a family is typed in the exposition.

@@ -24,7 +24,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
 use super::ExportError;
-use super::metrics::{CONTENT_TYPE, XidMemory, render};
+use super::kubelet::PodMap;
+use super::metrics::{CONTENT_TYPE, XidMemory, render_with_pods};
 use crate::advice::Finding;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Tick, UnixMs};
@@ -80,6 +81,8 @@ pub struct ExportHandle {
     stale_after: Option<std::time::Duration>,
     /// Set when a recording was played to its end: its last sample is served on purpose.
     ended: Arc<std::sync::atomic::AtomicBool>,
+    /// Which pod holds each GPU (empty unless a kubelet poller fills it).
+    pods: PodMap,
 }
 
 impl ExportHandle {
@@ -99,6 +102,12 @@ impl ExportHandle {
     #[must_use]
     pub fn stale_after(self, age: std::time::Duration) -> Self {
         Self { stale_after: Some(age), ..self }
+    }
+
+    /// The same handle, whose GPU series carry the pods that `pods` says hold them ([`super::kubelet::poll`]).
+    #[must_use]
+    pub fn with_pods(self, pods: PodMap) -> Self {
+        Self { pods, ..self }
     }
 
     /// The source ended (a recording played to its end): its last sample stays served and is not called stale.
@@ -123,7 +132,7 @@ impl ExportHandle {
         let body = {
             let mut xids = self.xids.lock().unwrap_or_else(PoisonError::into_inner);
             xids.observe(tick);
-            render(machine, tick, findings, hostname, &xids)?
+            render_with_pods(machine, tick, findings, hostname, &xids, &self.pods.current())?
         };
         let published =
             Arc::new(Published { body: Bytes::from(body), sample_at_ms: tick.at_ms, made_at: Instant::now() });

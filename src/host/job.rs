@@ -7,8 +7,14 @@
 //!   `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `MASTER_ADDR`/`MASTER_PORT`, `TORCHELASTIC_RUN_ID`, Slurm's and Open MPI's
 //!   rank variables, `SLURM_JOB_ID`, and in Kubernetes the pod's name (`HOSTNAME`) and namespace (`POD_NAMESPACE`);
 //! - the container or scheduler in its cgroup path (`/proc/PID/cgroup`): a Docker container id, a Kubernetes pod uid
-//!   and container id, a Slurm job id;
+//!   and container id, a Slurm job id and step;
 //! - the launcher among its ancestors' command lines.
+//!
+//! The cgroup is the stronger witness: a process cannot move itself out of the cgroup Slurm or the kubelet put it
+//! in, while it can set any variable it likes. So a Slurm job named by Slurm's cgroup wins over `SLURM_JOB_ID`, and
+//! it is read for every process, whether its environment can be read or not. Paths under a user's delegated
+//! subtree (`user@UID.service`, where a user may create cgroups of any name) name neither a Slurm job nor a pod.
+//! Every value taken from the environment is cut to [`ENV_VALUE_MAX_BYTES`].
 //!
 //! Everything here is a pure function over text; the sampler reads the files. An environment that cannot be read is
 //! a note for the person, never an error: the process is then grouped by what else is known.
@@ -20,6 +26,10 @@ use crate::sample::JobInfo;
 /// How a [`JobInfo::note`] starts when the process's `/proc/PID/environ` could not be read (another user's process,
 /// without root): the jobs view counts these notes to say why such processes are grouped by launcher and cgroup only.
 pub const ENVIRON_UNREADABLE: &str = "environment unreadable";
+
+/// The most bytes kept of one environment value (a longer one is cut with [`crate::text::CUT_MARKER`]): a process
+/// may set a variable of any size, and what is kept of it is held per process and may be exported as a label.
+pub const ENV_VALUE_MAX_BYTES: usize = 256;
 
 /// What a process's environment says about the job it belongs to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,7 +60,8 @@ impl JobEnv {
         let mut sizes: [Option<u32>; 4] = [None; 4];
         for (name, value) in pairs {
             let number = || value.trim().parse::<u32>().ok();
-            let text = || Some(value.trim().to_owned()).filter(|v| !v.is_empty());
+            let text =
+                || Some(crate::text::bounded(value.trim(), ENV_VALUE_MAX_BYTES).into_owned()).filter(|v| !v.is_empty());
             match name {
                 "RANK" => ranks[0] = number(),
                 "PMI_RANK" => ranks[1] = number(),
@@ -100,8 +111,8 @@ pub enum Container {
     Docker { id: String },
     /// A Kubernetes pod (its uid) and, where the path names it, the container's id.
     Kubernetes { pod_uid: String, container_id: Option<String> },
-    /// A Slurm job.
-    Slurm { job_id: String },
+    /// A Slurm job, and its step where the path names one (`0`, `batch`, `extern`, `interactive`).
+    Slurm { job_id: String, step: Option<String> },
 }
 
 impl fmt::Display for Container {
@@ -112,7 +123,8 @@ impl fmt::Display for Container {
                 write!(f, "pod {} container {}", short_id(pod_uid), short_id(c))
             }
             Self::Kubernetes { pod_uid, container_id: None } => write!(f, "pod {}", short_id(pod_uid)),
-            Self::Slurm { job_id } => write!(f, "Slurm job {job_id}"),
+            Self::Slurm { job_id, step: Some(step) } => write!(f, "Slurm job {job_id} step {step}"),
+            Self::Slurm { job_id, step: None } => write!(f, "Slurm job {job_id}"),
         }
     }
 }
@@ -133,18 +145,61 @@ pub fn container_of(cgroup_file: &str) -> Option<Container> {
 
 /// The container or scheduler named by one cgroup path.
 fn container_in_path(path: &str) -> Option<Container> {
-    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
-    if let Some(job_id) = parts.iter().find_map(|p| p.strip_prefix("job_")).filter(|id| is_digits(id))
-        && parts.iter().any(|p| p.starts_with("slurm"))
-    {
-        return Some(Container::Slurm { job_id: job_id.to_owned() });
+    // A reader in its own cgroup namespace sees the paths of processes outside it as `/../../system.slice/...`.
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != "..").collect();
+    if let Some((job_id, step)) = slurm_in_parts(&parts) {
+        return Some(Container::Slurm { job_id: job_id.to_owned(), step: step.map(str::to_owned) });
     }
-    let container_id = parts.iter().rev().find_map(|p| container_id_in(p));
-    if let Some(pod_uid) = parts.iter().find_map(|p| pod_uid_in(p)) {
+    if let Some((at, pod_uid)) = parts.iter().enumerate().find_map(|(i, p)| pod_uid_in(p).map(|uid| (i, uid)))
+        && parts[..=at].iter().any(|p| p.contains("kubepods"))
+        && !delegated(&parts[..at])
+    {
+        let container_id = parts[at + 1..].iter().rev().find_map(|p| container_id_in(p));
         return Some(Container::Kubernetes { pod_uid, container_id });
     }
+    let container_id = parts.iter().rev().find_map(|p| container_id_in(p));
     let docker = parts.iter().any(|p| *p == "docker" || p.starts_with("docker-") || p.starts_with("libpod-"));
     container_id.filter(|_| docker || parts.len() == 1).map(|id| Container::Docker { id })
+}
+
+/// The Slurm job id and step that one cgroup path names, the way Slurm's own cgroup plugins lay them out:
+/// - v1: `/slurm/uid_UID/job_ID/step_STEP/task_N` (`slurm_NODENAME` with several slurmd on one host);
+/// - v2: `/system.slice/slurmstepd.scope/job_ID/step_STEP/user/task_N` (`NODENAME_slurmstepd.scope` likewise);
+///
+/// where STEP is a number, `batch`, `extern` or `interactive`, and the step and task may be absent (the job's own
+/// cgroup). A path under a user's delegated subtree names no job.
+#[must_use]
+pub fn slurm_in_path(path: &str) -> Option<(&str, Option<&str>)> {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty() && *p != "..").collect();
+    slurm_in_parts(&parts)
+}
+
+fn slurm_in_parts<'a>(parts: &[&'a str]) -> Option<(&'a str, Option<&'a str>)> {
+    let job_at = parts.iter().enumerate().find_map(|(i, part)| {
+        let v1 = (*part == "slurm" || part.starts_with("slurm_"))
+            && parts.get(i + 1).and_then(|p| p.strip_prefix("uid_")).is_some_and(is_digits);
+        let v2 = part.ends_with("slurmstepd.scope");
+        match (v1, v2) {
+            (true, _) => Some(i + 2),
+            (false, true) => Some(i + 1),
+            _ => None,
+        }
+    })?;
+    if delegated(&parts[..job_at]) {
+        return None;
+    }
+    let job_id = parts.get(job_at)?.strip_prefix("job_").filter(|id| is_digits(id))?;
+    let step = parts
+        .get(job_at + 1)
+        .and_then(|p| p.strip_prefix("step_"))
+        .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'));
+    Some((job_id, step))
+}
+
+/// Whether a path lies under a user's delegated subtree (`user@UID.service`), where the user may create cgroups
+/// of any name, `job_4242` or `pod<uid>` included.
+fn delegated(parts: &[&str]) -> bool {
+    parts.iter().any(|p| p.starts_with("user@"))
 }
 
 /// A container id in one path component: `docker-<id>.scope`, `cri-containerd-<id>.scope`, `crio-<id>.scope`,
@@ -163,7 +218,8 @@ fn container_id_in(part: &str) -> Option<String> {
 fn pod_uid_in(part: &str) -> Option<String> {
     let part = part.strip_suffix(".slice").unwrap_or(part);
     let start = part.rfind("pod")?;
-    if start > 0 && !part.starts_with("kubepods") {
+    // `kubepods-besteffort-pod<uid>` (systemd) or, in kind's nested kubelet, `kubelet-kubepods-...-pod<uid>`.
+    if start > 0 && !part.contains("kubepods") {
         return None;
     }
     let uid = part.get(start + 3..)?.replace('_', "-");
@@ -249,18 +305,19 @@ pub enum JobKey {
 }
 
 /// The job key of a process from what is known of it: its environment, the PID of a launcher among its ancestors,
-/// its container.
+/// its container. A Slurm job named by Slurm's cgroup comes first: every process of the job has it, whether its
+/// environment could be read or not, and no variable can change it.
 #[must_use]
 pub fn job_key(pid: u32, env: &JobEnv, launcher_pid: Option<u32>, container: Option<&Container>) -> JobKey {
+    if let Some(Container::Slurm { job_id, .. }) = container {
+        return JobKey::Slurm(job_id.clone());
+    }
     if let Some(master) = &env.master
         && (env.world_size.is_some_and(|n| n > 1) || env.rank.is_some())
     {
         return JobKey::Rendezvous { master: master.clone(), run_id: env.run_id.clone() };
     }
-    if let Some(id) = env.slurm_job_id.clone().or_else(|| match container {
-        Some(Container::Slurm { job_id }) => Some(job_id.clone()),
-        _ => None,
-    }) {
+    if let Some(id) = env.slurm_job_id.clone() {
         return JobKey::Slurm(id);
     }
     if let Some(launcher) = launcher_pid {
@@ -301,11 +358,16 @@ pub fn job_info(
 ) -> JobInfo {
     let container = container_of(cgroup_file);
     let key = job_key(pid, env, launcher.map(|(p, _)| p), container.as_ref());
-    let (pod, container_id, slurm) = match &container {
-        Some(Container::Kubernetes { pod_uid, container_id }) => (Some(pod_uid.clone()), container_id.clone(), None),
-        Some(Container::Docker { id }) => (None, Some(id.clone()), None),
-        Some(Container::Slurm { job_id }) => (None, None, Some(job_id.clone())),
+    let (pod_uid, container_id, slurm) = match container {
+        Some(Container::Kubernetes { pod_uid, container_id }) => (Some(pod_uid), container_id, None),
+        Some(Container::Docker { id }) => (None, Some(id), None),
+        Some(Container::Slurm { job_id, step }) => (None, None, Some((job_id, step))),
         None => (None, None, None),
+    };
+    let slurm_job_from_cgroup = slurm.is_some();
+    let (slurm_job_id, slurm_step) = match slurm {
+        Some((job_id, step)) => (Some(job_id), step),
+        None => (env.slurm_job_id.clone(), None),
     };
     JobInfo {
         key: key.id(),
@@ -314,11 +376,14 @@ pub fn job_info(
         world_size: env.world_size,
         launcher: launcher.map(|(_, l)| l.name().to_owned()),
         master: env.master.clone(),
-        slurm_job_id: env.slurm_job_id.clone().or(slurm),
-        pod: env.pod.clone().or(pod),
+        slurm_job_id,
+        pod: env.pod.clone(),
         namespace: env.namespace.clone(),
         container: container_id,
         note,
+        slurm_step,
+        slurm_job_from_cgroup,
+        pod_uid,
     }
 }
 
@@ -416,11 +481,11 @@ mod tests {
         assert!(matches!(container_of(&v1), Some(Container::Kubernetes { container_id: Some(_), .. })));
         assert_eq!(
             container_of("0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n"),
-            Some(Container::Slurm { job_id: "4242".into() })
+            Some(Container::Slurm { job_id: "4242".into(), step: Some("0".into()) })
         );
         assert_eq!(
             container_of("7:cpuset:/slurm/uid_1000/job_77/step_batch/task_0\n"),
-            Some(Container::Slurm { job_id: "77".into() })
+            Some(Container::Slurm { job_id: "77".into(), step: Some("batch".into()) })
         );
     }
 
@@ -441,7 +506,9 @@ mod tests {
     #[test]
     fn container_ids_show_short() {
         assert_eq!(Container::Docker { id: ID.into() }.to_string(), "container 3f0c9a1b2c4d");
-        assert_eq!(Container::Slurm { job_id: "4242".into() }.to_string(), "Slurm job 4242");
+        assert_eq!(Container::Slurm { job_id: "4242".into(), step: None }.to_string(), "Slurm job 4242");
+        let step = Container::Slurm { job_id: "4242".into(), step: Some("batch".into()) };
+        assert_eq!(step.to_string(), "Slurm job 4242 step batch");
     }
 
     #[test]
@@ -474,7 +541,7 @@ mod tests {
         let pod = Container::Kubernetes { pod_uid: "u".into(), container_id: None };
         assert_eq!(job_key(5, &none, Some(4), Some(&pod)), JobKey::Launcher(4));
         assert_eq!(job_key(5, &none, None, Some(&pod)), JobKey::Container("u".into()));
-        let slurm = Container::Slurm { job_id: "9".into() };
+        let slurm = Container::Slurm { job_id: "9".into(), step: None };
         assert_eq!(job_key(5, &none, Some(4), Some(&slurm)), JobKey::Slurm("9".into()));
     }
 
@@ -495,5 +562,94 @@ mod tests {
         assert_eq!(JobKey::Container(ID.into()).id(), "container:3f0c9a1b2c4d");
         let run = JobKey::Rendezvous { master: "h:1".into(), run_id: Some("r".into()) };
         assert_eq!(run.id(), "torch:h:1/r");
+    }
+
+    #[test]
+    fn slurm_jobs_and_steps_from_real_cgroup_paths() {
+        type Job<'a> = Option<(&'a str, Option<&'a str>)>;
+        let cases: [(&str, Job<'_>); 14] = [
+            // cgroup v1 (proctrack/cgroup, task/cgroup), each controller's line.
+            ("/slurm/uid_1000/job_4242/step_0/task_0", Some(("4242", Some("0")))),
+            ("/slurm/uid_1000/job_4242/step_batch/task_0", Some(("4242", Some("batch")))),
+            ("/slurm/uid_1000/job_4242/step_extern/task_0", Some(("4242", Some("extern")))),
+            ("/slurm/uid_1000/job_4242/step_interactive", Some(("4242", Some("interactive")))),
+            ("/slurm/uid_1000/job_4242", Some(("4242", None))),
+            // Several slurmd on one host (multiple-slurmd): the node's name after `slurm_`.
+            ("/slurm_node07/uid_0/job_17/step_3/task_1", Some(("17", Some("3")))),
+            // cgroup v2 (cgroup/v2 plugin): slurmstepd's scope, then the job, the step, `user` and the task.
+            ("/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0", Some(("4242", Some("0")))),
+            ("/system.slice/slurmstepd.scope/job_4242/step_batch/user/task_0", Some(("4242", Some("batch")))),
+            ("/system.slice/slurmstepd.scope/job_4242/step_extern/user/task_special", Some(("4242", Some("extern")))),
+            ("/system.slice/slurmstepd.scope/job_4242", Some(("4242", None))),
+            ("/system.slice/node07_slurmstepd.scope/job_9/step_1/user/task_0", Some(("9", Some("1")))),
+            // Seen from inside another cgroup namespace.
+            ("/../../system.slice/slurmstepd.scope/job_4242/step_0/user/task_0", Some(("4242", Some("0")))),
+            // slurmd itself, and a job-less path with a `job_` name, are no job.
+            ("/system.slice/slurmd.service", None),
+            ("/system.slice/cron.service/job_12", None),
+        ];
+        for (path, want) in cases {
+            assert_eq!(slurm_in_path(path), want, "{path}");
+        }
+    }
+
+    #[test]
+    fn a_users_delegated_cgroups_name_no_job_or_pod() {
+        // Under user@UID.service a user may create cgroups of any name: none of them is Slurm's or the kubelet's.
+        let forged = [
+            "0::/user.slice/user-1000.slice/user@1000.service/app.slice/slurmstepd.scope/job_9999/step_0\n",
+            "0::/user.slice/user-1000.slice/user@1000.service/slurm/uid_1000/job_9999\n",
+            "0::/user.slice/user-1000.slice/user@1000.service/kubepods/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901\n",
+        ];
+        for text in forged {
+            assert_eq!(container_of(text), None, "{text}");
+        }
+        // A pod uid outside the kubelet's hierarchy names no pod either.
+        assert_eq!(container_of("0::/system.slice/pod1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901\n"), None);
+        // kind's nested kubelet (systemd cgroup driver) is the kubelet's.
+        let kind = "0::/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice/cri-containerd-".to_owned() + ID + ".scope\n";
+        assert!(matches!(container_of(&kind), Some(Container::Kubernetes { container_id: Some(_), .. })));
+    }
+
+    #[test]
+    fn the_cgroups_slurm_job_wins_over_the_environment() {
+        let forged = env(&[("SLURM_JOB_ID", "9999"), ("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "h")]);
+        let cgroup = "0::/system.slice/slurmstepd.scope/job_4242/step_0/user/task_0\n";
+        let info = job_info(10, &forged, None, cgroup, None);
+        assert_eq!(info.slurm_job_id.as_deref(), Some("4242"));
+        assert_eq!(info.slurm_step.as_deref(), Some("0"));
+        assert!(info.slurm_job_from_cgroup);
+        // Every process of the job gets the same key, its environment readable or not.
+        assert_eq!(info.key, "slurm:4242");
+        let unreadable = job_info(11, &JobEnv::default(), None, cgroup, Some(ENVIRON_UNREADABLE.into()));
+        assert_eq!((unreadable.key.as_str(), unreadable.slurm_job_id.as_deref()), ("slurm:4242", Some("4242")));
+        // Without Slurm's cgroup, the environment's id is kept and said to be the environment's.
+        let env_only = job_info(12, &env(&[("SLURM_JOB_ID", "77")]), None, "0::/user.slice\n", None);
+        assert_eq!((env_only.slurm_job_id.as_deref(), env_only.slurm_job_from_cgroup), (Some("77"), false));
+    }
+
+    #[test]
+    fn pods_keep_their_uid_apart_from_the_environments_name() {
+        let pod = "0::/kubepods.slice/kubepods-pod1b2c3d4e_5f60_7182_93a4_b5c6d7e8f901.slice/cri-containerd-"
+            .to_owned()
+            + ID
+            + ".scope\n";
+        let unreadable = job_info(5, &JobEnv::default(), None, &pod, None);
+        assert_eq!(unreadable.pod, None, "the uid is not the pod's name");
+        assert_eq!(unreadable.pod_uid.as_deref(), Some("1b2c3d4e-5f60-7182-93a4-b5c6d7e8f901"));
+        assert_eq!(unreadable.container.as_deref(), Some(ID));
+        let named = job_info(5, &env(&[("KUBERNETES_SERVICE_HOST", "x"), ("HOSTNAME", "trainer-0")]), None, &pod, None);
+        assert_eq!((named.pod.as_deref(), named.pod_uid.is_some()), (Some("trainer-0"), true));
+    }
+
+    #[test]
+    fn huge_environment_values_are_cut() {
+        let huge = "x".repeat(100 * 1024);
+        let e = env(&[("SLURM_JOB_ID", &huge), ("POD_NAME", &huge), ("POD_NAMESPACE", &huge), ("MASTER_ADDR", &huge)]);
+        for value in [&e.slurm_job_id, &e.pod, &e.namespace, &e.master] {
+            let value = value.as_deref().expect("set");
+            assert!(value.len() <= ENV_VALUE_MAX_BYTES, "{}", value.len());
+            assert!(value.ends_with(crate::text::CUT_MARKER));
+        }
     }
 }

@@ -1,16 +1,31 @@
 //! `gpusight export`: the sampler feeds a pipeline whose every snapshot is rendered once for `/metrics`, and the
-//! server answers until SIGINT or SIGTERM.
+//! server answers until SIGINT or SIGTERM. On a live machine the kubelet's pod-resources API is asked, on the
+//! server's runtime, which pod holds each GPU ([`crate::export::kubelet`]).
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::config::Config;
-use crate::export::{ExportHandle, ExportServer};
+use crate::export::{ExportHandle, ExportServer, kubelet};
 use crate::pipeline::Pipeline;
 use crate::source::OptionalReadings;
 
 use super::feed::{LiveFeed, Next, spawn_feed};
 use super::{Data, RunError, capacity, warn};
+
+/// `stop`, with `background` (if any) run beside it on the same task until `stop` completes.
+async fn until_stopped(stop: impl Future<Output = ()>, background: Option<impl Future<Output = ()>>) {
+    let background = async {
+        if let Some(background) = background {
+            background.await;
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = stop => {}
+        () = background => {}
+    }
+}
 
 /// Serves `/metrics` on `listen` until SIGINT or SIGTERM.
 pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: SocketAddr) -> Result<i32, RunError> {
@@ -19,8 +34,10 @@ pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: Sock
     }
     let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
-    let handle =
-        ExportHandle::with_hostname(machine.hostname.clone()).stale_after(crate::export::server::stale_after(interval));
+    let pods = kubelet::PodMap::default();
+    let handle = ExportHandle::with_hostname(machine.hostname.clone())
+        .stale_after(crate::export::server::stale_after(interval))
+        .with_pods(pods.clone());
     let server = ExportServer::bind(listen, handle.clone())?;
     let feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
     let (capacity, thresholds) = (capacity(config, interval), config.thresholds.clone());
@@ -29,7 +46,10 @@ pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: Sock
         .spawn(move || publish(feed, &handle, capacity, &thresholds))
         .map_err(RunError::Thread)?;
     warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
-    let result = server.run_until(stop_signal());
+    // The kubelet knows this node's pods: it is asked for live data only, never for a recording or a synthetic one.
+    let kubelet = matches!(data, Data::Live(_))
+        .then(|| kubelet::poll(std::path::PathBuf::from(kubelet::DEFAULT_SOCKET), pods, kubelet::POLL_PERIOD, warn));
+    let result = server.run_until(until_stopped(stop_signal(), kubelet));
     // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).
     drop(publisher);
     result.map(|()| 0).map_err(RunError::from)
