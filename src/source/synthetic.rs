@@ -945,6 +945,8 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         remote_waits: None,
         remote_files: None,
         job: None,
+        fs_waits: None,
+        write_waits: None,
     }
 }
 
