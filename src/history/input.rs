@@ -86,8 +86,10 @@ fn allowed(host: Option<&HostProcess>, per_cpu: &[Option<f32>]) -> (Option<u16>,
     if cpus.is_empty() || online == 0 || cpus.len() >= online {
         return (None, None);
     }
-    let busy: Vec<f32> = cpus.iter().filter_map(|c| per_cpu.get(usize::try_from(*c).ok()?).copied().flatten()).collect();
-    let mean = (!busy.is_empty()).then(|| (busy.iter().sum::<f32>() / busy.len() as f32).clamp(0.0, 100.0).round() as u8);
+    let busy: Vec<f32> =
+        cpus.iter().filter_map(|c| per_cpu.get(usize::try_from(*c).ok()?).copied().flatten()).collect();
+    let mean =
+        (!busy.is_empty()).then(|| (busy.iter().sum::<f32>() / busy.len() as f32).clamp(0.0, 100.0).round() as u8);
     (u16::try_from(cpus.len()).ok(), mean)
 }
 
@@ -114,7 +116,12 @@ mod tests {
             proc(2, "python train.py", 60.0, 'S'),
             proc(3, "python train.py", 0.0, 'D'),
             proc(4, "python train.py", 0.2, 'S'),
-            proc(5, "/usr/bin/python3 /opt/torch/_inductor/compile_worker/__main__.py --workers=32 --parent=1", 30.0, 'S'),
+            proc(
+                5,
+                "/usr/bin/python3 /opt/torch/_inductor/compile_worker/__main__.py --workers=32 --parent=1",
+                30.0,
+                'S',
+            ),
             proc(6, "python -m torch._inductor.compile_worker --parent=1", 0.0, 'S'),
         ];
         let s = InputSample::of(Some(&gpu), children.iter(), &[]);

@@ -15,7 +15,9 @@ use super::maps::parse_environ;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
-use super::remote::{FD_SCAN_PERIOD_MS, FdFacts, WaitCounts, classify_wchan, own_connections, remote_read_rate, scan_fds};
+use super::remote::{
+    FD_SCAN_PERIOD_MS, FdFacts, WaitCounts, classify_wchan, own_connections, remote_read_rate, scan_fds,
+};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};

@@ -25,8 +25,21 @@ pub const FD_SCAN_PERIOD_MS: u64 = 5_000;
 /// GPFS (Spectrum Scale), BeeGFS, WekaFS, 9p, virtiofs and AFS; every FUSE type ("fuse.s3fs", "fuse.gcsfuse",
 /// "fuse.beegfs", "fuse.ceph-fuse", "fuseblk") is matched by its prefix.
 const REMOTE_FS: &[&str] = &[
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "ceph", "glusterfs", "9p", "beegfs", "gpfs", "wekafs", "virtiofs",
-    "afs", "orangefs",
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
+    "ceph",
+    "glusterfs",
+    "9p",
+    "beegfs",
+    "gpfs",
+    "wekafs",
+    "virtiofs",
+    "afs",
+    "orangefs",
 ];
 
 /// Whether a file system type reads over the network or through FUSE ("fuse.s3fs", "fuse.gcsfuse", "fuseblk").
@@ -62,13 +75,30 @@ const SOCKET_WAITS: &[&str] = &["sk_wait_data", "tcp_recvmsg", "inet_wait_for_co
 /// `wchan` prefixes of network file system and FUSE waits: NFS and Sun RPC, FUSE (and virtiofs, which is FUSE),
 /// SMB, Lustre (`ll_`, `ptlrpc`, `osc_`, `cl_sync_io`), Ceph, 9p, GPFS (`cxiWaitEvent`), BeeGFS (`fhgfs`).
 const FS_WAITS: &[&str] = &[
-    "rpc_wait", "nfs", "fuse", "cifs", "smb2", "ll_", "ptlrpc", "osc_", "cl_sync_io", "ceph", "p9_", "v9fs",
-    "cxiWaitEvent", "fhgfs", "beegfs",
+    "rpc_wait",
+    "nfs",
+    "fuse",
+    "cifs",
+    "smb2",
+    "ll_",
+    "ptlrpc",
+    "osc_",
+    "cl_sync_io",
+    "ceph",
+    "p9_",
+    "v9fs",
+    "cxiWaitEvent",
+    "fhgfs",
+    "beegfs",
 ];
 
 /// `wchan` prefixes of write waits: dirty-page throttling, page writeback, journal commits.
 const WRITE_WAITS: &[&str] = &[
-    "balance_dirty_pages", "folio_wait_writeback", "wait_on_page_writeback", "jbd2_log_wait_commit", "xlog_wait",
+    "balance_dirty_pages",
+    "folio_wait_writeback",
+    "wait_on_page_writeback",
+    "jbd2_log_wait_commit",
+    "xlog_wait",
     "wb_wait_for_completion",
 ];
 
@@ -410,8 +440,21 @@ mod tests {
     #[test]
     fn the_file_systems_of_shared_clusters_are_remote() {
         for fs in [
-            "nfs", "nfs4", "lustre", "cifs", "smb3", "gpfs", "beegfs", "fuse.beegfs", "ceph", "fuse.ceph-fuse", "wekafs",
-            "virtiofs", "9p", "fuse.s3fs", "fuse.gcsfuse",
+            "nfs",
+            "nfs4",
+            "lustre",
+            "cifs",
+            "smb3",
+            "gpfs",
+            "beegfs",
+            "fuse.beegfs",
+            "ceph",
+            "fuse.ceph-fuse",
+            "wekafs",
+            "virtiofs",
+            "9p",
+            "fuse.s3fs",
+            "fuse.gcsfuse",
         ] {
             assert!(is_remote_fs(fs), "{fs}");
         }
