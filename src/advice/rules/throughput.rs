@@ -384,7 +384,9 @@ fn main_pace(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> Option<MainPace> {
     let thread_known = ProcessSamples::median(&s.thread_cpu).is_some();
     let d2h = s.d2h_mib_s();
     let d2h_heavy = d2h.is_some_and(|m| m >= ctx.t.main_thread_d2h_mib_s);
-    let paces = !worker && thread_known && ((main && s.workers() > 0) || d2h_heavy);
+    // Workers that exist and none pegged keep up: busy ones, or idle ones whose batches wait for the main thread.
+    let keep_up = s.workers() > 0 || s.children_now > 0;
+    let paces = !worker && thread_known && ((main && keep_up) || d2h_heavy);
     paces.then_some(MainPace { who, main, d2h_mib_s: d2h })
 }
 
@@ -497,8 +499,10 @@ pub fn main_thread_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some(pace) = main_pace(ctx, pid, &s) else { continue };
         let workers = s.workers();
         let child = ProcessSamples::median(&s.child_cpu);
-        let feeders = if workers == 0 {
+        let feeders = if workers == 0 && s.children_now == 0 {
             "no DataLoader workers".to_owned()
+        } else if workers == 0 {
+            format!("its {} DataLoader workers idle: their batches are ready", s.children_now)
         } else {
             format!("{} keep up (busiest at {} of one core, median)", s.workers_label(), opt_pct(child))
         };

@@ -463,6 +463,7 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let cgroups_read = ctx.host_process(pid).is_some_and(|p| p.cgroup_cpu.is_some());
+        let writes = write_waits_note(ctx, pid, &pw);
         let finding = Finding {
             title: format!("GPU {gpu_index} is underfed (PID {pid}): cause unknown"),
             evidence: format!(
@@ -470,14 +471,21 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
                  main-thread-bound, launch-bound, h2d-copy-bound, cpu-quota-throttled, cpus-pinned, \
                  remote-dataset-stall, compile-warmup held{}",
                 gw.evidence(),
-                write_waits_note(ctx, pid, &pw),
+                writes,
                 if cgroups_read { "" } else { "; cgroup CPU limits could not be read" },
             ),
-            remedy: "Profile one step (torch.profiler or Nsight Systems): compare the DataLoader's __next__ time with \
-                     the kernel time. If __next__ dominates, the input pipeline is the limiter; if kernels are short \
-                     with gaps between them, the CPU side of the step is (Python, launches, host syncs, a lock or a \
-                     collective waiting for a slower rank)."
-                .to_owned(),
+            remedy: format!(
+                "Profile one step (torch.profiler or Nsight Systems): compare the DataLoader's __next__ time with \
+                 the kernel time. If __next__ dominates, the input pipeline is the limiter; if kernels are short \
+                 with gaps between them, the CPU side of the step is (Python, launches, host syncs, a lock or a \
+                 collective waiting for a slower rank).{}",
+                if writes.is_empty() {
+                    ""
+                } else {
+                    " If the writes are in the step's path (logging or checkpointing synchronously), make them \
+                     asynchronous or write to local disk first."
+                }
+            ),
             explanation: "A GPU with a compute process whose SMs are busy a small part of the time over a minute, \
                           with no throttling to explain it, is waiting for something. gpusight names the cause when a \
                           more specific rule finds it (storage, CPU preprocessing, kernel launches, host-to-device \
