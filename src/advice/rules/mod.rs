@@ -103,6 +103,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 }
 
 #[cfg(test)]
+mod input_tests;
+#[cfg(test)]
 mod jobs_tests;
 #[cfg(test)]
 mod tests;

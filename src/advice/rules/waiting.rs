@@ -327,7 +327,9 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
 /// Per sample, which way a remote dataset keeps the GPU waiting, if one does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RemoteWait {
-    /// `DataLoader` workers asleep on sockets while they hold TCP connections of their own (HTTP, object storage).
+    /// `DataLoader` workers holding TCP connections of their own (HTTP, object storage), or asleep on sockets.
+    /// Connections alone count: on the H200 the workers of a job reading over HTTP held one each while their
+    /// `wchan` read as a generic poll (Python waits in `poll` before `recv`), never as a socket wait.
     Network,
     /// Threads in network file system or FUSE waits while the tree reads files open read-only on such a mount.
     FileSystem,
@@ -339,7 +341,7 @@ enum RemoteWait {
 /// read give no file system evidence.
 fn remote_wait(input: Option<InputSample>, children_tcp: Option<u32>) -> Option<RemoteWait> {
     let input = input?;
-    if input.worker_socket_waits > 0 && children_tcp.unwrap_or(0) > 0 {
+    if input.worker_socket_waits > 0 || children_tcp.unwrap_or(0) > 0 {
         return Some(RemoteWait::Network);
     }
     let reading = input.remote_read_only.unwrap_or(0) > 0 || input.remote_read_kib_s.unwrap_or(0) > 0;
