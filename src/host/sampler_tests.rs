@@ -322,6 +322,7 @@ fn waits_are_split_and_remote_reads_are_measured_between_scans() {
     // The GPU process's thread waits on a socket, another on dirty-page throttling; its worker on NFS. The process
     // reads a shard on NFS read-only (fd 7) and appends to a log there (fd 8).
     write(d, "proc/1200/task/1201/wchan", "sk_wait_data");
+    write(d, "proc/1200/task/1200/stat", &stat_line(1200, "pt_main_thread", 1100, 1000, 11, 1, 6100));
     write(d, "proc/1200/task/1200/wchan", "balance_dirty_pages");
     write(d, "proc/1300/wchan", "rpc_wait_bit_killable");
     write(
