@@ -775,7 +775,7 @@ impl History {
             series.tree_remote_files.push(files);
             let tcp = children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum);
             series.children_tcp.push(tcp);
-            series.input.push(host.map(|h| InputSample::of(Some(h), children(), &tick.host.per_cpu_busy_pct)));
+            series.input.push(host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)));
         }
     }
 

@@ -44,10 +44,11 @@ fn sum(values: impl Iterator<Item = Option<u32>>) -> Option<u8> {
 }
 
 impl InputSample {
-    /// Folds a GPU process (`host`) and its `children` at one tick; `per_cpu` is the host's busy share per CPU.
+    /// Folds a GPU process (`host`) and its `children` at one tick (an iterator it clones, so nothing is collected);
+    /// `per_cpu` is the host's busy share per CPU.
     pub fn of<'a>(
         host: Option<&'a HostProcess>,
-        children: impl Iterator<Item = &'a HostProcess> + Clone,
+        children: &(impl Iterator<Item = &'a HostProcess> + Clone),
         per_cpu: &[Option<f32>],
     ) -> Self {
         let tree = || host.into_iter().chain(children.clone());
@@ -124,7 +125,7 @@ mod tests {
             ),
             proc(6, "python -m torch._inductor.compile_worker --parent=1", 0.0, 'S'),
         ];
-        let s = InputSample::of(Some(&gpu), children.iter(), &[]);
+        let s = InputSample::of(Some(&gpu), &children.iter(), &[]);
         assert_eq!(s.busy_workers, 2, "a worker at 60 % and one in D; the idle one at 0.2 % is not feeding");
         assert_eq!((s.compile_workers, s.compile_busy), (2, 1));
         assert_eq!((s.fs_waits, s.remote_read_only, s.allowed_cpus), (None, None, None), "not read: None");
@@ -146,7 +147,7 @@ mod tests {
         });
         let mut old = proc(3, "python serve.py", 10.0, 'S');
         old.remote_waits = Some(1);
-        let s = InputSample::of(Some(&gpu), [worker, old].iter(), &[]);
+        let s = InputSample::of(Some(&gpu), &[worker, old].iter(), &[]);
         assert_eq!(s.worker_socket_waits, 1, "the worker's NFS wait is not a socket; the unsplit one counts");
         assert_eq!((s.fs_waits, s.write_waits), (Some(1), Some(1)));
         assert_eq!((s.remote_read_only, s.remote_written, s.remote_read_kib_s), (Some(1), Some(2), Some(10_240)));

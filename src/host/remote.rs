@@ -257,7 +257,9 @@ impl FdInfo {
     /// Whether the file was opened read-only (`flags & O_ACCMODE == O_RDONLY`).
     #[must_use]
     pub fn read_only(&self) -> bool {
-        self.flags & 0o3 == 0
+        const O_ACCMODE: u32 = 0o3;
+        const O_RDONLY: u32 = 0;
+        self.flags & O_ACCMODE == O_RDONLY
     }
 }
 

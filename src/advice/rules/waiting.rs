@@ -402,6 +402,7 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
 /// The waits and files of a remote stall, for its evidence: threads by kind (medians), the workers' connections,
 /// the read-only files and their read rate, and the written mount left out.
 fn remote_evidence(ctx: &Ctx<'_>, pid: u32, pw: &ProcWindow<'_>) -> String {
+    use std::fmt::Write as _;
     let inputs: Vec<InputSample> = pw.inputs().flatten().collect();
     let med = |pick: fn(&InputSample) -> Option<u32>| {
         super::super::window::median(inputs.iter().map(pick)).map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0}"))
@@ -419,15 +420,16 @@ fn remote_evidence(ctx: &Ctx<'_>, pid: u32, pw: &ProcWindow<'_>) -> String {
         let n: u32 = files.iter().map(|r| r.read_only).sum();
         let rate = super::super::window::median(inputs.iter().map(|i| i.remote_read_kib_s))
             .map_or_else(String::new, |k| format!(", read at {}/s (median)", bytes_label(k * 1024.0)));
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "; {n} file{} open read-only on {} ({}){rate}",
             if n == 1 { "" } else { "s" },
             read.mount,
             read.fs_type
-        ));
+        );
     }
     if let Some(written) = files.iter().find(|r| r.written > 0) {
-        text.push_str(&format!("; writes to {} ({}) not counted", written.written_mount, written.written_fs_type));
+        let _ = write!(text, "; writes to {} ({}) not counted", written.written_mount, written.written_fs_type);
     }
     text
 }

@@ -249,7 +249,7 @@ pub(super) fn refine(workload: Workload, slot: &Slot<'_>, tick: &mut Tick) {
                 // flushes now and then. The workers inherit stdout.
                 let written = if main { 3 } else { 1 };
                 p.remote_files = Some(files((0, "", ""), (written, "/home", "nfs4"), Some(0)));
-                waits(p, 0, u32::from(main && n % 3 == 0), 0);
+                waits(p, 0, u32::from(main && n.is_multiple_of(3)), 0);
             }
             Workload::LustreWarmDecode => {
                 // Each worker reads its JPEGs from Lustre at 25 MiB/s, all from the page cache: no waits.
