@@ -125,8 +125,8 @@ pub struct Thresholds {
     pub h2d_pageable_rx_share: f64,
     /// Scheduler periods throttled by the cgroup's CPU quota (%, mean over the window) from which it counts as throttled.
     pub quota_throttled_pct: f64,
-    /// Share (0–1) of samples with threads in network waits, `DataLoader` workers holding TCP connections, or open
-    /// files on network file systems that makes remote-dataset-stall hold.
+    /// Share (0–1) of samples with `DataLoader` workers on their own TCP connections, or threads in network file
+    /// system waits while files on such a mount are open read-only, that makes remote-dataset-stall hold.
     pub remote_share: f64,
     /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is
     /// clocks-limited.
