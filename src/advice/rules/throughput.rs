@@ -429,9 +429,9 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         let plural = if workers == 1 { "" } else { "s" };
         let remedy = if worker {
             format!(
-                "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{plural} that \
-                 work, {idle_text}); or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU \
-                 (DALI, torchvision.io.decode_jpeg on cuda).",
+                "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{plural}, \
+                 {idle_text}); or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
+                 torchvision.io.decode_jpeg on cuda).",
                 workers + spare.min(workers.max(1) * 3),
             )
         } else if workers == 0 && main_thread {
