@@ -410,7 +410,7 @@ pub fn blind_spots(history: &History) -> Vec<String> {
     }
     let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
     let process_rules = "input-bound, cpu-bound-input, launch-bound, h2d-copy-bound, cpu-quota-throttled, \
-                         remote-dataset-stall, numa-misplaced";
+                         remote-dataset-stall, numa-misplaced, main-thread-bound, cpus-pinned, compile-warmup";
     let mut out = Vec::new();
     if !outside.is_empty() {
         out.push(format!(

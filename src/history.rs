@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use crate::sample::{GpuEvent, GpuTick, MachineInfo, Snapshot, Tick, UnixMs};
 
+pub mod input;
+pub use input::InputSample;
+
 /// A fixed-capacity ring: pushing past the capacity drops the oldest value. Index 0 is the oldest.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ring<T> {
@@ -408,6 +411,9 @@ pub struct ProcessSeries {
     pub tree_remote_files: Series<u32>,
     /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
     pub children_tcp: Series<u32>,
+    /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
+    /// mode and their read rate, the CPUs the process may run on (see [`InputSample`]).
+    pub input: Series<InputSample>,
 }
 
 impl ProcessSeries {
@@ -432,6 +438,7 @@ impl ProcessSeries {
             tree_remote_waits: Ring::new(capacity),
             tree_remote_files: Ring::new(capacity),
             children_tcp: Ring::new(capacity),
+            input: Ring::new(capacity),
         }
     }
 
@@ -454,11 +461,12 @@ impl ProcessSeries {
             + self.tree_remote_waits.heap_bytes()
             + self.tree_remote_files.heap_bytes()
             + self.children_tcp.heap_bytes()
+            + self.input.heap_bytes()
     }
 
     /// The length of every series, for tests that they stay aligned.
     #[cfg(test)]
-    fn series_lens(&self) -> [usize; 18] {
+    fn series_lens(&self) -> [usize; 19] {
         [
             self.times.len(),
             self.gpu_mem_bytes.len(),
@@ -478,6 +486,7 @@ impl ProcessSeries {
             self.tree_remote_waits.len(),
             self.tree_remote_files.len(),
             self.children_tcp.len(),
+            self.input.len(),
         ]
     }
 
@@ -501,6 +510,7 @@ impl ProcessSeries {
         self.tree_remote_waits.pop_front();
         self.tree_remote_files.pop_front();
         self.children_tcp.pop_front();
+        self.input.pop_front();
     }
 
     /// The time of the newest sample of this process.
@@ -740,8 +750,10 @@ impl History {
             series.read_bytes_per_s.push(host.and_then(|h| h.read_bytes_per_s));
             series.state.push(host.and_then(|h| h.state));
             series.threads_in_d.push(host.and_then(|h| h.threads_in_d));
-            series.max_child_cpu_pct.push(children().filter_map(|c| c.cpu_pct).reduce(f32::max));
-            let children_in_d = children().filter(|c| c.state == Some('D')).count();
+            // Compile workers (torch.compile) are not DataLoader workers: their CPU and D are not the input's.
+            let loaders = || children().filter(|c| !c.is_compile_worker());
+            series.max_child_cpu_pct.push(loaders().filter_map(|c| c.cpu_pct).reduce(f32::max));
+            let children_in_d = loaders().filter(|c| c.state == Some('D')).count();
             series.children_in_d.push(u32::try_from(children_in_d).ok());
             series.n_children.push(u32::try_from(children().count()).ok());
             let tree_read = host
@@ -763,6 +775,7 @@ impl History {
             series.tree_remote_files.push(files);
             let tcp = children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum);
             series.children_tcp.push(tcp);
+            series.input.push(host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)));
         }
     }
 
@@ -938,7 +951,7 @@ mod tests {
         assert!(kept.windows(2).all(|w| w[1] - w[0] == 1000), "evenly spaced, one a second");
         assert_eq!(series.times.heap_bytes(), 301 * std::mem::size_of::<UnixMs>());
         // Every series of the process stays aligned with its time column.
-        assert_eq!(series.series_lens(), [301; 18]);
+        assert_eq!(series.series_lens(), [301; 19]);
         // Pushing on changes nothing in size.
         let before = history.process_heap_bytes();
         for n in 12_000..13_000 {

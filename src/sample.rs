@@ -405,6 +405,14 @@ pub struct HostProcess {
     /// The multi-process job this GPU process belongs to (read for GPU processes only, once per process).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub job: Option<JobInfo>,
+    /// Of `remote_waits`, the threads asleep in a network file system or FUSE wait (NFS, Lustre, SMB, Ceph, GPFS,
+    /// BeeGFS, 9p, FUSE and virtiofs); the rest wait on a socket. Absent in recordings made before waits were split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs_waits: Option<u32>,
+    /// Threads asleep waiting for their writes to reach storage (dirty-page throttling, writeback, a journal
+    /// commit), read with `remote_waits`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub write_waits: Option<u32>,
 }
 
 /// Which job a GPU process belongs to (see [`crate::host::job`]): its rank and what ties it to the other ranks.
@@ -485,7 +493,8 @@ pub struct CgroupCpu {
 pub struct RemoteFiles {
     /// Regular files open on such filesystems.
     pub open: u32,
-    /// The filesystem type of the first one, e.g. "nfs4", "fuse.s3fs", "lustre", "cifs".
+    /// The filesystem type of the first one (the first one open read-only, where modes were read), e.g. "nfs4",
+    /// "fuse.s3fs", "lustre", "cifs".
     pub fs_type: String,
     /// Its mount point.
     pub mount: String,
@@ -493,6 +502,36 @@ pub struct RemoteFiles {
     /// sockets, or where the kernel does not name a socket's protocol, its established connections in
     /// `/proc/PID/net/tcp`; for a worker, those it did not inherit from its parent.
     pub tcp_connections: u32,
+    /// Of `open`, the files open read-only (`flags` of `/proc/PID/fdinfo/FD`): a dataset being read. Absent (0) in
+    /// recordings made before open modes were read; `modes_read` says which.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub read_only: u32,
+    /// Of `open`, the files open for writing (logs, `slurm-%j.out`, checkpoints, TensorBoard events).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub written: u32,
+    /// Whether `read_only` and `written` were read (false in older recordings).
+    #[serde(skip_serializing_if = "is_false")]
+    pub modes_read: bool,
+    /// Bytes per second read through the read-only remote descriptors since the previous scan (their `pos` in
+    /// `/proc/PID/fdinfo/FD`; a descriptor opened since counts from 0). `None` on a first scan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_bytes_per_s: Option<u64>,
+    /// The mount point of the first remote file open for writing (`mount` names a read-only one where there is one).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub written_mount: String,
+    /// The file system type of `written_mount`.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub written_fs_type: String,
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_zero(n: &u32) -> bool {
+    *n == 0
+}
+
+#[expect(clippy::trivially_copy_pass_by_ref, reason = "serde's skip_serializing_if passes a reference")]
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One thread's CPU use: which thread, what it is called, and how much of one core it used.
@@ -507,6 +546,14 @@ pub struct ThreadCpu {
 }
 
 impl HostProcess {
+    /// Whether this process is a `torch.compile` (inductor) compile worker rather than a `DataLoader` worker: its
+    /// command line runs `torch/_inductor/compile_worker` (the subprocess pool) or another inductor module.
+    #[must_use]
+    pub fn is_compile_worker(&self) -> bool {
+        let c = self.cmdline.as_str();
+        c.contains("compile_worker") || c.contains("torch/_inductor/") || c.contains("torch._inductor.")
+    }
+
     /// The PID inside the process's own namespace when it runs in a container.
     #[must_use]
     pub fn container_pid(&self) -> Option<u32> {

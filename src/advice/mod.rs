@@ -79,6 +79,12 @@ pub enum Rule {
     RankStraggler,
     /// Every rank of a job stuck in a collective.
     CollectiveHang,
+    /// The GPU waits for the main thread's own work (an optimizer on the CPU, metrics), not for its input.
+    MainThreadBound,
+    /// The job's workers share fewer CPUs than they need (`taskset`, a Slurm or Kubernetes cpuset).
+    CpusPinned,
+    /// A young process compiles its model (`torch.compile`): the GPU waits while it warms up.
+    CompileWarmup,
     /// Not a rule about the GPUs: a signal the engine needs could not be read (e.g. no Xid source).
     Visibility,
 }
@@ -116,6 +122,9 @@ impl Rule {
             Self::MemoryBound => "memory-bound",
             Self::RankStraggler => "rank-straggler",
             Self::CollectiveHang => "collective-hang",
+            Self::MainThreadBound => "main-thread-bound",
+            Self::CpusPinned => "cpus-pinned",
+            Self::CompileWarmup => "compile-warmup",
             Self::Visibility => "visibility",
         }
     }
@@ -176,7 +185,10 @@ impl Rule {
             | Self::CpuQuotaThrottled
             | Self::RemoteDatasetStall
             | Self::MemoryBound
-            | Self::RankStraggler => Step::Throughput,
+            | Self::RankStraggler
+            | Self::MainThreadBound
+            | Self::CpusPinned
+            | Self::CompileWarmup => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }
@@ -390,17 +402,22 @@ fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option
     seeds
 }
 
-/// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
-/// preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
-/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more). Last, util-misleading: with no
-/// host-side cause, kernels that run nearly all the time on a sliver of the SMs are why the SMs idle (a step of tiny
-/// kernels, even captured in a CUDA graph); the GPU is not waiting for anything, so "cause unknown" would mislead.
-pub const CAUSES: [Rule; 7] = [
+/// The causes of a waiting GPU, strongest first: a model that compiles (`torch.compile` warming up) explains
+/// everything else a young process shows; then the most specific root cause wins (a CPU quota or a narrow CPU mask
+/// is why the preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
+/// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more, and main-thread-bound says it
+/// when neither holds). Last, util-misleading: with no host-side cause, kernels that run nearly all the time on a
+/// sliver of the SMs are why the SMs idle (a step of tiny kernels, even captured in a CUDA graph); the GPU is not
+/// waiting for anything, so "cause unknown" would mislead.
+pub const CAUSES: [Rule; 10] = [
+    Rule::CompileWarmup,
     Rule::CpuQuotaThrottled,
+    Rule::CpusPinned,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
     Rule::H2dCopyBound,
     Rule::LaunchBound,
+    Rule::MainThreadBound,
     Rule::CpuBoundInput,
     Rule::UtilMisleading,
 ];

@@ -125,8 +125,8 @@ pub struct Thresholds {
     pub h2d_pageable_rx_share: f64,
     /// Scheduler periods throttled by the cgroup's CPU quota (%, mean over the window) from which it counts as throttled.
     pub quota_throttled_pct: f64,
-    /// Share (0–1) of samples with threads in network waits, `DataLoader` workers holding TCP connections, or open
-    /// files on network file systems that makes remote-dataset-stall hold.
+    /// Share (0–1) of samples with `DataLoader` workers on their own TCP connections, or threads in network file
+    /// system waits while files on such a mount are open read-only, that makes remote-dataset-stall hold.
     pub remote_share: f64,
     /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is
     /// clocks-limited.
@@ -171,6 +171,15 @@ pub struct Thresholds {
     pub xid_window_s: u64,
     /// Corrected (single-bit) ECC errors within `xid_window_s` that make gpu-errors a warning; fewer are info.
     pub ecc_corrected_warn: u64,
+
+    /// Mean `PCIe` TX (device to host, MiB/s) at or above which a starved GPU's step sends its results back to the
+    /// host for CPU work (an offloaded optimizer's gradients): with no `DataLoader` worker, a pegged main thread is
+    /// then the step's own work (main-thread-bound), not data preparation.
+    pub main_thread_d2h_mib_s: f64,
+    /// Mean busy share (%) of the CPUs a process may run on at or above which they are full (cpus-pinned).
+    pub pinned_busy_pct: f64,
+    /// Age (s) below which a process with `torch.compile` workers counts as warming up (compile-warmup).
+    pub compile_warmup_max_age_s: u64,
 }
 
 impl Default for Thresholds {
@@ -245,6 +254,9 @@ impl Default for Thresholds {
             hang_max_link_mib_s: 20.0,
             xid_window_s: 3600,
             ecc_corrected_warn: 10,
+            main_thread_d2h_mib_s: 100.0,
+            pinned_busy_pct: 80.0,
+            compile_warmup_max_age_s: 900,
         }
     }
 }
@@ -257,7 +269,8 @@ impl Thresholds {
             (
                 "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
               util-misleading, shared-gpu, host-memory-pressure, cpu-steal, launch-bound, h2d-copy-bound, \
-              cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound",
+              cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound, main-thread-bound, \
+              cpus-pinned",
                 self.window_s,
             ),
             ("gpu-underfed", self.underfed_window_s),

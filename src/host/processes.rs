@@ -15,7 +15,9 @@ use super::maps::parse_environ;
 use super::pid_parse::{
     PidStat, PidStatus, parse_children, parse_cmdline, parse_pid_io, parse_pid_stat, parse_pid_status,
 };
-use super::remote::{FD_SCAN_PERIOD_MS, FdFacts, Wait, classify_wchan, own_connections, scan_fds};
+use super::remote::{
+    FD_SCAN_PERIOD_MS, FdFacts, WaitCounts, classify_wchan, own_connections, remote_read_rate, scan_fds,
+};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
@@ -52,8 +54,8 @@ struct ThreadPrev {
 struct ThreadWalk {
     in_d: u32,
     busiest: Option<ThreadCpu>,
-    /// Sleeping threads whose `wchan` is a network, NFS or FUSE wait.
-    remote_waits: u32,
+    /// Sleeping threads by what their `wchan` waits for (network, file system, writes).
+    waits: WaitCounts,
 }
 
 /// How often the threads of a GPU process are walked: three small reads per thread (`stat`, `wchan`, `children`),
@@ -190,7 +192,7 @@ impl ProcessSampler {
                     let mut process = self.details(proc_dir, clock, stat, role, walks_in_d(&walk, role));
                     process.busiest_thread = walk.busiest;
                     if matches!(role, ProcessRole::Gpu | ProcessRole::Child) {
-                        self.input_path(proc_dir, clock, &mut process, walk.remote_waits);
+                        self.input_path(proc_dir, clock, &mut process, walk.waits);
                     }
                     out.push(process);
                 }
@@ -214,25 +216,37 @@ impl ProcessSampler {
     /// What the input path of a GPU process or a child looks like: its cgroup's CPU limits, threads in network
     /// waits (a GPU process's come from its thread walk; a child's main thread is read here), and, every
     /// [`FD_SCAN_PERIOD_MS`], its open files on network file systems and its TCP connections.
-    fn input_path(&mut self, proc_dir: &Path, clock: Clock, process: &mut HostProcess, gpu_waits: u32) {
+    fn input_path(&mut self, proc_dir: &Path, clock: Clock, process: &mut HostProcess, gpu_waits: WaitCounts) {
         let pid = process.pid;
         if let Ok(text) = read_text(pid_path(&mut self.path, proc_dir, pid, "cgroup"), &mut self.buf) {
             let text = text.into_owned();
             process.cgroup_cpu = self.cgroups.read(&text, clock.now_ms);
         }
-        process.remote_waits = if process.role == ProcessRole::Gpu {
+        let waits = if process.role == ProcessRole::Gpu {
             Some(gpu_waits)
         } else {
-            read_text(pid_path(&mut self.path, proc_dir, pid, "wchan"), &mut self.buf)
-                .ok()
-                .map(|w| u32::from(classify_wchan(&w) == Wait::Remote))
+            read_text(pid_path(&mut self.path, proc_dir, pid, "wchan"), &mut self.buf).ok().map(|w| {
+                let mut counts = WaitCounts::default();
+                counts.add(classify_wchan(&w));
+                counts
+            })
         };
+        process.remote_waits = waits.map(|w| w.remote);
+        process.fs_waits = waits.map(|w| w.fs);
+        process.write_waits = waits.map(|w| w.write);
         let start_ticks = process.start_ticks.unwrap_or(0);
         let due = self.fd_scans.get(&pid).is_none_or(|scan| {
             scan.start_ticks != start_ticks || clock.now_ms.saturating_sub(scan.at_ms) >= FD_SCAN_PERIOD_MS
         });
         if due {
-            let found = scan_fds(proc_dir, pid, &mut self.buf);
+            let mut found = scan_fds(proc_dir, pid, &mut self.buf);
+            // The read rate through read-only remote descriptors since the previous scan of the same process.
+            let prev = self.fd_scans.get(&pid).filter(|scan| scan.start_ticks == start_ticks);
+            if let (Some(prev), Some(now)) = (prev, found.as_mut()) {
+                let reads = prev.found.as_ref().map(|f| f.reads.as_slice());
+                now.files.read_bytes_per_s =
+                    reads.and_then(|r| remote_read_rate(r, &now.reads, clock.now_ms.saturating_sub(prev.at_ms)));
+            }
             self.fd_scans.insert(pid, FdScan { start_ticks, at_ms: clock.now_ms, found });
         }
         process.remote_files = self.fd_scans.get(&pid).and_then(|scan| scan.found.as_ref()).map(|f| f.files.clone());
@@ -375,9 +389,8 @@ impl ProcessSampler {
                 // Only sleeping threads have a wait worth naming; one small read each.
                 if matches!(stat.state, 'S' | 'D')
                     && let Ok(wchan) = read_text(tid_path(&mut self.path, &task_dir, &tid, "wchan"), &mut self.buf)
-                    && classify_wchan(&wchan) == Wait::Remote
                 {
-                    walk.remote_waits += 1;
+                    walk.waits.add(classify_wchan(&wchan));
                 }
                 let prev = self.threads_prev.get(&stat.pid).copied();
                 let (pct, now) = thread_cpu(prev, &stat, clock);

@@ -21,8 +21,26 @@ pub const MAX_FDS: usize = 1024;
 /// How often the fd scan runs for a process (its last answer is carried in between).
 pub const FD_SCAN_PERIOD_MS: u64 = 5_000;
 
-/// File systems whose reads go over a network or through a user-space daemon.
-const REMOTE_FS: &[&str] = &["nfs", "nfs4", "cifs", "smb3", "smbfs", "lustre", "ceph", "glusterfs", "9p", "beegfs"];
+/// File systems whose reads go over a network or through a user-space daemon: NFS, SMB, Lustre, Ceph, GlusterFS,
+/// GPFS (Spectrum Scale), BeeGFS, WekaFS, 9p, virtiofs and AFS; every FUSE type ("fuse.s3fs", "fuse.gcsfuse",
+/// "fuse.beegfs", "fuse.ceph-fuse", "fuseblk") is matched by its prefix.
+const REMOTE_FS: &[&str] = &[
+    "nfs",
+    "nfs4",
+    "cifs",
+    "smb3",
+    "smbfs",
+    "lustre",
+    "ceph",
+    "glusterfs",
+    "9p",
+    "beegfs",
+    "gpfs",
+    "wekafs",
+    "virtiofs",
+    "afs",
+    "orangefs",
+];
 
 /// Whether a file system type reads over the network or through FUSE ("fuse.s3fs", "fuse.gcsfuse", "fuseblk").
 #[must_use]
@@ -33,30 +51,96 @@ pub fn is_remote_fs(fs_type: &str) -> bool {
 /// What a sleeping thread waits for, from its `wchan` (the kernel function it sleeps in).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Wait {
-    /// A TCP/socket receive, an NFS/RPC call or a FUSE request: input over the network.
-    Remote,
+    /// A TCP/socket receive or connect: input over the network, or a server waiting for its next request.
+    Socket,
+    /// An NFS/RPC call, a FUSE request, or a Lustre, SMB, Ceph, GPFS, BeeGFS or 9p wait: a network file system.
+    FileSystem,
+    /// Waiting for its writes to reach storage: dirty-page throttling, writeback, a journal commit.
+    Write,
     /// Anything else (futex, poll, pipe, local disk, idle).
     Other,
 }
+
+impl Wait {
+    /// A socket or network file system wait (what `HostProcess::remote_waits` counts).
+    #[must_use]
+    pub fn is_remote(self) -> bool {
+        matches!(self, Self::Socket | Self::FileSystem)
+    }
+}
+
+/// `wchan` prefixes of socket waits.
+const SOCKET_WAITS: &[&str] = &["sk_wait_data", "tcp_recvmsg", "inet_wait_for_connect", "sk_stream_wait"];
+
+/// `wchan` prefixes of network file system and FUSE waits: NFS and Sun RPC, FUSE (and virtiofs, which is FUSE),
+/// SMB, Lustre (`ll_`, `ptlrpc`, `osc_`, `cl_sync_io`), Ceph, 9p, GPFS (`cxiWaitEvent`), BeeGFS (`fhgfs`).
+const FS_WAITS: &[&str] = &[
+    "rpc_wait",
+    "nfs",
+    "fuse",
+    "cifs",
+    "smb2",
+    "ll_",
+    "ptlrpc",
+    "osc_",
+    "cl_sync_io",
+    "ceph",
+    "p9_",
+    "v9fs",
+    "cxiWaitEvent",
+    "fhgfs",
+    "beegfs",
+];
+
+/// `wchan` prefixes of write waits: dirty-page throttling, page writeback, journal commits.
+const WRITE_WAITS: &[&str] = &[
+    "balance_dirty_pages",
+    "folio_wait_writeback",
+    "wait_on_page_writeback",
+    "jbd2_log_wait_commit",
+    "xlog_wait",
+    "wb_wait_for_completion",
+];
 
 /// Classifies a `wchan` name. Generic waits (poll, epoll, futex, `wait_woken`) are not counted: a `DataLoader`
 /// worker waiting on its index queue sits in them too.
 #[must_use]
 pub fn classify_wchan(wchan: &str) -> Wait {
     let w = wchan.trim();
-    let remote = w.starts_with("sk_wait_data")
-        || w.starts_with("tcp_recvmsg")
-        || w.starts_with("inet_wait_for_connect")
-        || w.starts_with("sk_stream_wait")
-        || w.starts_with("rpc_wait")
-        || w.starts_with("nfs")
-        || w.starts_with("fuse")
-        || w == "request_wait_answer"
-        || w.starts_with("cifs")
-        || w.starts_with("smb2")
-        || w.starts_with("ll_")
-        || w.starts_with("ptlrpc");
-    if remote { Wait::Remote } else { Wait::Other }
+    if SOCKET_WAITS.iter().any(|p| w.starts_with(p)) {
+        Wait::Socket
+    } else if w == "request_wait_answer" || FS_WAITS.iter().any(|p| w.starts_with(p)) {
+        Wait::FileSystem
+    } else if WRITE_WAITS.iter().any(|p| w.starts_with(p)) {
+        Wait::Write
+    } else {
+        Wait::Other
+    }
+}
+
+/// Sleeping threads counted by what they wait for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct WaitCounts {
+    /// Socket and network file system waits together (`HostProcess::remote_waits`).
+    pub remote: u32,
+    /// Of `remote`, the network file system waits.
+    pub fs: u32,
+    pub write: u32,
+}
+
+impl WaitCounts {
+    /// Counts one thread's wait.
+    pub fn add(&mut self, wait: Wait) {
+        match wait {
+            Wait::Socket => self.remote += 1,
+            Wait::FileSystem => {
+                self.remote += 1;
+                self.fs += 1;
+            }
+            Wait::Write => self.write += 1,
+            Wait::Other => {}
+        }
+    }
 }
 
 /// One mount: where and of what type.
@@ -147,7 +231,80 @@ fn socket_kind(fd_link: &Path) -> SocketKind {
 pub(crate) struct FdFacts {
     pub files: RemoteFiles,
     pub tcp_inodes: Vec<u64>,
+    /// The read-only remote descriptors and their offsets, sorted by descriptor: what the next scan's read rate
+    /// is measured against (see [`remote_read_rate`]).
+    pub reads: Vec<RemoteRead>,
 }
+
+/// One read-only descriptor on a remote file system: its number, the file's inode and its offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RemoteRead {
+    pub fd: u32,
+    pub ino: u64,
+    pub pos: u64,
+}
+
+/// What `/proc/PID/fdinfo/FD` says about a descriptor: its offset, its open flags and the file's inode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FdInfo {
+    pub pos: u64,
+    /// The open flags (octal in the file), e.g. `O_RDONLY | O_LARGEFILE`.
+    pub flags: u32,
+    pub ino: u64,
+}
+
+impl FdInfo {
+    /// Whether the file was opened read-only (`flags & O_ACCMODE == O_RDONLY`).
+    #[must_use]
+    pub fn read_only(&self) -> bool {
+        const O_ACCMODE: u32 = 0o3;
+        const O_RDONLY: u32 = 0;
+        self.flags & O_ACCMODE == O_RDONLY
+    }
+}
+
+/// Parses `/proc/PID/fdinfo/FD` (`pos:`, `flags:` in octal, `ino:`); `None` without a `flags` line.
+#[must_use]
+pub fn parse_fdinfo(text: &str) -> Option<FdInfo> {
+    let mut info = FdInfo::default();
+    let mut flags = None;
+    for line in text.lines() {
+        let Some((key, value)) = line.split_once(':') else { continue };
+        let value = value.trim();
+        match key {
+            "pos" => info.pos = value.parse().unwrap_or(0),
+            "flags" => flags = u32::from_str_radix(value, 8).ok(),
+            "ino" => info.ino = value.parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    info.flags = flags?;
+    Some(info)
+}
+
+/// Bytes per second read through read-only remote descriptors between two scans `dt_ms` apart: the growth of each
+/// descriptor's offset (the same descriptor on the same inode), and the whole offset of one opened since. Reads
+/// by `pread` or through `mmap` move no offset and are not seen; a file opened and closed between scans neither.
+#[must_use]
+pub(crate) fn remote_read_rate(prev: &[RemoteRead], now: &[RemoteRead], dt_ms: u64) -> Option<u64> {
+    if dt_ms == 0 {
+        return None;
+    }
+    let mut bytes: u64 = 0;
+    for read in now {
+        let before = prev
+            .binary_search_by_key(&read.fd, |r| r.fd)
+            .ok()
+            .map(|i| prev[i])
+            .filter(|p| p.ino == read.ino && p.pos <= read.pos)
+            .map_or(0, |p| p.pos);
+        bytes = bytes.saturating_add(read.pos - before);
+    }
+    Some(bytes.saturating_mul(1000) / dt_ms)
+}
+
+/// How many remote descriptors of one process get their `fdinfo` read per scan, at most.
+pub const MAX_FDINFO: usize = 64;
 
 /// How many of a child's TCP connections are its own: not the same sockets as its parent's. A `DataLoader` worker
 /// forked after `init_process_group` inherits the rank's store and NCCL bootstrap sockets; those are not the worker
@@ -157,13 +314,14 @@ pub(crate) fn own_connections(child: &[u64], parent: &[u64]) -> u32 {
     u32::try_from(child.iter().filter(|i| parent.binary_search(i).is_err()).count()).unwrap_or(u32::MAX)
 }
 
-/// Scans one process's open descriptors: regular files on remote file systems and TCP connections (TCP sockets
-/// by the kernel's word; where it gives none, the established ones of `/proc/PID/net/tcp{,6}`).
+/// Scans one process's open descriptors: regular files on remote file systems (with their open mode and offset
+/// from `fdinfo`, for at most [`MAX_FDINFO`] of them) and TCP connections (TCP sockets by the kernel's word; where
+/// it gives none, the established ones of `/proc/PID/net/tcp{,6}`).
 /// `None` when the descriptors cannot be listed (another user's process without privilege).
 pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<FdFacts> {
     let base = proc_dir.join(pid.to_string());
     let entries = std::fs::read_dir(base.join("fd")).ok()?;
-    let mut files: Vec<String> = Vec::new();
+    let mut files: Vec<(u32, String)> = Vec::new();
     let mut tcp_inodes: Vec<u64> = Vec::new();
     let mut unknown: Vec<u64> = Vec::new();
     for entry in entries.flatten().take(MAX_FDS) {
@@ -177,22 +335,12 @@ pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<F
                 SocketKind::Unknown => unknown.push(inode),
             }
         } else if target.starts_with('/') && !target.starts_with("/dev/") && !target.ends_with(" (deleted)") {
-            files.push(target.to_owned());
+            let fd = entry.file_name().to_str().and_then(|n| n.parse().ok()).unwrap_or(u32::MAX);
+            files.push((fd, target.to_owned()));
         }
     }
-    let mut out = RemoteFiles::default();
-    if !files.is_empty() {
-        let mounts = read_text(&base.join("mountinfo"), buf).map(|t| parse_mountinfo(&t)).unwrap_or_default();
-        for file in &files {
-            if let Some(m) = mount_of(&mounts, file).filter(|m| is_remote_fs(&m.fs_type)) {
-                if out.open == 0 {
-                    out.fs_type.clone_from(&m.fs_type);
-                    out.mount.clone_from(&m.point);
-                }
-                out.open += 1;
-            }
-        }
-    }
+    let (files, reads) = remote_files(&base, &files, buf);
+    let mut out = files;
     if !unknown.is_empty() {
         let mut established = HashSet::new();
         for table in ["net/tcp", "net/tcp6"] {
@@ -205,7 +353,53 @@ pub(crate) fn scan_fds(proc_dir: &Path, pid: u32, buf: &mut Vec<u8>) -> Option<F
     tcp_inodes.sort_unstable();
     tcp_inodes.dedup();
     out.tcp_connections = u32::try_from(tcp_inodes.len()).unwrap_or(u32::MAX);
-    Some(FdFacts { files: out, tcp_inodes })
+    Some(FdFacts { files: out, tcp_inodes, reads })
+}
+
+/// The regular files among a process's descriptors that lie on remote file systems: how many, how many are open
+/// read-only and for writing (from `fdinfo`), the mounts, and the read-only descriptors' offsets.
+fn remote_files(base: &Path, files: &[(u32, String)], buf: &mut Vec<u8>) -> (RemoteFiles, Vec<RemoteRead>) {
+    let mut out = RemoteFiles { modes_read: true, ..RemoteFiles::default() };
+    let mut reads = Vec::new();
+    if files.is_empty() {
+        return (out, reads);
+    }
+    let mounts = read_text(&base.join("mountinfo"), buf).map(|t| parse_mountinfo(&t)).unwrap_or_default();
+    let mut infos_read = 0;
+    for (fd, file) in files {
+        let Some(m) = mount_of(&mounts, file).filter(|m| is_remote_fs(&m.fs_type)) else { continue };
+        if out.open == 0 {
+            out.fs_type.clone_from(&m.fs_type);
+            out.mount.clone_from(&m.point);
+        }
+        out.open += 1;
+        if infos_read >= MAX_FDINFO {
+            out.modes_read = false;
+            continue;
+        }
+        infos_read += 1;
+        let Some(info) = read_text(&base.join("fdinfo").join(fd.to_string()), buf).ok().and_then(|t| parse_fdinfo(&t))
+        else {
+            out.modes_read = false;
+            continue;
+        };
+        if info.read_only() {
+            if out.read_only == 0 {
+                out.fs_type.clone_from(&m.fs_type);
+                out.mount.clone_from(&m.point);
+            }
+            out.read_only += 1;
+            reads.push(RemoteRead { fd: *fd, ino: info.ino, pos: info.pos });
+        } else {
+            if out.written == 0 {
+                out.written_fs_type.clone_from(&m.fs_type);
+                out.written_mount.clone_from(&m.point);
+            }
+            out.written += 1;
+        }
+    }
+    reads.sort_unstable_by_key(|r| r.fd);
+    (out, reads)
 }
 
 #[cfg(test)]
@@ -214,14 +408,117 @@ mod tests {
 
     #[test]
     fn wchan_names() {
-        assert_eq!(classify_wchan("sk_wait_data\n"), Wait::Remote);
-        assert_eq!(classify_wchan("rpc_wait_bit_killable"), Wait::Remote);
-        assert_eq!(classify_wchan("request_wait_answer"), Wait::Remote);
-        assert_eq!(classify_wchan("fuse_dev_do_read"), Wait::Remote);
-        assert_eq!(classify_wchan("nfs_wait_on_request"), Wait::Remote);
+        assert_eq!(classify_wchan("sk_wait_data\n"), Wait::Socket);
+        assert_eq!(classify_wchan("tcp_recvmsg_locked"), Wait::Socket);
+        for fs in [
+            "rpc_wait_bit_killable",
+            "request_wait_answer",
+            "fuse_dev_do_read",
+            "nfs_wait_on_request",
+            "ptlrpc_set_wait",
+            "ll_file_read_iter",
+            "ceph_mdsc_do_request",
+            "p9_client_rpc",
+            "cxiWaitEventWait",
+            "cifs_wait_mtu_credits",
+        ] {
+            assert_eq!(classify_wchan(fs), Wait::FileSystem, "{fs}");
+            assert!(classify_wchan(fs).is_remote());
+        }
+        for write in ["balance_dirty_pages", "folio_wait_writeback", "jbd2_log_wait_commit"] {
+            assert_eq!(classify_wchan(write), Wait::Write, "{write}");
+            assert!(!classify_wchan(write).is_remote(), "a write wait is not input over the network");
+        }
         for local in ["futex_wait_queue", "do_poll.constprop.0", "ep_poll", "pipe_read", "wait_woken", "0", ""] {
             assert_eq!(classify_wchan(local), Wait::Other, "{local}");
         }
+        let mut counts = WaitCounts::default();
+        for wait in [Wait::Socket, Wait::FileSystem, Wait::Write, Wait::Other] {
+            counts.add(wait);
+        }
+        assert_eq!(counts, WaitCounts { remote: 2, fs: 1, write: 1 });
+    }
+
+    #[test]
+    fn the_file_systems_of_shared_clusters_are_remote() {
+        for fs in [
+            "nfs",
+            "nfs4",
+            "lustre",
+            "cifs",
+            "smb3",
+            "gpfs",
+            "beegfs",
+            "fuse.beegfs",
+            "ceph",
+            "fuse.ceph-fuse",
+            "wekafs",
+            "virtiofs",
+            "9p",
+            "fuse.s3fs",
+            "fuse.gcsfuse",
+        ] {
+            assert!(is_remote_fs(fs), "{fs}");
+        }
+        for fs in ["ext4", "xfs", "btrfs", "overlay", "tmpfs", "zfs"] {
+            assert!(!is_remote_fs(fs), "{fs}");
+        }
+    }
+
+    #[test]
+    fn fdinfo_gives_the_mode_and_the_offset() {
+        let read = parse_fdinfo("pos:\t1048576\nflags:\t0100000\nmnt_id:\t40\nino:\t77\n").expect("fdinfo");
+        assert_eq!((read.pos, read.ino), (1_048_576, 77));
+        assert!(read.read_only());
+        // O_WRONLY | O_CREAT | O_APPEND | O_LARGEFILE: a log; O_RDWR: a checkpoint opened for update.
+        assert!(!parse_fdinfo("pos:\t0\nflags:\t0102101\n").expect("log").read_only());
+        assert!(!parse_fdinfo("pos:\t0\nflags:\t02\n").expect("rdwr").read_only());
+        assert_eq!(parse_fdinfo("pos:\t3\n"), None, "no flags: not an fdinfo");
+    }
+
+    #[test]
+    fn the_read_rate_follows_offsets_of_the_same_file() {
+        let r = |fd, ino, pos| RemoteRead { fd, ino, pos };
+        let before = [r(5, 100, 1_000), r(6, 200, 4_000), r(7, 300, 9_000)];
+        // fd 5 read 4,000 more; fd 6 now holds another file (its whole offset counts); fd 7 was closed; fd 8 is new.
+        let now = [r(5, 100, 5_000), r(6, 201, 2_000), r(8, 400, 1_000)];
+        assert_eq!(remote_read_rate(&before, &now, 2_000), Some((4_000 + 2_000 + 1_000) / 2));
+        // An offset that went back (a seek) counts from 0, never as a negative read.
+        assert_eq!(remote_read_rate(&[r(5, 100, 9_000)], &[r(5, 100, 10)], 1_000), Some(10));
+        assert_eq!(remote_read_rate(&before, &now, 0), None);
+    }
+
+    #[test]
+    fn the_scan_tells_read_only_dataset_files_from_written_logs() {
+        // A worker reading a shard on Lustre while stdout goes to slurm-42.out on the NFS home, and a local file.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let proc_dir = dir.path();
+        let base = proc_dir.join("100");
+        std::fs::create_dir_all(base.join("fd")).expect("fd dir");
+        std::fs::create_dir_all(base.join("fdinfo")).expect("fdinfo dir");
+        std::fs::write(
+            base.join("mountinfo"),
+            "22 1 259:2 / / rw - ext4 /dev/nvme0n1p2 rw\n\
+             40 22 0:45 / /home rw - nfs4 server:/home rw\n\
+             41 22 0:46 / /lustre rw - lustre 10.0.0.1@o2ib:/fs rw\n",
+        )
+        .expect("mountinfo");
+        for (fd, target, flags, pos) in [
+            ("1", "/home/alice/slurm-42.out", "0102001", 512),
+            ("3", "/lustre/imagenet/shard-0001.tar", "0100000", 8_192),
+            ("4", "/tmp/local.txt", "0100000", 0),
+        ] {
+            std::os::unix::fs::symlink(target, base.join("fd").join(fd)).expect("fd link");
+            std::fs::write(base.join("fdinfo").join(fd), format!("pos:\t{pos}\nflags:\t{flags}\nino:\t9{fd}\n"))
+                .expect("fdinfo");
+        }
+        let found = scan_fds(proc_dir, 100, &mut Vec::new()).expect("scan");
+        let files = &found.files;
+        assert_eq!((files.open, files.read_only, files.written), (2, 1, 1), "{files:?}");
+        assert!(files.modes_read);
+        assert_eq!((files.mount.as_str(), files.fs_type.as_str()), ("/lustre", "lustre"), "the mount read from");
+        assert_eq!((files.written_mount.as_str(), files.written_fs_type.as_str()), ("/home", "nfs4"));
+        assert_eq!(found.reads, vec![RemoteRead { fd: 3, ino: 93, pos: 8_192 }]);
     }
 
     #[test]

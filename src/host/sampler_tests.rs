@@ -316,6 +316,44 @@ fn the_input_path_of_a_gpu_process_and_its_workers() {
 }
 
 #[test]
+fn waits_are_split_and_remote_reads_are_measured_between_scans() {
+    let dir = tree();
+    let d = dir.path();
+    // The GPU process's thread waits on a socket, another on dirty-page throttling; its worker on NFS. The process
+    // reads a shard on NFS read-only (fd 7) and appends to a log there (fd 8).
+    write(d, "proc/1200/task/1201/wchan", "sk_wait_data");
+    write(d, "proc/1200/task/1200/stat", &stat_line(1200, "pt_main_thread", 1100, 1000, 11, 1, 6100));
+    write(d, "proc/1200/task/1200/wchan", "balance_dirty_pages");
+    write(d, "proc/1300/wchan", "rpc_wait_bit_killable");
+    write(
+        d,
+        "proc/1200/mountinfo",
+        "22 1 259:2 / / rw - ext4 /dev/nvme0n1p2 rw\n40 22 0:45 / /mnt/data rw - nfs4 server:/export rw\n",
+    );
+    std::fs::create_dir_all(d.join("proc/1200/fd")).unwrap();
+    std::os::unix::fs::symlink("/mnt/data/train/shard-0001.tar", d.join("proc/1200/fd/7")).unwrap();
+    std::os::unix::fs::symlink("/mnt/data/logs/train.log", d.join("proc/1200/fd/8")).unwrap();
+    write(d, "proc/1200/fdinfo/7", "pos:\t1000000\nflags:\t0100000\nino:\t70\n");
+    write(d, "proc/1200/fdinfo/8", "pos:\t4096\nflags:\t0102001\nino:\t80\n");
+    let mut host = sampler(d);
+    let (_, procs) = host.sample(T0, &[1200]);
+    let gpu = find(&procs, 1200);
+    assert_eq!((gpu.remote_waits, gpu.fs_waits, gpu.write_waits), (Some(1), Some(0), Some(1)));
+    let worker = find(&procs, 1300);
+    assert_eq!((worker.remote_waits, worker.fs_waits, worker.write_waits), (Some(1), Some(1), Some(0)));
+    let files = gpu.remote_files.clone().expect("fd scan");
+    assert_eq!((files.open, files.read_only, files.written), (2, 1, 1));
+    assert_eq!(files.read_bytes_per_s, None, "a rate needs two scans");
+    // The next scan is due 5 s later; in between the last answer is carried.
+    write(d, "proc/1200/fdinfo/7", "pos:\t41000000\nflags:\t0100000\nino:\t70\n");
+    let (_, procs) = host.sample(T1, &[1200]);
+    assert_eq!(find(&procs, 1200).remote_files.as_ref().and_then(|f| f.read_bytes_per_s), None);
+    let (_, procs) = host.sample(T0 + 5_000, &[1200]);
+    let files = find(&procs, 1200).remote_files.clone().expect("fd scan");
+    assert_eq!(files.read_bytes_per_s, Some(8_000_000), "40 MB in 5 s through the read-only descriptor");
+}
+
+#[test]
 fn gpu_processes_get_their_job_once_per_process() {
     let dir = tree();
     write(

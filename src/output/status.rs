@@ -197,6 +197,9 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::MemoryBound => "mem-bound",
         Rule::RankStraggler => "straggler",
         Rule::CollectiveHang => "hang",
+        Rule::MainThreadBound => "main-thread",
+        Rule::CpusPinned => "pinned",
+        Rule::CompileWarmup => "compiling",
         Rule::Visibility => "blind",
     }
 }

@@ -76,7 +76,27 @@ pub enum Workload {
     RankStarved,
     /// A torchrun rank stuck in a collective: utilization 100 %, SM activity at NCCL's spinning level (18 %), no traffic.
     RankHung,
+    /// A healthy job whose stdout (`slurm-%j.out`), TensorBoard events and checkpoints go to NFS and Lustre.
+    NfsStdout,
+    /// Eight pegged workers decoding JPEGs read from Lustre, warm in the page cache: CPU-bound, not remote.
+    LustreWarmDecode,
+    /// An inference server between requests: sixteen handler threads blocked in a socket read.
+    InferenceServer,
+    /// An underfed job whose logging thread is blocked writing to the NFS home (in D); its input is local.
+    NfsLoggingThread,
+    /// An optimizer offloaded to the CPU (gradient accumulation 8): the main thread runs AdamW while the GPU waits.
+    CpuOffload,
+    /// A young process compiling its model (`torch.compile`) with inductor's compile workers alive.
+    CompileWarmup,
+    /// Eight `DataLoader` workers confined to 2 CPUs by `taskset` while the other cores idle.
+    PinnedCpus,
+    /// Ten pegged training workers beside four idle persistent workers of the evaluation loader.
+    EvalWorkersIdle,
+    /// Eight `DataLoader` workers blocked reading their shards from NFS.
+    NfsReadStall,
 }
+
+mod input_cases;
 
 /// How long a `churn` process lives (virtual time).
 pub const CHURN_LIFETIME_MS: u64 = 5_000;
@@ -120,7 +140,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 26] = [
+    pub const NAMES: [&'static str; 35] = [
         "idle",
         "compute",
         "input-bound",
@@ -147,6 +167,15 @@ impl Scenario {
         "memory-bound",
         "straggler",
         "hang",
+        "nfs-stdout",
+        "lustre-warm-decode",
+        "inference-server",
+        "nfs-logging-thread",
+        "cpu-offload",
+        "compile-warmup",
+        "pinned-cpus",
+        "eval-workers-idle",
+        "nfs-read-stall",
     ];
 
     fn workload(self, gpu_index: u32) -> Workload {
@@ -205,6 +234,15 @@ impl FromStr for Scenario {
             "scale" => Self::Scale,
             "straggler" => Self::Straggler,
             "hang" => Self::Hang,
+            "nfs-stdout" => Self::Uniform(Workload::NfsStdout),
+            "lustre-warm-decode" => Self::Uniform(Workload::LustreWarmDecode),
+            "inference-server" => Self::Uniform(Workload::InferenceServer),
+            "nfs-logging-thread" => Self::Uniform(Workload::NfsLoggingThread),
+            "cpu-offload" => Self::Uniform(Workload::CpuOffload),
+            "compile-warmup" => Self::Uniform(Workload::CompileWarmup),
+            "pinned-cpus" => Self::Uniform(Workload::PinnedCpus),
+            "eval-workers-idle" => Self::Uniform(Workload::EvalWorkersIdle),
+            "nfs-read-stall" => Self::Uniform(Workload::NfsReadStall),
             other => return Err(SpecError::UnknownScenario(other.to_owned())),
         })
     }
@@ -780,6 +818,7 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::RankWaiting => RANK_WAITING_GPU,
         W::RankStarved => RANK_STARVED_GPU,
         W::RankHung => RANK_HUNG_GPU,
+        _ => input_cases::gpu_shape(workload).unwrap_or(WAITING_GPU),
     }
 }
 
@@ -945,6 +984,8 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         remote_waits: None,
         remote_files: None,
         job: None,
+        fs_waits: None,
+        write_waits: None,
     }
 }
 
@@ -1080,6 +1121,7 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
             ..COMPUTE_JOB
         },
         W::RankWaiting | W::RankStarved | W::RankHung => return rank_job(workload),
+        _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
         _ => return new_findings_job(workload),
     })
 }
@@ -1243,6 +1285,7 @@ fn add_processes(
         load.iowait_cores += job.load.iowait_cores;
         load.psi_io = load.psi_io.max(job.load.psi_io);
         load.psi_cpu = load.psi_cpu.max(job.load.psi_cpu);
+        input_cases::refine(workload, &slot, tick);
     }
     if workload == Workload::Churn {
         add_churn(spec, info, n, at_ms, tick);

@@ -14,6 +14,7 @@ pub mod health;
 pub mod host;
 pub mod jobs;
 pub mod memory;
+pub mod pace;
 pub mod throttle;
 pub mod throughput;
 pub mod waiting;
@@ -35,11 +36,14 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::HbmHot, efficiency::hbm_hot),
     (Rule::InputBound, throughput::input_bound),
     (Rule::CpuBoundInput, throughput::cpu_bound_input),
+    (Rule::MainThreadBound, throughput::main_thread_bound),
     (Rule::UtilMisleading, throughput::util_misleading),
     (Rule::LaunchBound, waiting::launch_bound),
     (Rule::H2dCopyBound, waiting::h2d_copy_bound),
     (Rule::CpuQuotaThrottled, waiting::cpu_quota_throttled),
     (Rule::RemoteDatasetStall, waiting::remote_dataset_stall),
+    (Rule::CpusPinned, pace::cpus_pinned),
+    (Rule::CompileWarmup, pace::compile_warmup),
     (Rule::GpuUnderfed, waiting::gpu_underfed),
     (Rule::RankStraggler, jobs::rank_straggler),
     (Rule::CollectiveHang, jobs::collective_hang),
@@ -100,6 +104,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
     if let [only] = indices { Some(*only) } else { None }
 }
 
+#[cfg(test)]
+mod input_tests;
 #[cfg(test)]
 mod jobs_tests;
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! Is the job compute-bound or input-bound? input-bound, cpu-bound-input and util-misleading.
+//! Is the job compute-bound or input-bound? input-bound, cpu-bound-input, main-thread-bound and util-misleading.
 //!
 //! System iowait alone cannot tell: one starved process on 16 CPUs reads 2 % iowait (nvml.md §10). The rules
 //! read the GPU process's own signals instead: D state together with reads (process, threads, DataLoader
@@ -11,7 +11,7 @@ use super::super::window::{
 };
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
-use crate::history::{GpuSeries, ProcessSeries};
+use crate::history::{GpuSeries, InputSample, ProcessSeries};
 use crate::sample::ProcessRole;
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
@@ -30,6 +30,14 @@ struct ProcessSamples {
     psi_io: Vec<Option<f32>>,
     iowait: Vec<Option<f32>>,
     host_busy: Vec<Option<f32>>,
+    /// Threads of the process and its `DataLoader` children in D at each sample.
+    d_count: Vec<u32>,
+    /// The input path's record at each sample (workers, waits by kind, remote files by mode).
+    input: Vec<Option<InputSample>>,
+    /// `PCIe` TX of the GPU (device to host), KB/s.
+    tx_kbps: Vec<Option<u32>>,
+    /// `DataLoader` workers now, whether they worked in the window or not (compile workers left out).
+    children_now: u32,
 }
 
 /// A GPU process, its GPU and its window: what both rules need before they look at the samples.
@@ -98,6 +106,10 @@ impl ProcessSamples {
             psi_io: Vec::with_capacity(n),
             iowait: Vec::with_capacity(n),
             host_busy: Vec::with_capacity(n),
+            d_count: Vec::with_capacity(n),
+            input: Vec::with_capacity(n),
+            tx_kbps: Vec::with_capacity(n),
+            children_now: 0,
         };
         for (p, m) in align_iter(ctx.history, process, &span) {
             s.times.push(process.times.get(p).copied().unwrap_or(0));
@@ -114,8 +126,49 @@ impl ProcessSamples {
             s.psi_io.push(at(&host.psi_io_some, m));
             s.iowait.push(at(&host.iowait_pct, m));
             s.host_busy.push(at(&host.cpu_busy_pct, m));
+            let own = at(&process.threads_in_d, Some(p)).unwrap_or(0).max(u32::from(own_d));
+            s.d_count.push(own + at(&process.children_in_d, Some(p)).unwrap_or(0));
+            s.input.push(at(&process.input, Some(p)));
+            s.tx_kbps.push(at(&gpu.pcie_tx_kbps, m));
         }
+        let all = process.n_children.last().copied().flatten().unwrap_or(0);
+        let compile = process.input.last().copied().flatten().map_or(0, |i| u32::from(i.compile_workers));
+        s.children_now = all.saturating_sub(compile);
         s
+    }
+
+    /// The `DataLoader` workers that fed the GPU: the most that did work at one sample of the window (an idle
+    /// persistent worker of an evaluation loader is not one; compile workers never are). Where no input record
+    /// exists, the children now.
+    fn workers(&self) -> u32 {
+        self.input.iter().flatten().map(|i| u32::from(i.busy_workers)).max().unwrap_or(self.children_now)
+    }
+
+    /// "10 DataLoader workers" or, with idle ones, "10 DataLoader workers (4 idle, not counted)".
+    fn workers_label(&self) -> String {
+        let workers = self.workers();
+        let idle = self.children_now.saturating_sub(workers);
+        let plural = if workers == 1 { "" } else { "s" };
+        if idle > 0 {
+            format!("{workers} DataLoader worker{plural} ({idle} idle, not counted)")
+        } else {
+            format!("{workers} DataLoader worker{plural}")
+        }
+    }
+
+    /// Per sample: whether every thread of the tree in D is accounted for by a wait on writes: dirty-page
+    /// throttling or writeback, or a network file system wait while the tree's remote files are all open for
+    /// writing (a log on an NFS home, a checkpoint on Lustre). Such a sample is not input waiting for storage.
+    fn d_by_writes(&self, i: usize) -> bool {
+        let (Some(input), d) = (self.input[i], self.d_count[i]) else { return false };
+        let write_only_remote = input.remote_read_only == Some(0) && input.remote_written.unwrap_or(0) > 0;
+        let fs = if write_only_remote { input.fs_waits.unwrap_or(0) } else { 0 };
+        d > 0 && u32::from(input.write_waits.unwrap_or(0)) + u32::from(fs) >= d
+    }
+
+    /// Mean `PCIe` TX (device to host) in MiB/s.
+    fn d2h_mib_s(&self) -> Option<f64> {
+        mean(self.tx_kbps.iter().map(|v| v.map(|kb| f64::from(kb) * 1000.0 / MIB)))
     }
 
     fn share(flags: &[bool]) -> f64 {
@@ -135,7 +188,8 @@ impl ProcessSamples {
     /// Per sample: the process tree in D while it reads from storage (or while its reads cannot be seen). Any
     /// bytes read count: a slow store delivers little (on the H200, DataLoader workers behind a throttled disk read
     /// 1.4 MiB/s and waited in D), so a read-rate floor would hide exactly the worst stores. A sample with no bytes
-    /// read (a thread in D on a log file, a stray one) or whose writes dominate (a checkpoint) does not count.
+    /// read (a thread in D on a log file, a stray one), whose writes dominate (a checkpoint), or whose threads in D
+    /// all wait on writes ([`Self::d_by_writes`]: a logging thread blocked on NFS) does not count.
     fn in_d_reading(&self, t: &super::super::Thresholds) -> Vec<bool> {
         (0..self.times.len())
             .map(|i| {
@@ -143,7 +197,7 @@ impl ProcessSamples {
                 let reads = read.is_none_or(|r| r > 0);
                 let write = self.write[i].unwrap_or(0) as f64;
                 let writing = write >= t.read_low_mib_s * MIB && write >= 2.0 * read.unwrap_or(0) as f64;
-                (self.self_in_d[i] || self.child_in_d[i]) && reads && !writing
+                (self.self_in_d[i] || self.child_in_d[i]) && reads && !writing && !self.d_by_writes(i)
             })
             .collect()
     }
@@ -236,13 +290,19 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let label = s.span.label();
+        let by_writes = share_of((0..s.times.len()).map(|i| s.d_by_writes(i)));
+        let writes_note = if by_writes > 0.0 {
+            format!("; in D waiting on writes (not counted) in {} of samples", share_label(by_writes))
+        } else {
+            String::new()
+        };
         let times_low = s.util.iter().map(|u| u.is_some_and(|u| f64::from(u) < t.starved_util_pct));
         let since = first_true(s.times.iter().copied(), times_low, ctx.now_ms);
         let finding = super::super::Finding {
             title: format!("GPU {gpu_index} is starved by its input pipeline (PID {pid} waits for storage)"),
             evidence: format!(
                 "{}; PSI io some {}; in D while reading: PID {pid} or its threads in {} of samples, a DataLoader \
-                 child in {}; reads {} (process and children); system iowait {}",
+                 child in {}{writes_note}; reads {} (process and children); system iowait {}",
                 s.util_evidence(),
                 opt_pct(psi),
                 share_label(self_d),
@@ -277,7 +337,7 @@ fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, boo
     let busiest_child = latest
         .processes
         .iter()
-        .filter(|p| p.ppid == Some(pid) && p.role == ProcessRole::Child)
+        .filter(|p| p.ppid == Some(pid) && p.role == ProcessRole::Child && !p.is_compile_worker())
         .max_by(|a, b| a.cpu_pct.unwrap_or(0.0).total_cmp(&b.cpu_pct.unwrap_or(0.0)));
     if child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
         let who = busiest_child.map_or_else(
@@ -307,40 +367,72 @@ fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, boo
     }
 }
 
+/// The main thread's pace: a starved GPU whose process's main thread is pegged while its `DataLoader` workers keep
+/// up, or while the step sends its results back to the host (`PCIe` TX at or above `main_thread_d2h_mib_s`: the
+/// gradients of an optimizer offloaded to the CPU). Then the CPU work is the step's own (an optimizer step,
+/// metrics, syncs), not the input's, and main-thread-bound says so instead of cpu-bound-input. Needs per-thread CPU:
+/// the whole process at 100 % is the normal state of a PyTorch job.
+struct MainPace {
+    who: String,
+    /// The busiest thread is the main thread (else another thread of the process, under D2H traffic).
+    main: bool,
+    d2h_mib_s: Option<f64>,
+}
+
+fn main_pace(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> Option<MainPace> {
+    let (who, worker, main) = pegged_who(ctx, pid, s);
+    let thread_known = ProcessSamples::median(&s.thread_cpu).is_some();
+    let d2h = s.d2h_mib_s();
+    let d2h_heavy = d2h.is_some_and(|m| m >= ctx.t.main_thread_d2h_mib_s);
+    // Workers that exist and none pegged keep up: busy ones, or idle ones whose batches wait for the main thread.
+    let keep_up = s.workers() > 0 || s.children_now > 0;
+    let paces = !worker && thread_known && ((main && keep_up) || d2h_heavy);
+    paces.then_some(MainPace { who, main, d2h_mib_s: d2h })
+}
+
+/// Per sample, a pegged thread or worker that is not waiting for storage reads; and its share of the window.
+fn pegged_not_reading(s: &ProcessSamples, t: &super::super::Thresholds) -> (Vec<bool>, f64) {
+    let in_d_reading = s.in_d_reading(t);
+    let flags: Vec<bool> = s.pegged(t).iter().zip(&in_d_reading).map(|(p, d)| *p && !*d).collect();
+    let share = ProcessSamples::share(&flags);
+    (flags, share)
+}
+
+/// The idle cores of the host (median over the window), as a number and as text.
+fn idle_cores(ctx: &Ctx<'_>, s: &ProcessSamples) -> (Option<u32>, String) {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a count of cores: small and positive")]
+    let idle_cores = ProcessSamples::median(&s.host_busy)
+        .map(|busy| ((100.0 - busy).max(0.0) / 100.0 * ctx.machine.n_cpus as f64).floor() as u32);
+    let idle_text = idle_cores
+        .map_or_else(|| "idle cores unknown".to_owned(), |n| format!("{n} of {} cores idle", ctx.machine.n_cpus));
+    (idle_cores, idle_text)
+}
+
 /// cpu-bound-input: the GPU is starved on average while a thread of its process, or a DataLoader worker, pegs a
 /// core and the tree is not waiting for storage. Names the thread or worker, the number of workers and the idle
-/// cores, so the remedy is a number.
+/// cores, so the remedy is a number. Where the main thread sets the pace with workers that keep up, it is
+/// main-thread-bound's (see [`main_thread_bound`]).
 #[must_use]
 pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid, s) in starved_processes(ctx) {
         let (starved_enter, starved_stay) = starved(&s, t);
-        let in_d_reading = s.in_d_reading(t);
-        let flags: Vec<bool> = s.pegged(t).iter().zip(&in_d_reading).map(|(p, d)| *p && !*d).collect();
-        let share = ProcessSamples::share(&flags);
-        if share < t.exit_share || !starved_stay {
+        let (flags, share) = pegged_not_reading(&s, t);
+        if share < t.exit_share || !starved_stay || main_pace(ctx, pid, &s).is_some() {
             continue;
         }
         let (who, worker, main_thread) = pegged_who(ctx, pid, &s);
-        let workers = ctx.process(pid).and_then(|p| p.n_children.last().copied().flatten()).unwrap_or(0);
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "a count of cores: small and positive"
-        )]
-        let idle_cores = ProcessSamples::median(&s.host_busy)
-            .map(|busy| ((100.0 - busy).max(0.0) / 100.0 * ctx.machine.n_cpus as f64).floor() as u32);
-        let idle_text = idle_cores
-            .map_or_else(|| "idle cores unknown".to_owned(), |n| format!("{n} of {} cores idle", ctx.machine.n_cpus));
+        let workers = s.workers();
+        let (idle_cores, idle_text) = idle_cores(ctx, &s);
         let spare = idle_cores.unwrap_or(0).saturating_sub(1).max(1);
+        let plural = if workers == 1 { "" } else { "s" };
         let remedy = if worker {
             format!(
-                "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{}, {idle_text}); \
-                 or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
+                "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{plural}, \
+                 {idle_text}); or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
                  torchvision.io.decode_jpeg on cuda).",
                 workers + spare.min(workers.max(1) * 3),
-                if workers == 1 { "" } else { "s" },
             )
         } else if workers == 0 && main_thread {
             format!(
@@ -351,26 +443,24 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
             )
         } else if main_thread {
             format!(
-                "The main thread is the limiter while {workers} worker{} keep up: more workers will not help. Look at \
-                 what it does per step: collate and host-to-device copies (pin_memory=True, non_blocking=True), \
-                 kernel launches (a larger batch, CUDA graphs, torch.compile), `.item()` syncs.",
-                if workers == 1 { "" } else { "s" }
+                "The main thread is the limiter while {workers} worker{plural} keep up: more workers will not help. \
+                 Look at what it does per step: collate and host-to-device copies (pin_memory=True, \
+                 non_blocking=True), kernel launches (a larger batch, CUDA graphs), `.item()` syncs."
             )
         } else {
             format!(
-                "A helper thread is the limiter (the job has {workers} DataLoader worker{}, {idle_text}): if it is the \
-                 pin-memory thread, pin in the workers or send uint8 and convert on the GPU; otherwise profile it \
-                 (py-spy dump --pid {pid}).",
-                if workers == 1 { "" } else { "s" }
+                "A helper thread is the limiter (the job has {workers} DataLoader worker{plural}, {idle_text}): if it \
+                 is the pin-memory thread, pin in the workers or send uint8 and convert on the GPU; otherwise profile \
+                 it (py-spy dump --pid {pid})."
             )
         };
         let since = first_true(s.times.iter().copied(), flags.iter().copied(), ctx.now_ms);
         let finding = super::super::Finding {
             title: format!("GPU {gpu_index} waits for CPU preprocessing in PID {pid}"),
             evidence: format!(
-                "{}; {who}; {workers} DataLoader worker{}; {idle_text}; reads {}; held in {} of samples",
+                "{}; {who}; {}; {idle_text}; reads {}; held in {} of samples",
                 s.util_evidence(),
-                if workers == 1 { "" } else { "s" },
+                s.workers_label(),
                 opt_rate(ProcessSamples::median(&s.read)),
                 share_label(share),
             ),
@@ -378,9 +468,84 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
             explanation: "One CPU core is saturated by the process that feeds the GPU (one of its threads) or by one \
                           of its DataLoader workers, while the GPU is idle on average and the tree is not waiting \
                           for storage: CPU-side preprocessing is the limiter. The whole process at 100 % is the \
-                          normal state of a PyTorch main thread and is not used; per-thread CPU is."
+                          normal state of a PyTorch main thread and is not used; per-thread CPU is. Workers are the \
+                          children that did work in the window: idle persistent workers (an evaluation loader's) \
+                          and torch.compile's compile workers are not counted."
                 .to_owned(),
             ..draft(Rule::CpuBoundInput, Severity::Warning, Some(gpu_index), Some(pid), since)
+        };
+        out.push(Observation {
+            finding,
+            enter: starved_enter && share >= t.enter_share,
+            stay: starved_stay && share >= t.exit_share,
+        });
+    }
+    out
+}
+
+/// main-thread-bound: the GPU is starved on average while the main thread of its process pegs a core and the
+/// `DataLoader` workers keep up (or the step sends its results back to the host): the step's own CPU work sets the
+/// pace (an optimizer offloaded to the CPU, metrics computed in Python, host syncs), not the input.
+#[must_use]
+pub fn main_thread_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, s) in starved_processes(ctx) {
+        let (starved_enter, starved_stay) = starved(&s, t);
+        let (flags, share) = pegged_not_reading(&s, t);
+        if share < t.exit_share || !starved_stay {
+            continue;
+        }
+        let Some(pace) = main_pace(ctx, pid, &s) else { continue };
+        let workers = s.workers();
+        let child = ProcessSamples::median(&s.child_cpu);
+        let feeders = if workers == 0 && s.children_now == 0 {
+            "no DataLoader workers".to_owned()
+        } else if workers == 0 {
+            format!("its {} DataLoader workers idle: their batches are ready", s.children_now)
+        } else {
+            format!("{} keep up (busiest at {} of one core, median)", s.workers_label(), opt_pct(child))
+        };
+        let d2h = pace
+            .d2h_mib_s
+            .map_or_else(String::new, |m| format!("; PCIe TX (device to host) mean {}/s", bytes_label(m * MIB)));
+        let offload = pace.d2h_mib_s.is_some_and(|m| m >= t.main_thread_d2h_mib_s);
+        let title = if pace.main {
+            format!("GPU {gpu_index} waits for the main thread of PID {pid}")
+        } else {
+            format!("GPU {gpu_index} waits for CPU work in the step of PID {pid}")
+        };
+        let finding = super::super::Finding {
+            title,
+            evidence: format!(
+                "{}; {}; {feeders}{d2h}; reads {}; held in {} of samples",
+                s.util_evidence(),
+                pace.who,
+                opt_rate(ProcessSamples::median(&s.read)),
+                share_label(share),
+            ),
+            remedy: format!(
+                "The step's own CPU work sets the pace, not the input: more DataLoader workers will not help. \
+                 Profile one step (py-spy dump --pid {pid}, or torch.profiler with CPU activities) and look at what \
+                 runs between the GPU's kernels: {}metrics or logging computed in Python every step (compute them \
+                 on the GPU, every N steps), `.item()` and `.cpu()` syncs, Python work in the training loop.",
+                if offload {
+                    "the optimizer step on the CPU (the step copies its results back to the host: an offloaded \
+                     optimizer; overlap it with the backward pass, use a fused CPU Adam, or keep the optimizer on the \
+                     GPU if memory allows), "
+                } else {
+                    "an optimizer step on the CPU, "
+                }
+            ),
+            explanation: "One thread of the process that drives the GPU, its main thread, is saturated while the \
+                          GPU is idle on average; its DataLoader workers keep up (none is pegged) or the step sends \
+                          large results back to the host. The CPU work is the step's own: an optimizer offloaded to \
+                          the CPU, metrics or logging in Python, host syncs. More workers or faster storage would \
+                          not change it."
+                .to_owned(),
+            ..draft(Rule::MainThreadBound, Severity::Warning, Some(gpu_index), Some(pid), {
+                first_true(s.times.iter().copied(), flags.iter().copied(), ctx.now_ms)
+            })
         };
         out.push(Observation {
             finding,

@@ -5,10 +5,10 @@
 //! How much a GPU works is GPM SM activity where the GPU has it (Hopper and newer), else NVML utilization: the
 //! share of time *any* kernel ran, which a stream of tiny kernels keeps high while the chip idles.
 
-use super::super::window::{Ctx, MIB, Num, Span, pct_label, share_label};
+use super::super::window::{Ctx, MIB, Num, Span, bytes_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity, Thresholds};
 use super::draft;
-use crate::history::{GpuSeries, ProcessSeries, Series};
+use crate::history::{GpuSeries, InputSample, ProcessSeries, Series};
 use crate::sample::throttle;
 
 /// Throttle reasons that explain a slow GPU by themselves (idle and application clocks do not).
@@ -92,8 +92,8 @@ impl GpuWindow {
 
 /// A process's own window (its samples have their own time column).
 pub(super) struct ProcWindow<'a> {
-    series: &'a ProcessSeries,
-    span: Span,
+    pub(super) series: &'a ProcessSeries,
+    pub(super) span: Span,
 }
 
 impl<'a> ProcWindow<'a> {
@@ -103,7 +103,7 @@ impl<'a> ProcWindow<'a> {
         Some(Self { series, span })
     }
 
-    fn median<T: Num + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>) -> Option<f64> {
+    pub(super) fn median<T: Num + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>) -> Option<f64> {
         self.span.median(pick(self.series))
     }
 
@@ -112,7 +112,7 @@ impl<'a> ProcWindow<'a> {
     }
 
     /// The busiest thread's CPU (median, % of one core); the whole process where threads were not read.
-    fn busiest_thread(&self) -> Option<f64> {
+    pub(super) fn busiest_thread(&self) -> Option<f64> {
         self.median(|p| &p.max_thread_cpu_pct).or_else(|| self.median(|p| &p.cpu_pct))
     }
 
@@ -124,9 +124,16 @@ impl<'a> ProcWindow<'a> {
         own.max(state).max(children)
     }
 
-    /// The number of `DataLoader` workers (children) now.
-    fn workers(&self) -> u32 {
-        self.series.n_children.last().copied().flatten().unwrap_or(0)
+    /// The input records of the window (see [`InputSample`]).
+    pub(super) fn inputs(&self) -> impl Iterator<Item = Option<InputSample>> + 'a {
+        self.span.values(&self.series.input)
+    }
+
+    /// The `DataLoader` workers that fed the GPU: the most children that did work at one sample of the window
+    /// (idle persistent workers and compile workers left out); the children now where no record exists.
+    pub(super) fn workers(&self) -> u32 {
+        let busy = self.inputs().flatten().map(|i| u32::from(i.busy_workers)).max();
+        busy.unwrap_or_else(|| self.series.n_children.last().copied().flatten().unwrap_or(0))
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint writer, not an input pipeline).
@@ -139,7 +146,7 @@ impl<'a> ProcWindow<'a> {
 
 /// The compute processes with their GPU's window over `secs`, on GPUs that wait.
 /// Each GPU's window is computed once: at 8 GPUs × 1,000 busy processes no process gets further than a lookup.
-fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow, ProcWindow<'a>)> {
+pub(super) fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow, ProcWindow<'a>)> {
     let windows: Vec<(u32, GpuWindow)> = ctx
         .history
         .gpus
@@ -317,8 +324,33 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
-/// remote-dataset-stall: the input comes over the network or through FUSE while the GPU waits: threads asleep in
-/// network, NFS or FUSE waits, `DataLoader` workers holding TCP connections, or open dataset files on such a mount.
+/// Per sample, which way a remote dataset keeps the GPU waiting, if one does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RemoteWait {
+    /// `DataLoader` workers holding TCP connections of their own (HTTP, object storage), or asleep on sockets.
+    /// Connections alone count: on the H200 the workers of a job reading over HTTP held one each while their
+    /// `wchan` read as a generic poll (Python waits in `poll` before `recv`), never as a socket wait.
+    Network,
+    /// Threads in network file system or FUSE waits while the tree reads files open read-only on such a mount.
+    FileSystem,
+}
+
+/// The remote wait of one sample. A server's handler threads on sockets (the GPU process's own, not workers'),
+/// sockets a worker inherited, writes to a remote mount (logs, `slurm-%j.out`, checkpoints, TensorBoard events)
+/// and reads that do not wait (a warm page cache) are none. Recordings made before waits were split and open modes
+/// read give no file system evidence.
+fn remote_wait(input: Option<InputSample>, children_tcp: Option<u32>) -> Option<RemoteWait> {
+    let input = input?;
+    if input.worker_socket_waits > 0 || children_tcp.unwrap_or(0) > 0 {
+        return Some(RemoteWait::Network);
+    }
+    let reading = input.remote_read_only.unwrap_or(0) > 0 || input.remote_read_kib_s.unwrap_or(0) > 0;
+    (input.fs_waits.unwrap_or(0) > 0 && reading).then_some(RemoteWait::FileSystem)
+}
+
+/// remote-dataset-stall: the GPU waits while its input comes over the network or a shared file system: its
+/// `DataLoader` workers asleep on their own TCP connections, or threads in NFS, Lustre or FUSE waits while the tree
+/// reads dataset files open read-only on such a mount.
 #[must_use]
 pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -326,46 +358,38 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
     for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
         let span = pw.span;
         let s = pw.series;
-        let flags: Vec<bool> = span
-            .values(&s.tree_remote_waits)
-            .zip(span.values(&s.children_tcp))
-            .zip(span.values(&s.tree_remote_files))
-            .map(|((w, c), f)| w.unwrap_or(0) > 0 || c.unwrap_or(0) > 0 || f.unwrap_or(0) > 0)
-            .collect();
-        let share = super::super::window::share_of(flags.iter().copied());
+        let waits: Vec<Option<RemoteWait>> =
+            pw.inputs().zip(span.values(&s.children_tcp)).map(|(i, c)| remote_wait(i, c)).collect();
+        let share = super::super::window::share_of(waits.iter().map(Option::is_some));
         if share < t.exit_share.min(t.remote_share) {
             continue;
         }
-        let files = ctx
-            .history
-            .latest()
-            .processes
-            .iter()
-            .filter(|p| p.pid == pid || p.ppid == Some(pid))
-            .filter_map(|p| p.remote_files.as_ref())
-            .find(|r| r.open > 0);
-        let files_text = files.map_or_else(String::new, |r| {
-            format!("; {} open file{} on {} ({})", r.open, if r.open == 1 { "" } else { "s" }, r.mount, r.fs_type)
-        });
-        let median = |v: Option<f64>| v.map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0}"));
+        let network = waits.iter().filter(|w| **w == Some(RemoteWait::Network)).count();
+        let file_system = waits.iter().filter(|w| **w == Some(RemoteWait::FileSystem)).count();
         let finding = Finding {
             title: format!("GPU {gpu_index} waits for a dataset read over the network by PID {pid}"),
             evidence: format!(
-                "{}; threads in network/NFS/FUSE waits: {} (median); TCP connections held by DataLoader workers: {} \
-                 (median){files_text}; held in {} of samples",
+                "{}; {}; held in {} of samples",
                 gw.evidence(),
-                median(pw.median(|p| &p.tree_remote_waits)),
-                median(pw.median(|p| &p.children_tcp)),
-                share_label(share),
+                remote_evidence(ctx, pid, &pw),
+                share_label(share)
             ),
-            remedy: "Take the network out of the step: cache the shards on local NVMe (or in RAM) before training; \
-                     use larger shards (WebDataset/tar, TFRecord) so each request carries more; keep more requests \
-                     in flight (more workers or an async prefetching reader)."
-                .to_owned(),
-            explanation: "The job's input arrives over a network (HTTP or object storage, NFS, Lustre, SMB) or \
-                          through a FUSE daemon, and the GPU waits: every request pays a round trip that local disk \
-                          does not. Seen in the workers' wait channels (wchan), the TCP connections they hold, and \
-                          the file systems of their open files."
+            remedy: if file_system > network {
+                "Take the shared file system out of the step: stage the dataset on local NVMe (or in RAM) before \
+                 training; pack small files into large shards (WebDataset/tar, TFRecord) so each open and read pays \
+                 fewer round trips; keep more reads in flight (more workers, a larger prefetch_factor)."
+            } else {
+                "Take the network out of the step: cache the shards on local NVMe (or in RAM) before training; use \
+                 larger shards (WebDataset/tar, TFRecord) so each request carries more; keep more requests in flight \
+                 (more workers or an async prefetching reader)."
+            }
+            .to_owned(),
+            explanation: "The job's input arrives over a network (HTTP or object storage) or a shared file system \
+                          (NFS, Lustre, GPFS, BeeGFS, CephFS, SMB, FUSE) and the GPU waits: every request pays a \
+                          round trip that local disk does not. Seen as DataLoader workers asleep on their own TCP \
+                          connections, or threads in file system waits while the job reads files it opened \
+                          read-only on such a mount. Writes there (logs, checkpoints) and reads served from the page \
+                          cache are not a stall; neither is a server's threads waiting for requests."
                 .to_owned(),
             ..draft(Rule::RemoteDatasetStall, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
@@ -373,6 +397,41 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
         out.push(Observation { finding, enter, stay: share >= t.exit_share.min(t.remote_share) });
     }
     out
+}
+
+/// The waits and files of a remote stall, for its evidence: threads by kind (medians), the workers' connections,
+/// the read-only files and their read rate, and the written mount left out.
+fn remote_evidence(ctx: &Ctx<'_>, pid: u32, pw: &ProcWindow<'_>) -> String {
+    use std::fmt::Write as _;
+    let inputs: Vec<InputSample> = pw.inputs().flatten().collect();
+    let med = |pick: fn(&InputSample) -> Option<u32>| {
+        super::super::window::median(inputs.iter().map(pick)).map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0}"))
+    };
+    let mut text = format!(
+        "threads waiting: {} on sockets in DataLoader workers, {} in network file system waits (medians); TCP \
+         connections of the workers: {} (median)",
+        med(|i| Some(u32::from(i.worker_socket_waits))),
+        med(|i| i.fs_waits.map(u32::from)),
+        pw.median(|p| &p.children_tcp).map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0}")),
+    );
+    let tree = ctx.history.latest().processes.iter().filter(|p| p.pid == pid || p.ppid == Some(pid));
+    let files: Vec<&crate::sample::RemoteFiles> = tree.filter_map(|p| p.remote_files.as_ref()).collect();
+    if let Some(read) = files.iter().find(|r| r.read_only > 0) {
+        let n: u32 = files.iter().map(|r| r.read_only).sum();
+        let rate = super::super::window::median(inputs.iter().map(|i| i.remote_read_kib_s))
+            .map_or_else(String::new, |k| format!(", read at {}/s (median)", bytes_label(k * 1024.0)));
+        let _ = write!(
+            text,
+            "; {n} file{} open read-only on {} ({}){rate}",
+            if n == 1 { "" } else { "s" },
+            read.mount,
+            read.fs_type
+        );
+    }
+    if let Some(written) = files.iter().find(|r| r.written > 0) {
+        let _ = write!(text, "; writes to {} ({}) not counted", written.written_mount, written.written_fs_type);
+    }
+    text
 }
 
 /// gpu-underfed: the umbrella. A compute process holds a GPU whose mean SM activity (or utilization) stays low
@@ -408,18 +467,27 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         let cgroups_read = ctx.host_process(pid).is_some_and(|p| p.cgroup_cpu.is_some());
+        let writes = write_waits_note(ctx, pid, &pw);
         let finding = Finding {
             title: format!("GPU {gpu_index} is underfed (PID {pid}): cause unknown"),
             evidence: format!(
-                "{}; no power, thermal or hardware throttling{}",
+                "{}{}; no power, thermal or hardware throttling{}",
                 gw.evidence(),
+                writes,
                 if cgroups_read { "" } else { "; cgroup CPU limits could not be read" },
             ),
-            remedy: "Profile one step (torch.profiler or Nsight Systems): compare the DataLoader's __next__ time with \
-                     the kernel time. If __next__ dominates, the input pipeline is the limiter; if kernels are short \
-                     with gaps between them, the CPU side of the step is (Python, launches, host syncs, a lock or a \
-                     collective waiting for a slower rank)."
-                .to_owned(),
+            remedy: format!(
+                "Profile one step (torch.profiler or Nsight Systems): compare the DataLoader's __next__ time with \
+                 the kernel time. If __next__ dominates, the input pipeline is the limiter; if kernels are short \
+                 with gaps between them, the CPU side of the step is (Python, launches, host syncs, a lock or a \
+                 collective waiting for a slower rank).{}",
+                if writes.is_empty() {
+                    ""
+                } else {
+                    " If the writes are in the step's path (logging or checkpointing synchronously), make them \
+                     asynchronous or write to local disk first."
+                }
+            ),
             explanation: "A GPU with a compute process whose SMs are busy a small part of the time over a minute, \
                           with no throttling to explain it, is waiting for something. gpusight names the cause when a \
                           more specific rule finds it (storage, CPU preprocessing, kernel launches, host-to-device \
@@ -437,4 +505,28 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
     }
     out.into_iter().map(|(_, obs)| obs).collect()
+}
+
+/// "; threads wait on writes to /home (nfs4) in 95 % of samples (logs or checkpoints, not the input)", when the
+/// tree's threads wait on writes: dirty-page throttling, or a network file system whose files it only writes.
+fn write_waits_note(ctx: &Ctx<'_>, pid: u32, pw: &ProcWindow<'_>) -> String {
+    let inputs: Vec<Option<InputSample>> = pw.inputs().collect();
+    let writing = |i: &InputSample| {
+        let write_only = i.remote_read_only == Some(0) && i.remote_written.unwrap_or(0) > 0;
+        i.write_waits.unwrap_or(0) > 0 || (write_only && i.fs_waits.unwrap_or(0) > 0)
+    };
+    let share = super::super::window::share_of(inputs.iter().map(|i| i.as_ref().is_some_and(writing)));
+    if share <= 0.0 {
+        return String::new();
+    }
+    let mount = ctx
+        .history
+        .latest()
+        .processes
+        .iter()
+        .filter(|p| p.pid == pid || p.ppid == Some(pid))
+        .filter_map(|p| p.remote_files.as_ref())
+        .find(|r| r.written > 0)
+        .map_or_else(String::new, |r| format!(" to {} ({})", r.written_mount, r.written_fs_type));
+    format!("; threads wait on writes{mount} in {} of samples (logs or checkpoints, not the input)", share_label(share))
 }

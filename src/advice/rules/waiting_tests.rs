@@ -220,20 +220,25 @@ fn remote_dataset_stall_on_network_waits_connections_or_remote_files() {
         }
     });
     assert!(!has(&local.findings(60), Rule::RemoteDatasetStall));
-    // Open files on an NFS mount are enough.
-    let nfs = Build::new("remote-dataset-stall").tick(|_, t| {
-        for p in &mut t.processes {
-            p.remote_waits = Some(0);
-            p.remote_files = Some(crate::sample::RemoteFiles {
-                open: 3,
-                fs_type: "nfs4".to_owned(),
-                mount: "/mnt/data".to_owned(),
-                tcp_connections: 0,
-            });
-        }
-    });
-    let found = nfs.findings(60);
+    // Files open read-only on an NFS mount while threads wait in NFS are a stall; open files alone are not.
+    let nfs = |fs_waits: u32| {
+        Build::new("remote-dataset-stall").tick(move |_, t| {
+            for p in &mut t.processes {
+                (p.remote_waits, p.fs_waits) = (Some(fs_waits), Some(fs_waits));
+                p.remote_files = Some(crate::sample::RemoteFiles {
+                    open: 3,
+                    read_only: 3,
+                    modes_read: true,
+                    fs_type: "nfs4".to_owned(),
+                    mount: "/mnt/data".to_owned(),
+                    ..crate::sample::RemoteFiles::default()
+                });
+            }
+        })
+    };
+    let found = nfs(1).findings(60);
     assert!(get(&found, Rule::RemoteDatasetStall).evidence.contains("on /mnt/data (nfs4)"));
+    assert!(!has(&nfs(0).findings(60), Rule::RemoteDatasetStall), "open files that nobody waits on");
 }
 
 #[test]
