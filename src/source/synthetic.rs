@@ -945,6 +945,7 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         remote_waits: None,
         remote_files: None,
         job: None,
+        serving: None,
     }
 }
 
