@@ -82,6 +82,10 @@ pub enum Rule {
     CollectiveHang,
     /// Not a rule about the GPUs: a signal the engine needs could not be read (e.g. no Xid source).
     Visibility,
+    /// A server (listening TCP sockets with connections) whose GPU idles between requests: not an idle holder.
+    Serving,
+    /// A rank whose GPU waits for the job's collectives over PCIe or the network (traffic both ways).
+    CommBound,
 }
 
 impl Rule {
@@ -118,6 +122,8 @@ impl Rule {
             Self::RankStraggler => "rank-straggler",
             Self::CollectiveHang => "collective-hang",
             Self::Visibility => "visibility",
+            Self::Serving => "serving",
+            Self::CommBound => "comm-bound",
         }
     }
 }
@@ -164,7 +170,8 @@ impl Rule {
             | Self::IdleHolder
             | Self::VramNearlyFull
             | Self::VramGrowing
-            | Self::CollectiveHang => Step::Health,
+            | Self::CollectiveHang
+            | Self::Serving => Step::Health,
             Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped | Self::ClocksLimited | Self::HbmHot => {
                 Step::Throttling
             }
@@ -177,7 +184,8 @@ impl Rule {
             | Self::CpuQuotaThrottled
             | Self::RemoteDatasetStall
             | Self::MemoryBound
-            | Self::RankStraggler => Step::Throughput,
+            | Self::RankStraggler
+            | Self::CommBound => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }
@@ -337,15 +345,18 @@ fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option
     seeds
 }
 
-/// The causes of a waiting GPU, strongest first: the most specific root cause wins (a CPU quota is why the
+/// The causes of a waiting GPU, strongest first: the most specific root cause wins (a server waits for requests; a
+/// rank's collectives over PCIe or the network are why its copies run both ways; a CPU quota is why the
 /// preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
 /// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more). Last, util-misleading: with no
 /// host-side cause, kernels that run nearly all the time on a sliver of the SMs are why the SMs idle (a step of tiny
 /// kernels, even captured in a CUDA graph); the GPU is not waiting for anything, so "cause unknown" would mislead.
-pub const CAUSES: [Rule; 7] = [
+pub const CAUSES: [Rule; 9] = [
+    Rule::Serving,
     Rule::CpuQuotaThrottled,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
+    Rule::CommBound,
     Rule::H2dCopyBound,
     Rule::LaunchBound,
     Rule::CpuBoundInput,

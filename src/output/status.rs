@@ -198,6 +198,8 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::RankStraggler => "straggler",
         Rule::CollectiveHang => "hang",
         Rule::Visibility => "blind",
+        Rule::Serving => "serving",
+        Rule::CommBound => "comm",
     }
 }
 

@@ -8,6 +8,7 @@ use crate::history::History;
 use super::window::Ctx;
 use super::{Finding, Observation, Rule, Severity, Thresholds};
 
+pub mod blind;
 pub mod datapath;
 pub mod efficiency;
 pub mod health;
@@ -52,6 +53,9 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::VramGrowing, memory::vram_growing),
     (Rule::IdleHolder, memory::idle_holder),
     (Rule::SharedGpu, memory::shared_gpu),
+    (Rule::Serving, memory::serving),
+    (Rule::CommBound, waiting::comm_bound),
+    (Rule::Visibility, blind::not_judged),
 ];
 
 /// Runs every rule over the history.
@@ -60,7 +64,7 @@ pub fn observe_all(history: &History, thresholds: &Thresholds) -> Vec<Observatio
     let Some(ctx) = Ctx::new(history, thresholds) else {
         return Vec::new();
     };
-    RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect()
+    RULES.iter().flat_map(|(_, rule)| rule(&ctx)).filter(|o| blind::judged(&ctx, &o.finding)).collect()
 }
 
 /// A finding under construction; the rules fill it in with struct-update syntax.
