@@ -831,7 +831,7 @@ fn serving_gpu(n: u64) -> GpuShape {
         sm_active: if busy { 70.0 } else { 0.0 },
         tensor: if busy { 40.0 } else { 0.0 },
         dram: if busy { 10.0 } else { 0.0 },
-        mem_gib: 1,
+        mem_gib: 2,
         rx_mbps: if busy { 30 } else { 0 },
         ..WAITING_GPU
     }

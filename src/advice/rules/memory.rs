@@ -195,10 +195,9 @@ impl Activity {
             let holds = at(&process.gpu_mem_bytes, Some(p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
             let own = at(&process.sm_util_pct, Some(p));
             let util = at(&gpu.util_pct, m);
-            let idle = match own {
-                Some(sm) => f64::from(sm) <= t.idle_util_pct,
-                None => util.is_some_and(|u| f64::from(u) <= t.idle_util_pct),
-            };
+            // An idle GPU runs nothing, whatever per-process value NVML carries over from before.
+            let gpu_idle = util.is_some_and(|u| f64::from(u) <= t.idle_util_pct);
+            let idle = gpu_idle || own.is_some_and(|sm| f64::from(sm) <= t.idle_util_pct);
             let ran = match own {
                 Some(sm) => sm > 0 && util.is_none_or(|u| u > 0),
                 None => sole && util.is_some_and(|u| u > 0),
@@ -321,8 +320,11 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
         if !held.is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB) {
             continue;
         }
-        let Some(a) = Activity::of(ctx, gpu_index, pid, t.window_s) else { continue };
+        // The duty cycle over idle-holder's window (a bursty server's requests come and go); said once the
+        // shorter window is covered.
+        let Some(a) = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s) else { continue };
         let Some(busy) = a.util_mean.filter(|u| *u < SERVING_LOW_DUTY_PCT) else { continue };
+        let enter = Span::of(&process.times, t.window_s, t.min_window_coverage).is_some_and(|s| s.covered);
         let finding = Finding {
             title: format!("PID {pid} serves requests on GPU {gpu_index}: GPU busy {} of the time", pct_label(busy)),
             evidence: format!(
@@ -348,7 +350,7 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             ..draft(Rule::Serving, Severity::Info, Some(gpu_index), Some(pid), a.span.window.first_ms)
         };
-        out.push(Observation { finding, enter: a.span.covered, stay: true });
+        out.push(Observation { finding, enter, stay: true });
     }
     out
 }

@@ -105,6 +105,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 #[cfg(test)]
 mod jobs_tests;
 #[cfg(test)]
+mod ranks_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod waiting_tests;
