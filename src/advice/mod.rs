@@ -382,7 +382,9 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
     }
     // A straggler that knows its own cause (busy on the CPU, compute, throttled) is the cause on its own GPU where
     // no rule names another.
-    for f in findings.iter().filter(|f| f.rule == Rule::RankStraggler && !f.evidence.contains(rules::jobs::CAUSE_UNKNOWN)) {
+    for f in
+        findings.iter().filter(|f| f.rule == Rule::RankStraggler && !f.evidence.contains(rules::jobs::CAUSE_UNKNOWN))
+    {
         if let Some(gpu) = f.gpu_index.filter(|gpu| !strongest.iter().any(|(g, _, _)| g == gpu)) {
             strongest.push((gpu, f.rule, f.pid));
         }

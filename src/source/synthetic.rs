@@ -1410,7 +1410,11 @@ fn add_processes(
         add_job(&slot, &job, tick);
         if matches!(
             workload,
-            Workload::RankWaiting | Workload::RankStarved | Workload::RankHung | Workload::RankCpuBusy | Workload::RankComm
+            Workload::RankWaiting
+                | Workload::RankStarved
+                | Workload::RankHung
+                | Workload::RankCpuBusy
+                | Workload::RankComm
         ) {
             make_rank(&slot, tick);
         }

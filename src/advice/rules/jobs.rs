@@ -68,8 +68,7 @@ impl RankGpu {
         let nvlink = sum_mib_s(span.mean(&gpu.nvlink_rx_mib_s), span.mean(&gpu.nvlink_tx_mib_s), 1.0);
         let own = ctx.process(pid).and_then(|p| Span::of(&p.times, secs, ctx.t.min_window_coverage).map(|s| (p, s)));
         let cpu = own.and_then(|(p, s)| s.median(&p.max_thread_cpu_pct).or_else(|| s.median(&p.cpu_pct)));
-        let main_thread =
-            ctx.host_process(pid).and_then(|h| h.busiest_thread.as_ref()).is_none_or(|b| b.tid == pid);
+        let main_thread = ctx.host_process(pid).and_then(|h| h.busiest_thread.as_ref()).is_none_or(|b| b.tid == pid);
         Some(Self {
             gpu: gpu.index,
             pid,
@@ -370,8 +369,11 @@ fn straggler_title(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, key:
             ranks.join(", ")
         );
     }
-    let others =
-        if waiting.len() == 1 { "1 other rank waits".to_owned() } else { format!("{} other ranks wait", waiting.len()) };
+    let others = if waiting.len() == 1 {
+        "1 other rank waits".to_owned()
+    } else {
+        format!("{} other ranks wait", waiting.len())
+    };
     format!("{} slows job {} down: {others} for it", straggler.who(), visible(key))
 }
 

@@ -189,7 +189,8 @@ impl Activity {
         let span = Span::of(&process.times, secs, t.min_window_coverage)?;
         let sole = ctx.compute_processes().iter().filter(|(g, _)| *g == gpu_index).count() == 1;
         let pairs = align(ctx.history, process, &span);
-        let mut out = Self { span, idle: Vec::new(), times: Vec::new(), ran: 0, own_max: None, util_max: None, util_mean: None };
+        let mut out =
+            Self { span, idle: Vec::new(), times: Vec::new(), ran: 0, own_max: None, util_max: None, util_mean: None };
         let (mut sum, mut n) = (0.0, 0_u32);
         for (p, m) in pairs {
             let holds = at(&process.gpu_mem_bytes, Some(p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);

@@ -60,7 +60,8 @@ fn a_listening_process_with_no_traffic_and_no_kernels_is_still_an_idle_holder() 
     assert!(get(&f, Rule::IdleHolder).evidence.contains("listens on port 8000 with no connection"), "{f:#?}");
     assert!(!has(&f, Rule::Serving));
     // A stale per-process value that NVML carries over an idle GPU is no kernel.
-    let stale = Build::new("idle-holder").tick(|_, t| t.gpu_processes.iter_mut().for_each(|p| p.sm_util_pct = Some(40)));
+    let stale =
+        Build::new("idle-holder").tick(|_, t| t.gpu_processes.iter_mut().for_each(|p| p.sm_util_pct = Some(40)));
     assert!(has(&stale.findings(330), Rule::IdleHolder));
 }
 
@@ -71,8 +72,7 @@ fn rank_0_busy_on_the_cpu_is_a_straggler_not_a_hang() {
     let straggler = get(&f, Rule::RankStraggler);
     assert_eq!((straggler.severity, straggler.gpu_index, straggler.pid), (Severity::Warning, Some(0), Some(2001)));
     assert_eq!(
-        straggler.title,
-        "rank 0 (GPU 0, PID 2001) is busy on the CPU (main thread at 100 %) while rank 1 waits",
+        straggler.title, "rank 0 (GPU 0, PID 2001) is busy on the CPU (main thread at 100 %) while rank 1 waits",
         "{straggler:#?}"
     );
     assert!(straggler.evidence.contains("not a hang"), "{}", straggler.evidence);

@@ -452,7 +452,12 @@ pub fn util_misleading(ctx: &Ctx<'_>) -> Vec<Observation> {
         let since = first_true(times, flags.iter().copied(), ctx.now_ms);
         if let Some((job, pid)) = super::jobs::multi_rank_job(ctx, gpu.index) {
             let finding = rank_spinning(ctx, gpu.index, (job, pid), &span, &signal, share);
-            out.push(Observation::by_share(super::super::Finding { since_ms: since, ..finding }, share, span.covered, t));
+            out.push(Observation::by_share(
+                super::super::Finding { since_ms: since, ..finding },
+                share,
+                span.covered,
+                t,
+            ));
             continue;
         }
         let finding = super::super::Finding {
@@ -502,7 +507,10 @@ fn rank_spinning(
     } else {
         (
             format!("GPU {gpu_index} waits in a collective; judging which rank is slow"),
-            format!("judging which rank is slow: rank-straggler needs {} of data", duration_label(t.straggler_window_s)),
+            format!(
+                "judging which rank is slow: rank-straggler needs {} of data",
+                duration_label(t.straggler_window_s)
+            ),
         )
     };
     super::super::Finding {

@@ -289,10 +289,15 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some((job, _)) = super::jobs::multi_rank_job(ctx, gpu_index) else { continue };
         let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
         let gpu = ctx.history.gpu(gpu_index);
-        let nvlink = gpu.and_then(|g| gw.span.mean(&g.nvlink_rx_mib_s)).zip(gpu.and_then(|g| gw.span.mean(&g.nvlink_tx_mib_s)));
-        let nvlink = nvlink.map_or_else(|| "NVLink not read".to_owned(), |(r, x)| format!("NVLink RX {r:.0} MiB/s, TX {x:.0} MiB/s"));
+        let nvlink =
+            gpu.and_then(|g| gw.span.mean(&g.nvlink_rx_mib_s)).zip(gpu.and_then(|g| gw.span.mean(&g.nvlink_tx_mib_s)));
+        let nvlink = nvlink
+            .map_or_else(|| "NVLink not read".to_owned(), |(r, x)| format!("NVLink RX {r:.0} MiB/s, TX {x:.0} MiB/s"));
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits for the job's communication: {rank} of job {}", crate::text::visible(&job.key)),
+            title: format!(
+                "GPU {gpu_index} waits for the job's communication: {rank} of job {}",
+                crate::text::visible(&job.key)
+            ),
             evidence: format!(
                 "{}; PCIe RX mean {:.1} GB/s and TX {:.1} GB/s (both ways alike: collectives, not input copies; the \
                  smaller is {} of the link); {nvlink}; {rank} of a job of {} ranks",
@@ -308,11 +313,12 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                      sharding keeps traffic inside the node). Check the transport: NCCL_DEBUG=INFO names it; GPUs \
                      that should talk over NVLink or InfiniBand (GPUDirect RDMA) should not go through the host."
                 .to_owned(),
-            explanation: "NCCL sends what it receives: a rank's collectives over PCIe (between GPUs without NVLink, or \
+            explanation:
+                "NCCL sends what it receives: a rank's collectives over PCIe (between GPUs without NVLink, or \
                           through the host to a network card) show as traffic both ways alike, while input copies \
                           run one way. A rank that waits with its link busy both ways is bound by the job's \
                           communication; pin_memory would not help."
-                .to_owned(),
+                    .to_owned(),
             ..draft(Rule::CommBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && pw.span.covered && share >= COMM_MIN_LINK_SHARE;
