@@ -4,7 +4,8 @@
 //! A rank that waits shows HIGH NVML utilization (NCCL's kernels spin while they wait) with LOW GPM SM activity; the
 //! rank that sets the pace shows lower utilization, its SM activity real work, or it waits on its own input. So the
 //! busiest-looking GPU is a waiting one and the real culprit looks idle. When every rank spins with no work and no
-//! traffic for a while, the job is stuck in a collective.
+//! traffic for a while, the job is stuck in a collective; a rank with no GPU work whose main thread pegs a core is
+//! busy on the CPU (evaluation on one rank), a straggler the others wait for, not a hang.
 
 use super::super::window::{Ctx, MIB, Span, pct_label};
 use super::super::{Observation, Rule, Severity, Thresholds};
@@ -384,7 +385,8 @@ struct Hang<'j> {
 }
 
 /// Whether a job is stuck: every rank spins with no work and no traffic, or shows no GPU work at all, at least one
-/// spins, and no absent rank writes a checkpoint (a rank saving one while the others wait is slow, not stuck).
+/// spins, and no absent rank writes a checkpoint or pegs a core on the CPU (a rank saving a checkpoint or computing
+/// evaluation metrics while the others wait is slow, not stuck: rank-straggler's verdict).
 fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
     let t = ctx.t;
     let (spinning, rest): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.spinning(t));
@@ -407,7 +409,8 @@ fn lowest<'j>(ranks: &[&'j RankGpu]) -> Option<&'j RankGpu> {
 
 /// collective-hang: the job makes no progress over the whole window: every rank spins in a collective (busy by
 /// NVML's count, SM activity at NCCL's spinning level, no link traffic), or shows no GPU work at all because it
-/// never reached the collective. Critical: nothing moves until NCCL's watchdog aborts the job at its timeout.
+/// never reached the collective (and is not busy on the CPU). Critical: nothing moves until NCCL's watchdog aborts
+/// the job at its timeout.
 #[must_use]
 pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
