@@ -137,6 +137,23 @@ mod tests {
     }
 
     #[test]
+    fn the_reading_is_recorded_and_old_recordings_read_without_it() {
+        let process = crate::sample::HostProcess {
+            pid: 7,
+            serving: Some(Serving { ports: vec![8000], connections: 3 }),
+            ..Default::default()
+        };
+        let line = serde_json::to_string(&process).expect("json");
+        assert!(line.contains(r#""serving":{"ports":[8000],"connections":3}"#), "{line}");
+        let back: crate::sample::HostProcess = serde_json::from_str(&line).expect("reads");
+        assert_eq!(back, process);
+        let old: crate::sample::HostProcess = serde_json::from_str(r#"{"pid":7,"name":"python"}"#).expect("old");
+        assert_eq!(old.serving, None);
+        let none = serde_json::to_string(&crate::sample::HostProcess::default()).expect("json");
+        assert!(!none.contains("serving"), "{none}");
+    }
+
+    #[test]
     fn malformed_lines_are_skipped() {
         assert!(parse_tcp_table("header\n  0: nonsense\n\n").is_empty());
     }

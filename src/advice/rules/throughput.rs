@@ -179,6 +179,15 @@ impl ProcessSamples {
     }
 
     fn util_evidence(&self) -> String {
+        if self.by_sm {
+            let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+            return format!(
+                "GPM SM activity mean {} (GPU util mean {}, which NCCL's spinning kernels inflate on a rank) over {}",
+                opt_pct(self.mean_util()),
+                opt_pct(util),
+                self.span.label()
+            );
+        }
         let util = self.mean_util();
         let gpm = mean(self.sm_active.iter().map(|a| a.map(f64::from)));
         let gpm = gpm.map_or_else(String::new, |a| format!(" (GPM SM activity mean {})", pct_label(a)));
@@ -501,7 +510,10 @@ fn rank_spinning(
     let util = gpu.and_then(|g| span.median(&g.util_pct));
     let (title, judging) = if judged {
         (
-            format!("GPU {gpu_index} waits in a collective of job {}: its utilization is NCCL spinning", job.key),
+            format!(
+                "GPU {gpu_index} waits in a collective of job {}: its utilization is NCCL spinning",
+                crate::text::visible(&job.key)
+            ),
             "the rank it waits for is named by rank-straggler or collective-hang when one is found".to_owned(),
         )
     } else {
