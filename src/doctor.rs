@@ -388,7 +388,7 @@ fn short_windows(pipeline: &Pipeline, watched_s: u64) -> Vec<String> {
 
 /// What gpusight could not see of the GPU processes in the newest sample, and the rules that go blind with it:
 /// processes in another PID namespace (a container without `--pid=host`), processes hidden by `hidepid`, and
-/// utilization that MIG makes N/A.
+/// MIG GPUs (whole-GPU readings that do not describe a slice, utilization N/A).
 #[must_use]
 pub fn blind_spots(history: &History) -> Vec<String> {
     let latest = history.latest();
@@ -409,8 +409,12 @@ pub fn blind_spots(history: &History) -> Vec<String> {
         }
     }
     let list = |pids: &[u32]| pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ");
-    let process_rules = "input-bound, cpu-bound-input, launch-bound, h2d-copy-bound, cpu-quota-throttled, \
-                         remote-dataset-stall, numa-misplaced, main-thread-bound, cpus-pinned, compile-warmup";
+    let names = |rules: &[Rule]| rules.iter().map(|r| r.name()).collect::<Vec<_>>().join(", ");
+    let process_rules = names(&crate::advice::rules::blind::PROCESS_RULES);
+    // Hidden processes keep their GPU-side umbrella (gpu-underfed says "cause unknown" for them).
+    let hidden_rules: Vec<Rule> =
+        crate::advice::rules::blind::PROCESS_RULES.into_iter().filter(|r| *r != Rule::GpuUnderfed).collect();
+    let hidden_rules = names(&hidden_rules);
     let mut out = Vec::new();
     if !outside.is_empty() {
         out.push(format!(
@@ -421,28 +425,20 @@ pub fn blind_spots(history: &History) -> Vec<String> {
     }
     if !hidden.is_empty() {
         out.push(format!(
-            "{process_rules} for PID {}: their /proc details could not be read (another user's processes under \
+            "{hidden_rules} for PID {}: their /proc details could not be read (another user's processes under \
              /proc mounted with hidepid, or no permission); run as root or with the gid= that hidepid exempts",
             list(&hidden)
         ));
     }
     for gpu in history.machine().gpus.iter().filter(|g| g.mig_enabled == Some(true)) {
-        let Some(tick) = latest.gpu(gpu.index) else { continue };
-        if tick.util_pct.is_some() {
-            continue;
-        }
-        if tick.gpm.and_then(|g| g.sm_active_pct).is_some() {
-            out.push(format!(
-                "util-misleading, power-capped and pcie-downgraded on GPU {}: MIG makes its utilization N/A (the input \
-                 rules use GPM SM activity instead)",
-                gpu.index
-            ));
-        } else {
-            out.push(format!(
-                "{process_rules}, util-misleading, power-capped and pcie-downgraded on GPU {}: MIG makes its \
-                 utilization N/A and GPM SM activity is not available",
-                gpu.index
-            ));
+        out.push(format!(
+            "{} on GPU {}: MIG is on, and whole-GPU utilization and SM activity do not describe a slice (judged again \
+             once per-slice readings exist)",
+            names(&crate::advice::rules::blind::MIG_BLIND_RULES),
+            gpu.index
+        ));
+        if latest.gpu(gpu.index).is_some_and(|t| t.util_pct.is_none()) {
+            out.push(format!("power-capped and pcie-downgraded on GPU {}: MIG makes its utilization N/A", gpu.index));
         }
     }
     out

@@ -413,6 +413,22 @@ pub struct HostProcess {
     /// commit), read with `remote_waits`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub write_waits: Option<u32>,
+    /// The TCP ports this GPU process listens on and the connections on them (an inference or HTTP server), read
+    /// every few seconds for GPU processes that are not ranks of a job; absent when it listens on none or was not
+    /// read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serving: Option<Serving>,
+}
+
+/// A GPU process's listening TCP sockets (see [`crate::host::serving`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct Serving {
+    /// The local ports it listens on, sorted (at most eight).
+    pub ports: Vec<u16>,
+    /// Connections on those ports at the last read: established, closing, or closed within the last minute
+    /// (`TIME_WAIT`): requests served recently.
+    pub connections: u32,
 }
 
 /// Which job a GPU process belongs to (see [`crate::host::job`]): its rank and what ties it to the other ranks.

@@ -88,3 +88,51 @@ fn once_shows_the_job_only_where_one_is_known() {
     assert_eq!(jobs[1]["launcher"], "torchrun");
     assert!(jobs[1].get("pod").is_none(), "unknown fields are absent");
 }
+
+/// The rules of the findings, with their severities.
+fn verdicts(report: &serde_json::Value) -> Vec<(String, String)> {
+    findings(report)
+        .iter()
+        .map(|f| {
+            (f["rule"].as_str().unwrap_or_default().to_owned(), f["severity"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn doctor_calls_a_bursty_server_serving_not_idle() {
+    let report = doctor(&["--synthetic", "serving", "--duration", "330s"]);
+    let all = verdicts(&report);
+    assert!(all.contains(&("serving".to_owned(), "info".to_owned())), "{all:?}");
+    assert!(!all.iter().any(|(r, _)| r == "idle-holder"), "{all:?}");
+    assert_eq!(warnings(&report), Vec::<String>::new(), "{all:?}");
+}
+
+#[test]
+fn doctor_calls_rank_0_in_a_cpu_phase_a_straggler_not_a_hang() {
+    let report = doctor(&["--synthetic", "rank0-eval", "--duration", "150s"]);
+    assert_eq!(warnings(&report), vec!["rank-straggler".to_owned()], "{report}");
+    let straggler = findings(&report).into_iter().find(|f| f["rule"] == "rank-straggler").expect("straggler");
+    assert!(
+        straggler["title"].as_str().unwrap_or("").contains("busy on the CPU (main thread at 100 %)"),
+        "{straggler}"
+    );
+}
+
+#[test]
+fn doctor_names_comm_bound_ranks_the_spinning_input_rank_and_what_it_cannot_judge() {
+    let comm = doctor(&["--synthetic", "comm-bound", "--duration", "60s"]);
+    assert_eq!(warnings(&comm), vec!["comm-bound".to_owned(), "comm-bound".to_owned()], "{comm}");
+    let spin = doctor(&["--synthetic", "nccl-spin-input-rank", "--duration", "90s"]);
+    assert_eq!(warnings(&spin), vec!["input-bound".to_owned()], "{spin}");
+    let at_30 = doctor(&["--synthetic", "straggler", "--duration", "30s"]);
+    let waiting_gpu_warns = findings(&at_30).iter().any(|f| f["gpu_index"] == 0 && f["severity"] != "info");
+    assert!(!waiting_gpu_warns, "{at_30}");
+    let container = doctor(&["--synthetic", "container-no-pidns", "--duration", "90s"]);
+    assert_eq!(warnings(&container), Vec::<String>::new(), "{container}");
+    let not_judged = container["not_judged"].to_string();
+    assert!(not_judged.contains("gpu-underfed") && not_judged.contains("--pid=host"), "{not_judged}");
+    let mig = doctor(&["--synthetic", "mig-slice-busy", "--duration", "90s"]);
+    assert_eq!(warnings(&mig), Vec::<String>::new(), "{mig}");
+    assert!(mig["not_judged"].to_string().contains("per-slice readings"), "{mig}");
+}

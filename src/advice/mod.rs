@@ -87,6 +87,10 @@ pub enum Rule {
     CompileWarmup,
     /// Not a rule about the GPUs: a signal the engine needs could not be read (e.g. no Xid source).
     Visibility,
+    /// A server (listening TCP sockets with connections) whose GPU idles between requests: not an idle holder.
+    Serving,
+    /// A rank whose GPU waits for the job's collectives over PCIe or the network (traffic both ways).
+    CommBound,
 }
 
 impl Rule {
@@ -126,6 +130,8 @@ impl Rule {
             Self::CpusPinned => "cpus-pinned",
             Self::CompileWarmup => "compile-warmup",
             Self::Visibility => "visibility",
+            Self::Serving => "serving",
+            Self::CommBound => "comm-bound",
         }
     }
 }
@@ -172,7 +178,8 @@ impl Rule {
             | Self::IdleHolder
             | Self::VramNearlyFull
             | Self::VramGrowing
-            | Self::CollectiveHang => Step::Health,
+            | Self::CollectiveHang
+            | Self::Serving => Step::Health,
             Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped | Self::ClocksLimited | Self::HbmHot => {
                 Step::Throttling
             }
@@ -188,7 +195,8 @@ impl Rule {
             | Self::RankStraggler
             | Self::MainThreadBound
             | Self::CpusPinned
-            | Self::CompileWarmup => Step::Throughput,
+            | Self::CompileWarmup
+            | Self::CommBound => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }
@@ -403,18 +411,21 @@ fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option
 }
 
 /// The causes of a waiting GPU, strongest first: a model that compiles (`torch.compile` warming up) explains
-/// everything else a young process shows; then the most specific root cause wins (a CPU quota or a narrow CPU mask
-/// is why the preprocessing is short of CPU; a remote dataset is why reads are slow; a pegged main thread is what
+/// everything else a young process shows; then the most specific root cause wins (a server waits for requests; a
+/// CPU quota or a narrow CPU mask is why the preprocessing is short of CPU; a remote dataset is why reads are slow;
+/// a rank's collectives over PCIe or the network are why its copies run both ways; a pegged main thread is what
 /// h2d-copy-bound and launch-bound see too, with GPU-side evidence that says more, and main-thread-bound says it
 /// when neither holds). Last, util-misleading: with no host-side cause, kernels that run nearly all the time on a
 /// sliver of the SMs are why the SMs idle (a step of tiny kernels, even captured in a CUDA graph); the GPU is not
 /// waiting for anything, so "cause unknown" would mislead.
-pub const CAUSES: [Rule; 10] = [
+pub const CAUSES: [Rule; 12] = [
     Rule::CompileWarmup,
+    Rule::Serving,
     Rule::CpuQuotaThrottled,
     Rule::CpusPinned,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
+    Rule::CommBound,
     Rule::H2dCopyBound,
     Rule::LaunchBound,
     Rule::MainThreadBound,
@@ -438,6 +449,15 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
             }
             Some(_) => {}
             None => strongest.push((gpu, f.rule, f.pid)),
+        }
+    }
+    // A straggler that knows its own cause (busy on the CPU, compute, throttled) is the cause on its own GPU where
+    // no rule names another.
+    for f in
+        findings.iter().filter(|f| f.rule == Rule::RankStraggler && !f.evidence.contains(rules::jobs::CAUSE_UNKNOWN))
+    {
+        if let Some(gpu) = f.gpu_index.filter(|gpu| !strongest.iter().any(|(g, _, _)| g == gpu)) {
+            strongest.push((gpu, f.rule, f.pid));
         }
     }
     for f in findings.iter_mut() {

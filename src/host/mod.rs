@@ -20,6 +20,7 @@ pub mod parse;
 pub mod pid_parse;
 mod processes;
 pub mod remote;
+pub mod serving;
 mod system;
 mod users;
 

@@ -18,10 +18,11 @@ use super::pid_parse::{
 use super::remote::{
     FD_SCAN_PERIOD_MS, FdFacts, WaitCounts, classify_wchan, own_connections, remote_read_rate, scan_fds,
 };
+use super::serving::{QUIET_SCAN_PERIOD_MS, SCAN_PERIOD_MS as SERVING_SCAN_PERIOD_MS};
 use super::system::seconds_between;
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, JobInfo, ProcessRole, ThreadCpu, UnixMs};
+use crate::sample::{HostProcess, JobInfo, ProcessRole, Serving, ThreadCpu, UnixMs};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -114,6 +115,16 @@ pub(crate) struct ProcessSampler {
     jobs: HashMap<u32, (u64, JobInfo)>,
     /// The last thread walk of each GPU process (see [`THREAD_WALK_PERIOD_MS`]).
     walks: HashMap<u32, WalkCache>,
+    /// The last scan of each GPU process's listening sockets (see [`super::serving`]).
+    serving_scans: HashMap<u32, ServingScan>,
+}
+
+/// The last scan of one GPU process's listening sockets, carried between scans.
+#[derive(Debug, Clone)]
+struct ServingScan {
+    start_ticks: u64,
+    at_ms: UnixMs,
+    found: Option<Serving>,
 }
 
 impl ProcessSampler {
@@ -130,6 +141,7 @@ impl ProcessSampler {
             fd_scans: HashMap::new(),
             jobs: HashMap::new(),
             walks: HashMap::new(),
+            serving_scans: HashMap::new(),
         }
     }
 
@@ -204,11 +216,13 @@ impl ProcessSampler {
             }
         }
         self.add_jobs(proc_dir, &mut out);
+        self.add_serving(proc_dir, clock, &mut out);
         self.drop_inherited_sockets(&mut out);
         self.prev.retain(|pid, _| seen.contains(pid));
         self.fd_scans.retain(|pid, _| seen.contains(pid));
         self.jobs.retain(|pid, _| seen.contains(pid));
         self.walks.retain(|pid, _| seen.contains(pid));
+        self.serving_scans.retain(|pid, _| seen.contains(pid));
         self.cgroups.end_tick();
         out
     }
@@ -260,6 +274,26 @@ impl ProcessSampler {
             let (Some(own), Some(files)) = (inodes(process.pid), process.remote_files.as_mut()) else { continue };
             let parent = process.ppid.and_then(inodes).map_or(&[][..], Vec::as_slice);
             files.tcp_connections = own_connections(own, parent);
+        }
+    }
+
+    /// Fills in the listening sockets of each GPU process that is not a rank of a job (see [`super::serving`]):
+    /// scanned when due, else the last scan's answer.
+    fn add_serving(&mut self, proc_dir: &Path, clock: Clock, out: &mut [HostProcess]) {
+        for process in out.iter_mut().filter(|p| p.role == ProcessRole::Gpu) {
+            if process.job.as_ref().is_some_and(JobInfo::is_shared) {
+                continue;
+            }
+            let (pid, start_ticks) = (process.pid, process.start_ticks.unwrap_or(0));
+            let due = self.serving_scans.get(&pid).is_none_or(|scan| {
+                let period = if scan.found.is_some() { SERVING_SCAN_PERIOD_MS } else { QUIET_SCAN_PERIOD_MS };
+                scan.start_ticks != start_ticks || clock.now_ms.saturating_sub(scan.at_ms) >= period
+            });
+            if due {
+                let found = super::serving::scan(proc_dir, pid, &mut self.buf);
+                self.serving_scans.insert(pid, ServingScan { start_ticks, at_ms: clock.now_ms, found });
+            }
+            process.serving = self.serving_scans.get(&pid).and_then(|scan| scan.found.clone());
         }
     }
 

@@ -201,6 +201,8 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::CpusPinned => "pinned",
         Rule::CompileWarmup => "compiling",
         Rule::Visibility => "blind",
+        Rule::Serving => "serving",
+        Rule::CommBound => "comm",
     }
 }
 

@@ -94,6 +94,21 @@ pub enum Workload {
     EvalWorkersIdle,
     /// Eight `DataLoader` workers blocked reading their shards from NFS.
     NfsReadStall,
+    /// A bursty inference server: 1.6 GiB held, kernels one second in nine, listening on port 8000 with connections.
+    Serving,
+    /// A torchrun rank computing evaluation metrics on the CPU: no GPU work, its main thread at 100 %.
+    RankCpuBusy,
+    /// A torchrun rank whose all-reduce runs over PCIe: traffic both ways alike, SM activity low, the main thread
+    /// spinning in a synchronize.
+    RankComm,
+    /// One rank (of 16, on several nodes) starved by storage reads while NCCL's spinning kernels keep its
+    /// utilization at 70 %: SM activity 5 %.
+    RankSpinInput,
+    /// A job whose host PID is outside gpusight's PID namespace (gpusight in a container without `--pid=host`).
+    Unseen,
+    /// A job flat out on a 1g slice of a MIG GPU: utilization N/A, whole-GPU SM activity 13 %, its main thread at
+    /// 100 % (a PyTorch main thread's normal state).
+    MigSlice,
 }
 
 mod input_cases;
@@ -125,6 +140,11 @@ pub enum Scenario {
     Straggler,
     /// One torchrun job over every GPU, every rank stuck in a collective.
     Hang,
+    /// One torchrun job over every GPU; rank 0 (GPU 0) computes evaluation metrics on the CPU while the others wait
+    /// in a barrier.
+    Rank0Eval,
+    /// One torchrun job over every GPU whose collectives run over PCIe and set its pace.
+    CommBound,
 }
 
 const MIX: [Workload; 8] = [
@@ -140,7 +160,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 35] = [
+    pub const NAMES: [&'static str; 41] = [
         "idle",
         "compute",
         "input-bound",
@@ -176,6 +196,12 @@ impl Scenario {
         "pinned-cpus",
         "eval-workers-idle",
         "nfs-read-stall",
+        "serving",
+        "rank0-eval",
+        "comm-bound",
+        "nccl-spin-input-rank",
+        "container-no-pidns",
+        "mig-slice-busy",
     ];
 
     fn workload(self, gpu_index: u32) -> Workload {
@@ -188,6 +214,9 @@ impl Scenario {
             Self::Straggler if gpu_index == 1 => Workload::RankStarved,
             Self::Straggler => Workload::RankWaiting,
             Self::Hang => Workload::RankHung,
+            Self::Rank0Eval if gpu_index == 0 => Workload::RankCpuBusy,
+            Self::Rank0Eval => Workload::RankHung,
+            Self::CommBound => Workload::RankComm,
         }
     }
 }
@@ -243,6 +272,12 @@ impl FromStr for Scenario {
             "pinned-cpus" => Self::Uniform(Workload::PinnedCpus),
             "eval-workers-idle" => Self::Uniform(Workload::EvalWorkersIdle),
             "nfs-read-stall" => Self::Uniform(Workload::NfsReadStall),
+            "serving" => Self::Uniform(Workload::Serving),
+            "rank0-eval" => Self::Rank0Eval,
+            "comm-bound" => Self::CommBound,
+            "nccl-spin-input-rank" => Self::Uniform(Workload::RankSpinInput),
+            "container-no-pidns" => Self::Uniform(Workload::Unseen),
+            "mig-slice-busy" => Self::Uniform(Workload::MigSlice),
             other => return Err(SpecError::UnknownScenario(other.to_owned())),
         })
     }
@@ -294,7 +329,7 @@ impl SyntheticSpec {
         let scenario: Scenario = name.parse()?;
         let default_gpus = match scenario {
             Scenario::Mixed | Scenario::Scale | Scenario::Uniform(Workload::Churn) => 8,
-            Scenario::Straggler | Scenario::Hang => 2,
+            Scenario::Straggler | Scenario::Hang | Scenario::Rank0Eval | Scenario::CommBound => 2,
             Scenario::Uniform(_) => 1,
         };
         let bad_size = || SpecError::BadSize(size.to_owned(), text.to_owned());
@@ -403,7 +438,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
                 numa_node: Some(node),
                 local_cpus: Some((first_cpu..first_cpu + cpus_per_node).collect()),
                 persistence_mode: Some(true),
-                mig_enabled: Some(false),
+                mig_enabled: Some(workload == Workload::MigSlice),
                 ecc_enabled: Some(true),
                 display_active: Some(false),
                 gpm_supported: workload != Workload::Lost || index > 0,
@@ -792,6 +827,54 @@ const RANK_HUNG_GPU: GpuShape = GpuShape {
     ..WAITING_GPU
 };
 
+/// A rank whose collectives run over PCIe (no NVLink between the GPUs, or through the host to the network): SM
+/// activity low while its link carries 12 GB/s each way.
+const RANK_COMM_GPU: GpuShape = GpuShape {
+    util: Spread(60.0, 4.0),
+    power_w: Spread(260.0, 10.0),
+    temp_c: Spread(50.0, 1.0),
+    sm_active: 22.0,
+    tensor: 15.0,
+    dram: 6.0,
+    mem_gib: 38,
+    rx_mbps: 12_000,
+    ..WAITING_GPU
+};
+
+/// An input-starved rank of a job over several nodes: NCCL's kernels spin through its waits, so utilization reads
+/// 70 % while SM activity is 5 %.
+const RANK_SPIN_INPUT_GPU: GpuShape =
+    GpuShape { util: Spread(70.0, 5.0), sm_active: 5.0, tensor: 3.0, mem_gib: 30, ..INPUT_BOUND_GPU };
+
+/// A 1g slice flat out on a MIG H200: a seventh of the SMs, 13 % of the whole GPU's SM activity.
+const MIG_SLICE_GPU: GpuShape = GpuShape {
+    util: fixed(0.0),
+    power_w: Spread(190.0, 8.0),
+    temp_c: Spread(42.0, 1.0),
+    sm_active: 13.0,
+    tensor: 11.0,
+    dram: 4.0,
+    mem_gib: 16,
+    rx_mbps: 50,
+    ..WAITING_GPU
+};
+
+/// A bursty inference server: a request keeps the GPU busy one second in nine, it idles in between.
+fn serving_gpu(n: u64) -> GpuShape {
+    let busy = n % 9 == 4;
+    GpuShape {
+        util: if busy { Spread(95.0, 3.0) } else { fixed(0.0) },
+        power_w: Spread(if busy { 420.0 } else { 110.0 }, 8.0),
+        temp_c: Spread(38.0, 1.0),
+        sm_active: if busy { 70.0 } else { 0.0 },
+        tensor: if busy { 40.0 } else { 0.0 },
+        dram: if busy { 10.0 } else { 0.0 },
+        mem_gib: 2,
+        rx_mbps: if busy { 30 } else { 0 },
+        ..WAITING_GPU
+    }
+}
+
 /// The profile of a workload's GPU at tick `n`, `secs` seconds into the run.
 fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
     use Workload as W;
@@ -818,6 +901,12 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::RankWaiting => RANK_WAITING_GPU,
         W::RankStarved => RANK_STARVED_GPU,
         W::RankHung => RANK_HUNG_GPU,
+        W::Serving => serving_gpu(n),
+        W::RankCpuBusy => GpuShape { mem_gib: 38, ..WAITING_GPU },
+        W::RankComm => RANK_COMM_GPU,
+        W::RankSpinInput => RANK_SPIN_INPUT_GPU,
+        W::Unseen => UNDERFED_GPU,
+        W::MigSlice => MIG_SLICE_GPU,
         _ => input_cases::gpu_shape(workload).unwrap_or(WAITING_GPU),
     }
 }
@@ -859,11 +948,14 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
     let used = (mem_gib * GIB + if mem_gib > 0 { 560 * MIB } else { 0 }).min(H200_MEM_BYTES - reserved);
     let rx = f64::from(shape.rx_mbps);
     let (pcie_gen, pcie_width) = (shape.link_gen.or(info.max_pcie_gen), shape.link_width.or(info.max_pcie_width));
+    // MIG leaves the whole GPU's utilization N/A; collectives send what they receive.
+    let mig = info.mig_enabled == Some(true);
+    let tx_share = if workload == Workload::RankComm { 1.0 } else { 0.1 };
     GpuTick {
         index: info.index,
         state: GpuState::Ok,
-        util_pct: Some(util.min(100)),
-        mem_util_pct: Some((util / 4).min(100)),
+        util_pct: (!mig).then_some(util.min(100)),
+        mem_util_pct: (!mig).then_some((util / 4).min(100)),
         mem_used_bytes: Some(used),
         mem_reserved_bytes: Some(reserved),
         mem_free_bytes: Some(H200_MEM_BYTES - reserved - used),
@@ -877,7 +969,7 @@ fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at
         pcie_gen,
         pcie_width,
         pcie_rx_kbps: Some(jitter(seed, n, 4, rx * 1000.0, rx * 50.0)),
-        pcie_tx_kbps: Some(jitter(seed, n, 5, rx * 100.0, rx * 5.0)),
+        pcie_tx_kbps: Some(jitter(seed, n, 5, rx * 1000.0 * tx_share, rx * 50.0 * tx_share)),
         pcie_replay_count: Some(1),
         energy_mj: Some(1_000_000_000 + n * u64::from(power_w) * spec.interval_ms),
         throttle_ns: Some(throttle_counters(workload, bits, n * spec.interval_ms * 1_000_000)),
@@ -986,6 +1078,7 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         job: None,
         fs_waits: None,
         write_waits: None,
+        serving: None,
     }
 }
 
@@ -1120,7 +1213,20 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
             ],
             ..COMPUTE_JOB
         },
-        W::RankWaiting | W::RankStarved | W::RankHung => return rank_job(workload),
+        W::RankWaiting | W::RankStarved | W::RankHung | W::RankCpuBusy | W::RankComm | W::RankSpinInput => {
+            return rank_job(workload);
+        }
+        // A server: asleep between requests; a job seen from a container; a job flat out on a MIG slice.
+        W::Serving => JobShape {
+            cmdline: "python serve.py --model resnet50 --port 8000",
+            states: b"S",
+            cpu_pct: 3.0,
+            age_s: 3600,
+            load: LoadShape { busy_cores: 0.1, ..NO_LOAD },
+            ..COMPUTE_JOB
+        },
+        W::Unseen => JobShape { cmdline: "python train.py", states: b"S", cpu_pct: 45.0, ..COMPUTE_JOB },
+        W::MigSlice => JobShape { cmdline: "python train.py --model resnet18", ..COMPUTE_JOB },
         _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
         _ => return new_findings_job(workload),
     })
@@ -1159,8 +1265,74 @@ fn rank_job(workload: Workload) -> Option<JobShape> {
             workers: ONE_PEGGED_WORKER,
             ..rank
         },
+        // Rank 0's evaluation: the main thread computes metrics on the CPU; its workers wait for the next epoch.
+        W::RankCpuBusy => JobShape {
+            cmdline: "/usr/bin/python3 -u train_ddp.py --arch resnet50 --workers 12 --eval-on-rank0",
+            states: b"R",
+            cpu_pct: 100.0,
+            ..rank
+        },
+        // The main thread spins in a synchronize while the all-reduce crosses PCIe.
+        W::RankComm => JobShape {
+            cmdline: "/usr/bin/python3 -u train_ddp.py --arch vit-h --workers 8",
+            states: b"R",
+            cpu_pct: 100.0,
+            ..rank
+        },
+        W::RankSpinInput => JobShape {
+            cmdline: "/usr/bin/python3 -u train_ddp.py --data /mnt/nfs/imagenet --workers 0",
+            states: INPUT_STATES,
+            cpu_pct: 35.0,
+            read_mib: Spread(380.0, 40.0),
+            load: LoadShape { busy_cores: 0.35, iowait_cores: 0.6, psi_io: 36.8, psi_cpu: 0.0 },
+            workers: &[],
+            ..rank
+        },
         _ => return None,
     })
+}
+
+/// Makes the job of the one GPU rank 5 of a torchrun job over 16 ranks whose master is another node.
+fn make_remote_rank(slot: &Slot<'_>, tick: &mut Tick) {
+    let main = slot.base_pid() + 1;
+    for p in tick.processes.iter_mut().filter(|p| p.pid == main) {
+        p.job = Some(crate::sample::JobInfo {
+            key: "torch:10.0.0.1:29500/none".to_owned(),
+            rank: Some(5),
+            local_rank: Some(0),
+            world_size: Some(16),
+            launcher: Some("torchrun".to_owned()),
+            master: Some("10.0.0.1:29500".to_owned()),
+            ..crate::sample::JobInfo::default()
+        });
+    }
+}
+
+/// The scenarios whose GPU process is seen differently: a server's listening port, a process outside gpusight's
+/// PID namespace (only its PID is known, as the host sampler marks it), a MIG slice's per-process utilization
+/// (N/A, as the whole GPU's).
+fn adjust_seen(slot: &Slot<'_>, workload: Workload, tick: &mut Tick) {
+    let main = slot.base_pid() + 1;
+    match workload {
+        Workload::Serving => {
+            let serving = crate::sample::Serving { ports: vec![8000], connections: 3 };
+            tick.processes.iter_mut().filter(|p| p.pid == main).for_each(|p| p.serving = Some(serving.clone()));
+        }
+        Workload::Unseen => {
+            tick.processes.retain(|p| p.pid != main && p.ppid != Some(main) && p.pid != slot.base_pid());
+            tick.processes.push(HostProcess {
+                pid: main,
+                unreadable: Some(crate::host::OUTSIDE_NAMESPACE.to_owned()),
+                ..HostProcess::default()
+            });
+        }
+        Workload::MigSlice => {
+            for p in tick.gpu_processes.iter_mut().filter(|p| p.pid == Some(main)) {
+                (p.sm_util_pct, p.mem_util_pct) = (None, None);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// Makes the job of one GPU a rank of one torchrun job over every GPU: GPU 0's launcher runs torchrun and is
@@ -1278,9 +1450,20 @@ fn add_processes(
     let slot = Slot { spec, info, n, at_ms };
     if let Some(job) = job_shape(workload) {
         add_job(&slot, &job, tick);
-        if matches!(workload, Workload::RankWaiting | Workload::RankStarved | Workload::RankHung) {
+        if matches!(
+            workload,
+            Workload::RankWaiting
+                | Workload::RankStarved
+                | Workload::RankHung
+                | Workload::RankCpuBusy
+                | Workload::RankComm
+        ) {
             make_rank(&slot, tick);
         }
+        if workload == Workload::RankSpinInput {
+            make_remote_rank(&slot, tick);
+        }
+        adjust_seen(&slot, workload, tick);
         load.busy_cores += job.load.busy_cores;
         load.iowait_cores += job.load.iowait_cores;
         load.psi_io = load.psi_io.max(job.load.psi_io);

@@ -457,16 +457,23 @@ pub fn persistence_off(ctx: &Ctx<'_>) -> Vec<Observation> {
     vec![Observation::holds(finding)]
 }
 
-/// mig-active: MIG is enabled, so processes see a slice, not the whole card.
+/// mig-active: MIG is enabled, so processes see a slice, not the whole card; says which rules are not judged there
+/// (see `blind::MIG_BLIND_RULES`).
 #[must_use]
 pub fn mig_active(ctx: &Ctx<'_>) -> Vec<Observation> {
     let gpus: Vec<u32> = ctx.machine.gpus.iter().filter(|g| g.mig_enabled == Some(true)).map(|g| g.index).collect();
     if gpus.is_empty() {
         return Vec::new();
     }
+    let blind: Vec<&str> = super::blind::MIG_BLIND_RULES.iter().map(|r| r.name()).collect();
     let finding = Finding {
         title: format!("MIG is enabled on {}", gpus_label(&gpus)),
-        evidence: format!("MIG mode on for {}", gpus_label(&gpus)),
+        evidence: format!(
+            "MIG mode on for {}; whole-GPU utilization and SM activity do not describe a slice, so these are not \
+             judged there until per-slice readings exist: {}",
+            gpus_label(&gpus),
+            blind.join(", ")
+        ),
         remedy: "Check that the MIG layout is the one you expect (`nvidia-smi mig -lgi`); a job sees one slice, not \
                  the card."
             .to_owned(),

@@ -4,12 +4,14 @@
 //! A rank that waits shows HIGH NVML utilization (NCCL's kernels spin while they wait) with LOW GPM SM activity; the
 //! rank that sets the pace shows lower utilization, its SM activity real work, or it waits on its own input. So the
 //! busiest-looking GPU is a waiting one and the real culprit looks idle. When every rank spins with no work and no
-//! traffic for a while, the job is stuck in a collective.
+//! traffic for a while, the job is stuck in a collective; a rank with no GPU work whose main thread pegs a core is
+//! busy on the CPU (evaluation on one rank), a straggler the others wait for, not a hang.
 
 use super::super::window::{Ctx, MIB, Span, pct_label};
 use super::super::{Observation, Rule, Severity, Thresholds};
 use super::draft;
 use crate::history::GpuSeries;
+use crate::sample::JobInfo;
 use crate::text::visible;
 
 /// The evidence's tail when no rule knows the straggler's own cause; `advice::name_the_cause` replaces it when one
@@ -32,7 +34,15 @@ struct RankGpu {
     /// NVLink RX + TX over all links, MiB/s, where GPM reads it.
     nvlink_mib_s: Option<f64>,
     throttled_share: f64,
+    /// The process's busiest thread over the window (median, % of one core; the whole process where threads were
+    /// not read), and whether that thread is its main thread.
+    cpu: Option<f64>,
+    main_thread: bool,
 }
+
+/// A rank whose GPU shows no work and whose busiest thread is below this (% of one core) is blocked, not busy:
+/// what a rank waiting in a gloo collective or a barrier on the CPU shows.
+const BLOCKED_MAX_CPU_PCT: f64 = 30.0;
 
 /// A job with ranks on at least two GPUs.
 #[derive(Debug, Clone)]
@@ -57,10 +67,15 @@ impl RankGpu {
         // PCIe rates are in KB/s of 1,000 bytes (see `source::nvml::gpm`).
         let pcie = sum_mib_s(span.mean(&gpu.pcie_rx_kbps), span.mean(&gpu.pcie_tx_kbps), MIB / 1000.0);
         let nvlink = sum_mib_s(span.mean(&gpu.nvlink_rx_mib_s), span.mean(&gpu.nvlink_tx_mib_s), 1.0);
+        let own = ctx.process(pid).and_then(|p| Span::of(&p.times, secs, ctx.t.min_window_coverage).map(|s| (p, s)));
+        let cpu = own.and_then(|(p, s)| s.median(&p.max_thread_cpu_pct).or_else(|| s.median(&p.cpu_pct)));
+        let main_thread = ctx.host_process(pid).and_then(|h| h.busiest_thread.as_ref()).is_none_or(|b| b.tid == pid);
         Some(Self {
             gpu: gpu.index,
             pid,
             rank,
+            cpu,
+            main_thread,
             span,
             util: span.mean(&gpu.util_pct),
             sm_active: span.mean(&gpu.sm_active_pct),
@@ -123,6 +138,24 @@ impl RankGpu {
             && self.quiet(t)
     }
 
+    /// Whether the rank is busy on the CPU instead of in the step: no GPU work while its busiest thread pegs a
+    /// core (evaluation metrics, a checkpoint's preparation or logging on this rank alone). Not a hang: it will
+    /// come back.
+    fn cpu_busy(&self, t: &Thresholds) -> bool {
+        self.absent(t) && self.cpu.is_some_and(|c| c >= t.pegged_core_pct)
+    }
+
+    /// Whether the rank waits with no GPU work and a quiet CPU: blocked in a collective or barrier on the CPU (gloo).
+    fn blocked(&self, t: &Thresholds) -> bool {
+        self.absent(t) && self.cpu.is_some_and(|c| c < BLOCKED_MAX_CPU_PCT)
+    }
+
+    /// "main thread at 100 %".
+    fn cpu_label(&self) -> String {
+        let which = if self.main_thread { "main thread" } else { "busiest thread" };
+        format!("{which} at {}", self.cpu.map_or_else(|| "N/A".to_owned(), pct_label))
+    }
+
     /// Whether no data moves over PCIe, or NVLink where read.
     fn quiet(&self, t: &Thresholds) -> bool {
         let quiet = |mib: Option<f64>| mib.is_none_or(|m| m <= t.hang_max_link_mib_s);
@@ -144,6 +177,19 @@ impl RankGpu {
             (None, None) => format!("util {util}"),
         }
     }
+}
+
+/// The job of a compute process on `gpu_index` that has ranks on other GPUs, with that process's PID: its key is
+/// shared and its world has more than one rank (other nodes' ranks included), or another compute process of the
+/// same job holds another GPU here.
+pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
+    let compute = ctx.compute_processes();
+    let job_of = |pid: u32| ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
+    compute.iter().filter(|(g, _)| *g == gpu_index).find_map(|&(_, pid)| {
+        let job = job_of(pid)?;
+        let elsewhere = || compute.iter().any(|&(g, p)| g != gpu_index && job_of(p).is_some_and(|o| o.key == job.key));
+        (job.world_size.is_some_and(|w| w > 1) || elsewhere()).then_some((job, pid))
+    })
 }
 
 /// The jobs whose ranks hold compute contexts on at least two GPUs now, each rank with its GPU's window.
@@ -173,10 +219,20 @@ fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
 enum Found {
     Waiting,
     MoreWork,
+    /// The straggler shows no GPU work with a core pegged: it is busy on the CPU while the others wait.
+    CpuBusy,
 }
 
 /// The straggler of a job and the ranks that wait for it, if any.
 fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, Vec<&'j RankGpu>, Found)> {
+    // A rank busy on the CPU while every other rank waits for it (spinning in NCCL, or blocked on the CPU).
+    let (busy, others): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.cpu_busy(t));
+    if let Some(first) = lowest(&busy)
+        && !others.is_empty()
+        && others.iter().all(|r| r.waiting(t) || r.spinning(t) || r.blocked(t))
+    {
+        return Some((first, others, Found::CpuBusy));
+    }
     let (waiting, pacing): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.waiting(t));
     if !waiting.is_empty() {
         // The rank that works least by NVML's count among those that do not wait.
@@ -199,6 +255,15 @@ fn straggler_of<'j>(job: &'j JobRanks, t: &Thresholds) -> Option<(&'j RankGpu, V
 /// The straggler's own cause as far as the job's numbers tell, and whether it is compute; [`CAUSE_UNKNOWN`] lets
 /// `advice::name_the_cause` name another rule's.
 fn own_cause(straggler: &RankGpu, found: Found, t: &Thresholds) -> (String, bool) {
+    if found == Found::CpuBusy {
+        let text = format!(
+            "its own cause: it is busy on the CPU, not in the step: its {} of one core (median) with no GPU work \
+             (evaluation metrics, a checkpoint's preparation or logging on this rank alone); not a hang: a rank \
+             that works comes back",
+            straggler.cpu_label()
+        );
+        return (text, false);
+    }
     if straggler.throttled_share >= t.enter_share {
         return ("its own cause: its GPU is throttled (see the throttling findings)".to_owned(), false);
     }
@@ -243,16 +308,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
         let (own, compute) = own_cause(straggler, found, t);
         let finding = super::super::Finding {
-            title: format!(
-                "{} slows job {} down: {} for it",
-                straggler.who(),
-                visible(&job.key),
-                if waiting.len() == 1 {
-                    "1 other rank waits".to_owned()
-                } else {
-                    format!("{} other ranks wait", waiting.len())
-                }
-            ),
+            title: straggler_title(straggler, &waiting, found, &job.key),
             evidence: format!(
                 "the straggler {}: {} over {}; waiting (NCCL spinning) {}; {own}",
                 straggler.who(),
@@ -260,7 +316,16 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
                 straggler.span.label(),
                 waits.join("; ")
             ),
-            remedy: if compute {
+            remedy: if found == Found::CpuBusy {
+                format!(
+                    "Take the CPU work off {}'s step, or share it: compute evaluation metrics on the GPU or on every \
+                     rank (each its shard, then all_reduce), or hand them to a background process; py-spy dump \
+                     --pid {} shows what it does. If the phase must stay, keep the process-group timeout above its \
+                     length so the waiting ranks do not abort the job.",
+                    straggler.who(),
+                    straggler.pid
+                )
+            } else if compute {
                 format!(
                     "Give {} the same work per step as the others: every rank runs at the pace of the slowest. \
                      Split the batch evenly, bucket sequences by length, move work done on one rank only \
@@ -288,6 +353,31 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
+/// The straggler's title: "rank 0 (GPU 0, PID 2001) is busy on the CPU (main thread at 100 %) while rank 1 waits",
+/// else "rank 1 (GPU 1, PID 3001) slows job K down: 1 other rank waits for it".
+fn straggler_title(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, key: &str) -> String {
+    if found == Found::CpuBusy {
+        let mut ranks: Vec<String> =
+            waiting.iter().map(|w| w.rank.map_or_else(|| format!("PID {}", w.pid), |r| r.to_string())).collect();
+        ranks.truncate(4);
+        let more = if waiting.len() > 4 { ", ..." } else { "" };
+        let who = if waiting.len() == 1 { "rank" } else { "ranks" };
+        let verb = if waiting.len() == 1 { "waits" } else { "wait" };
+        return format!(
+            "{} is busy on the CPU ({}) while {who} {}{more} {verb}",
+            straggler.who(),
+            straggler.cpu_label(),
+            ranks.join(", ")
+        );
+    }
+    let others = if waiting.len() == 1 {
+        "1 other rank waits".to_owned()
+    } else {
+        format!("{} other ranks wait", waiting.len())
+    };
+    format!("{} slows job {} down: {others} for it", straggler.who(), visible(key))
+}
+
 /// A hung job's ranks over the hang window: those that spin in the collective and those that never joined it.
 struct Hang<'j> {
     spinning: Vec<&'j RankGpu>,
@@ -295,11 +385,13 @@ struct Hang<'j> {
 }
 
 /// Whether a job is stuck: every rank spins with no work and no traffic, or shows no GPU work at all, at least one
-/// spins, and no absent rank writes a checkpoint (a rank saving one while the others wait is slow, not stuck).
+/// spins, and no absent rank writes a checkpoint or pegs a core on the CPU (a rank saving a checkpoint or computing
+/// evaluation metrics while the others wait is slow, not stuck: rank-straggler's verdict).
 fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
     let t = ctx.t;
     let (spinning, rest): (Vec<&RankGpu>, Vec<&RankGpu>) = job.ranks.iter().partition(|r| r.spinning(t));
-    if spinning.is_empty() || !rest.iter().all(|r| r.absent(t) && r.quiet(t)) {
+    // A rank busy on the CPU (its main thread pegged) is slow, not stuck: rank-straggler names it.
+    if spinning.is_empty() || !rest.iter().all(|r| r.absent(t) && r.quiet(t) && !r.cpu_busy(t)) {
         return None;
     }
     let checkpoint =
@@ -317,7 +409,8 @@ fn lowest<'j>(ranks: &[&'j RankGpu]) -> Option<&'j RankGpu> {
 
 /// collective-hang: the job makes no progress over the whole window: every rank spins in a collective (busy by
 /// NVML's count, SM activity at NCCL's spinning level, no link traffic), or shows no GPU work at all because it
-/// never reached the collective. Critical: nothing moves until NCCL's watchdog aborts the job at its timeout.
+/// never reached the collective (and is not busy on the CPU). Critical: nothing moves until NCCL's watchdog aborts
+/// the job at its timeout.
 #[must_use]
 pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;

@@ -216,72 +216,193 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     out
 }
 
+/// What one GPU process did on its GPU over a window, sample by sample (aligned with the machine's samples).
+struct Activity {
+    span: Span,
+    /// Per sample: it holds memory and nothing ran (its own SM utilization, or its GPU's where it has none, at
+    /// most `idle_util_pct`).
+    idle: Vec<bool>,
+    times: Vec<u64>,
+    /// Samples in which it ran kernels: its own SM utilization above 0 while its GPU was busy (a value NVML carries
+    /// over an idle GPU is stale), or, where it has none, its GPU busy while it is the GPU's only process.
+    ran: usize,
+    own_max: Option<u32>,
+    util_max: Option<u32>,
+    /// Its GPU's mean utilization over the window: how much of the time the GPU was busy.
+    util_mean: Option<f64>,
+}
+
+impl Activity {
+    fn of(ctx: &Ctx<'_>, gpu_index: u32, pid: u32, secs: u64) -> Option<Self> {
+        let t = ctx.t;
+        let process = ctx.process(pid)?;
+        let gpu = ctx.history.gpu(gpu_index)?;
+        let span = Span::of(&process.times, secs, t.min_window_coverage)?;
+        let sole = ctx.compute_processes().iter().filter(|(g, _)| *g == gpu_index).count() == 1;
+        let pairs = align(ctx.history, process, &span);
+        let mut out =
+            Self { span, idle: Vec::new(), times: Vec::new(), ran: 0, own_max: None, util_max: None, util_mean: None };
+        let (mut sum, mut n) = (0.0, 0_u32);
+        for (p, m) in pairs {
+            let holds = at(&process.gpu_mem_bytes, Some(p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
+            let own = at(&process.sm_util_pct, Some(p));
+            let util = at(&gpu.util_pct, m);
+            // An idle GPU runs nothing, whatever per-process value NVML carries over from before.
+            let gpu_idle = util.is_some_and(|u| f64::from(u) <= t.idle_util_pct);
+            let idle = gpu_idle || own.is_some_and(|sm| f64::from(sm) <= t.idle_util_pct);
+            let ran = match own {
+                Some(sm) => sm > 0 && util.is_none_or(|u| u > 0),
+                None => sole && util.is_some_and(|u| u > 0),
+            };
+            out.idle.push(holds && idle);
+            out.times.push(process.times.get(p).copied().unwrap_or(0));
+            out.ran += usize::from(ran);
+            out.own_max = out.own_max.max(own);
+            out.util_max = out.util_max.max(util);
+            if let Some(u) = util {
+                sum += f64::from(u);
+                n += 1;
+            }
+        }
+        out.util_mean = (n > 0).then(|| sum / f64::from(n));
+        Some(out)
+    }
+
+    /// The share of samples in which it ran kernels.
+    fn ran_share(&self) -> f64 {
+        if self.idle.is_empty() { 0.0 } else { self.ran as f64 / self.idle.len() as f64 }
+    }
+}
+
+/// A process's listening sockets with connections on them, when it is a server: not a rank of a job (a rank's
+/// store and NCCL bootstrap listen too) and not a Jupyter kernel (its ports carry its front end's heartbeats).
+fn serves<'a>(ctx: &Ctx<'a>, pid: u32) -> Option<&'a crate::sample::Serving> {
+    let host = ctx.host_process(pid)?;
+    let rank = host.job.as_ref().is_some_and(crate::sample::JobInfo::is_shared);
+    let kernel = host.cmdline.contains("ipykernel");
+    host.serving.as_ref().filter(|s| !s.ports.is_empty() && s.connections > 0 && !rank && !kernel)
+}
+
+/// "port 8000", "ports 8000, 8001".
+fn ports_label(serving: &crate::sample::Serving) -> String {
+    let ports: Vec<String> = serving.ports.iter().map(u16::to_string).collect();
+    format!("port{} {}", if ports.len() == 1 { "" } else { "s" }, ports.join(", "))
+}
+
+/// " (python -m ipykernel_launcher ...), user alice" for evidence lines.
+fn who(ctx: &Ctx<'_>, pid: u32) -> String {
+    let host = ctx.host_process(pid);
+    let command = host.map_or_else(String::new, |h| {
+        let cmd = if h.cmdline.is_empty() { h.name.as_str() } else { h.cmdline.as_str() };
+        format!(" ({cmd})")
+    });
+    let user = host.and_then(|h| h.user.clone()).map_or_else(String::new, |u| format!(", user {u}"));
+    format!("{command}{user}")
+}
+
 /// idle-holder: a process holds GPU memory while it has done nothing on the GPU for the whole window. Its own SM
 /// utilization (NVML per-process samples) is the signal, so a forgotten notebook is found next to a busy job on
-/// the same GPU; where the driver gives no per-process samples, the GPU's utilization stands in.
+/// the same GPU; where the driver gives no per-process samples, the GPU's utilization stands in. A process that
+/// ran kernels in the window, or that serves requests (see [`serving`]), is not idle however low its duty cycle.
 #[must_use]
 pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
         let Some(process) = ctx.process(pid) else { continue };
-        let Some(gpu) = ctx.history.gpu(gpu_index) else { continue };
         // Cheap early exit: a process that does not hold memory on an idle GPU now has nothing to say.
         let holds_now =
             process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
-        if !holds_now {
+        if !holds_now || serves(ctx, pid).is_some() {
             continue;
         }
-        let Some(span) = Span::of(&process.times, t.idle_holder_window_s, t.min_window_coverage) else { continue };
-        let pairs = align(ctx.history, process, &span);
-        let flags: Vec<bool> = pairs
-            .iter()
-            .map(|(p, m)| {
-                let holds =
-                    at(&process.gpu_mem_bytes, Some(*p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
-                let own = at(&process.sm_util_pct, Some(*p));
-                let idle = match own {
-                    Some(sm) => f64::from(sm) <= t.idle_util_pct,
-                    None => at(&gpu.util_pct, *m).is_some_and(|u| f64::from(u) <= t.idle_util_pct),
-                };
-                holds && idle
-            })
-            .collect();
-        let share = super::super::window::share_of(flags.iter().copied());
-        if share < t.exit_share {
+        let Some(a) = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s) else { continue };
+        let share = super::super::window::share_of(a.idle.iter().copied());
+        // Kernels in the window, or a thread computing on the CPU all along (a rank's evaluation), is not idle.
+        let cpu = a.span.median(&process.max_thread_cpu_pct).or_else(|| a.span.median(&process.cpu_pct));
+        if share < t.exit_share || a.ran > 0 || cpu.is_some_and(|c| c >= t.pegged_core_pct) {
             continue;
         }
-        let held = span.median(&process.gpu_mem_bytes);
-        let host = ctx.host_process(pid);
-        let command = host.map_or_else(String::new, |h| {
-            let cmd = if h.cmdline.is_empty() { h.name.as_str() } else { h.cmdline.as_str() };
-            format!(" ({cmd})")
+        let held = a.span.median(&process.gpu_mem_bytes);
+        let listening = ctx.host_process(pid).and_then(|h| h.serving.as_ref()).filter(|s| !s.ports.is_empty());
+        let listening = listening.map_or_else(String::new, |s| {
+            format!("; listens on {} with no connection at the last read (no requests)", ports_label(s))
         });
-        let user = host.and_then(|h| h.user.clone()).map_or_else(String::new, |u| format!(", user {u}"));
-        let util_max = pairs.iter().filter_map(|(_, m)| at(&gpu.util_pct, *m)).max();
-        let own_max = pairs.iter().filter_map(|(p, _)| at(&process.sm_util_pct, Some(*p))).max();
-        let times = pairs.iter().map(|(p, _)| process.times.get(*p).copied().unwrap_or(0));
-        let since = first_true(times, flags.iter().copied(), ctx.now_ms);
+        let since = first_true(a.times.iter().copied(), a.idle.iter().copied(), ctx.now_ms);
         let finding = Finding {
             title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
             evidence: format!(
                 "holds {} (median) while its own GPU util (NVML, per process) stays at most {} (GPU {gpu_index} \
-                 util up to {}) over {} (idle in {} of samples); process{command}{user}",
+                 util up to {}) over {} (idle in {} of samples; no kernel ran){listening}; process{}",
                 held.map_or_else(|| "N/A".to_owned(), bytes_label),
-                own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
-                util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
-                span.label(),
+                a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+                a.util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+                a.span.label(),
                 share_label(share),
+                who(ctx, pid),
             ),
             remedy: "If it is a forgotten notebook or a hung job, free the GPU: select the process and press T \
-                     (SIGTERM), or K (SIGKILL) if it does not exit; for notebooks, shut the kernel down."
+                     (SIGTERM), or K (SIGKILL) if it does not exit; for notebooks, shut the kernel down. A server \
+                     waiting for requests is not idle: leave it, or scale it to zero when unused."
                 .to_owned(),
             explanation: "A process that holds a lot of GPU memory while the GPU stays idle for minutes blocks other \
-                          jobs from the card: typically an idle Jupyter kernel or a job stuck on I/O or a lock."
+                          jobs from the card: typically an idle Jupyter kernel or a job stuck on I/O or a lock. A \
+                          process that ran any kernel in the window, or that serves requests, is not called idle."
                 .to_owned(),
             ..draft(Rule::IdleHolder, Severity::Warning, Some(gpu_index), Some(pid), since)
         };
-        out.push(Observation::by_share(finding, share, span.covered, t));
+        out.push(Observation::by_share(finding, share, a.span.covered, t));
+    }
+    out
+}
+
+/// A server's GPU busy less than this share of the time (mean utilization, %) is said to idle between requests.
+const SERVING_LOW_DUTY_PCT: f64 = 50.0;
+
+/// serving (info): a GPU process that serves requests (listening TCP sockets with connections) holds GPU memory
+/// while its GPU is busy a small part of the time: a bursty inference server, not an idle holder. Says how busy.
+#[must_use]
+pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid) in ctx.compute_processes() {
+        let Some(serving) = serves(ctx, pid) else { continue };
+        let Some(process) = ctx.process(pid) else { continue };
+        let held = process.gpu_mem_bytes.last().copied().flatten();
+        if !held.is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB) {
+            continue;
+        }
+        // The duty cycle over idle-holder's window (a bursty server's requests come and go); said once the
+        // shorter window is covered.
+        let Some(a) = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s) else { continue };
+        let Some(busy) = a.util_mean.filter(|u| *u < SERVING_LOW_DUTY_PCT) else { continue };
+        let enter = Span::of(&process.times, t.window_s, t.min_window_coverage).is_some_and(|s| s.covered);
+        let finding = Finding {
+            title: format!("PID {pid} serves requests on GPU {gpu_index}: GPU busy {} of the time", pct_label(busy)),
+            evidence: format!(
+                "serving: GPU busy {} of the time (mean utilization over {}); its own SM utilization above 0 in {} \
+                 of samples, up to {}; listens on {} with {} connection{} at the last read; holds {}; process{}",
+                pct_label(busy),
+                a.span.label(),
+                share_label(a.ran_share()),
+                a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+                ports_label(serving),
+                serving.connections,
+                if serving.connections == 1 { "" } else { "s" },
+                held.map_or_else(|| "N/A".to_owned(), |m| bytes_label(m as f64)),
+                who(ctx, pid),
+            ),
+            remedy: "Nothing is wrong: a server's GPU idles between requests. To use the GPU better, batch requests \
+                     (dynamic batching), put several models or replicas on it (MPS, MIG), or scale the server to \
+                     zero when traffic is low."
+                .to_owned(),
+            explanation: "An inference or HTTP server holds its model in GPU memory and runs kernels only while a \
+                          request is in flight, so its GPU looks mostly idle. It is recognised by its listening TCP \
+                          sockets with connections on them, and is neither an idle holder nor an underfed job."
+                .to_owned(),
+            ..draft(Rule::Serving, Severity::Info, Some(gpu_index), Some(pid), a.span.window.first_ms)
+        };
+        out.push(Observation { finding, enter, stay: true });
     }
     out
 }

@@ -8,6 +8,7 @@ use crate::history::History;
 use super::window::Ctx;
 use super::{Finding, Observation, Rule, Severity, Thresholds};
 
+pub mod blind;
 pub mod datapath;
 pub mod efficiency;
 pub mod health;
@@ -56,6 +57,9 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::VramGrowing, memory::vram_growing),
     (Rule::IdleHolder, memory::idle_holder),
     (Rule::SharedGpu, memory::shared_gpu),
+    (Rule::Serving, memory::serving),
+    (Rule::CommBound, waiting::comm_bound),
+    (Rule::Visibility, blind::not_judged),
 ];
 
 /// Runs every rule over the history.
@@ -64,7 +68,7 @@ pub fn observe_all(history: &History, thresholds: &Thresholds) -> Vec<Observatio
     let Some(ctx) = Ctx::new(history, thresholds) else {
         return Vec::new();
     };
-    RULES.iter().flat_map(|(_, rule)| rule(&ctx)).collect()
+    RULES.iter().flat_map(|(_, rule)| rule(&ctx)).filter(|o| blind::judged(&ctx, &o.finding)).collect()
 }
 
 /// A finding under construction; the rules fill it in with struct-update syntax.
@@ -108,6 +112,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 mod input_tests;
 #[cfg(test)]
 mod jobs_tests;
+#[cfg(test)]
+mod ranks_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -460,8 +460,12 @@ fn idle_holder_needs_the_whole_window_idle_and_real_memory() {
     let f = get(&findings, Rule::IdleHolder);
     assert_eq!(f.pid, Some(2001));
     assert!(f.evidence.contains("ipykernel"));
-    // The process itself computes: not idle, whatever the GPU total says.
-    let busy = Build::new("idle-holder").tick(|_, t| t.gpu_processes[0].sm_util_pct = Some(50));
+    // The process itself computes: not idle. (Its own value counts while the GPU is busy: over an idle GPU it is
+    // one NVML carries over from before.)
+    let busy = Build::new("idle-holder").tick(|_, t| {
+        t.gpu_processes[0].sm_util_pct = Some(50);
+        t.gpus[0].util_pct = Some(50);
+    });
     assert!(!has(&busy.advised(60, &t), Rule::IdleHolder));
     // Another job keeps the GPU busy while this one holds memory and does nothing: still an idle holder.
     let beside_busy = Build::new("idle-holder").tick(|_, t| t.gpus[0].util_pct = Some(90));

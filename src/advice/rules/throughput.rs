@@ -7,7 +7,7 @@
 //! read 100 %.
 
 use super::super::window::{
-    Ctx, MIB, Num, Span, align_iter, at, bytes_label, median, pct_label, share_label, share_of,
+    Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, median, pct_label, share_label, share_of,
 };
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
@@ -17,6 +17,8 @@ use crate::sample::ProcessRole;
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
 struct ProcessSamples {
     span: Span,
+    /// Judge the GPU's work by SM activity: its utilization may be NCCL spinning (see [`spin_inflated`]).
+    by_sm: bool,
     times: Vec<u64>,
     util: Vec<Option<u32>>,
     sm_active: Vec<Option<f32>>,
@@ -78,12 +80,21 @@ impl<'a> Subject<'a> {
                 let low = span.is_some_and(|span| {
                     let util = mean(span.values(&gpu.util_pct).map(|u| u.map(f64::from)));
                     let active = mean(span.values(&gpu.sm_active_pct).map(|u| u.map(f64::from)));
-                    util.or(active).is_some_and(|m| m < ctx.t.starved_exit_util_pct)
+                    let work = if spin_inflated(ctx, gpu.index) { active.or(util) } else { util.or(active) };
+                    work.is_some_and(|m| m < ctx.t.starved_exit_util_pct)
                 });
                 (gpu.index, low)
             })
             .collect()
     }
+}
+
+/// Whether a GPU's utilization may be NCCL's kernels spinning: it holds a rank of a job over several GPUs (other
+/// nodes' included) and GPM reads SM activity. There the work is judged by SM activity, which the spin does not
+/// inflate, so an input-bound rank is not hidden behind its collectives' waits.
+fn spin_inflated(ctx: &Ctx<'_>, gpu_index: u32) -> bool {
+    ctx.history.gpu(gpu_index).is_some_and(|g| g.sm_active_pct.last().copied().flatten().is_some())
+        && super::jobs::multi_rank_job(ctx, gpu_index).is_some()
 }
 
 impl ProcessSamples {
@@ -93,6 +104,7 @@ impl ProcessSamples {
         let n = span.window.len;
         let mut s = Self {
             span,
+            by_sm: spin_inflated(ctx, gpu.index),
             times: Vec::with_capacity(n),
             util: Vec::with_capacity(n),
             sm_active: Vec::with_capacity(n),
@@ -181,8 +193,9 @@ impl ProcessSamples {
 
     /// Mean GPU utilization over the window; GPM SM activity where NVML utilization is N/A (MIG).
     fn mean_util(&self) -> Option<f64> {
-        mean(self.util.iter().map(|u| u.map(f64::from)))
-            .or_else(|| mean(self.sm_active.iter().map(|a| a.map(f64::from))))
+        let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+        let active = mean(self.sm_active.iter().map(|a| a.map(f64::from)));
+        if self.by_sm { active.or(util) } else { util.or(active) }
     }
 
     /// Per sample: the process tree in D while it reads from storage (or while its reads cannot be seen). Any
@@ -206,7 +219,10 @@ impl ProcessSamples {
     /// was read fall back to the whole process.
     fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
         let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
-        (0..self.times.len()).map(|i| hot(self.thread_cpu[i].or(self.cpu[i])) || hot(self.child_cpu[i])).collect()
+        // A rank's own threads spin while it waits in a collective (a synchronizing main thread): only its workers
+        // count there.
+        let own = |i: usize| !self.by_sm && hot(self.thread_cpu[i].or(self.cpu[i]));
+        (0..self.times.len()).map(|i| own(i) || hot(self.child_cpu[i])).collect()
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
@@ -217,6 +233,15 @@ impl ProcessSamples {
     }
 
     fn util_evidence(&self) -> String {
+        if self.by_sm {
+            let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+            return format!(
+                "GPM SM activity mean {} (GPU util mean {}, which NCCL's spinning kernels inflate on a rank) over {}",
+                opt_pct(self.mean_util()),
+                opt_pct(util),
+                self.span.label()
+            );
+        }
         let util = self.mean_util();
         let gpm = mean(self.sm_active.iter().map(|a| a.map(f64::from)));
         let gpm = gpm.map_or_else(String::new, |a| format!(" (GPM SM activity mean {})", pct_label(a)));
@@ -599,6 +624,16 @@ pub fn util_misleading(ctx: &Ctx<'_>) -> Vec<Observation> {
         };
         let times = ctx.history.times.iter_from(span.window.start).copied();
         let since = first_true(times, flags.iter().copied(), ctx.now_ms);
+        if let Some((job, pid)) = super::jobs::multi_rank_job(ctx, gpu.index) {
+            let finding = rank_spinning(ctx, gpu.index, (job, pid), &span, &signal, share);
+            out.push(Observation::by_share(
+                super::super::Finding { since_ms: since, ..finding },
+                share,
+                span.covered,
+                t,
+            ));
+            continue;
+        }
         let finding = super::super::Finding {
             title: format!("GPU {} looks busy but does little work", gpu.index),
             evidence: format!(
@@ -619,4 +654,58 @@ pub fn util_misleading(ctx: &Ctx<'_>) -> Vec<Observation> {
         out.push(Observation::by_share(finding, share, span.covered, t));
     }
     out
+}
+
+/// util-misleading on a rank of a job over several GPUs: high utilization with little SM work is NCCL's kernels
+/// spinning while the rank waits in a collective, for a slower rank or for the job's traffic. Which rank is slow is
+/// rank-straggler's (or collective-hang's) judgement over its longer window, so this says what is still being
+/// judged, as info, rather than blame the rank that waits.
+fn rank_spinning(
+    ctx: &Ctx<'_>,
+    gpu_index: u32,
+    (job, pid): (&crate::sample::JobInfo, u32),
+    span: &Span,
+    signal: &str,
+    share: f64,
+) -> super::super::Finding {
+    let t = ctx.t;
+    let judged = ctx.window(t.straggler_window_s).is_some_and(|s| s.covered);
+    let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
+    let gpu = ctx.history.gpu(gpu_index);
+    let util = gpu.and_then(|g| span.median(&g.util_pct));
+    let (title, judging) = if judged {
+        (
+            format!(
+                "GPU {gpu_index} waits in a collective of job {}: its utilization is NCCL spinning",
+                crate::text::visible(&job.key)
+            ),
+            "the rank it waits for is named by rank-straggler or collective-hang when one is found".to_owned(),
+        )
+    } else {
+        (
+            format!("GPU {gpu_index} waits in a collective; judging which rank is slow"),
+            format!(
+                "judging which rank is slow: rank-straggler needs {} of data",
+                duration_label(t.straggler_window_s)
+            ),
+        )
+    };
+    super::super::Finding {
+        title,
+        evidence: format!(
+            "{rank} of job {}: GPU util median {} over {} while {signal}; held in {} of samples; {judging}",
+            crate::text::visible(&job.key),
+            opt_pct(util),
+            span.label(),
+            share_label(share),
+        ),
+        remedy: "Nothing to do on this GPU: it waits for the other ranks. Look at the rank that rank-straggler names \
+                 (or at the job's traffic, see comm-bound)."
+            .to_owned(),
+        explanation: "In a job over several GPUs every rank waits for the others at each collective, and NCCL's \
+                      kernels spin while they wait: utilization near 100 % with few SMs working. The rank that \
+                      looks busiest is a waiting one; blaming it would point at the wrong GPU."
+            .to_owned(),
+        ..draft(Rule::UtilMisleading, Severity::Info, Some(gpu_index), None, ctx.now_ms)
+    }
 }

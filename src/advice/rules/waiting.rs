@@ -226,6 +226,10 @@ pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let mut out = Vec::new();
     for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
         let Some(rx_share) = gw.rx_share() else { continue };
+        // A rank's traffic both ways is its collectives, not its inputs: comm-bound's business.
+        if comm_traffic(ctx, gpu_index, &gw).is_some() {
+            continue;
+        }
         let thread = pw.busiest_thread().unwrap_or(0.0);
         let near_capacity = rx_share >= t.h2d_rx_share;
         let pageable = rx_share >= t.h2d_pageable_rx_share && thread >= t.launch_thread_pct;
@@ -258,6 +262,74 @@ pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         };
         let enter = gw.span.covered && (near_capacity || pageable);
         out.push(Observation { finding, enter, stay: exit });
+    }
+    out
+}
+
+/// Each direction of a rank's PCIe traffic is at least this share of the other for it to be collectives' (NCCL
+/// sends what it receives); host-to-device copies run one way.
+const COMM_BALANCE: f64 = 0.5;
+
+/// comm-bound enters when each direction carries at least this share of the link, and stays above 80 % of it.
+const COMM_MIN_LINK_SHARE: f64 = 0.05;
+
+/// A rank's collective traffic over PCIe in a window: (RX KB/s, TX KB/s, the smaller one's share of the link), for a
+/// GPU that holds a rank of a job over several GPUs and whose PCIe traffic runs both ways alike.
+fn comm_traffic(ctx: &Ctx<'_>, gpu_index: u32, gw: &GpuWindow) -> Option<(f64, f64, f64)> {
+    let gpu = ctx.history.gpu(gpu_index)?;
+    let (rx, tx, link) = (gw.rx_kb_s?, gw.span.mean(&gpu.pcie_tx_kbps)?, gw.link_kb_s.filter(|l| *l > 0.0)?);
+    let balanced = rx > 0.0 && tx > 0.0 && tx >= rx * COMM_BALANCE && rx >= tx * COMM_BALANCE;
+    (balanced && super::jobs::multi_rank_job(ctx, gpu_index).is_some()).then(|| (rx, tx, rx.min(tx) / link))
+}
+
+/// comm-bound: a rank of a job over several GPUs waits while its GPU's PCIe carries traffic both ways alike: the
+/// job's collectives (NCCL over PCIe, or through the host to the network) set the pace, not copies of its inputs.
+#[must_use]
+pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
+        let Some((rx, tx, share)) = comm_traffic(ctx, gpu_index, &gw) else { continue };
+        if share < COMM_MIN_LINK_SHARE * 0.8 {
+            continue;
+        }
+        let Some((job, _)) = super::jobs::multi_rank_job(ctx, gpu_index) else { continue };
+        let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
+        let gpu = ctx.history.gpu(gpu_index);
+        let nvlink =
+            gpu.and_then(|g| gw.span.mean(&g.nvlink_rx_mib_s)).zip(gpu.and_then(|g| gw.span.mean(&g.nvlink_tx_mib_s)));
+        let nvlink = nvlink
+            .map_or_else(|| "NVLink not read".to_owned(), |(r, x)| format!("NVLink RX {r:.0} MiB/s, TX {x:.0} MiB/s"));
+        let finding = Finding {
+            title: format!(
+                "GPU {gpu_index} waits for the job's communication: {rank} of job {}",
+                crate::text::visible(&job.key)
+            ),
+            evidence: format!(
+                "{}; PCIe RX mean {:.1} GB/s and TX {:.1} GB/s (both ways alike: collectives, not input copies; the \
+                 smaller is {} of the link); {nvlink}; {rank} of a job of {} ranks",
+                gw.evidence(),
+                rx / 1e6,
+                tx / 1e6,
+                share_label(share),
+                job.world_size.map_or_else(|| "several".to_owned(), |w| w.to_string()),
+            ),
+            remedy: "Communicate less or hide it: overlap the all-reduce with backward (DDP's bucket_cap_mb, no \
+                     find_unused_parameters), accumulate gradients over several steps (no_sync), a larger batch per \
+                     step, bf16 gradients (a compression communication hook), or shard differently (FSDP's hybrid \
+                     sharding keeps traffic inside the node). Check the transport: NCCL_DEBUG=INFO names it; GPUs \
+                     that should talk over NVLink or InfiniBand (GPUDirect RDMA) should not go through the host."
+                .to_owned(),
+            explanation:
+                "NCCL sends what it receives: a rank's collectives over PCIe (between GPUs without NVLink, or \
+                          through the host to a network card) show as traffic both ways alike, while input copies \
+                          run one way. A rank that waits with its link busy both ways is bound by the job's \
+                          communication; pin_memory would not help."
+                    .to_owned(),
+            ..draft(Rule::CommBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+        };
+        let enter = gw.span.covered && pw.span.covered && share >= COMM_MIN_LINK_SHARE;
+        out.push(Observation { finding, enter, stay: true });
     }
     out
 }
