@@ -337,7 +337,7 @@ fn item16_negative_numbers_get_a_real_message_and_localhost_is_an_address() {
     let cli =
         <gpusight::cli::Cli as clap::Parser>::try_parse_from(["gpusight", "export", "--listen", "localhost:9400"])
             .expect("localhost:9400 parses");
-    let Some(gpusight::cli::Command::Export { listen }) = cli.command else { panic!("export") };
+    let Some(gpusight::cli::Command::Export { listen, .. }) = cli.command else { panic!("export") };
     assert!(listen.ip().is_loopback() && listen.port() == 9400, "{listen}");
     assert!(gpusight::cli::parse_listen("localhost").expect_err("no port").contains("no port"));
 }

@@ -59,10 +59,13 @@ pub enum Family {
     SmClock,
     MemClock,
     GpuTemp,
+    MemoryTemp,
     PowerUsage,
     TotalEnergy,
     PcieTx,
     PcieRx,
+    NvlinkTx,
+    NvlinkRx,
     PcieReplay,
     GpuUtil,
     MemCopyUtil,
@@ -84,6 +87,7 @@ pub enum Family {
     DramActive,
     GpuUp,
     PowerLimit,
+    PowerLimitDefault,
     ThrottleReasonActive,
     Throttle,
     PcieLinkGen,
@@ -101,14 +105,17 @@ pub enum Family {
 
 impl Family {
     /// Every family, in rendering order: `Family::ALL[f as usize] == f`.
-    pub const ALL: [Self; 41] = [
+    pub const ALL: [Self; 45] = [
         Self::SmClock,
         Self::MemClock,
         Self::GpuTemp,
+        Self::MemoryTemp,
         Self::PowerUsage,
         Self::TotalEnergy,
         Self::PcieTx,
         Self::PcieRx,
+        Self::NvlinkTx,
+        Self::NvlinkRx,
         Self::PcieReplay,
         Self::GpuUtil,
         Self::MemCopyUtil,
@@ -130,6 +137,7 @@ impl Family {
         Self::DramActive,
         Self::GpuUp,
         Self::PowerLimit,
+        Self::PowerLimitDefault,
         Self::ThrottleReasonActive,
         Self::Throttle,
         Self::PcieLinkGen,
@@ -169,10 +177,11 @@ const fn def(
 }
 
 /// The definitions, indexed by [`Family`].
-const DEFS: [MetricDef; 41] = [
+const DEFS: [MetricDef; 45] = [
     def("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", None, Kind::Gauge),
+    def("DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", None, Kind::Gauge),
     def("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", None, Kind::Gauge),
     def(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -192,6 +201,20 @@ const DEFS: [MetricDef; 41] = [
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        None,
+        Kind::Gauge,
+    ),
+    def(
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "The rate of data transmitted over NVLink, all links, in bytes per second.",
+        None,
+        Kind::Gauge,
+    ),
+    def(
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "The rate of data received over NVLink, all links, in bytes per second.",
         None,
         Kind::Gauge,
     ),
@@ -300,6 +323,13 @@ const DEFS: [MetricDef; 41] = [
         Kind::Gauge,
     ),
     def("gpusight_power_limit_watts", "gpusight_power_limit_watts", "The enforced power limit.", None, Kind::Gauge),
+    def(
+        "gpusight_power_limit_default_watts",
+        "gpusight_power_limit_default_watts",
+        "The default power limit (the board's normal budget; the enforced limit below it was lowered).",
+        None,
+        Kind::Gauge,
+    ),
     def(
         "gpusight_throttle_reason_active",
         "gpusight_throttle_reason_active",

@@ -2,9 +2,11 @@
 //! server answers until SIGINT or SIGTERM.
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::export::web_config::WebConfig;
 use crate::export::{ExportHandle, ExportServer};
 use crate::pipeline::Pipeline;
 use crate::source::OptionalReadings;
@@ -12,23 +14,43 @@ use crate::source::OptionalReadings;
 use super::feed::{LiveFeed, Next, spawn_feed};
 use super::{Data, RunError, capacity, warn};
 
-/// Serves `/metrics` on `listen` until SIGINT or SIGTERM.
-pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: SocketAddr) -> Result<i32, RunError> {
-    if !listen.ip().is_loopback() {
-        eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
+/// Serves `/metrics` on `listen` until SIGINT or SIGTERM, with TLS and basic authentication when `web_config`
+/// names a web configuration file.
+pub(super) fn run(
+    data: &Data,
+    config: &Config,
+    interval: Duration,
+    listen: SocketAddr,
+    web_config: Option<&Path>,
+) -> Result<i32, RunError> {
+    let web = web_config.map(WebConfig::load).transpose().map_err(crate::export::ExportError::from)?;
+    if !listen.ip().is_loopback() && !web.as_ref().is_some_and(WebConfig::authenticates) {
+        eprintln!(
+            "gpusight: warning: serving {listen}: /metrics has no authentication; firewall it, use loopback, or \
+             set basic_auth_users in a --web.config.file"
+        );
+    }
+    if let Data::Live(_, naming) = data
+        && let Some(note) = &naming.note
+    {
+        warn(note);
     }
     let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
     let handle =
         ExportHandle::with_hostname(machine.hostname.clone()).stale_after(crate::export::server::stale_after(interval));
-    let server = ExportServer::bind(listen, handle.clone())?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    let mut server = ExportServer::bind(listen, handle.clone())?;
+    if let Some(web) = web {
+        server = server.with_web_config(web);
+    }
     let feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
     let (capacity, thresholds) = (capacity(config, interval), config.thresholds.clone());
     let publisher = std::thread::Builder::new()
         .name("gpusight-publish".into())
         .spawn(move || publish(feed, &handle, capacity, &thresholds))
         .map_err(RunError::Thread)?;
-    warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
+    warn(&format!("serving {scheme}://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
     let result = server.run_until(stop_signal());
     // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).
     drop(publisher);
