@@ -414,8 +414,12 @@ fn small_exporter() -> gpusight::export::server::RunningServer {
     let snapshot = source.next_snapshot().expect("tick").expect("some");
     let handle = ExportHandle::new();
     handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
-    let limits =
-        ServerLimits { header_read_timeout: Duration::from_millis(300), max_request_bytes: 8192, max_connections: 8 };
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        max_request_bytes: 8192,
+        max_connections: 8,
+        ..ServerLimits::default()
+    };
     ExportServer::bind("127.0.0.1:0".parse().expect("addr"), handle)
         .expect("bind")
         .with_limits(limits)

@@ -395,9 +395,10 @@ async fn serve_bounded(
                 }
             },
         };
-        let permit = match Arc::clone(&slots).try_acquire_owned() {
-            Ok(permit) => permit,
-            Err(_) => {
+        let permit = if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+            permit
+        } else {
+            {
                 make_room(&shared, &mut log);
                 // Further connections wait in the kernel's backlog meanwhile, costing no descriptor here.
                 tokio::select! {

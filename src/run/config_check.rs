@@ -9,12 +9,9 @@ use super::{EXIT_FAILURE, warn};
 /// Checks `file` (else the platform file): prints "ok" and returns 0 when it is clean, else one line per
 /// unknown key or bad value on stderr and returns 1. No file at the platform path is clean: the defaults apply.
 pub(super) fn run(file: Option<&Path>) -> i32 {
-    let path: PathBuf = match file.map(Path::to_owned).or_else(Config::default_path) {
-        Some(path) => path,
-        None => {
-            warn("no config directory on this platform: the defaults apply");
-            return 0;
-        }
+    let Some(path): Option<PathBuf> = file.map(Path::to_owned).or_else(Config::default_path) else {
+        warn("no config directory on this platform: the defaults apply");
+        return 0;
     };
     if file.is_none() && !path.exists() {
         println!("no config file at {}: the defaults apply", path.display());

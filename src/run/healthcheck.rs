@@ -12,7 +12,7 @@ use tokio_rustls::rustls;
 
 use crate::export::web_config::{WebConfig, pinned_client};
 
-use super::{EXIT_FAILURE, RunError, warn};
+use super::{EXIT_FAILURE, warn};
 
 /// The most of an answer read: `/healthz` says a line or two.
 const MAX_ANSWER: u64 = 64 << 10;
@@ -28,19 +28,19 @@ pub struct Target {
 
 /// Probes and returns the exit code: 0 when `/healthz` answered 200, 1 for anything else (an answer of 503, no
 /// answer, a file or URL that cannot be used), with one line on stderr saying which.
-pub(super) fn run(url: Option<&str>, web_config: Option<&Path>, timeout: Duration) -> Result<i32, RunError> {
+pub(super) fn run(url: Option<&str>, web_config: Option<&Path>, timeout: Duration) -> i32 {
     match probe_once(url, web_config, timeout) {
         Ok((200, first_line)) => {
             println!("healthy: {first_line}");
-            Ok(0)
+            0
         }
         Ok((status, first_line)) => {
             warn(&format!("unhealthy: HTTP {status}: {first_line}"));
-            Ok(EXIT_FAILURE)
+            EXIT_FAILURE
         }
         Err(message) => {
             warn(&format!("unhealthy: {message}"));
-            Ok(EXIT_FAILURE)
+            EXIT_FAILURE
         }
     }
 }

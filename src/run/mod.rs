@@ -102,7 +102,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             return Ok(config_check::run(file.as_deref().or(cli.data.config.as_deref())));
         }
         Some(Command::Healthcheck { url, web_config_file, timeout }) => {
-            return healthcheck::run(url.as_deref(), web_config_file.as_deref(), *timeout);
+            return Ok(healthcheck::run(url.as_deref(), web_config_file.as_deref(), *timeout));
         }
         _ => {}
     }
