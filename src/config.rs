@@ -157,6 +157,7 @@ impl Config {
         let schema = serde_json::to_value(Self::default()).unwrap_or_default();
         let mut unknown = Vec::new();
         prune_unknown(root.get_mut(), &schema, "", text, &mut unknown);
+        unknown.sort_by_key(|u| u.line);
         let mut warnings = Vec::new();
         if !draws {
             for section in COSMETIC {

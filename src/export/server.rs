@@ -652,3 +652,24 @@ impl Drop for RunningServer {
 pub fn serve(listen: SocketAddr, handle: ExportHandle) -> Result<(), ExportError> {
     ExportServer::bind(listen, handle)?.run()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shedding_is_said_once_a_minute_per_kind_with_the_count_between() {
+        let mut log = ShedLog::default();
+        let t0 = Instant::now();
+        let line = |log: &mut ShedLog, after_s: u64, kind| {
+            log.line(t0 + Duration::from_secs(after_s), kind, || "x".to_owned())
+        };
+        assert_eq!(line(&mut log, 0, Shed::Evicted).as_deref(), Some("x"));
+        assert_eq!(line(&mut log, 1, Shed::Evicted), None);
+        assert_eq!(line(&mut log, 59, Shed::Evicted), None);
+        // Another kind is said on its own clock.
+        assert_eq!(line(&mut log, 2, Shed::Waiting).as_deref(), Some("x"));
+        assert_eq!(line(&mut log, 60, Shed::Evicted).as_deref(), Some("x (2 more times since the last such line)"));
+        assert_eq!(line(&mut log, 200, Shed::Evicted).as_deref(), Some("x"));
+    }
+}
