@@ -180,3 +180,20 @@ pub(super) fn collect(
         (None, pipeline) => pipeline.ok_or(RunError::NoFirstSample),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_wins_then_node_name_then_the_kernel_name_with_a_note_in_a_container() {
+        let named = |name: &str| HostNaming { name: Some(name.to_owned()), note: None };
+        assert_eq!(HostNaming::resolve(Some("flag"), Some("node-a"), true), named("flag"));
+        assert_eq!(HostNaming::resolve(None, Some(" node-a "), true), named("node-a"));
+        assert_eq!(HostNaming::resolve(Some(" "), Some("node-a"), false), named("node-a"), "blank is not given");
+        assert_eq!(HostNaming::resolve(None, None, false), HostNaming::default(), "outside a container: silent");
+        let in_container = HostNaming::resolve(None, Some(""), true);
+        assert_eq!(in_container.name, None, "the kernel's (the container's) name is still used");
+        assert!(in_container.note.is_some_and(|n| n.contains("NODE_NAME")));
+    }
+}
