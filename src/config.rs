@@ -5,7 +5,7 @@
 //! of a newer version never stops a daemon or blanks `--status`; a bad value in `[ui]` or `[keys]` (read only by
 //! the monitor and the fleet view) is warned about and its section's defaults apply in the commands that do not
 //! draw. Wrong values in `[general]` and `[thresholds]` stay errors for every command: they change what is
-//! sampled and judged. `gpusight config check` is strict ([`Config::check_file`]): every unknown key and the first
+//! sampled and judged. `gpusight config check` is strict ([`Config::check_text`]): every unknown key and the first
 //! bad value fail it.
 
 use std::path::{Path, PathBuf};
