@@ -60,6 +60,10 @@ pub struct DataArgs {
     /// Read the config from FILE instead of the platform path.
     #[arg(long, value_name = "FILE", global = true)]
     pub config: Option<PathBuf>,
+    /// The name this machine goes by in exported series, reports and recordings (default: NODE_NAME, else the
+    /// kernel's hostname).
+    #[arg(long, value_name = "NAME", global = true)]
+    pub hostname: Option<String>,
 }
 
 /// How to show it.
@@ -154,6 +158,29 @@ pub enum Command {
         /// give 0.0.0.0:9400 to serve the network (/metrics has no authentication).
         #[arg(long, env = "GPUSIGHT_LISTEN", default_value = "127.0.0.1:9400", value_parser = parse_listen)]
         listen: std::net::SocketAddr,
+        /// TLS and basic authentication from a Prometheus web configuration file (the exporter-toolkit format
+        /// node_exporter reads: tls_server_config, basic_auth_users, http_server_config.headers).
+        #[arg(long = "web.config.file", value_name = "FILE", env = "GPUSIGHT_WEB_CONFIG_FILE")]
+        web_config_file: Option<PathBuf>,
+    },
+    /// Probe a running exporter's /healthz and exit 0 (healthy) or 1 (unhealthy or unreachable): a container
+    /// HEALTHCHECK without curl.
+    Healthcheck {
+        /// The URL to probe (default: http://127.0.0.1:PORT/healthz with the port of GPUSIGHT_LISTEN, else 9400;
+        /// https when the web configuration file has TLS).
+        #[arg(long, value_name = "URL")]
+        url: Option<String>,
+        /// The exporter's web configuration file: with TLS, probe over https and trust exactly its certificate.
+        #[arg(long = "web.config.file", value_name = "FILE", env = "GPUSIGHT_WEB_CONFIG_FILE")]
+        web_config_file: Option<PathBuf>,
+        /// How long to wait for the answer, e.g. 3s.
+        #[arg(long, default_value = "3s", value_parser = parse_duration)]
+        timeout: Duration,
+    },
+    /// Check the config file.
+    Config {
+        #[command(subcommand)]
+        action: ConfigAction,
     },
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
     Completions {
@@ -162,6 +189,17 @@ pub enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// What `gpusight config` does.
+#[derive(Debug, Subcommand)]
+pub enum ConfigAction {
+    /// Check a config file strictly: exit 1 naming every unknown key or the first bad value, 0 when it is
+    /// clean (other commands warn about unknown keys and go on).
+    Check {
+        /// The file (default: --config, else the platform path).
+        file: Option<PathBuf>,
+    },
 }
 
 /// When `doctor` colours its output.

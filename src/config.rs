@@ -1,5 +1,12 @@
-//! The configuration file: every key has a default in code, and `config.example.toml` shows them all. Unknown
-//! keys and wrong types are errors that name the key.
+//! The configuration file: every key has a default in code, and `config.example.toml` shows them all.
+//!
+//! Loading is forgiving where a stop would cost more than the mistake ([`Config::load_lenient`], what every
+//! command uses): an unknown key is one warning naming the file, line and key, and is ignored, so a typo or a key
+//! of a newer version never stops a daemon or blanks `--status`; a bad value in `[ui]` or `[keys]` (read only by
+//! the monitor and the fleet view) is warned about and its section's defaults apply in the commands that do not
+//! draw. Wrong values in `[general]` and `[thresholds]` stay errors for every command: they change what is
+//! sampled and judged. `gpusight config check` is strict ([`Config::check_text`]): every unknown key and the first
+//! bad value fail it.
 
 use std::path::{Path, PathBuf};
 
@@ -78,8 +85,102 @@ pub enum CheckError {
     ExitAboveEnter { exit: f64, enter: f64 },
 }
 
+/// A key the file has that gpusight does not know, with the line it is on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownKey {
+    /// 1-based.
+    pub line: usize,
+    /// The dotted path, e.g. `thresholds.windw_s`.
+    pub key: String,
+}
+
+/// What a lenient load gave: the config and a line for each thing it ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    pub config: Config,
+    /// One line each (unknown keys, a cosmetic section with a bad value), naming the file, for stderr.
+    pub warnings: Vec<String>,
+}
+
+/// Sections whose keys are free-form (action names, checked by the keymap), not fields.
+const FREE_FORM: [&str; 1] = ["keys"];
+
+/// Sections only the drawing modes (the monitor, the fleet view) read.
+const COSMETIC: [&str; 2] = ["ui", "keys"];
+
 impl Config {
-    /// Parses TOML text; `path` is only used in messages.
+    /// Parses TOML text leniently ([`Config::load_lenient`]); `path` is only used in messages. `draws`: whether
+    /// the command reads `[ui]` and `[keys]` (then a bad value there is an error; otherwise a warning, and that
+    /// section's defaults apply).
+    ///
+    /// # Errors
+    /// A syntax error or a bad value in a section the command reads, naming the key.
+    pub fn parse_lenient(text: &str, path: &Path, draws: bool) -> Result<Loaded, ConfigError> {
+        let (config, unknown, mut warnings) = Self::parse_parts(text, path, draws);
+        let mut lines: Vec<String> = unknown
+            .iter()
+            .map(|u| format!("config file {}: line {}, unknown key {}: ignored", path.display(), u.line, u.key))
+            .collect();
+        lines.append(&mut warnings);
+        Ok(Loaded { config: config?, warnings: lines })
+    }
+
+    /// `gpusight config check`: every unknown key, and the first bad value, of `text`.
+    ///
+    /// # Errors
+    /// One line per problem, each naming the file and the key.
+    pub fn check_text(text: &str, path: &Path) -> Result<Self, Vec<String>> {
+        let (config, unknown, _) = Self::parse_parts(text, path, true);
+        let mut problems: Vec<String> = unknown
+            .iter()
+            .map(|u| format!("config file {}: line {}, unknown key {}", path.display(), u.line, u.key))
+            .collect();
+        match config {
+            Ok(config) if problems.is_empty() => Ok(config),
+            Ok(_) => Err(problems),
+            Err(e) => {
+                problems.push(e.to_string());
+                Err(problems)
+            }
+        }
+    }
+
+    /// The config with unknown keys left out, the unknown keys, and warnings for cosmetic sections left out.
+    fn parse_parts(text: &str, path: &Path, draws: bool) -> (Result<Self, ConfigError>, Vec<UnknownKey>, Vec<String>) {
+        use serde::Deserialize as _;
+        let parse_error =
+            |e: &toml::de::Error| ConfigError::Parse { path: path.to_owned(), message: one_line(e, text) };
+        let mut root = match toml::de::DeTable::parse(text) {
+            Ok(root) => root,
+            Err(e) => return (Err(parse_error(&e)), Vec::new(), Vec::new()),
+        };
+        let schema = serde_json::to_value(Self::default()).unwrap_or_default();
+        let mut unknown = Vec::new();
+        prune_unknown(root.get_mut(), &schema, "", text, &mut unknown);
+        unknown.sort_by_key(|u| u.line);
+        let mut warnings = Vec::new();
+        if !draws {
+            for section in COSMETIC {
+                if let Some(why) = cosmetic_error(root.get_ref(), section, text) {
+                    warnings.push(format!(
+                        "config file {}: {why}; [{section}] is ignored here (only the monitor and the fleet view \
+                         read it)",
+                        path.display()
+                    ));
+                    root.get_mut().remove(section);
+                }
+            }
+        }
+        let config = Self::deserialize(toml::de::Deserializer::from(root)).map_err(|e| parse_error(&e)).and_then(
+            |config: Self| {
+                config.check().map_err(|why| ConfigError::Invalid { path: path.to_owned(), why })?;
+                Ok(config)
+            },
+        );
+        (config, unknown, warnings)
+    }
+
+    /// Parses TOML text strictly; `path` is only used in messages.
     ///
     /// # Errors
     /// A syntax error, an unknown key or a wrong type, naming the key.
@@ -133,6 +234,31 @@ impl Config {
         Self::parse(&text, path)
     }
 
+    /// Reads the file at `path` leniently (see [`Config::parse_lenient`]).
+    ///
+    /// # Errors
+    /// The file cannot be read, or has a syntax error or a bad value the command reads.
+    pub fn load_lenient(path: &Path, draws: bool) -> Result<Loaded, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        Self::parse_lenient(&text, path, draws)
+    }
+
+    /// [`Config::load_or_default`], leniently: the explicit file if given, else the platform file if it exists,
+    /// else the defaults.
+    ///
+    /// # Errors
+    /// As [`Config::load_lenient`].
+    pub fn load_or_default_lenient(explicit: Option<&Path>, draws: bool) -> Result<Loaded, ConfigError> {
+        match explicit {
+            Some(path) => Self::load_lenient(path, draws),
+            None => match Self::default_path() {
+                Some(path) if path.exists() => Self::load_lenient(&path, draws),
+                _ => Ok(Loaded { config: Self::default(), warnings: Vec::new() }),
+            },
+        }
+    }
+
     /// The platform's config path (`~/.config/gpusight/config.toml` on Linux).
     #[must_use]
     pub fn default_path() -> Option<PathBuf> {
@@ -165,6 +291,58 @@ impl Config {
             },
         }
     }
+}
+
+/// Takes the keys `schema` (the defaults, as JSON) does not have out of `table`, noting each with its line, and
+/// goes down into the tables it does have (not into free-form ones such as `[keys]`).
+fn prune_unknown(
+    table: &mut toml::de::DeTable<'_>,
+    schema: &serde_json::Value,
+    path: &str,
+    text: &str,
+    unknown: &mut Vec<UnknownKey>,
+) {
+    let Some(fields) = schema.as_object() else { return };
+    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+    let strays: Vec<(String, usize)> = table
+        .iter()
+        .filter(|(key, _)| !fields.contains_key(key.get_ref().as_ref()))
+        .map(|(key, _)| (key.get_ref().to_string(), key.span().start))
+        .collect();
+    for (key, at) in strays {
+        table.remove(key.as_str());
+        unknown.push(UnknownKey { line: line_of(text, at), key: join(&key) });
+    }
+    for (key, value) in table.iter_mut() {
+        let full = join(key.get_ref());
+        if FREE_FORM.contains(&full.as_str()) {
+            continue;
+        }
+        if let (toml::de::DeValue::Table(sub), Some(sub_schema)) = (value.get_mut(), fields.get(key.get_ref().as_ref()))
+        {
+            prune_unknown(sub, sub_schema, &full, text, unknown);
+        }
+    }
+}
+
+/// Why a cosmetic section (`[ui]`, `[keys]`) of `root` cannot be used, if it cannot.
+fn cosmetic_error(root: &toml::de::DeTable<'_>, section: &str, text: &str) -> Option<String> {
+    use serde::Deserialize as _;
+    let value = root.get(section)?.clone();
+    let deserializer = toml::de::ValueDeserializer::from(value);
+    let result = match section {
+        "ui" => UiConfig::deserialize(deserializer).map(drop),
+        _ => match KeyOverrides::deserialize(deserializer) {
+            Ok(keys) => return crate::app::Keymap::with_overrides(&keys).err().map(|e| format!("[keys]: {e}")),
+            Err(e) => Err(e),
+        },
+    };
+    result.err().map(|e| one_line(&e, text))
+}
+
+/// The 1-based line of byte `at` in `text`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.get(..at.min(text.len())).map_or(1, |before| before.matches('\n').count() + 1)
 }
 
 /// The range a setting may take, by the unit in its name: shares and fits from 0 to 1, percentages from 0 to

@@ -26,6 +26,9 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
         if data.record.is_some() {
             return Err("--record records this machine, not a fleet; drop --record or --prometheus".into());
         }
+        if data.hostname.is_some() {
+            warnings.push("--hostname has no effect with --prometheus: the fleet's nodes name themselves".to_owned());
+        }
     }
     if data.record.is_some() {
         if on_recording(cli) {
@@ -110,6 +113,9 @@ mod tests {
         assert!(warnings[0].contains("--theme has no effect"), "{warnings:?}");
         let warnings = check_args(&["doctor", "--demo", "--duration", "5m"]).expect("a warning");
         assert!(warnings[0].contains("--duration has no effect on a recording"), "{warnings:?}");
+        let warnings = check_args(&["--prometheus", "http://p:9090", "--once", "--hostname", "n"]).expect("a warning");
+        assert!(warnings[0].contains("--hostname has no effect with --prometheus"), "{warnings:?}");
+        assert_eq!(check_args(&["export", "--synthetic", "idle", "--hostname", "n"]), Ok(vec![]));
         for fine in
             [&["--demo", "--once", "--json", "--at", "60"][..], &["doctor", "--demo", "--json"][..], &["--demo"]]
         {

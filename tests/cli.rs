@@ -167,10 +167,15 @@ fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
     assert!(stderr(&scenario).contains("unknown synthetic scenario"), "{}", stderr(&scenario));
     let dir = tempfile::tempdir().expect("tempdir");
     let config = dir.path().join("bad.toml");
+    // An unknown key is a warning naming it (the command goes on); a bad value is an error naming it.
     std::fs::write(&config, "[thresholds]\nwindw_s = 3\n").expect("write");
+    let unknown_key = gpusight(&["--demo", "--once", "--config", config.to_str().expect("utf-8")]);
+    assert_eq!(unknown_key.status.code(), Some(0));
+    assert!(stderr(&unknown_key).contains("unknown key thresholds.windw_s: ignored"), "{}", stderr(&unknown_key));
+    std::fs::write(&config, "[thresholds]\nwindow_s = -3\n").expect("write");
     let bad_config = gpusight(&["--demo", "--once", "--config", config.to_str().expect("utf-8")]);
     assert_eq!(bad_config.status.code(), Some(1));
-    assert!(stderr(&bad_config).contains("windw_s"), "{}", stderr(&bad_config));
+    assert!(stderr(&bad_config).contains("window_s"), "{}", stderr(&bad_config));
     let corrupt = dir.path().join("corrupt.jsonl");
     let header = r#"{"format":"gpusight-recording","schema":1,"writer":"t","machine":{"hostname":"h","source":"live","source_label":"h","driver_version":null,"cuda_driver_version":null,"nvml_version":null,"open_kernel_module":null,"kernel_release":null,"n_cpus":1,"n_numa_nodes":1,"mem_total_bytes":null,"boot_time_ms":null,"gpus":[]}}"#;
     std::fs::write(&corrupt, format!("{header}\n{{\"at_ms\": 1}}\nnot json\n{{\"at_ms\": 3}}\n")).expect("write");

@@ -39,3 +39,45 @@ fn a_missing_file_is_an_error_with_its_path() {
     let error = Config::load(Path::new("/nonexistent/gpusight.toml")).expect_err("missing");
     assert!(error.to_string().contains("/nonexistent/gpusight.toml"), "{error}");
 }
+
+#[test]
+fn a_lenient_load_ignores_unknown_keys_naming_file_line_and_key() {
+    let text = "[general]\ninterval_s = 2.0\nfrobnicate = 1\n\n[thresholds]\nwindw_s = 10\n[colors]\nred = 1\n";
+    let loaded = Config::parse_lenient(text, Path::new("my.toml"), true).expect("unknown keys are not fatal");
+    assert!((loaded.config.general.interval_s - 2.0).abs() < f64::EPSILON, "known keys still apply");
+    assert_eq!(
+        loaded.warnings,
+        [
+            "config file my.toml: line 3, unknown key general.frobnicate: ignored",
+            "config file my.toml: line 6, unknown key thresholds.windw_s: ignored",
+            "config file my.toml: line 7, unknown key colors: ignored",
+        ]
+    );
+    // A clean file says nothing; [keys] is free-form (the keymap checks it), not unknown.
+    let loaded = Config::parse_lenient("[keys]\nquit = [\"x\"]\n", Path::new("my.toml"), true).expect("clean");
+    assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+}
+
+#[test]
+fn bad_values_fail_where_read_and_cosmetic_ones_warn_where_not() {
+    // A bad [general] value stops every command.
+    assert!(Config::parse_lenient("[general]\ninterval_s = \"fast\"\n", Path::new("my.toml"), false).is_err());
+    // A bad [ui] value stops the monitor, which draws with it, and is a warning elsewhere.
+    let text = "[ui]\ntheme = \"purple\"\n[general]\nhistory_s = 600\n";
+    assert!(Config::parse_lenient(text, Path::new("my.toml"), true).is_err());
+    let loaded = Config::parse_lenient(text, Path::new("my.toml"), false).expect("not read here");
+    assert_eq!(loaded.config.ui, gpusight::ui_config::UiConfig::default());
+    assert_eq!(loaded.config.general.history_s, 600);
+    assert_eq!(loaded.warnings.len(), 1);
+    assert!(loaded.warnings[0].contains("purple") && loaded.warnings[0].contains("[ui] is ignored here"));
+}
+
+#[test]
+fn config_check_names_every_unknown_key_and_the_bad_value() {
+    let problems =
+        Config::check_text("a = 1\n[general]\nb = 2\nhistory_s = -1\n", Path::new("my.toml")).expect_err("strict");
+    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert!(problems[0].contains("line 1, unknown key a") && problems[1].contains("line 3, unknown key general.b"));
+    assert!(problems[2].contains("history_s"), "{problems:?}");
+    assert!(Config::check_text("[general]\nhistory_s = 600\n", Path::new("my.toml")).is_ok());
+}

@@ -277,4 +277,7 @@ fn the_dockerfile_copies_what_exists_and_runs_the_exporter() {
     }
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"), "NVML from the host through the toolkit");
     assert!(text.contains(r#"CMD ["export"]"#) && text.contains("GPUSIGHT_LISTEN=0.0.0.0:9400"));
+    // The health check probes /healthz with the binary itself (the slim image has no curl).
+    let healthcheck = text.lines().find(|l| l.starts_with("HEALTHCHECK ")).expect("a HEALTHCHECK");
+    assert!(healthcheck.contains(r#"CMD ["/usr/local/bin/gpusight", "healthcheck""#), "{healthcheck}");
 }

@@ -149,3 +149,79 @@ fn which(program: &str) -> Result<std::path::PathBuf, ()> {
     let path = std::env::var_os("PATH").ok_or(())?;
     std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file()).ok_or(())
 }
+
+/// Sends one keep-alive `GET /healthz` on `stream` and reads its whole answer, leaving the connection idle.
+fn keep_alive_request(stream: &mut TcpStream) -> String {
+    stream.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 1024];
+    // The answer is whole once its headers and the body of Content-Length have come.
+    loop {
+        let n = stream.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before the answer");
+        answer.extend_from_slice(&buf[..n]);
+        let text = String::from_utf8_lossy(&answer);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if body.len() >= length {
+                return text.into_owned();
+            }
+        }
+    }
+}
+
+/// 256 keep-alive clients idle between requests hold every connection slot; a real scrape still gets its answer
+/// at once (well within the 5 s after which idle connections time out by themselves), because the longest-idle
+/// one is closed to admit it.
+#[test]
+fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
+    let handle = ExportHandle::new();
+    handle.publish(&published_pipeline("idle:1")).unwrap();
+    let limits = gpusight::export::server::ServerLimits::default();
+    let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
+    let addr = server.local_addr();
+    let mut clients: Vec<TcpStream> = (0..limits.max_connections)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            assert!(keep_alive_request(&mut stream).starts_with("HTTP/1.1 200"));
+            stream
+        })
+        .collect();
+    let scrape = ureq::Agent::config_builder()
+        .timeout_global(Some(Duration::from_secs(2)))
+        .http_status_as_error(false)
+        .build()
+        .new_agent();
+    let mut response = scrape.get(&format!("http://{addr}/metrics")).call().expect("the scrape is answered");
+    assert_eq!(response.status().as_u16(), 200);
+    assert!(response.body_mut().read_to_string().unwrap().contains("DCGM_FI_DEV_GPU_UTIL{"));
+    // The one closed was the first, idle the longest; the newest is still served on its connection.
+    let mut buf = [0u8; 16];
+    assert_eq!(clients[0].read(&mut buf).unwrap_or(0), 0, "the longest-idle connection was closed");
+    let newest = clients.last_mut().unwrap();
+    assert!(keep_alive_request(newest).starts_with("HTTP/1.1 200"));
+    server.stop().unwrap();
+}
+
+#[test]
+fn a_connection_serves_a_bounded_number_of_requests() {
+    let handle = ExportHandle::new();
+    handle.publish(&published_pipeline("idle:1")).unwrap();
+    let limits = gpusight::export::server::ServerLimits { max_requests_per_connection: 3, ..Default::default() };
+    let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
+    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    for _ in 0..2 {
+        assert!(!keep_alive_request(&mut stream).to_ascii_lowercase().contains("connection: close"));
+    }
+    let last = keep_alive_request(&mut stream);
+    assert!(last.to_ascii_lowercase().contains("connection: close"), "{last}");
+    let mut buf = [0u8; 16];
+    assert_eq!(stream.read(&mut buf).unwrap_or(0), 0, "closed after the last request it serves");
+    server.stop().unwrap();
+}

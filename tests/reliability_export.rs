@@ -8,7 +8,7 @@ use gpusight::cli::{Cli, Command};
 #[test]
 fn export_listens_on_loopback_by_default() {
     let cli = Cli::try_parse_from(["gpusight", "export"]).expect("parses");
-    let Some(Command::Export { listen }) = cli.command else { panic!("export command") };
+    let Some(Command::Export { listen, .. }) = cli.command else { panic!("export command") };
     assert!(listen.ip().is_loopback(), "{listen}");
 }
 

@@ -315,10 +315,14 @@ fn push_dcgm_gpu(b: &mut Builder, g: &GpuTick, labels: &Labels) {
     b.push(Family::SmClock, labels, int(g.sm_clock_mhz));
     b.push(Family::MemClock, labels, int(g.mem_clock_mhz));
     b.push(Family::GpuTemp, labels, int(g.temp_c));
+    b.push(Family::MemoryTemp, labels, int(g.mem_temp_c));
     b.push(Family::PowerUsage, labels, g.power_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
     b.push(Family::TotalEnergy, labels, int(g.energy_mj));
     b.push(Family::PcieTx, labels, g.pcie_tx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
     b.push(Family::PcieRx, labels, g.pcie_rx_kbps.map(|kb| Value::Int(u64::from(kb) * 1024)));
+    // GPM gives MiB/s over all links; dcgm-exporter's NVLink series are bytes per second.
+    b.push(Family::NvlinkTx, labels, g.nvlink_tx_mib_s.map(|m| Value::Int(u64::from(m) * MIB)));
+    b.push(Family::NvlinkRx, labels, g.nvlink_rx_mib_s.map(|m| Value::Int(u64::from(m) * MIB)));
     b.push(Family::PcieReplay, labels, int(g.pcie_replay_count));
     b.push(Family::GpuUtil, labels, int(g.util_pct));
     b.push(Family::MemCopyUtil, labels, int(g.mem_util_pct));
@@ -347,7 +351,9 @@ fn push_gpusight_gpu(b: &mut Builder, info: &GpuInfo, g: &GpuTick, labels: &Labe
         b.push(Family::TensorActive, labels, ratio(gpm.tensor_active_pct));
         b.push(Family::DramActive, labels, ratio(gpm.dram_active_pct));
     }
-    b.push(Family::PowerLimit, labels, g.power_limit_mw.map(|mw| Value::Float(f64::from(mw) / 1000.0)));
+    let watts = |mw: Option<u32>| mw.map(|mw| Value::Float(f64::from(mw) / 1000.0));
+    b.push(Family::PowerLimit, labels, watts(g.power_limit_mw));
+    b.push(Family::PowerLimitDefault, labels, watts(info.power_limit_default_mw));
     if let Some(bits) = g.throttle_bits {
         for (bit, reason) in REASON_LABELS {
             let mut reason_labels = labels.clone();

@@ -7,11 +7,13 @@
 //!   `container` labels).
 //! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
 //!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
+//! - [`web_config`]: `--web.config.file` (TLS and basic authentication, the exporter-toolkit format).
 
 pub mod kubelet;
 pub mod metrics;
 pub mod names;
 pub mod server;
+pub mod web_config;
 
 pub use server::{ExportHandle, ExportServer, RunningServer, serve};
 
@@ -27,6 +29,9 @@ pub enum ExportError {
     /// The async runtime or the server failed.
     #[error("the metrics server stopped: {0}")]
     Server(std::io::Error),
+    /// The web configuration file cannot be used.
+    #[error(transparent)]
+    WebConfig(#[from] web_config::WebConfigError),
     /// The exposition could not be encoded (should not happen).
     #[error("could not encode the metrics: {0}")]
     Encode(#[from] std::fmt::Error),

@@ -70,10 +70,13 @@ pub enum Family {
     SmClock,
     MemClock,
     GpuTemp,
+    MemoryTemp,
     PowerUsage,
     TotalEnergy,
     PcieTx,
     PcieRx,
+    NvlinkTx,
+    NvlinkRx,
     PcieReplay,
     GpuUtil,
     MemCopyUtil,
@@ -95,6 +98,7 @@ pub enum Family {
     DramActive,
     GpuUp,
     PowerLimit,
+    PowerLimitDefault,
     ThrottleReasonActive,
     Throttle,
     PcieLinkGen,
@@ -112,14 +116,17 @@ pub enum Family {
 
 impl Family {
     /// Every family, in rendering order: `Family::ALL[f as usize] == f`.
-    pub const ALL: [Self; 41] = [
+    pub const ALL: [Self; 45] = [
         Self::SmClock,
         Self::MemClock,
         Self::GpuTemp,
+        Self::MemoryTemp,
         Self::PowerUsage,
         Self::TotalEnergy,
         Self::PcieTx,
         Self::PcieRx,
+        Self::NvlinkTx,
+        Self::NvlinkRx,
         Self::PcieReplay,
         Self::GpuUtil,
         Self::MemCopyUtil,
@@ -141,6 +148,7 @@ impl Family {
         Self::DramActive,
         Self::GpuUp,
         Self::PowerLimit,
+        Self::PowerLimitDefault,
         Self::ThrottleReasonActive,
         Self::Throttle,
         Self::PcieLinkGen,
@@ -180,10 +188,11 @@ const fn def(
 }
 
 /// The definitions, indexed by [`Family`].
-const DEFS: [MetricDef; 41] = [
+const DEFS: [MetricDef; 45] = [
     def("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", None, Kind::Gauge),
+    def("DCGM_FI_DEV_MEMORY_TEMP", "DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", None, Kind::Gauge),
     def("DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", None, Kind::Gauge),
     def(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -203,6 +212,20 @@ const DEFS: [MetricDef; 41] = [
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "DCGM_FI_PROF_PCIE_RX_BYTES",
         "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.",
+        None,
+        Kind::Gauge,
+    ),
+    def(
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "The rate of data transmitted over NVLink, all links, in bytes per second.",
+        None,
+        Kind::Gauge,
+    ),
+    def(
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "The rate of data received over NVLink, all links, in bytes per second.",
         None,
         Kind::Gauge,
     ),
@@ -311,6 +334,13 @@ const DEFS: [MetricDef; 41] = [
         Kind::Gauge,
     ),
     def("gpusight_power_limit_watts", "gpusight_power_limit_watts", "The enforced power limit.", None, Kind::Gauge),
+    def(
+        "gpusight_power_limit_default_watts",
+        "gpusight_power_limit_default_watts",
+        "The default power limit (the board's normal budget; the enforced limit below it was lowered).",
+        None,
+        Kind::Gauge,
+    ),
     def(
         "gpusight_throttle_reason_active",
         "gpusight_throttle_reason_active",

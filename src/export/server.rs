@@ -6,15 +6,23 @@
 //! its own small tokio runtime; each connection is its own task, so a slow or malformed client holds only its own
 //! connection.
 //!
-//! Every connection is bounded ([`ServerLimits`]): its request headers must arrive within a few seconds (an idle
-//! keep-alive connection waiting for its next request is on the same clock), they may not exceed a few KiB, and
-//! at most so many connections are served at once; past that, new ones wait in the kernel's backlog until slow
-//! ones are closed, and a line on stderr says so. A flood of slow or half-sent connections costs a bounded amount
-//! of memory and file descriptors, and real scrapes keep being answered.
+//! Every connection is bounded ([`ServerLimits`]): its request headers must arrive within a few seconds, they may
+//! not exceed a few KiB, one connection serves at most so many requests (the last answer says `Connection:
+//! close`), and at most so many connections are served at once. At that cap a new connection is admitted by
+//! closing the keep-alive connection that has been idle between requests the longest; when none is idle (every
+//! one is mid-request or still sending its first), the new one waits until one is closed. Evictions and waits
+//! are said on stderr, at most once a minute with a count. A flood of slow, half-sent or idle keep-alive
+//! connections costs a bounded amount of memory and file descriptors, and real scrapes keep being answered.
+//!
+//! With a web configuration file ([`WebConfig`], `--web.config.file`) connections are TLS (rustls) and `/metrics`
+//! asks for basic authentication: 401 with `WWW-Authenticate: Basic` without the right credentials. `/healthz`
+//! answers without credentials (it says only whether sampling is alive), so probes need none.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -26,6 +34,7 @@ use axum::routing::get;
 use super::ExportError;
 use super::kubelet::PodMap;
 use super::metrics::{CONTENT_TYPE, XidMemory, render_with_pods};
+use super::web_config::WebConfig;
 use crate::advice::Finding;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Tick, UnixMs};
@@ -40,8 +49,10 @@ pub struct ServerLimits {
     pub header_read_timeout: std::time::Duration,
     /// The most bytes buffered for one connection's request (headers included; at least 8 KiB).
     pub max_request_bytes: usize,
-    /// The most connections served at once.
+    /// The most connections served at once; past it the longest-idle keep-alive connection is closed.
     pub max_connections: usize,
+    /// The most requests one connection serves; the last answer says `Connection: close`.
+    pub max_requests_per_connection: u64,
 }
 
 impl Default for ServerLimits {
@@ -50,6 +61,7 @@ impl Default for ServerLimits {
             header_read_timeout: std::time::Duration::from_secs(5),
             max_request_bytes: 16 << 10,
             max_connections: 256,
+            max_requests_per_connection: 100,
         }
     }
 }
@@ -213,6 +225,7 @@ pub struct ExportServer {
     addr: SocketAddr,
     handle: ExportHandle,
     limits: ServerLimits,
+    web: Option<WebConfig>,
 }
 
 impl ExportServer {
@@ -230,13 +243,19 @@ impl ExportServer {
         })?;
         let addr = listener.local_addr().map_err(|source| ExportError::Bind { addr: listen, source })?;
         listener.set_nonblocking(true).map_err(|source| ExportError::Bind { addr: listen, source })?;
-        Ok(Self { listener, addr, handle, limits: ServerLimits::default() })
+        Ok(Self { listener, addr, handle, limits: ServerLimits::default(), web: None })
     }
 
     /// The same server with other limits (tests use small ones).
     #[must_use]
     pub fn with_limits(self, limits: ServerLimits) -> Self {
         Self { limits, ..self }
+    }
+
+    /// The same server with TLS, basic authentication and response headers from a web configuration file.
+    #[must_use]
+    pub fn with_web_config(self, web: WebConfig) -> Self {
+        Self { web: Some(web), ..self }
     }
 
     /// The address actually bound (the real port when `listen` asked for port 0).
@@ -262,7 +281,8 @@ impl ExportServer {
             tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(ExportError::Server)?;
         runtime.block_on(async move {
             let listener = tokio::net::TcpListener::from_std(self.listener).map_err(ExportError::Server)?;
-            serve_bounded(listener, router(self.handle), self.limits, stop).await;
+            let shared = Shared::new(router(self.handle), self.limits, self.web.as_ref());
+            serve_bounded(listener, shared, stop).await;
             Ok(())
         })
     }
@@ -286,69 +306,127 @@ impl ExportServer {
     }
 }
 
+/// What every connection of one server shares.
+#[derive(Clone)]
+struct Shared {
+    router: Router,
+    limits: ServerLimits,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+    auth: Option<Arc<super::web_config::BasicAuth>>,
+    headers: Arc<Vec<(header::HeaderName, header::HeaderValue)>>,
+    /// The open connections, by id, for eviction.
+    open: Arc<Mutex<HashMap<u64, Arc<ConnState>>>>,
+    /// The zero of [`ConnState::idle_since`].
+    started: Instant,
+}
+
+impl Shared {
+    fn new(router: Router, limits: ServerLimits, web: Option<&WebConfig>) -> Self {
+        Self {
+            router,
+            limits,
+            tls: web.and_then(|w| w.tls.clone()).map(tokio_rustls::TlsAcceptor::from),
+            auth: web.and_then(|w| w.basic_auth.clone()),
+            headers: Arc::new(web.map(|w| w.headers.clone()).unwrap_or_default()),
+            open: Arc::default(),
+            started: Instant::now(),
+        }
+    }
+
+    /// The keep-alive connection idle between requests the longest, and for how long.
+    fn longest_idle(&self) -> Option<(Arc<ConnState>, Duration)> {
+        let now = self.millis();
+        let open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        let (state, since) =
+            open.values().filter_map(|c| c.idle_since().map(|since| (c, since))).min_by_key(|(_, since)| *since)?;
+        Some((Arc::clone(state), Duration::from_millis(now.saturating_sub(since))))
+    }
+
+    /// Milliseconds since the server started, at least 1 (0 marks "not idle" in [`ConnState`]).
+    fn millis(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+/// One connection as the accept loop sees it: whether it is idle between requests, and how to close it.
+#[derive(Debug, Default)]
+struct ConnState {
+    /// [`Shared::millis`] when its last answer was made and no request has come since; 0 while a request is being
+    /// served or before its first.
+    idle_since_ms: AtomicU64,
+    /// Requests served so far.
+    requests: AtomicU64,
+    /// Told when the accept loop needs its slot: it closes once its current request (if any) is answered.
+    evict: tokio::sync::Notify,
+}
+
+impl ConnState {
+    fn idle_since(&self) -> Option<u64> {
+        Some(self.idle_since_ms.load(Ordering::Relaxed)).filter(|ms| *ms > 0)
+    }
+}
+
+/// Removes a connection from [`Shared::open`] when its task ends, however it ends.
+struct Registered {
+    open: Arc<Mutex<HashMap<u64, Arc<ConnState>>>>,
+    id: u64,
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.id);
+    }
+}
+
 /// The accept loop: one task per connection under [`ServerLimits`], until `stop`; then open connections get
 /// [`SHUTDOWN_GRACE`] to finish.
 async fn serve_bounded(
     listener: tokio::net::TcpListener,
-    router: Router,
-    limits: ServerLimits,
+    shared: Shared,
     stop: impl Future<Output = ()> + Send + 'static,
 ) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(limits.max_connections.max(1)));
+    let slots = Arc::new(tokio::sync::Semaphore::new(shared.limits.max_connections.max(1)));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let timed_out = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let mut connections = tokio::task::JoinSet::new();
-    let mut full_since: Option<Instant> = None;
+    let mut log = ShedLog::default();
     let mut stop = std::pin::pin!(stop);
+    let mut next_id = 0_u64;
     loop {
-        // At the cap, new connections wait in the kernel's backlog (costing no descriptor here) until one ends.
-        let permit = if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
-            permit
-        } else {
-            if full_since.is_none() {
-                full_since = Some(Instant::now());
-                shed_note(&format!(
-                    "{} connections open, the most served at once; new ones wait until slow or idle ones are \
-                     closed (after {} s without a whole request)",
-                    limits.max_connections,
-                    limits.header_read_timeout.as_secs_f64()
-                ));
-            }
-            tokio::select! {
-                () = &mut stop => break,
-                permit = Arc::clone(&slots).acquire_owned() => match permit {
-                    Ok(permit) => permit,
-                    Err(_) => break,
-                },
-            }
-        };
-        if let Some(since) = full_since.take() {
-            shed_note(&format!(
-                "serving new connections again after {:.1} s at the cap; {} connections closed so far for sending \
-                 their request too slowly",
-                since.elapsed().as_secs_f64(),
-                timed_out.load(std::sync::atomic::Ordering::Relaxed)
-            ));
-        }
-        let (stream, _) = tokio::select! {
+        let stream = tokio::select! {
             () = &mut stop => break,
             accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
+                Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of descriptors (EMFILE) or a connection reset before accept: say so, wait, go on.
                     shed_note(&format!("cannot accept a connection: {e}; retrying in 1 s"));
-                    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                     continue;
                 }
             },
         };
-        let service = hyper_util::service::TowerToHyperService::new(router.clone());
-        let (stop_rx, timed_out) = (stop_rx.clone(), Arc::clone(&timed_out));
-        connections.spawn(async move {
-            let _permit = permit;
-            if serve_connection(stream, service, limits, stop_rx).await {
-                timed_out.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let permit = if let Ok(permit) = Arc::clone(&slots).try_acquire_owned() {
+            permit
+        } else {
+            {
+                make_room(&shared, &mut log);
+                // Further connections wait in the kernel's backlog meanwhile, costing no descriptor here.
+                tokio::select! {
+                    () = &mut stop => break,
+                    permit = Arc::clone(&slots).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                }
             }
+        };
+        next_id += 1;
+        let state = Arc::new(ConnState::default());
+        shared.open.lock().unwrap_or_else(PoisonError::into_inner).insert(next_id, Arc::clone(&state));
+        let registered = Registered { open: Arc::clone(&shared.open), id: next_id };
+        let (shared, stop_rx) = (shared.clone(), stop_rx.clone());
+        connections.spawn(async move {
+            let _held = (permit, registered);
+            serve_stream(stream, shared, state, stop_rx).await;
         });
         // Reap finished connections so the set does not grow.
         while connections.try_join_next().is_some() {}
@@ -358,29 +436,173 @@ async fn serve_bounded(
     connections.abort_all();
 }
 
-/// Serves one connection under `limits` until it ends, or gracefully once `stop` changes; true when it was closed
-/// for sending its request too slowly.
-async fn serve_connection(
+/// At the cap: closes the keep-alive connection idle the longest, or says that the new one must wait.
+fn make_room(shared: &Shared, log: &mut ShedLog) {
+    let cap = shared.limits.max_connections;
+    if let Some((victim, idle)) = shared.longest_idle() {
+        victim.evict.notify_one();
+        log.note(Instant::now(), Shed::Evicted, || {
+            format!(
+                "{cap} connections open, the most served at once: closed the keep-alive connection idle longest \
+                 ({:.1} s) to admit a new one",
+                idle.as_secs_f64()
+            )
+        });
+    } else {
+        log.note(Instant::now(), Shed::Waiting, || {
+            format!(
+                "{cap} connections open, the most served at once, and none idle between requests: a new one waits \
+                 until one is closed (after {} s without a whole request)",
+                shared.limits.header_read_timeout.as_secs_f64()
+            )
+        });
+    }
+}
+
+/// One accepted connection: the TLS handshake (within the header timeout) when configured, then HTTP.
+async fn serve_stream(
     stream: tokio::net::TcpStream,
-    service: hyper_util::service::TowerToHyperService<Router>,
+    shared: Shared,
+    state: Arc<ConnState>,
+    stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let service = Gate {
+        inner: hyper_util::service::TowerToHyperService::new(shared.router.clone()),
+        shared: shared.clone(),
+        state: Arc::clone(&state),
+    };
+    match &shared.tls {
+        None => serve_connection(stream, service, shared.limits, stop, &state).await,
+        Some(acceptor) => {
+            // A client that never finishes its handshake holds its slot no longer than one that never sends headers.
+            if let Ok(Ok(tls)) = tokio::time::timeout(shared.limits.header_read_timeout, acceptor.accept(stream)).await
+            {
+                serve_connection(tls, service, shared.limits, stop, &state).await;
+            }
+        }
+    }
+}
+
+/// Serves one connection under `limits` until it ends, or gracefully once `stop` changes or the accept loop
+/// needs its slot (an idle connection closes at once; one mid-request answers first).
+async fn serve_connection<I>(
+    io: I,
+    service: Gate,
     limits: ServerLimits,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) -> bool {
+    state: &ConnState,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .max_buf_size(limits.max_request_bytes.max(8192));
-    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+    let connection = builder.serve_connection(hyper_util::rt::TokioIo::new(io), service);
     let mut connection = std::pin::pin!(connection);
-    let result = tokio::select! {
-        result = connection.as_mut() => result,
+    tokio::select! {
+        _ = connection.as_mut() => {}
         _ = stop.changed() => {
             connection.as_mut().graceful_shutdown();
-            connection.await
+            let _ = connection.await;
         }
-    };
-    result.is_err_and(|e| e.is_timeout())
+        () = state.evict.notified() => {
+            connection.as_mut().graceful_shutdown();
+            let _ = connection.await;
+        }
+    }
+}
+
+/// The HTTP service of one connection: basic authentication, the router, the web configuration's headers, the
+/// per-connection request cap, and the idle mark eviction reads.
+#[derive(Clone)]
+struct Gate {
+    inner: hyper_util::service::TowerToHyperService<Router>,
+    shared: Shared,
+    state: Arc<ConnState>,
+}
+
+impl hyper::service::Service<axum::http::Request<hyper::body::Incoming>> for Gate {
+    type Response = Response;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn Future<Output = Result<Response, Self::Error>> + Send>>;
+
+    fn call(&self, request: axum::http::Request<hyper::body::Incoming>) -> Self::Future {
+        let (inner, shared, state) = (self.inner.clone(), self.shared.clone(), Arc::clone(&self.state));
+        state.idle_since_ms.store(0, Ordering::Relaxed);
+        let served = state.requests.fetch_add(1, Ordering::Relaxed) + 1;
+        Box::pin(async move {
+            let open = request.uri().path() == "/healthz";
+            let allowed = match &shared.auth {
+                Some(auth) if !open => auth.allows(request.headers().get(header::AUTHORIZATION)).await,
+                _ => true,
+            };
+            let mut response =
+                if allowed { hyper::service::Service::call(&inner, request).await? } else { unauthorized() };
+            let headers = response.headers_mut();
+            for (name, value) in shared.headers.iter() {
+                headers.insert(name.clone(), value.clone());
+            }
+            if served >= shared.limits.max_requests_per_connection {
+                headers.insert(header::CONNECTION, header::HeaderValue::from_static("close"));
+            }
+            state.idle_since_ms.store(shared.millis(), Ordering::Relaxed);
+            Ok(response)
+        })
+    }
+}
+
+/// 401 with the challenge that makes a client send basic credentials.
+fn unauthorized() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, r#"Basic realm="gpusight", charset="UTF-8""#)],
+        "unauthorized: /metrics needs the user and password of the exporter's web configuration file\n",
+    )
+        .into_response()
+}
+
+/// What the exporter did to shed load, for [`ShedLog`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Shed {
+    Evicted,
+    Waiting,
+}
+
+/// Says each kind of shedding on stderr at most once per [`ShedLog::EVERY`], with how many times it happened
+/// unsaid in between.
+#[derive(Debug, Default)]
+struct ShedLog {
+    last: HashMap<Shed, (Instant, u64)>,
+}
+
+impl ShedLog {
+    const EVERY: Duration = Duration::from_mins(1);
+
+    /// Prints the line `message` makes if this kind was not said within [`ShedLog::EVERY`] of `now`.
+    fn note(&mut self, now: Instant, kind: Shed, message: impl FnOnce() -> String) {
+        if let Some(line) = self.line(now, kind, message) {
+            shed_note(&line);
+        }
+    }
+
+    /// The line to print, if any (the pure part of [`ShedLog::note`]).
+    fn line(&mut self, now: Instant, kind: Shed, message: impl FnOnce() -> String) -> Option<String> {
+        match self.last.get_mut(&kind) {
+            Some((at, unsaid)) if now.saturating_duration_since(*at) < Self::EVERY => {
+                *unsaid += 1;
+                None
+            }
+            entry => {
+                let unsaid = entry.map_or(0, |(_, unsaid)| *unsaid);
+                self.last.insert(kind, (now, 0));
+                let more =
+                    if unsaid > 0 { format!(" ({unsaid} more times since the last such line)") } else { String::new() };
+                Some(format!("{}{more}", message()))
+            }
+        }
+    }
 }
 
 /// A line on stderr when the exporter sheds load.
@@ -438,4 +660,25 @@ impl Drop for RunningServer {
 /// server failure.
 pub fn serve(listen: SocketAddr, handle: ExportHandle) -> Result<(), ExportError> {
     ExportServer::bind(listen, handle)?.run()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shedding_is_said_once_a_minute_per_kind_with_the_count_between() {
+        let mut log = ShedLog::default();
+        let t0 = Instant::now();
+        let line = |log: &mut ShedLog, after_s: u64, kind| {
+            log.line(t0 + Duration::from_secs(after_s), kind, || "x".to_owned())
+        };
+        assert_eq!(line(&mut log, 0, Shed::Evicted).as_deref(), Some("x"));
+        assert_eq!(line(&mut log, 1, Shed::Evicted), None);
+        assert_eq!(line(&mut log, 59, Shed::Evicted), None);
+        // Another kind is said on its own clock.
+        assert_eq!(line(&mut log, 2, Shed::Waiting).as_deref(), Some("x"));
+        assert_eq!(line(&mut log, 60, Shed::Evicted).as_deref(), Some("x (2 more times since the last such line)"));
+        assert_eq!(line(&mut log, 200, Shed::Evicted).as_deref(), Some("x"));
+    }
 }

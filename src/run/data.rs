@@ -19,8 +19,57 @@ pub enum Data {
     Recording(Recording),
     /// A synthetic machine, with the GPUs chosen with `--only`.
     Synthetic(SyntheticSpec, Option<GpuSelection>),
-    /// NVML and /proc on this machine, with the GPUs chosen with `--only`.
-    Live(Option<GpuSelection>),
+    /// NVML and /proc on this machine, with the GPUs chosen with `--only`, and the name it goes by.
+    Live(Option<GpuSelection>, HostNaming),
+}
+
+/// The name this machine goes by in exported series, reports and recordings: `--hostname`, else `NODE_NAME` (a
+/// DaemonSet sets it from `spec.nodeName`), else the kernel's hostname. In a container without either, the
+/// kernel's hostname is the container's (a pod's name, a container id), which changes with every rollout: `note`
+/// says so, once, in the exporter's log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostNaming {
+    /// The name given (`None`: the kernel's hostname).
+    pub name: Option<String>,
+    /// Why the kernel's hostname is a poor name here (in a container), for one line on stderr.
+    pub note: Option<String>,
+}
+
+/// The environment variable a Kubernetes DaemonSet sets from `spec.nodeName` (the downward API).
+pub const NODE_NAME_ENV: &str = "NODE_NAME";
+
+impl HostNaming {
+    /// Resolves the name from `--hostname`, `NODE_NAME` and whether this process runs in a container; blank
+    /// values count as not given.
+    #[must_use]
+    pub fn resolve(flag: Option<&str>, node_name: Option<&str>, in_container: bool) -> Self {
+        let given = |v: Option<&str>| v.map(str::trim).filter(|v| !v.is_empty()).map(str::to_owned);
+        if let Some(name) = given(flag).or_else(|| given(node_name)) {
+            return Self { name: Some(name), note: None };
+        }
+        let note = in_container.then(|| {
+            "running in a container without NODE_NAME or --hostname: series carry the container's own hostname, \
+             which changes whenever the container is replaced; set NODE_NAME (in Kubernetes from spec.nodeName) \
+             or --hostname"
+                .to_owned()
+        });
+        Self { name: None, note }
+    }
+
+    /// This process's naming: `--hostname`, `NODE_NAME`, and the signs of a container.
+    #[must_use]
+    pub fn from_env(flag: Option<&str>) -> Self {
+        Self::resolve(flag, std::env::var(NODE_NAME_ENV).ok().as_deref(), in_container())
+    }
+}
+
+/// Whether this process runs in a container: Docker's `/.dockerenv`, Podman's `/run/.containerenv`, the
+/// `container` variable systemd-nspawn and Podman set, or a Kubernetes service environment.
+fn in_container() -> bool {
+    std::path::Path::new("/.dockerenv").exists()
+        || std::path::Path::new("/run/.containerenv").exists()
+        || std::env::var_os("container").is_some()
+        || std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
 }
 
 impl Data {
@@ -45,17 +94,23 @@ impl Data {
             if let Some(only) = &only {
                 only.recording(&mut recording)?;
             }
+            // A recording names the machine it was made on; only --hostname renames it (NODE_NAME names this one).
+            if let Some(name) = HostNaming::resolve(data.hostname.as_deref(), None, false).name {
+                std::sync::Arc::make_mut(&mut recording.machine).hostname = name;
+            }
             return Ok(Self::Recording(recording));
         }
+        let naming = HostNaming::from_env(data.hostname.as_deref());
         if let Some(text) = &data.synthetic {
             let mut spec = SyntheticSpec::parse(text).map_err(|e| RunError::Usage(e.to_string()))?;
+            spec.hostname = naming.name;
             spec.interval_ms = u64::try_from(interval.as_millis()).unwrap_or(1000).max(1);
             for attach in &data.synthetic_attach {
                 spec.attach_pids.push(parse_attach(attach)?);
             }
             return Ok(Self::Synthetic(spec, only));
         }
-        Ok(Self::Live(only))
+        Ok(Self::Live(only, naming))
     }
 
     /// A source that produces ticks in real time (live or synthetic; a recording is played frame by frame).
@@ -74,9 +129,12 @@ impl Data {
             })
         };
         match self {
-            Self::Live(only) => {
+            Self::Live(only, naming) => {
                 let indices = only.as_ref().map(GpuSelection::indices).unwrap_or_default();
-                let live = LiveSource::open_only(interval, config.general.tier_periods(), indices, optional)?;
+                let mut live = LiveSource::open_only(interval, config.general.tier_periods(), indices, optional)?;
+                if let Some(name) = &naming.name {
+                    live = live.with_hostname(name.clone());
+                }
                 select(Box::new(live), only)
             }
             Self::Synthetic(spec, only) => select(Box::new(SyntheticSource::new(spec.clone())), only),
@@ -120,5 +178,22 @@ pub(super) fn collect(
     match (failed, pipeline) {
         (Some(e), _) => Err(e.into()),
         (None, pipeline) => pipeline.ok_or(RunError::NoFirstSample),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_flag_wins_then_node_name_then_the_kernel_name_with_a_note_in_a_container() {
+        let named = |name: &str| HostNaming { name: Some(name.to_owned()), note: None };
+        assert_eq!(HostNaming::resolve(Some("flag"), Some("node-a"), true), named("flag"));
+        assert_eq!(HostNaming::resolve(None, Some(" node-a "), true), named("node-a"));
+        assert_eq!(HostNaming::resolve(Some(" "), Some("node-a"), false), named("node-a"), "blank is not given");
+        assert_eq!(HostNaming::resolve(None, None, false), HostNaming::default(), "outside a container: silent");
+        let in_container = HostNaming::resolve(None, Some(""), true);
+        assert_eq!(in_container.name, None, "the kernel's (the container's) name is still used");
+        assert!(in_container.note.is_some_and(|n| n.contains("NODE_NAME")));
     }
 }

@@ -3,9 +3,11 @@
 //! server's runtime, which pod holds each GPU ([`crate::export::kubelet`]).
 
 use std::net::SocketAddr;
+use std::path::Path;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::export::web_config::WebConfig;
 use crate::export::{ExportHandle, ExportServer, kubelet};
 use crate::pipeline::Pipeline;
 use crate::source::OptionalReadings;
@@ -27,10 +29,26 @@ async fn until_stopped(stop: impl Future<Output = ()>, background: Option<impl F
     }
 }
 
-/// Serves `/metrics` on `listen` until SIGINT or SIGTERM.
-pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: SocketAddr) -> Result<i32, RunError> {
-    if !listen.ip().is_loopback() {
-        eprintln!("gpusight: warning: serving {listen}: /metrics has no authentication; firewall it or use loopback");
+/// Serves `/metrics` on `listen` until SIGINT or SIGTERM, with TLS and basic authentication when `web_config`
+/// names a web configuration file.
+pub(super) fn run(
+    data: &Data,
+    config: &Config,
+    interval: Duration,
+    listen: SocketAddr,
+    web_config: Option<&Path>,
+) -> Result<i32, RunError> {
+    let web = web_config.map(WebConfig::load).transpose().map_err(crate::export::ExportError::from)?;
+    if !listen.ip().is_loopback() && !web.as_ref().is_some_and(WebConfig::authenticates) {
+        eprintln!(
+            "gpusight: warning: serving {listen}: /metrics has no authentication; firewall it, use loopback, or \
+             set basic_auth_users in a --web.config.file"
+        );
+    }
+    if let Data::Live(_, naming) = data
+        && let Some(note) = &naming.note
+    {
+        warn(note);
     }
     let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
@@ -38,16 +56,20 @@ pub(super) fn run(data: &Data, config: &Config, interval: Duration, listen: Sock
     let handle = ExportHandle::with_hostname(machine.hostname.clone())
         .stale_after(crate::export::server::stale_after(interval))
         .with_pods(pods.clone());
-    let server = ExportServer::bind(listen, handle.clone())?;
+    let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    let mut server = ExportServer::bind(listen, handle.clone())?;
+    if let Some(web) = web {
+        server = server.with_web_config(web);
+    }
     let feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
     let (capacity, thresholds) = (capacity(config, interval), config.thresholds.clone());
     let publisher = std::thread::Builder::new()
         .name("gpusight-publish".into())
         .spawn(move || publish(feed, &handle, capacity, &thresholds))
         .map_err(RunError::Thread)?;
-    warn(&format!("serving http://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
+    warn(&format!("serving {scheme}://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
     // The kubelet knows this node's pods: it is asked for live data only, never for a recording or a synthetic one.
-    let kubelet = matches!(data, Data::Live(_))
+    let kubelet = matches!(data, Data::Live(..))
         .then(|| kubelet::poll(std::path::PathBuf::from(kubelet::DEFAULT_SOCKET), pods, kubelet::POLL_PERIOD, warn));
     let result = server.run_until(until_stopped(stop_signal(), kubelet));
     // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).

@@ -13,7 +13,10 @@
 //! | `--record FILE --headless` | `run/record.rs` |
 //! | `export` | `run/export.rs` |
 //! | `--prometheus URL` | `run/fleet.rs` |
+//! | `healthcheck` | `run/healthcheck.rs` |
+//! | `config check` | `run/config_check.rs` |
 
+mod config_check;
 mod data;
 mod doctor;
 mod error;
@@ -21,6 +24,7 @@ mod event_loop;
 mod export;
 pub mod feed;
 mod fleet;
+mod healthcheck;
 mod monitor;
 mod once;
 mod record;
@@ -94,12 +98,20 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     match &cli.command {
         Some(Command::Completions { shell }) => return write_stdout(&crate::completions::completions(*shell)),
         Some(Command::Man) => return write_stdout(&crate::completions::man_page().map_err(RunError::ManPage)?),
+        Some(Command::Config { action: crate::cli::ConfigAction::Check { file } }) => {
+            return Ok(config_check::run(file.as_deref().or(cli.data.config.as_deref())));
+        }
+        Some(Command::Healthcheck { url, web_config_file, timeout }) => {
+            return Ok(healthcheck::run(url.as_deref(), web_config_file.as_deref(), *timeout));
+        }
         _ => {}
     }
     for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
         warn(&warning);
     }
-    let config = effective_config(&cli.data)?;
+    // Only the monitor and the fleet view read [ui] and [keys]: elsewhere a bad value there is a warning.
+    let draws = cli.command.is_none() && !cli.view.once && !cli.view.status && !cli.data.headless;
+    let config = effective_config(&cli.data, draws)?;
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
     match &cli.command {
@@ -111,8 +123,12 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             doctor::Options { color: *color, count_cleared: *count_cleared },
         ),
         Some(Command::Report { duration }) => report::run(&data, cli, &config, *duration),
-        Some(Command::Export { listen }) => export::run(&data, &config, interval, *listen),
-        Some(Command::Completions { .. } | Command::Man) => Ok(0),
+        Some(Command::Export { listen, web_config_file }) => {
+            export::run(&data, &config, interval, *listen, web_config_file.as_deref())
+        }
+        Some(Command::Completions { .. } | Command::Man | Command::Config { .. } | Command::Healthcheck { .. }) => {
+            Ok(0)
+        }
         None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
         None if cli.view.status => once::status(&data, cli, &config, interval),
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
@@ -126,17 +142,22 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     }
 }
 
-/// The configuration with the command line's overrides applied and checked.
+/// The configuration with the command line's overrides applied and checked. Unknown keys are warned about and
+/// ignored; `draws`: whether the command reads `[ui]` and `[keys]` (see [`Config::parse_lenient`]).
 ///
 /// # Errors
 /// A bad config file or an out-of-range interval.
-pub fn effective_config(data: &DataArgs) -> Result<Config, RunError> {
+pub fn effective_config(data: &DataArgs, draws: bool) -> Result<Config, RunError> {
     if data.config.is_none()
         && let Some(warning) = Config::default_path_warning()
     {
         warn(&warning);
     }
-    let mut config = Config::load_or_default(data.config.as_deref())?;
+    let loaded = Config::load_or_default_lenient(data.config.as_deref(), draws)?;
+    for warning in &loaded.warnings {
+        warn(warning);
+    }
+    let mut config = loaded.config;
     if let Some(interval) = data.interval {
         config.general.interval_s = interval;
     }

@@ -53,7 +53,7 @@ pub(super) fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration
     };
     let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
     let pipeline = match data {
-        Data::Live(_) => match data.open_source(config, interval, OptionalReadings::ALL) {
+        Data::Live(..) => match data.open_source(config, interval, OptionalReadings::ALL) {
             Ok(mut source) => {
                 let first = next_snapshot(source.as_mut())?;
                 Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
@@ -87,7 +87,7 @@ fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) ->
             let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             collect(source.as_mut(), n, capacity, config.thresholds.clone())
         }
-        Data::Live(_) => {
+        Data::Live(..) => {
             // Two samples: CPU %, I/O rates and GPM need a previous reading.
             let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             let first = next_snapshot(source.as_mut())?;

@@ -55,7 +55,7 @@ pub(super) fn watch(
             let n = duration_samples(duration, interval) as u64 + 1;
             collect(source.as_mut(), n, needed, config.thresholds.clone()).map(done)
         }
-        Data::Live(_) => watch_live(data, config, interval, duration, watcher, needed),
+        Data::Live(..) => watch_live(data, config, interval, duration, watcher, needed),
     }
 }
 

@@ -66,6 +66,16 @@ impl LiveSource {
         };
         Ok(Self { gpus, host, machine: Arc::new(machine) })
     }
+
+    /// The same source, whose machine goes by `hostname` (`--hostname`, `NODE_NAME`) instead of the kernel's
+    /// hostname (in a container, the container's own name).
+    #[must_use]
+    pub fn with_hostname(mut self, hostname: String) -> Self {
+        let machine = Arc::make_mut(&mut self.machine);
+        machine.source_label.clone_from(&hostname);
+        machine.hostname = hostname;
+        self
+    }
 }
 
 /// The CPU's model and current frequency, from sysinfo (which reads `/proc/cpuinfo` and cpufreq once here).

@@ -305,6 +305,8 @@ pub struct SyntheticSpec {
     /// a driver library can: the crash path (terminal restore, message, recording kept) tested without a GPU.
     /// `parse` sets it from the environment variable [`CRASH_ENV`].
     pub crash_after_ticks: Option<u64>,
+    /// The machine's hostname (`--hostname`, `NODE_NAME`); `synthetic-SCENARIO` when `None`.
+    pub hostname: Option<String>,
 }
 
 /// The environment variable that makes every synthetic sample slow (milliseconds), for latency measurements.
@@ -356,6 +358,7 @@ impl SyntheticSpec {
             attach_pids: Vec::new(),
             slow_ms: delay_ms(std::env::var(DELAY_ENV).ok().as_deref()),
             crash_after_ticks: std::env::var(CRASH_ENV).ok().and_then(|v| v.trim().parse().ok()),
+            hostname: None,
         })
     }
 }
@@ -461,7 +464,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
         })
         .collect();
     MachineInfo {
-        hostname: format!("synthetic-{}", spec.scenario_name),
+        hostname: spec.hostname.clone().unwrap_or_else(|| format!("synthetic-{}", spec.scenario_name)),
         source: SourceKind::Synthetic,
         source_label: format!("synthetic {} ({} GPUs)", spec.scenario_name, spec.n_gpus),
         driver_version: Some("580.159.04".to_owned()),
