@@ -30,6 +30,8 @@ R=$W/results
 mkdir -p "$W" "$R"
 exec > >(tee -a "$R/log.txt") 2>&1
 t0=$(date +%s)
+# skipped NAME: whether NAME is in $SKIP (space-separated case names), for a run with less time.
+skipped() { [[ " ${SKIP:-} " == *" $1 "* ]]; }
 ts() { echo "[t=$(($(date +%s) - t0))s] $*"; }
 [ -x "$B" ] || { echo "no $B: cargo build --release --locked"; exit 3; }
 
@@ -130,18 +132,19 @@ group_serve_ranks() {
 }
 
 group_host() {
-    ts "case offload: AdamW on the CPU by the main thread, grad accumulation 8; doctor 70 s"
+    ts "case offload: AdamW on the CPU by the main thread, grad accumulation 8; doctor 62 s"
     job offload $PY "$S/cluster_workloads.py" offload --seconds 82 --truth "$R/offload.truth.json"
     sleep 8
     record offload
-    watch offload 70
-    sleep 40
+    watch offload 62
+    sleep 35
     smi offload
-    sleep 32
+    sleep 29
     stop_record
     end_job
     settle
 
+    if skipped compile; then echo "compile: skipped (SKIP)"; else
     ts "case compile: torch.compile warm-up (doctor 30 s from the start), then steady (doctor 35 s)"
     job compile $PY "$S/cluster_workloads.py" compile --seconds 85 --truth "$R/compile.truth.json"
     sleep 3
@@ -154,29 +157,30 @@ group_host() {
     stop_record
     end_job
     settle
+    fi
 
     ts "dataset: 6000 JPEGs"
     $PY "$S/findings_data.py" --jpeg "$W/jpeg" 6000 > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
-    ts "case pinned: ResNet-50, 8 DataLoader workers, taskset -c 0,1; doctor 70 s once warm"
+    ts "case pinned: ResNet-50, 8 DataLoader workers, taskset -c 0,1; doctor 62 s once warm"
     job pinned taskset -c 0,1 $PY "$S/findings_train.py" --data "$W/jpeg" --workers 8 --batch 128 --seconds 85 --warm-steps 4 --ready "$W/pinned.ready" --truth "$R/pinned.truth.json"
     for _ in $(seq 1 40); do [ -e "$W/pinned.ready" ] && break; sleep 1; done
     record pinned
-    watch pinned 70
-    sleep 40
+    watch pinned 62
+    sleep 35
     smi pinned
-    sleep 32
+    sleep 29
     stop_record
     end_job
     settle
 
     if mount_fuse; then
-        ts "case fuse-writes: healthy bf16 step; stdout, train.log, event file and checkpoints on FUSE; doctor 60 s"
+        ts "case fuse-writes: healthy bf16 step; stdout, train.log, event file and checkpoints on FUSE; doctor 45 s"
         mkdir -p "$W/mnt/job"
         job fuse-writes sh -c "exec $PY $S/cluster_workloads.py logger --seconds 75 --log-dir $W/mnt/job --ckpt-every 10 --truth $R/fuse-writes.truth.json > $W/mnt/job/slurm-4242.out 2>&1"
         sleep 8
         record fuse-writes
-        watch fuse-writes 60
-        sleep 35
+        watch fuse-writes 45
+        sleep 25
         smi fuse-writes
         python3 - "$JOB" > "$R/fuse-writes.fds.txt" 2>&1 <<'EOF'
 import os, sys
@@ -187,7 +191,7 @@ for fd in os.listdir(f"/proc/{pid}/fd"):
     except OSError:
         pass
 EOF
-        sleep 27
+        sleep 22
         stop_record
         end_job
         settle
