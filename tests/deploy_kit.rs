@@ -49,6 +49,70 @@ fn the_alert_rules_pass_promtool_and_their_unit_tests() {
     assert!(test.contains("SUCCESS"), "{test}");
 }
 
+/// The alert names of a rule file's `groups` (alerts.yml, or a PrometheusRule's `spec`).
+fn alert_names(groups: &serde_json::Value) -> Vec<String> {
+    groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter_map(|r| r["alert"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn every_alert_has_a_firing_and_a_silent_unit_test() {
+    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let tests = &yaml_documents(&repo("deploy/prometheus/alerts_test.yml"))[0];
+    assert_eq!(tests["rule_files"][0], "alerts.yml");
+    let alerts = alert_names(&rules["groups"]);
+    assert!(alerts.len() >= 10, "{alerts:?}");
+    let mut firing = BTreeSet::new();
+    let mut silent = BTreeSet::new();
+    for case in tests["tests"].as_array().unwrap().iter().flat_map(|t| t["alert_rule_test"].as_array().unwrap()) {
+        let name = case["alertname"].as_str().unwrap().to_owned();
+        assert!(alerts.contains(&name), "alerts_test.yml tests {name}, which alerts.yml does not define");
+        if case["exp_alerts"].as_array().unwrap().is_empty() {
+            silent.insert(name);
+        } else {
+            firing.insert(name);
+        }
+    }
+    for alert in &alerts {
+        assert!(firing.contains(alert), "{alert} has no case in alerts_test.yml where it fires");
+        assert!(silent.contains(alert), "{alert} has no case in alerts_test.yml where it stays silent");
+    }
+}
+
+/// Without promtool (outside CI) the unit tests do not run; the expressions still say what they alert on.
+#[test]
+fn power_cap_alone_pages_nobody_and_a_lowered_limit_does() {
+    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let expr = |alert: &str| -> String {
+        rules["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["rules"].as_array().unwrap())
+            .find(|r| r["alert"] == alert)
+            .unwrap_or_else(|| panic!("no {alert}"))["expr"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let throttled = expr("GpuThrottled");
+    assert!(!throttled.contains("power_cap"), "a GPU at its power budget is not an alert: {throttled}");
+    for reason in ["sw_thermal", "hw_thermal", "hw_power_brake", "hw_slowdown"] {
+        assert!(throttled.contains(reason), "GpuThrottled leaves out {reason}: {throttled}");
+    }
+    let lowered = expr("GpuPowerLimitLowered");
+    assert!(
+        lowered.contains("reason=\"power_cap\"")
+            && lowered.contains("gpusight_power_limit_watts < 0.98 * gpusight_power_limit_default_watts"),
+        "{lowered}"
+    );
+}
+
 /// Every `gpusight_*` and `DCGM_*` name in a text.
 fn metric_names(text: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
@@ -110,6 +174,91 @@ fn concrete(expr: &str) -> String {
         .replace("$__range", "5m")
         .replace("$hostname", ".*")
         .replace("$gpu", ".*")
+        .replace("$job", "gpusight")
+        .replace("$instance", ".*")
+}
+
+/// The dashboard's panel queries as (panel title, expression), rows' panels included.
+fn dashboard_queries(dashboard: &serde_json::Value) -> Vec<(String, String)> {
+    let panels = dashboard["panels"].as_array().unwrap();
+    let mut queries = Vec::new();
+    for panel in panels.iter().chain(panels.iter().flat_map(|p| p["panels"].as_array().into_iter().flatten())) {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((panel["title"].as_str().unwrap().to_owned(), target["expr"].as_str().unwrap().to_owned()));
+        }
+    }
+    queries
+}
+
+/// Each series selector of a query: the metric name and the text between its braces (empty when it has none).
+fn selectors(expr: &str) -> Vec<(String, String)> {
+    metric_names(expr)
+        .into_iter()
+        .flat_map(|name| {
+            let mut found = Vec::new();
+            for (at, _) in expr.match_indices(name.as_str()) {
+                let rest = &expr[at + name.len()..];
+                if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let matchers = rest.strip_prefix('{').and_then(|r| r.split_once('}')).map_or("", |(m, _)| m);
+                found.push((name.clone(), matchers.to_owned()));
+            }
+            found
+        })
+        .collect()
+}
+
+#[test]
+fn every_dashboard_query_selects_the_job_and_instance_variables() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    for name in ["job", "instance"] {
+        let variable = variables.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name}"));
+        // "All" must mean gpusight's targets only: a custom all value such as .* would take in dcgm-exporter's.
+        assert_eq!(variable["includeAll"], true, "{name}");
+        assert!(variable.get("allValue").is_none_or(serde_json::Value::is_null), "{name}: {variable}");
+        assert!(variable["definition"].as_str().unwrap().starts_with("label_values(gpusight_gpu_up"), "{name}");
+    }
+    let mut checked = 0;
+    let everything = dashboard_queries(&dashboard).into_iter().chain(
+        variables
+            .iter()
+            .filter_map(|v| v["definition"].as_str().map(|d| (format!("variable {}", v["name"]), d.to_owned()))),
+    );
+    for (title, expr) in everything {
+        // The two variables themselves: $instance lists the targets of the chosen jobs.
+        if title == "variable \"job\"" {
+            continue;
+        }
+        if title == "variable \"instance\"" {
+            assert!(expr.contains("gpusight_gpu_up{job=~\"$job\"}"), "{expr}");
+            continue;
+        }
+        let found = selectors(&expr);
+        assert!(!found.is_empty(), "{title}: no series in {expr}");
+        for (name, matchers) in found {
+            assert!(
+                matchers.contains("job=~\"$job\"") && matchers.contains("instance=~\"$instance\""),
+                "{title}: {name} is not filtered by $job and $instance in {expr}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 24, "{checked} selectors");
+}
+
+#[test]
+fn the_selector_reader_finds_an_unfiltered_series() {
+    let found = selectors(r#"DCGM_FI_DEV_GPU_UTIL{job=~"$job", instance=~"$instance"} * on(gpu) gpusight_gpu_up"#);
+    assert_eq!(
+        found,
+        vec![
+            ("DCGM_FI_DEV_GPU_UTIL".to_owned(), r#"job=~"$job", instance=~"$instance""#.to_owned()),
+            ("gpusight_gpu_up".to_owned(), String::new()),
+        ]
+    );
 }
 
 #[test]
@@ -117,14 +266,8 @@ fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
     let Some(prometheus) = required("prometheus") else { return };
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
-    let mut queries: Vec<(String, String)> = Vec::new();
-    let panels = dashboard["panels"].as_array().unwrap();
-    for panel in panels.iter().chain(panels.iter().flat_map(|p| p["panels"].as_array().into_iter().flatten())) {
-        for target in panel["targets"].as_array().into_iter().flatten() {
-            let title = panel["title"].as_str().unwrap().to_owned();
-            queries.push((title, concrete(target["expr"].as_str().unwrap())));
-        }
-    }
+    let queries: Vec<(String, String)> =
+        dashboard_queries(&dashboard).into_iter().map(|(title, expr)| (title, concrete(&expr))).collect();
     assert!(queries.len() >= 10, "{} queries", queries.len());
     for variable in dashboard["templating"]["list"].as_array().unwrap() {
         if let Some(query) = variable["definition"].as_str() {
