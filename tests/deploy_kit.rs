@@ -403,6 +403,55 @@ fn the_kubernetes_manifests_parse_and_agree() {
     for doc in &docs {
         assert_eq!(doc["metadata"]["namespace"], "gpusight-system", "{}", doc["kind"]);
     }
+    // The node's name reaches the exporter for its `hostname` label.
+    let node_name = env.iter().find(|e| e["name"] == "NODE_NAME").expect("NODE_NAME in the DaemonSet");
+    assert_eq!(node_name["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+}
+
+#[test]
+fn kube_prometheus_stack_selects_the_monitor_and_the_rules() {
+    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k}"));
+    let monitor = kind("ServiceMonitor");
+    let rule = kind("PrometheusRule");
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    // The chart's default serviceMonitorSelector and ruleSelector: `release: <Helm release name>`.
+    let release = monitor["metadata"]["labels"]["release"].as_str().expect("the ServiceMonitor's release label");
+    assert_eq!(release, "kube-prometheus-stack", "the chart's release name in its own docs");
+    assert_eq!(rule["metadata"]["labels"]["release"], release);
+}
+
+#[test]
+fn the_prometheus_rule_carries_exactly_the_alerts_of_alerts_yml() {
+    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let rule = docs.iter().find(|d| d["kind"] == "PrometheusRule").expect("a PrometheusRule");
+    let alerts = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    assert_eq!(rule["spec"]["groups"], alerts["groups"], "run scripts/prometheus_rule.sh");
+    assert!(alert_names(&rule["spec"]["groups"]).contains(&"GpuPowerLimitLowered".to_owned()));
+    // Text too (comments included), as the script writes it.
+    let output = Command::new("bash").arg(repo("scripts/prometheus_rule.sh")).arg("--check").output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn the_prometheus_rule_script_notices_a_stale_manifest() {
+    // The script on a copy of the repository's two files, one alert renamed in alerts.yml.
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["scripts/prometheus_rule.sh", "deploy/kubernetes/gpusight.yaml", "deploy/prometheus/alerts.yml"] {
+        std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::copy(repo(path), dir.path().join(path)).unwrap();
+    }
+    let script = dir.path().join("scripts/prometheus_rule.sh");
+    let alerts = dir.path().join("deploy/prometheus/alerts.yml");
+    let text = std::fs::read_to_string(&alerts).unwrap();
+    std::fs::write(&alerts, text.replace("alert: GpuDown", "alert: GpuGone")).unwrap();
+    let check = Command::new("bash").arg(&script).arg("--check").output().unwrap();
+    assert!(!check.status.success(), "a stale PrometheusRule passed --check");
+    run_ok(Command::new("bash").arg(&script));
+    run_ok(Command::new("bash").arg(&script).arg("--check"));
+    let manifest = std::fs::read_to_string(dir.path().join("deploy/kubernetes/gpusight.yaml")).unwrap();
+    assert!(manifest.contains("- alert: GpuGone") && !manifest.contains("GpuDown"), "not regenerated");
+    assert_eq!(manifest.matches("kind: PrometheusRule").count(), 1, "one PrometheusRule, rewritten in place");
 }
 
 #[test]
