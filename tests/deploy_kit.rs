@@ -1,7 +1,8 @@
 //! The operations kit in deploy/ works as written: the alert rules pass `promtool check rules` and their unit
 //! tests, name only series gpusight exports; every panel of the Grafana dashboard returns data when a real
 //! Prometheus scrapes `gpusight export --synthetic mixed:8`; the systemd unit passes `systemd-analyze verify`;
-//! the Kubernetes manifests parse and agree with each other; the Dockerfile copies what exists.
+//! the Kubernetes manifests parse and agree with each other (and the PrometheusRule with alerts.yml); the
+//! Dockerfile copies what exists; the Slurm epilog appends doctor's verdict and never fails.
 //!
 //! `promtool` and `prometheus` come from Debian's `prometheus` package (.ci/install-prometheus.sh): without
 //! them these tests fail when `CI=true` and are skipped otherwise. `systemd-analyze` is skipped when absent.
@@ -469,4 +470,148 @@ fn the_dockerfile_copies_what_exists_and_runs_the_exporter() {
     }
     assert!(text.contains("NVIDIA_DRIVER_CAPABILITIES=utility"), "NVML from the host through the toolkit");
     assert!(text.contains(r#"CMD ["export"]"#) && text.contains("GPUSIGHT_LISTEN=0.0.0.0:9400"));
+}
+
+/// A Slurm node for the epilog: a temporary directory with a fake `scontrol` that names the job's output file.
+struct SlurmNode {
+    dir: tempfile::TempDir,
+}
+
+impl SlurmNode {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Self { dir };
+        let scontrol = format!(
+            "#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'show job -o 42' ] || exit 1\necho 'JobId=42 JobName=train \
+             UserId=alice(1000) StdErr={out} StdIn=/dev/null StdOut={out} Power='\n",
+            out = node.output_file().display()
+        );
+        node.write_program("scontrol", &scontrol);
+        std::fs::write(node.output_file(), "epoch 3 loss 0.12\n").unwrap();
+        node
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn output_file(&self) -> PathBuf {
+        self.path("slurm-42.out")
+    }
+
+    fn write_program(&self, name: &str, text: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::write(self.path(name), text).unwrap();
+        std::fs::set_permissions(self.path(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The epilog as slurmd runs it, with only the given variables and gpusight on a synthetic machine.
+    fn epilog(&self, vars: &[(&str, &str)]) -> std::process::Output {
+        use std::os::unix::fs::MetadataExt as _;
+        let uid = std::fs::metadata(self.dir.path()).unwrap().uid().to_string();
+        let mut command = Command::new("bash");
+        command
+            .arg(repo("deploy/slurm/epilog.sh"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("SLURM_JOB_ID", "42")
+            .env("SLURM_JOB_USER", "alice")
+            .env("SLURM_JOB_UID", &uid)
+            .env("GPUSIGHT", env!("CARGO_BIN_EXE_gpusight"))
+            .env("GPUSIGHT_DOCTOR_ARGS", "--synthetic thermal:4")
+            .env("GPUSIGHT_EPILOG_DURATION", "40s")
+            .env("GPUSIGHT_SCONTROL", self.path("scontrol"))
+            .env("GPUSIGHT_EPILOG_DIR", self.path("log"))
+            .stdin(Stdio::null());
+        for (key, value) in vars {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "the epilog must never fail: {output:?}");
+        output
+    }
+
+    fn read(&self, path: &Path) -> String {
+        std::fs::read_to_string(path).unwrap_or_default()
+    }
+}
+
+#[test]
+fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
+    let node = SlurmNode::new();
+    // SLURM_JOB_GPUS wins over CUDA_VISIBLE_DEVICES.
+    node.epilog(&[("SLURM_JOB_GPUS", "1,3"), ("CUDA_VISIBLE_DEVICES", "0")]);
+    let text = node.read(&node.output_file());
+    assert!(text.starts_with("epoch 3 loss 0.12\n\n==== gpusight doctor after Slurm job 42 on "), "{text}");
+    let header = text.lines().nth(2).unwrap();
+    assert!(header.ends_with(", GPUs 1,3: WARNING (exit 1) ===="), "{header}");
+    assert!(text.contains("watched 2 GPUs"), "{text}");
+    assert!(text.contains("[thermal-throttle] GPU 1:") && text.contains("[thermal-throttle] GPU 3:"), "{text}");
+    assert!(!text.contains("GPU 0:") && !text.contains("GPU 2:"), "only the job's GPUs: {text}");
+    assert!(!node.path("log").exists(), "nothing in the fallback directory");
+
+    // A second job step's epilog on a healthy GPU appends below, from SLURM_STEP_GPUS, with a range.
+    node.epilog(&[("SLURM_STEP_GPUS", "0-1"), ("GPUSIGHT_DOCTOR_ARGS", "--synthetic compute:2")]);
+    let text = node.read(&node.output_file());
+    assert_eq!(text.matches("==== gpusight doctor after Slurm job 42").count(), 2, "{text}");
+    assert!(text.contains(", GPUs 0,1: healthy (exit 0) ===="), "{text}");
+}
+
+#[test]
+fn the_slurm_epilog_writes_to_its_directory_when_the_output_file_is_unknown() {
+    let node = SlurmNode::new();
+    node.epilog(&[("CUDA_VISIBLE_DEVICES", "2"), ("GPUSIGHT_SCONTROL", "/nonexistent/scontrol")]);
+    let text = node.read(&node.path("log/slurm-42.gpusight.txt"));
+    assert!(text.contains(", GPUs 2: WARNING (exit 1) ====") && text.contains("GPU 2 is thermally"), "{text}");
+    assert_eq!(node.read(&node.output_file()), "epoch 3 loss 0.12\n", "the output file is left alone");
+}
+
+#[test]
+fn the_slurm_epilog_succeeds_without_gpus_without_gpusight_and_when_doctor_hangs() {
+    let node = SlurmNode::new();
+    // A job without GPUs (or with UUIDs only): nothing is run or written.
+    node.epilog(&[]);
+    node.epilog(&[("CUDA_VISIBLE_DEVICES", "GPU-8a5c3f1e-0000-0000-0000-000000000000")]);
+    assert_eq!(node.read(&node.output_file()), "epoch 3 loss 0.12\n");
+
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", "/nonexistent/gpusight")]);
+    assert!(node.read(&node.output_file()).contains("GPUs 0: no verdict: /nonexistent/gpusight could not be run"));
+
+    // doctor that never returns is stopped at the timeout and the epilog still exits 0.
+    node.write_program("hang", "#!/bin/sh\nexec sleep 600\n");
+    let hang = node.path("hang");
+    let started = std::time::Instant::now();
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", hang.to_str().unwrap()), ("GPUSIGHT_EPILOG_TIMEOUT", "1")]);
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(node.read(&node.output_file()).contains("took longer than 1 s and was stopped"));
+
+    // doctor that cannot check (a bad argument) is reported as such.
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT_DOCTOR_ARGS", "--frobnicate")]);
+    assert!(node.read(&node.output_file()).contains("GPUs 0: could not check (exit 3)"));
+}
+
+#[test]
+fn the_slurm_epilog_writes_as_the_jobs_user_never_as_root() {
+    use std::os::unix::fs::MetadataExt as _;
+    let node = SlurmNode::new();
+    if std::fs::metadata(node.dir.path()).unwrap().uid() != 0 {
+        eprintln!("skipped: needs root, as slurmd runs the epilog");
+        return;
+    }
+    // The job's user (nobody) owns the output file; a path the user pointed at a root file is not written.
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(node.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody = "65534";
+    std::os::unix::fs::chown(node.output_file(), Some(65534), Some(65534)).unwrap();
+    let vars = [("SLURM_JOB_GPUS", "1"), ("SLURM_JOB_UID", nobody), ("SLURM_JOB_GID", nobody)];
+    node.epilog(&vars);
+    assert!(node.read(&node.output_file()).contains("GPUs 1: WARNING"), "appended as the job's user");
+
+    let root_file = node.path("root-only");
+    std::fs::write(&root_file, "root's\n").unwrap();
+    std::fs::remove_file(node.output_file()).unwrap();
+    std::os::unix::fs::symlink(&root_file, node.output_file()).unwrap();
+    node.epilog(&vars);
+    assert_eq!(node.read(&root_file), "root's\n", "root's file was written through the user's symlink");
+    assert!(node.read(&node.path("log/slurm-42.gpusight.txt")).contains("GPUs 1: WARNING"), "kept in the log");
 }
