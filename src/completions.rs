@@ -1,6 +1,8 @@
 //! Files that installers ship beside the binary, generated from the command line's definition so they never
 //! drift from it: shell completions (`gpusight completions SHELL`) and the man page (`gpusight man`).
 
+use std::fmt::Write as _;
+
 use clap::CommandFactory;
 
 use crate::cli::Cli;
@@ -55,7 +57,8 @@ fn exit_status_section() -> String {
     let mut text = String::from(".SH \"EXIT STATUS\"\n");
     let entries = |text: &mut String, statuses: &[ExitStatus]| {
         for status in statuses {
-            text.push_str(&format!(".TP\n\\fB{}\\fR\n{}\n", roff_escape(status.shown), roff_escape(status.meaning)));
+            // Writing to a String cannot fail.
+            let _ = writeln!(text, ".TP\n\\fB{}\\fR\n{}", roff_escape(status.shown), roff_escape(status.meaning));
         }
     };
     entries(&mut text, &crate::exit::GENERAL);
@@ -83,10 +86,10 @@ fn environment_section(command: &clap::Command) -> String {
             format!("\n.br\nThe default of \\fBgpusight {sub}\\-\\-{long}\\fR (the flag wins).")
         });
         let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-        text.push_str(&format!(".TP\n\\fB{variable}\\fR\n{}{flag}\n", roff_escape(&help)));
+        let _ = writeln!(text, ".TP\n\\fB{variable}\\fR\n{}{flag}", roff_escape(&help));
     }
     for (variable, meaning) in OTHER_ENVIRONMENT {
-        text.push_str(&format!(".TP\n\\fB{variable}\\fR\n{}\n", roff_escape(meaning)));
+        let _ = writeln!(text, ".TP\n\\fB{variable}\\fR\n{}", roff_escape(meaning));
     }
     text
 }
@@ -133,12 +136,15 @@ mod tests {
         assert!(text.contains("\\-\\-listen"), "export's own flag is listed");
     }
 
+    /// (code, meaning) pairs as the man page writes them.
+    type Entries = Vec<(String, String)>;
+
     /// The (code, meaning) entries of the man page's EXIT STATUS section: every command's, then doctor's.
-    fn exit_statuses(man: &str) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    fn exit_statuses(man: &str) -> (Entries, Entries) {
         let section = man.split(".SH \"EXIT STATUS\"\n").nth(1).expect("an EXIT STATUS section");
         let section = section.split("\n.SH ").next().unwrap_or_default();
         let (general, doctor) = section.split_once(".PP\n").expect("doctor's part after .PP");
-        let entries = |part: &str| -> Vec<(String, String)> {
+        let entries = |part: &str| -> Entries {
             part.split(".TP\n")
                 .skip(1)
                 .map(|entry| {

@@ -63,12 +63,15 @@ pub const DOCTOR: [ExitStatus; 4] = [
     },
 ];
 
+use std::fmt::Write as _;
+
 /// The table as the end of `--help` shows it: a title line, then one indented line per status.
 #[must_use]
 pub fn help(title: &str, statuses: &[ExitStatus]) -> String {
     let mut text = format!("{title}:\n");
     for status in statuses {
-        text.push_str(&format!("  {:<6} {}\n", status.shown, status.meaning));
+        // Writing to a String cannot fail.
+        let _ = writeln!(text, "  {:<6} {}", status.shown, status.meaning);
     }
     text
 }

@@ -530,10 +530,11 @@ impl SlurmNode {
         assert_eq!(output.status.code(), Some(0), "the epilog must never fail: {output:?}");
         output
     }
+}
 
-    fn read(&self, path: &Path) -> String {
-        std::fs::read_to_string(path).unwrap_or_default()
-    }
+/// A file's text, or empty when it does not exist.
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
 }
 
 #[test]
@@ -541,7 +542,7 @@ fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
     let node = SlurmNode::new();
     // SLURM_JOB_GPUS wins over CUDA_VISIBLE_DEVICES.
     node.epilog(&[("SLURM_JOB_GPUS", "1,3"), ("CUDA_VISIBLE_DEVICES", "0")]);
-    let text = node.read(&node.output_file());
+    let text = read(&node.output_file());
     assert!(text.starts_with("epoch 3 loss 0.12\n\n==== gpusight doctor after Slurm job 42 on "), "{text}");
     let header = text.lines().nth(2).unwrap();
     assert!(header.ends_with(", GPUs 1,3: WARNING (exit 1) ===="), "{header}");
@@ -552,7 +553,7 @@ fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
 
     // A second job step's epilog on a healthy GPU appends below, from SLURM_STEP_GPUS, with a range.
     node.epilog(&[("SLURM_STEP_GPUS", "0-1"), ("GPUSIGHT_DOCTOR_ARGS", "--synthetic compute:2")]);
-    let text = node.read(&node.output_file());
+    let text = read(&node.output_file());
     assert_eq!(text.matches("==== gpusight doctor after Slurm job 42").count(), 2, "{text}");
     assert!(text.contains(", GPUs 0,1: healthy (exit 0) ===="), "{text}");
 }
@@ -561,9 +562,9 @@ fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
 fn the_slurm_epilog_writes_to_its_directory_when_the_output_file_is_unknown() {
     let node = SlurmNode::new();
     node.epilog(&[("CUDA_VISIBLE_DEVICES", "2"), ("GPUSIGHT_SCONTROL", "/nonexistent/scontrol")]);
-    let text = node.read(&node.path("log/slurm-42.gpusight.txt"));
+    let text = read(&node.path("log/slurm-42.gpusight.txt"));
     assert!(text.contains(", GPUs 2: WARNING (exit 1) ====") && text.contains("GPU 2 is thermally"), "{text}");
-    assert_eq!(node.read(&node.output_file()), "epoch 3 loss 0.12\n", "the output file is left alone");
+    assert_eq!(read(&node.output_file()), "epoch 3 loss 0.12\n", "the output file is left alone");
 }
 
 #[test]
@@ -572,10 +573,10 @@ fn the_slurm_epilog_succeeds_without_gpus_without_gpusight_and_when_doctor_hangs
     // A job without GPUs (or with UUIDs only): nothing is run or written.
     node.epilog(&[]);
     node.epilog(&[("CUDA_VISIBLE_DEVICES", "GPU-8a5c3f1e-0000-0000-0000-000000000000")]);
-    assert_eq!(node.read(&node.output_file()), "epoch 3 loss 0.12\n");
+    assert_eq!(read(&node.output_file()), "epoch 3 loss 0.12\n");
 
     node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", "/nonexistent/gpusight")]);
-    assert!(node.read(&node.output_file()).contains("GPUs 0: no verdict: /nonexistent/gpusight could not be run"));
+    assert!(read(&node.output_file()).contains("GPUs 0: no verdict: /nonexistent/gpusight could not be run"));
 
     // doctor that never returns is stopped at the timeout and the epilog still exits 0.
     node.write_program("hang", "#!/bin/sh\nexec sleep 600\n");
@@ -583,35 +584,35 @@ fn the_slurm_epilog_succeeds_without_gpus_without_gpusight_and_when_doctor_hangs
     let started = std::time::Instant::now();
     node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", hang.to_str().unwrap()), ("GPUSIGHT_EPILOG_TIMEOUT", "1")]);
     assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
-    assert!(node.read(&node.output_file()).contains("took longer than 1 s and was stopped"));
+    assert!(read(&node.output_file()).contains("took longer than 1 s and was stopped"));
 
     // doctor that cannot check (a bad argument) is reported as such.
     node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT_DOCTOR_ARGS", "--frobnicate")]);
-    assert!(node.read(&node.output_file()).contains("GPUs 0: could not check (exit 3)"));
+    assert!(read(&node.output_file()).contains("GPUs 0: could not check (exit 3)"));
 }
 
 #[test]
 fn the_slurm_epilog_writes_as_the_jobs_user_never_as_root() {
     use std::os::unix::fs::MetadataExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
     let node = SlurmNode::new();
     if std::fs::metadata(node.dir.path()).unwrap().uid() != 0 {
         eprintln!("skipped: needs root, as slurmd runs the epilog");
         return;
     }
     // The job's user (nobody) owns the output file; a path the user pointed at a root file is not written.
-    use std::os::unix::fs::PermissionsExt as _;
     std::fs::set_permissions(node.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     let nobody = "65534";
     std::os::unix::fs::chown(node.output_file(), Some(65534), Some(65534)).unwrap();
     let vars = [("SLURM_JOB_GPUS", "1"), ("SLURM_JOB_UID", nobody), ("SLURM_JOB_GID", nobody)];
     node.epilog(&vars);
-    assert!(node.read(&node.output_file()).contains("GPUs 1: WARNING"), "appended as the job's user");
+    assert!(read(&node.output_file()).contains("GPUs 1: WARNING"), "appended as the job's user");
 
     let root_file = node.path("root-only");
     std::fs::write(&root_file, "root's\n").unwrap();
     std::fs::remove_file(node.output_file()).unwrap();
     std::os::unix::fs::symlink(&root_file, node.output_file()).unwrap();
     node.epilog(&vars);
-    assert_eq!(node.read(&root_file), "root's\n", "root's file was written through the user's symlink");
-    assert!(node.read(&node.path("log/slurm-42.gpusight.txt")).contains("GPUs 1: WARNING"), "kept in the log");
+    assert_eq!(read(&root_file), "root's\n", "root's file was written through the user's symlink");
+    assert!(read(&node.path("log/slurm-42.gpusight.txt")).contains("GPUs 1: WARNING"), "kept in the log");
 }
