@@ -30,3 +30,22 @@ if [ "$bytes" -gt "$MAX_BYTES" ]; then
   echo "check_package.sh: the package is $bytes bytes, over its budget of $MAX_BYTES" >&2
   exit 1
 fi
+
+# The crate's own tests from the packaged .crate, as a distribution packager runs them: the unit tests must build
+# and pass without the repository's test fixtures (those that read them are compiled only where `tests/fixtures`
+# exists, `cfg(gpusight_fixtures)` set by build.rs). The dependencies come from the same target directory, so
+# this builds gpusight alone.
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+cargo package --locked --allow-dirty --no-verify --quiet
+crate="$target_dir/package/gpusight-$version.crate"
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT
+tar -xzf "$crate" -C "$unpacked"
+if [ -e "$unpacked/gpusight-$version/tests" ]; then
+  echo "check_package.sh: the .crate has a tests/ directory" >&2
+  exit 1
+fi
+start=$(date +%s)
+(cd "$unpacked/gpusight-$version" && CARGO_TARGET_DIR="$target_dir" cargo test --locked --offline --lib)
+echo "   the .crate's unit tests built and passed in $(( $(date +%s) - start )) s"

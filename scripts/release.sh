@@ -7,6 +7,7 @@
 #   scripts/release.sh --arch x86_64    # one architecture
 #   scripts/release.sh --wheel-only     # just the wheel(s) (what CI builds)
 #   OUT_DIR=/tmp/dist scripts/release.sh
+#   CARGO_TARGET_DIR=/tmp/tgt scripts/release.sh   # builds (and the tools' venv) there instead of target/
 #
 # Tools: maturin and ziglang from PyPI at pinned versions, in a virtual environment under target/ (nothing is
 # installed system-wide). zig links against glibc 2.17's symbols, so no container image is needed; aarch64 is
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --arch) shift; archs=("$1") ;;
     --wheel-only) wheel_only=1 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "release.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -35,14 +36,18 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
-tools=target/release-tools/venv
+# Cargo (and maturin, which runs it) build under CARGO_TARGET_DIR when it is set; so does this script's venv.
+target_dir=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target_dir"
+target_dir=$(cd "$target_dir" && pwd)
+tools=$target_dir/release-tools/venv
 if ! "$tools/bin/maturin" --version 2>/dev/null | grep -q "$MATURIN_VERSION" \
   || ! "$tools/bin/python" -c "import ziglang" 2>/dev/null; then
   echo "== tools: maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION (PyPI) into $tools"
   python3 -m venv "$tools"
   "$tools/bin/pip" install -q --disable-pip-version-check "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION"
 fi
-export PATH="$PWD/$tools/bin:$PATH"
+export PATH="$tools/bin:$PATH"
 
 # The highest GLIBC_x.y symbol version an ELF binary needs.
 max_glibc() {
@@ -66,7 +71,7 @@ for arch in "${archs[@]}"; do
   start=$(date +%s)
   maturin build --release --locked --zig --compatibility manylinux2014 --target "$triple" --out "$out"
   echo "   built in $(( $(date +%s) - start )) s"
-  binary="target/$triple/release/gpusight"
+  binary="$target_dir/$triple/release/gpusight"
   glibc=$(max_glibc "$binary")
   echo "   $binary needs GLIBC_$glibc at most"
   if [ "$(printf '%s\n%s\n' "$glibc" "$MAX_GLIBC" | sort -V | tail -1)" != "$MAX_GLIBC" ]; then
@@ -86,10 +91,10 @@ if [ "$wheel_only" -eq 0 ] && [ ${#built[@]} -gt 0 ]; then
   # Completions and the man page come from the command line's definition, the same on every architecture:
   # generate them with a binary this machine can run.
   runner=""
-  for candidate in "target/$(uname -m)-unknown-linux-gnu/release/gpusight" target/release/gpusight; do
+  for candidate in "$target_dir/$(uname -m)-unknown-linux-gnu/release/gpusight" "$target_dir/release/gpusight"; do
     if [ -x "$candidate" ]; then runner=$candidate; break; fi
   done
-  if [ -z "$runner" ]; then cargo build --release --locked; runner=target/release/gpusight; fi
+  if [ -z "$runner" ]; then cargo build --release --locked; runner=$target_dir/release/gpusight; fi
   extras=$(mktemp -d)
   trap 'rm -rf "$extras"' EXIT
   mkdir -p "$extras/completions"
@@ -104,7 +109,7 @@ if [ "$wheel_only" -eq 0 ] && [ ${#built[@]} -gt 0 ]; then
     name="gpusight-$version-$arch-unknown-linux-gnu"
     stage="$extras/$name"
     mkdir -p "$stage"
-    cp "target/$arch-unknown-linux-gnu/release/gpusight" "$stage/"
+    cp "$target_dir/$arch-unknown-linux-gnu/release/gpusight" "$stage/"
     cp -r "$extras/gpusight.1" "$extras/completions" "$stage/"
     cp README.md LICENSE config.example.toml "$stage/"
     tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -C "$extras" -czf "$out/$name.tar.gz" "$name"

@@ -4,11 +4,12 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueHint};
 
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
-#[command(name = "gpusight", version, about, long_about = None, args_conflicts_with_subcommands = false)]
+#[command(name = "gpusight", version, about, long_about = None, args_conflicts_with_subcommands = false,
+          after_long_help = crate::exit::general_help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -28,7 +29,7 @@ pub struct DataArgs {
     #[arg(long, global = true, conflicts_with_all = ["replay", "synthetic"])]
     pub demo: bool,
     /// Play a recording made with --record.
-    #[arg(long, value_name = "FILE", global = true, conflicts_with = "synthetic")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, global = true, conflicts_with = "synthetic")]
     pub replay: Option<PathBuf>,
     /// Use a synthetic machine: `SCENARIO[:GPUS[xPROCS]]`, e.g. input-bound, mixed:8, scale:8x1000.
     #[arg(long, value_name = "SPEC", global = true)]
@@ -45,7 +46,7 @@ pub struct DataArgs {
     pub only: Vec<u32>,
     /// Record what is sampled to FILE (JSON Lines; gzip unless FILE ends in .jsonl or .json; `-` streams to
     /// stdout with --headless).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub record: Option<PathBuf>,
     /// With --record FILE: once FILE holds this many MB, move it to FILE.1 (older parts up to FILE.9) and
     /// start a new one.
@@ -58,7 +59,7 @@ pub struct DataArgs {
     #[arg(long, requires = "record")]
     pub overwrite: bool,
     /// Read the config from FILE instead of the platform path.
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath, global = true)]
     pub config: Option<PathBuf>,
     /// The name this machine goes by in exported series, reports and recordings (default: NODE_NAME, else the
     /// kernel's hostname).
@@ -89,7 +90,7 @@ pub struct ViewArgs {
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub at: Option<f64>,
     /// Show only processes of this user.
-    #[arg(long, value_name = "USER")]
+    #[arg(long, value_name = "USER", value_hint = ValueHint::Username)]
     pub user: Option<String>,
     /// Show only these processes.
     #[arg(long, value_name = "PID", num_args = 1.., value_delimiter = ',', allow_negative_numbers = true,
@@ -108,7 +109,7 @@ pub struct ViewArgs {
     #[arg(long, value_name = "NAME")]
     pub theme: Option<String>,
     /// Show the fleet found in this Prometheus server instead of this machine.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", value_hint = ValueHint::Url)]
     pub prometheus: Option<String>,
     /// Show only the GPUs CUDA_VISIBLE_DEVICES makes visible (nvitop's -ov).
     #[arg(long)]
@@ -132,8 +133,8 @@ pub enum OnceFormat {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Watch for a while, print every finding with its evidence and remedy; exit 0 (healthy or info), 1
-    /// (warnings), 2 (critical) or 3 (could not check: no driver, bad arguments, unreadable recording).
+    /// Watch for a while, print every finding with its evidence and remedy; the exit status says the worst.
+    #[command(after_help = crate::exit::doctor_help())]
     Doctor {
         /// How long to watch, e.g. 30s, 2m (on --synthetic, without it: long enough for every rule judged over a
         /// minute or two).

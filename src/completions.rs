@@ -1,9 +1,12 @@
 //! Files that installers ship beside the binary, generated from the command line's definition so they never
 //! drift from it: shell completions (`gpusight completions SHELL`) and the man page (`gpusight man`).
 
+use std::fmt::Write as _;
+
 use clap::CommandFactory;
 
 use crate::cli::Cli;
+use crate::exit::ExitStatus;
 
 /// The completion script for `shell`.
 #[must_use]
@@ -44,16 +47,51 @@ pub fn man_page() -> std::io::Result<Vec<u8>> {
         }
     }
     man.render_version_section(&mut out)?;
-    out.extend_from_slice(
-        b".SH \"EXIT STATUS\"\n0 success (doctor: healthy), 1 failure (doctor: warnings), 2 no NVIDIA driver or a \
-          bad command line (doctor: critical), 3 the monitor needs a terminal.\n",
-    );
-    out.extend_from_slice(
-        b".SH ENVIRONMENT\n.TP\n\\fBGPUSIGHT_LISTEN\\fR\nThe address \\fBgpusight export\\fR listens on \
-          (default 127.0.0.1:9400).\n.TP\n\\fBGPUSIGHT_NVML_LIB\\fR\nAn NVML library outside the loader's path.\n\
-          .TP\n\\fBNO_COLOR\\fR\nNo colour.\n",
-    );
+    out.extend_from_slice(exit_status_section().as_bytes());
+    out.extend_from_slice(environment_section(&command).as_bytes());
     Ok(out)
+}
+
+/// The EXIT STATUS section, written from [`crate::exit`]'s tables (the codes the binary returns).
+fn exit_status_section() -> String {
+    let mut text = String::from(".SH \"EXIT STATUS\"\n");
+    let entries = |text: &mut String, statuses: &[ExitStatus]| {
+        for status in statuses {
+            // Writing to a String cannot fail.
+            let _ = writeln!(text, ".TP\n\\fB{}\\fR\n{}", roff_escape(status.shown), roff_escape(status.meaning));
+        }
+    };
+    entries(&mut text, &crate::exit::GENERAL);
+    text.push_str(".PP\n\\fBgpusight doctor\\fR, by the monitoring\\-plugin convention:\n");
+    entries(&mut text, &crate::exit::DOCTOR);
+    text
+}
+
+/// Variables that are not a flag's: the library path and the colour convention.
+const OTHER_ENVIRONMENT: [(&str, &str); 2] =
+    [("GPUSIGHT_NVML_LIB", "An NVML library outside the loader's path."), ("NO_COLOR", "No colour.")];
+
+/// The ENVIRONMENT section: every flag that reads a variable (clap's `env`), with the flag's help, then the rest.
+fn environment_section(command: &clap::Command) -> String {
+    let mut text = String::from(".SH ENVIRONMENT\n");
+    let commands = std::iter::once(command).chain(command.get_subcommands());
+    let mut seen = std::collections::BTreeSet::new();
+    for (owner, arg) in commands.flat_map(|c| c.get_arguments().map(move |a| (c, a))) {
+        let Some(variable) = arg.get_env().and_then(|v| v.to_str()) else { continue };
+        if !seen.insert(variable.to_owned()) {
+            continue;
+        }
+        let flag = arg.get_long().map_or_else(String::new, |long| {
+            let sub = if std::ptr::eq(owner, command) { String::new() } else { format!("{} ", owner.get_name()) };
+            format!("\n.br\nThe default of \\fBgpusight {sub}\\-\\-{long}\\fR (the flag wins).")
+        });
+        let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+        let _ = writeln!(text, ".TP\n\\fB{variable}\\fR\n{}{flag}", roff_escape(&help));
+    }
+    for (variable, meaning) in OTHER_ENVIRONMENT {
+        let _ = writeln!(text, ".TP\n\\fB{variable}\\fR\n{}", roff_escape(meaning));
+    }
+    text
 }
 
 /// Escapes what roff reads as commands: a leading dot or quote, and backslashes.
@@ -68,6 +106,7 @@ fn roff_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::ValueHint;
 
     #[test]
     fn every_shell_gets_a_script_that_names_the_commands() {
@@ -95,6 +134,115 @@ mod tests {
             assert!(text.contains(needle), "no '{needle}'");
         }
         assert!(text.contains("\\-\\-listen"), "export's own flag is listed");
+    }
+
+    /// (code, meaning) pairs as the man page writes them.
+    type Entries = Vec<(String, String)>;
+
+    /// The (code, meaning) entries of the man page's EXIT STATUS section: every command's, then doctor's.
+    fn exit_statuses(man: &str) -> (Entries, Entries) {
+        let section = man.split(".SH \"EXIT STATUS\"\n").nth(1).expect("an EXIT STATUS section");
+        let section = section.split("\n.SH ").next().unwrap_or_default();
+        let (general, doctor) = section.split_once(".PP\n").expect("doctor's part after .PP");
+        let entries = |part: &str| -> Entries {
+            part.split(".TP\n")
+                .skip(1)
+                .map(|entry| {
+                    let (code, meaning) = entry.trim_end().split_once('\n').expect("code, then meaning");
+                    let code = code.trim_start_matches("\\fB").trim_end_matches("\\fR");
+                    (code.replace("\\-", "-"), meaning.replace("\\-", "-"))
+                })
+                .collect()
+        };
+        (entries(general), entries(doctor))
+    }
+
+    fn meaning(entries: &[(String, String)], code: i32) -> &str {
+        entries.iter().find(|(c, _)| *c == code.to_string()).map_or("", |(_, m)| m.as_str())
+    }
+
+    #[test]
+    fn the_man_pages_exit_status_is_the_codes_doctor_returns() {
+        let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
+        let (general, doctor) = exit_statuses(&text);
+        assert_eq!(doctor.len(), 4, "{doctor:?}");
+        assert!(meaning(&doctor, crate::doctor::EXIT_OK).starts_with("healthy"), "{doctor:?}");
+        assert!(meaning(&doctor, crate::doctor::EXIT_WARNING).contains("warning"), "{doctor:?}");
+        assert!(meaning(&doctor, crate::doctor::EXIT_CRITICAL).contains("critical"), "{doctor:?}");
+        // Doctor that cannot check (no driver) is UNKNOWN, never "critical", whatever other commands exit with.
+        assert!(meaning(&doctor, crate::doctor::EXIT_UNKNOWN).contains("no driver"), "{doctor:?}");
+        assert!(!meaning(&doctor, crate::doctor::EXIT_CRITICAL).contains("driver"), "{doctor:?}");
+        assert!(meaning(&general, crate::exit::NO_DRIVER).contains("NVIDIA driver"), "{general:?}");
+        assert!(meaning(&general, crate::exit::NO_TERMINAL).contains("terminal"), "{general:?}");
+        assert!(general.iter().any(|(code, _)| code == "128+N"), "{general:?}");
+        for (entries, table) in [(&general, &crate::exit::GENERAL[..]), (&doctor, &crate::exit::DOCTOR[..])] {
+            let expected: Vec<(String, String)> =
+                table.iter().map(|s| (s.shown.to_owned(), s.meaning.to_owned())).collect();
+            assert_eq!(*entries, expected);
+        }
+    }
+
+    #[test]
+    fn the_help_and_the_man_page_say_the_same_exit_statuses() {
+        let mut command = Cli::command();
+        let help = command.render_long_help().to_string();
+        let doctor_help = command.find_subcommand_mut("doctor").expect("doctor").render_long_help().to_string();
+        let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
+        let (general, doctor) = exit_statuses(&text);
+        for (code, meaning) in &general {
+            assert!(help.contains(&format!("  {code:<6} {meaning}")), "--help lacks {code} {meaning}:\n{help}");
+        }
+        for (code, meaning) in &doctor {
+            assert!(doctor_help.contains(&format!("  {code:<6} {meaning}")), "doctor --help lacks {code}");
+            assert!(help.contains(&format!("  {code:<6} {meaning}")), "--help lacks doctor's {code}");
+        }
+    }
+
+    #[test]
+    fn the_environment_section_lists_each_flags_variable() {
+        let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
+        let section = text.split(".SH ENVIRONMENT\n").nth(1).expect("section");
+        for variable in Cli::command()
+            .get_subcommands()
+            .flat_map(clap::Command::get_arguments)
+            .chain(Cli::command().get_arguments())
+            .filter_map(|a| a.get_env().and_then(|v| v.to_str()).map(str::to_owned))
+        {
+            assert!(section.contains(&format!("\\fB{variable}\\fR")), "no {variable}");
+        }
+        assert!(section.contains("\\fBGPUSIGHT_LISTEN\\fR\nAddress to listen on"), "{section}");
+        assert!(section.contains("gpusight export \\-\\-listen"), "{section}");
+        assert!(section.contains("\\fBNO_COLOR\\fR"), "{section}");
+    }
+
+    /// The value hint a flag must have, by what it takes.
+    fn expected_hint(arg: &clap::Arg) -> Option<ValueHint> {
+        let value = arg.get_value_names().and_then(|v| v.first()).map(ToString::to_string).unwrap_or_default();
+        match (arg.get_id().as_str(), value.as_str()) {
+            (_, "FILE") => Some(ValueHint::FilePath),
+            (_, "DIR") => Some(ValueHint::DirPath),
+            (_, "URL") => Some(ValueHint::Url),
+            (_, "USER") => Some(ValueHint::Username),
+            ("hostname", _) | (_, "HOST" | "HOSTNAME") => Some(ValueHint::Hostname),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn flags_that_take_files_urls_users_or_hosts_complete_them() {
+        let command = Cli::command();
+        let mut checked = 0;
+        for arg in command.get_arguments().chain(command.get_subcommands().flat_map(clap::Command::get_arguments)) {
+            if let Some(hint) = expected_hint(arg) {
+                assert_eq!(arg.get_value_hint(), hint, "--{}", arg.get_id());
+                checked += 1;
+            }
+        }
+        assert!(checked >= 5, "{checked}");
+        let zsh = String::from_utf8(completions(clap_complete::Shell::Zsh)).expect("utf-8");
+        for needle in ["--config=[", "_files", "_urls", "_users"] {
+            assert!(zsh.contains(needle), "zsh completion lacks {needle}");
+        }
     }
 
     #[test]

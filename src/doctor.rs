@@ -16,14 +16,14 @@ use crate::text::visible;
 pub const SCHEMA: &str = "gpusight.doctor/1";
 
 /// Exit code: healthy, or informational findings only.
-pub const EXIT_OK: i32 = 0;
+pub const EXIT_OK: i32 = crate::exit::DOCTOR_OK;
 /// Exit code: at least one warning.
-pub const EXIT_WARNING: i32 = 1;
+pub const EXIT_WARNING: i32 = crate::exit::DOCTOR_WARNING;
 /// Exit code: at least one critical finding.
-pub const EXIT_CRITICAL: i32 = 2;
+pub const EXIT_CRITICAL: i32 = crate::exit::DOCTOR_CRITICAL;
 /// Exit code: doctor could not check (no driver, bad arguments, unreadable recording): the monitoring-plugin
 /// convention's UNKNOWN.
-pub const EXIT_UNKNOWN: i32 = 3;
+pub const EXIT_UNKNOWN: i32 = crate::exit::DOCTOR_UNKNOWN;
 
 /// One GPU that was watched.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -30,7 +30,8 @@
 //!   sampling through [`run::feed::spawn_feed`], the event loops joining state and widgets there; [`ui_config`]: the
 //!   config's `[ui]` section; `main.rs` only calls [`run::main`]. [`config`]: the config file;
 //!   [`flag_checks`]: flags that would do nothing where they were given. [`crash`]: what a fatal signal inside a
-//!   driver library leaves behind. [`completions`]: shell completions and the man page.
+//!   driver library leaves behind. [`completions`]: shell completions and the man page. [`exit`]: the exit
+//!   statuses and what each means, the one source of the code, `--help` and the man page.
 //!
 //! # Architecture invariants
 //!
@@ -57,6 +58,7 @@ pub mod completions;
 pub mod config;
 pub mod crash;
 pub mod doctor;
+pub mod exit;
 pub mod export;
 pub mod flag_checks;
 pub mod fleet;

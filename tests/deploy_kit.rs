@@ -1,7 +1,8 @@
 //! The operations kit in deploy/ works as written: the alert rules pass `promtool check rules` and their unit
 //! tests, name only series gpusight exports; every panel of the Grafana dashboard returns data when a real
 //! Prometheus scrapes `gpusight export --synthetic mixed:8`; the systemd unit passes `systemd-analyze verify`;
-//! the Kubernetes manifests parse and agree with each other; the Dockerfile copies what exists.
+//! the Kubernetes manifests parse and agree with each other (and the PrometheusRule with alerts.yml); the
+//! Dockerfile copies what exists; the Slurm epilog appends doctor's verdict and never fails.
 //!
 //! `promtool` and `prometheus` come from Debian's `prometheus` package (.ci/install-prometheus.sh): without
 //! them these tests fail when `CI=true` and are skipped otherwise. `systemd-analyze` is skipped when absent.
@@ -47,6 +48,70 @@ fn the_alert_rules_pass_promtool_and_their_unit_tests() {
         Command::new(&promtool).args(["test", "rules", "alerts_test.yml"]).current_dir(repo("deploy/prometheus")),
     );
     assert!(test.contains("SUCCESS"), "{test}");
+}
+
+/// The alert names of a rule file's `groups` (alerts.yml, or a PrometheusRule's `spec`).
+fn alert_names(groups: &serde_json::Value) -> Vec<String> {
+    groups
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|g| g["rules"].as_array().unwrap())
+        .filter_map(|r| r["alert"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn every_alert_has_a_firing_and_a_silent_unit_test() {
+    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let tests = &yaml_documents(&repo("deploy/prometheus/alerts_test.yml"))[0];
+    assert_eq!(tests["rule_files"][0], "alerts.yml");
+    let alerts = alert_names(&rules["groups"]);
+    assert!(alerts.len() >= 10, "{alerts:?}");
+    let mut firing = BTreeSet::new();
+    let mut silent = BTreeSet::new();
+    for case in tests["tests"].as_array().unwrap().iter().flat_map(|t| t["alert_rule_test"].as_array().unwrap()) {
+        let name = case["alertname"].as_str().unwrap().to_owned();
+        assert!(alerts.contains(&name), "alerts_test.yml tests {name}, which alerts.yml does not define");
+        if case["exp_alerts"].as_array().unwrap().is_empty() {
+            silent.insert(name);
+        } else {
+            firing.insert(name);
+        }
+    }
+    for alert in &alerts {
+        assert!(firing.contains(alert), "{alert} has no case in alerts_test.yml where it fires");
+        assert!(silent.contains(alert), "{alert} has no case in alerts_test.yml where it stays silent");
+    }
+}
+
+/// Without promtool (outside CI) the unit tests do not run; the expressions still say what they alert on.
+#[test]
+fn power_cap_alone_pages_nobody_and_a_lowered_limit_does() {
+    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let expr = |alert: &str| -> String {
+        rules["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|g| g["rules"].as_array().unwrap())
+            .find(|r| r["alert"] == alert)
+            .unwrap_or_else(|| panic!("no {alert}"))["expr"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let throttled = expr("GpuThrottled");
+    assert!(!throttled.contains("power_cap"), "a GPU at its power budget is not an alert: {throttled}");
+    for reason in ["sw_thermal", "hw_thermal", "hw_power_brake", "hw_slowdown"] {
+        assert!(throttled.contains(reason), "GpuThrottled leaves out {reason}: {throttled}");
+    }
+    let lowered = expr("GpuPowerLimitLowered");
+    assert!(
+        lowered.contains("reason=\"power_cap\"")
+            && lowered.contains("gpusight_power_limit_watts < 0.98 * gpusight_power_limit_default_watts"),
+        "{lowered}"
+    );
 }
 
 /// Every `gpusight_*` and `DCGM_*` name in a text.
@@ -110,6 +175,91 @@ fn concrete(expr: &str) -> String {
         .replace("$__range", "5m")
         .replace("$hostname", ".*")
         .replace("$gpu", ".*")
+        .replace("$job", "gpusight")
+        .replace("$instance", ".*")
+}
+
+/// The dashboard's panel queries as (panel title, expression), rows' panels included.
+fn dashboard_queries(dashboard: &serde_json::Value) -> Vec<(String, String)> {
+    let panels = dashboard["panels"].as_array().unwrap();
+    let mut queries = Vec::new();
+    for panel in panels.iter().chain(panels.iter().flat_map(|p| p["panels"].as_array().into_iter().flatten())) {
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            queries.push((panel["title"].as_str().unwrap().to_owned(), target["expr"].as_str().unwrap().to_owned()));
+        }
+    }
+    queries
+}
+
+/// Each series selector of a query: the metric name and the text between its braces (empty when it has none).
+fn selectors(expr: &str) -> Vec<(String, String)> {
+    metric_names(expr)
+        .into_iter()
+        .flat_map(|name| {
+            let mut found = Vec::new();
+            for (at, _) in expr.match_indices(name.as_str()) {
+                let rest = &expr[at + name.len()..];
+                if rest.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                    continue;
+                }
+                let matchers = rest.strip_prefix('{').and_then(|r| r.split_once('}')).map_or("", |(m, _)| m);
+                found.push((name.clone(), matchers.to_owned()));
+            }
+            found
+        })
+        .collect()
+}
+
+#[test]
+fn every_dashboard_query_selects_the_job_and_instance_variables() {
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    for name in ["job", "instance"] {
+        let variable = variables.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name}"));
+        // "All" must mean gpusight's targets only: a custom all value such as .* would take in dcgm-exporter's.
+        assert_eq!(variable["includeAll"], true, "{name}");
+        assert!(variable.get("allValue").is_none_or(serde_json::Value::is_null), "{name}: {variable}");
+        assert!(variable["definition"].as_str().unwrap().starts_with("label_values(gpusight_gpu_up"), "{name}");
+    }
+    let mut checked = 0;
+    let everything = dashboard_queries(&dashboard).into_iter().chain(
+        variables
+            .iter()
+            .filter_map(|v| v["definition"].as_str().map(|d| (format!("variable {}", v["name"]), d.to_owned()))),
+    );
+    for (title, expr) in everything {
+        // The two variables themselves: $instance lists the targets of the chosen jobs.
+        if title == "variable \"job\"" {
+            continue;
+        }
+        if title == "variable \"instance\"" {
+            assert!(expr.contains("gpusight_gpu_up{job=~\"$job\"}"), "{expr}");
+            continue;
+        }
+        let found = selectors(&expr);
+        assert!(!found.is_empty(), "{title}: no series in {expr}");
+        for (name, matchers) in found {
+            assert!(
+                matchers.contains("job=~\"$job\"") && matchers.contains("instance=~\"$instance\""),
+                "{title}: {name} is not filtered by $job and $instance in {expr}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 24, "{checked} selectors");
+}
+
+#[test]
+fn the_selector_reader_finds_an_unfiltered_series() {
+    let found = selectors(r#"DCGM_FI_DEV_GPU_UTIL{job=~"$job", instance=~"$instance"} * on(gpu) gpusight_gpu_up"#);
+    assert_eq!(
+        found,
+        vec![
+            ("DCGM_FI_DEV_GPU_UTIL".to_owned(), r#"job=~"$job", instance=~"$instance""#.to_owned()),
+            ("gpusight_gpu_up".to_owned(), String::new()),
+        ]
+    );
 }
 
 #[test]
@@ -117,14 +267,8 @@ fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
     let Some(prometheus) = required("prometheus") else { return };
     let dashboard: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
-    let mut queries: Vec<(String, String)> = Vec::new();
-    let panels = dashboard["panels"].as_array().unwrap();
-    for panel in panels.iter().chain(panels.iter().flat_map(|p| p["panels"].as_array().into_iter().flatten())) {
-        for target in panel["targets"].as_array().into_iter().flatten() {
-            let title = panel["title"].as_str().unwrap().to_owned();
-            queries.push((title, concrete(target["expr"].as_str().unwrap())));
-        }
-    }
+    let queries: Vec<(String, String)> =
+        dashboard_queries(&dashboard).into_iter().map(|(title, expr)| (title, concrete(&expr))).collect();
     assert!(queries.len() >= 10, "{} queries", queries.len());
     for variable in dashboard["templating"]["list"].as_array().unwrap() {
         if let Some(query) = variable["definition"].as_str() {
@@ -260,6 +404,55 @@ fn the_kubernetes_manifests_parse_and_agree() {
     for doc in &docs {
         assert_eq!(doc["metadata"]["namespace"], "gpusight-system", "{}", doc["kind"]);
     }
+    // The node's name reaches the exporter for its `hostname` label.
+    let node_name = env.iter().find(|e| e["name"] == "NODE_NAME").expect("NODE_NAME in the DaemonSet");
+    assert_eq!(node_name["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+}
+
+#[test]
+fn kube_prometheus_stack_selects_the_monitor_and_the_rules() {
+    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k}"));
+    let monitor = kind("ServiceMonitor");
+    let rule = kind("PrometheusRule");
+    assert_eq!(rule["apiVersion"], "monitoring.coreos.com/v1");
+    // The chart's default serviceMonitorSelector and ruleSelector: `release: <Helm release name>`.
+    let release = monitor["metadata"]["labels"]["release"].as_str().expect("the ServiceMonitor's release label");
+    assert_eq!(release, "kube-prometheus-stack", "the chart's release name in its own docs");
+    assert_eq!(rule["metadata"]["labels"]["release"], release);
+}
+
+#[test]
+fn the_prometheus_rule_carries_exactly_the_alerts_of_alerts_yml() {
+    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let rule = docs.iter().find(|d| d["kind"] == "PrometheusRule").expect("a PrometheusRule");
+    let alerts = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    assert_eq!(rule["spec"]["groups"], alerts["groups"], "run scripts/prometheus_rule.sh");
+    assert!(alert_names(&rule["spec"]["groups"]).contains(&"GpuPowerLimitLowered".to_owned()));
+    // Text too (comments included), as the script writes it.
+    let output = Command::new("bash").arg(repo("scripts/prometheus_rule.sh")).arg("--check").output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn the_prometheus_rule_script_notices_a_stale_manifest() {
+    // The script on a copy of the repository's two files, one alert renamed in alerts.yml.
+    let dir = tempfile::tempdir().unwrap();
+    for path in ["scripts/prometheus_rule.sh", "deploy/kubernetes/gpusight.yaml", "deploy/prometheus/alerts.yml"] {
+        std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
+        std::fs::copy(repo(path), dir.path().join(path)).unwrap();
+    }
+    let script = dir.path().join("scripts/prometheus_rule.sh");
+    let alerts = dir.path().join("deploy/prometheus/alerts.yml");
+    let text = std::fs::read_to_string(&alerts).unwrap();
+    std::fs::write(&alerts, text.replace("alert: GpuDown", "alert: GpuGone")).unwrap();
+    let check = Command::new("bash").arg(&script).arg("--check").output().unwrap();
+    assert!(!check.status.success(), "a stale PrometheusRule passed --check");
+    run_ok(Command::new("bash").arg(&script));
+    run_ok(Command::new("bash").arg(&script).arg("--check"));
+    let manifest = std::fs::read_to_string(dir.path().join("deploy/kubernetes/gpusight.yaml")).unwrap();
+    assert!(manifest.contains("- alert: GpuGone") && !manifest.contains("GpuDown"), "not regenerated");
+    assert_eq!(manifest.matches("kind: PrometheusRule").count(), 1, "one PrometheusRule, rewritten in place");
 }
 
 #[test]
@@ -280,4 +473,149 @@ fn the_dockerfile_copies_what_exists_and_runs_the_exporter() {
     // The health check probes /healthz with the binary itself (the slim image has no curl).
     let healthcheck = text.lines().find(|l| l.starts_with("HEALTHCHECK ")).expect("a HEALTHCHECK");
     assert!(healthcheck.contains(r#"CMD ["/usr/local/bin/gpusight", "healthcheck""#), "{healthcheck}");
+}
+
+/// A Slurm node for the epilog: a temporary directory with a fake `scontrol` that names the job's output file.
+struct SlurmNode {
+    dir: tempfile::TempDir,
+}
+
+impl SlurmNode {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Self { dir };
+        let scontrol = format!(
+            "#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'show job -o 42' ] || exit 1\necho 'JobId=42 JobName=train \
+             UserId=alice(1000) StdErr={out} StdIn=/dev/null StdOut={out} Power='\n",
+            out = node.output_file().display()
+        );
+        node.write_program("scontrol", &scontrol);
+        std::fs::write(node.output_file(), "epoch 3 loss 0.12\n").unwrap();
+        node
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn output_file(&self) -> PathBuf {
+        self.path("slurm-42.out")
+    }
+
+    fn write_program(&self, name: &str, text: &str) {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::write(self.path(name), text).unwrap();
+        std::fs::set_permissions(self.path(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// The epilog as slurmd runs it, with only the given variables and gpusight on a synthetic machine.
+    fn epilog(&self, vars: &[(&str, &str)]) -> std::process::Output {
+        use std::os::unix::fs::MetadataExt as _;
+        let uid = std::fs::metadata(self.dir.path()).unwrap().uid().to_string();
+        let mut command = Command::new("bash");
+        command
+            .arg(repo("deploy/slurm/epilog.sh"))
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap())
+            .env("SLURM_JOB_ID", "42")
+            .env("SLURM_JOB_USER", "alice")
+            .env("SLURM_JOB_UID", &uid)
+            .env("GPUSIGHT", env!("CARGO_BIN_EXE_gpusight"))
+            .env("GPUSIGHT_DOCTOR_ARGS", "--synthetic thermal:4")
+            .env("GPUSIGHT_EPILOG_DURATION", "40s")
+            .env("GPUSIGHT_SCONTROL", self.path("scontrol"))
+            .env("GPUSIGHT_EPILOG_DIR", self.path("log"))
+            .stdin(Stdio::null());
+        for (key, value) in vars {
+            command.env(key, value);
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "the epilog must never fail: {output:?}");
+        output
+    }
+}
+
+/// A file's text, or empty when it does not exist.
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
+    let node = SlurmNode::new();
+    // SLURM_JOB_GPUS wins over CUDA_VISIBLE_DEVICES.
+    node.epilog(&[("SLURM_JOB_GPUS", "1,3"), ("CUDA_VISIBLE_DEVICES", "0")]);
+    let text = read(&node.output_file());
+    assert!(text.starts_with("epoch 3 loss 0.12\n\n==== gpusight doctor after Slurm job 42 on "), "{text}");
+    let header = text.lines().nth(2).unwrap();
+    assert!(header.ends_with(", GPUs 1,3: WARNING (exit 1) ===="), "{header}");
+    assert!(text.contains("watched 2 GPUs"), "{text}");
+    assert!(text.contains("[thermal-throttle] GPU 1:") && text.contains("[thermal-throttle] GPU 3:"), "{text}");
+    assert!(!text.contains("GPU 0:") && !text.contains("GPU 2:"), "only the job's GPUs: {text}");
+    assert!(!node.path("log").exists(), "nothing in the fallback directory");
+
+    // A second job step's epilog on a healthy GPU appends below, from SLURM_STEP_GPUS, with a range.
+    node.epilog(&[("SLURM_STEP_GPUS", "0-1"), ("GPUSIGHT_DOCTOR_ARGS", "--synthetic compute:2")]);
+    let text = read(&node.output_file());
+    assert_eq!(text.matches("==== gpusight doctor after Slurm job 42").count(), 2, "{text}");
+    assert!(text.contains(", GPUs 0,1: healthy (exit 0) ===="), "{text}");
+}
+
+#[test]
+fn the_slurm_epilog_writes_to_its_directory_when_the_output_file_is_unknown() {
+    let node = SlurmNode::new();
+    node.epilog(&[("CUDA_VISIBLE_DEVICES", "2"), ("GPUSIGHT_SCONTROL", "/nonexistent/scontrol")]);
+    let text = read(&node.path("log/slurm-42.gpusight.txt"));
+    assert!(text.contains(", GPUs 2: WARNING (exit 1) ====") && text.contains("GPU 2 is thermally"), "{text}");
+    assert_eq!(read(&node.output_file()), "epoch 3 loss 0.12\n", "the output file is left alone");
+}
+
+#[test]
+fn the_slurm_epilog_succeeds_without_gpus_without_gpusight_and_when_doctor_hangs() {
+    let node = SlurmNode::new();
+    // A job without GPUs (or with UUIDs only): nothing is run or written.
+    node.epilog(&[]);
+    node.epilog(&[("CUDA_VISIBLE_DEVICES", "GPU-8a5c3f1e-0000-0000-0000-000000000000")]);
+    assert_eq!(read(&node.output_file()), "epoch 3 loss 0.12\n");
+
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", "/nonexistent/gpusight")]);
+    assert!(read(&node.output_file()).contains("GPUs 0: no verdict: /nonexistent/gpusight could not be run"));
+
+    // doctor that never returns is stopped at the timeout and the epilog still exits 0.
+    node.write_program("hang", "#!/bin/sh\nexec sleep 600\n");
+    let hang = node.path("hang");
+    let started = std::time::Instant::now();
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT", hang.to_str().unwrap()), ("GPUSIGHT_EPILOG_TIMEOUT", "1")]);
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+    assert!(read(&node.output_file()).contains("took longer than 1 s and was stopped"));
+
+    // doctor that cannot check (a bad argument) is reported as such.
+    node.epilog(&[("SLURM_JOB_GPUS", "0"), ("GPUSIGHT_DOCTOR_ARGS", "--frobnicate")]);
+    assert!(read(&node.output_file()).contains("GPUs 0: could not check (exit 3)"));
+}
+
+#[test]
+fn the_slurm_epilog_writes_as_the_jobs_user_never_as_root() {
+    use std::os::unix::fs::MetadataExt as _;
+    use std::os::unix::fs::PermissionsExt as _;
+    let node = SlurmNode::new();
+    if std::fs::metadata(node.dir.path()).unwrap().uid() != 0 {
+        eprintln!("skipped: needs root, as slurmd runs the epilog");
+        return;
+    }
+    // The job's user (nobody) owns the output file; a path the user pointed at a root file is not written.
+    std::fs::set_permissions(node.dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let nobody = "65534";
+    std::os::unix::fs::chown(node.output_file(), Some(65534), Some(65534)).unwrap();
+    let vars = [("SLURM_JOB_GPUS", "1"), ("SLURM_JOB_UID", nobody), ("SLURM_JOB_GID", nobody)];
+    node.epilog(&vars);
+    assert!(read(&node.output_file()).contains("GPUs 1: WARNING"), "appended as the job's user");
+
+    let root_file = node.path("root-only");
+    std::fs::write(&root_file, "root's\n").unwrap();
+    std::fs::remove_file(node.output_file()).unwrap();
+    std::os::unix::fs::symlink(&root_file, node.output_file()).unwrap();
+    node.epilog(&vars);
+    assert_eq!(read(&root_file), "root's\n", "root's file was written through the user's symlink");
+    assert!(read(&node.path("log/slurm-42.gpusight.txt")).contains("GPUs 1: WARNING"), "kept in the log");
 }

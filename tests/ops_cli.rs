@@ -194,3 +194,31 @@ fn export_listens_where_gpusight_listen_says_and_warns_off_loopback() {
     assert_eq!(warning.len(), 1, "{message}");
     assert!(warning[0].starts_with("gpusight: warning: serving 0.0.0.0:"), "{}", warning[0]);
 }
+
+/// The meaning the man page's EXIT STATUS section gives `code`: in the part for every command, or in doctor's.
+fn man_exit_meaning(man: &str, doctor: bool, code: i32) -> String {
+    let section = man.split(".SH \"EXIT STATUS\"\n").nth(1).expect("EXIT STATUS");
+    let section = section.split("\n.SH ").next().unwrap_or_default();
+    let (general, doctors) = section.split_once(".PP\n").expect("doctor's part");
+    let part = if doctor { doctors } else { general };
+    let entry = format!(".TP\n\\fB{code}\\fR\n");
+    let at = part.find(&entry).unwrap_or_else(|| panic!("no {code} in {part}"));
+    part[at + entry.len()..].lines().next().unwrap_or_default().replace("\\-", "-")
+}
+
+#[test]
+fn the_man_pages_exit_statuses_are_what_the_binary_returns() {
+    let man = stdout(&gpusight(&["man"]));
+    let code = |args: &[&str]| gpusight(args).status.code().expect("an exit code");
+    assert!(man_exit_meaning(&man, false, code(&["--frobnicate"])).contains("bad command line"));
+    assert!(man_exit_meaning(&man, false, code(&["--once", "--synthetic", "idle"])).contains("success"));
+    assert!(man_exit_meaning(&man, false, code(&["--replay", "/nonexistent/run.jsonl", "--once"])).contains("failure"));
+    assert!(man_exit_meaning(&man, false, code(&["--synthetic", "idle"])).contains("needs a terminal"));
+    let doctor = |scenario: &str| code(&["doctor", "--synthetic", scenario, "--duration", "60s"]);
+    assert!(man_exit_meaning(&man, true, doctor("compute")).starts_with("healthy"));
+    assert!(man_exit_meaning(&man, true, doctor("input-bound")).contains("warning"));
+    assert!(man_exit_meaning(&man, true, doctor("gpu-lost")).contains("critical"));
+    assert!(man_exit_meaning(&man, true, code(&["doctor", "--frobnicate"])).starts_with("could not check"));
+    assert_eq!(code(&["doctor", "--frobnicate"]), gpusight::doctor::EXIT_UNKNOWN);
+    assert_eq!(code(&["--frobnicate"]), gpusight::run::EXIT_NO_DRIVER);
+}

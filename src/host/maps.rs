@@ -121,11 +121,13 @@ fn read_error(err: &io::Error, pid: u32, what: &str, path: &std::path::Path) -> 
 mod tests {
     use super::*;
 
+    #[cfg(gpusight_fixtures)]
     fn fixture(name: &str) -> Vec<u8> {
         let path = format!("{}/tests/fixtures/proc/text/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn maps_finds_cuda_libraries_once_with_versions() {
         let libs = parse_maps(&String::from_utf8_lossy(&fixture("maps")));
@@ -157,6 +159,7 @@ mod tests {
         assert_eq!(split_library_name("python3.11"), None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn environ_sorted() {
         let env = parse_environ(&fixture("environ"));

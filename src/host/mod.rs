@@ -146,4 +146,5 @@ pub(crate) fn read_text<'a>(path: &Path, buf: &'a mut Vec<u8>) -> io::Result<Cow
 }
 
 #[cfg(test)]
+#[cfg(gpusight_fixtures)]
 mod sampler_tests;

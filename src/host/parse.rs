@@ -253,6 +253,7 @@ pub fn parse_uptime_s(text: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    #[cfg(gpusight_fixtures)]
     fn fixture(name: &str) -> String {
         let path = format!("{}/tests/fixtures/proc/text/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
@@ -266,6 +267,7 @@ mod tests {
         assert_eq!(parse_cpulist("a-b"), None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn proc_stat_with_an_offline_cpu() {
         let stat = parse_proc_stat(&fixture("stat"));
@@ -301,6 +303,7 @@ mod tests {
         assert_eq!(CpuTimes::default().busy_pct(), None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn meminfo() {
         let m = parse_meminfo(&fixture("meminfo"));
@@ -311,6 +314,7 @@ mod tests {
         assert_eq!(parse_meminfo("MemTotal: lots\n").mem_total_bytes, None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn vmstat() {
         let v = parse_vmstat(&fixture("vmstat"));
@@ -325,6 +329,7 @@ mod tests {
         assert_eq!(parse_loadavg("0.52 x"), None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn psi_with_and_without_full() {
         let io = parse_psi(&fixture("pressure_io"));

@@ -134,11 +134,13 @@ pub fn parse_children(text: &str) -> impl Iterator<Item = u32> + '_ {
 mod tests {
     use super::*;
 
+    #[cfg(gpusight_fixtures)]
     fn fixture(name: &str) -> String {
         let path = format!("{}/tests/fixtures/proc/text/{name}", env!("CARGO_MANIFEST_DIR"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn stat_with_spaces_and_parentheses_in_the_name() {
         let s = parse_pid_stat(&fixture("pid_stat_weird_comm")).unwrap();
@@ -154,6 +156,7 @@ mod tests {
         assert_eq!(parse_stat_state(&fixture("pid_stat_weird_comm")), Some('D'));
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn stat_plain_and_broken() {
         let s = parse_pid_stat(&fixture("pid_stat")).unwrap();
@@ -165,6 +168,7 @@ mod tests {
         assert_eq!(parse_pid_stat(")1 ("), None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn status() {
         let s = parse_pid_status(&fixture("pid_status"));
@@ -184,6 +188,7 @@ mod tests {
         assert_eq!(s.cpus_allowed, None);
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn io() {
         let io = parse_pid_io(&fixture("pid_io"));

@@ -221,7 +221,7 @@ fn handle<B: Backend>(
                 app.on_feed(*feed);
                 Effect::None
             }
-            Some(LoopEvent::Terminate(signal)) => return Ok(Some(128 + signal)),
+            Some(LoopEvent::Terminate(signal)) => return Ok(Some(crate::exit::SIGNAL_BASE + signal)),
             Some(LoopEvent::Snapshot(latest)) => {
                 if let Some(newest) = latest.take() {
                     app.on_feed(FeedEvent::Snapshot(newest));

@@ -109,7 +109,7 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) ->
                 }
                 Ok(Message::Redraw) => {}
                 Ok(Message::InputClosed) | Err(_) => return Ok(0),
-                Ok(Message::Terminate(signal)) => return Ok(128 + signal),
+                Ok(Message::Terminate(signal)) => return Ok(crate::exit::SIGNAL_BASE + signal),
             }
         }
     })();

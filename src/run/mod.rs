@@ -46,14 +46,14 @@ pub use error::RunError;
 pub use feed::StallNotice;
 
 /// Exit code when no NVIDIA driver could be used, or the command line was wrong (as clap does for bad flags).
-pub const EXIT_NO_DRIVER: i32 = 2;
+pub const EXIT_NO_DRIVER: i32 = crate::exit::NO_DRIVER;
 /// Exit code for any other failure (bad file, unreadable recording, port in use).
-pub const EXIT_FAILURE: i32 = 1;
+pub const EXIT_FAILURE: i32 = crate::exit::FAILURE;
 /// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
 /// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
-pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::doctor::EXIT_UNKNOWN;
+pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::exit::DOCTOR_UNKNOWN;
 /// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
-pub const EXIT_NO_TERMINAL: i32 = 3;
+pub const EXIT_NO_TERMINAL: i32 = crate::exit::NO_TERMINAL;
 
 /// Runs gpusight with the process's arguments and returns the exit code. `main.rs` only calls this.
 #[must_use]

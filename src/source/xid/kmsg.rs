@@ -176,6 +176,7 @@ mod tests {
         GpuEventKind::Xid { code, pid, process_name: name.map(str::to_string) }
     }
 
+    #[cfg(gpusight_fixtures)]
     #[test]
     fn every_fixture_line_parses() {
         type Want = Option<(u64, (u32, u32, u32), GpuEventKind)>;
