@@ -13,7 +13,7 @@ Output is read by a thread that only timestamps chunks, so parsing the screen (p
 timestamps. Reports p50/p95/p99/max per delay setting.
 
 Usage:
-  python3 scripts/key_latency.py [--bin target/release/gpusight] [--delays 80,900] [--keys 200]
+  python3 tools/key_latency.py [--bin target/release/gpusight] [--delays 80,900] [--keys 200]
                                  [--spec mixed:8] [--interval 0.1] [--seed 1]
 
 Needs the pyte package (pip install pyte) to parse the screen; everything else is the standard library.
