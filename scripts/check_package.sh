@@ -9,7 +9,7 @@ MAX_BYTES=${MAX_PACKAGE_BYTES:-2000000}
 
 list=$(cargo package --locked --list --allow-dirty)
 echo "$list" | awk 'END {print "   " NR " files"}'
-unwanted=$(echo "$list" | grep -E '^(tests|fuzz|benches|examples|scripts|deploy|target|\.ci)/|\.snap$' || true)
+unwanted=$(echo "$list" | grep -E '^(tests|fuzz|benches|examples|tools|scripts|deploy|target|\.ci)/|\.snap$' || true)
 if [ -n "$unwanted" ]; then
   echo "check_package.sh: the package would ship files it does not need:" >&2
   echo "$unwanted" >&2

@@ -1,8 +1,26 @@
 #!/usr/bin/env bash
-# gpusight's findings where training really runs, on a GPU machine: real PyTorch programs (cluster_workloads.py,
-# findings_train.py) in the conditions users have, each watched live by `gpusight doctor --json` and recorded
-# (`--record`, replayable with `gpusight doctor --replay`), beside each program's own ground truth.
+# gpusight validated end to end on a GPU machine: its readings beside nvidia-smi, its verdicts on real PyTorch jobs
+# beside each job's own ground truth, and its cost beside `nvidia-smi dmon` and nvitop. One group per run (each fits
+# in ten minutes unless said otherwise):
 #
+#   GROUP=readings bash scripts/device/cluster_cases.sh   # ~5 min: --once --json, export and report beside
+#                                                          # nvidia-smi, doctor under load, the monitor in tmux,
+#                                                          # a torchrun job's identity, jobs view and whole-job
+#                                                          # SIGTERM (JOB_ARGS="" on two GPUs: NCCL, a rank a GPU)
+#   GROUP=findings bash scripts/device/cluster_cases.sh   # ~7 min: healthy, one-worker, small files behind a slow
+#                                                          # store (cgroup io.max), a checkpoint writer
+#   GROUP=waits ONLY_CASES="launch-tiny launch-graph launch-b4096" bash scripts/device/cluster_cases.sh
+#   GROUP=waits ONLY_CASES="h2d-pageable h2d-pinned h2d-overlap" bash scripts/device/cluster_cases.sh
+#   GROUP=waits ONLY_CASES="cpu-quota cpu-quota-free remote-http remote-local" bash scripts/device/cluster_cases.sh
+#                                                          # ~5.5-7 min each: why a GPU waits (launches, copies,
+#                                                          # a CPU quota, a remote dataset), with their controls
+#   GROUP=ranks ONLY_CASES="balanced loader compute" bash scripts/device/cluster_cases.sh   # two GPUs, ~6 min
+#   GROUP=ranks ONLY_CASES="hang" bash scripts/device/cluster_cases.sh                      # two GPUs, ~4 min
+#   GROUP=cost bash scripts/device/cluster_cases.sh       # ~2.5 min: CPU and memory of gpusight at 1 s and 0.1 s,
+#                                                          # `nvidia-smi dmon -d 1` and nvitop (when importable),
+#                                                          # side by side while a training step runs
+#   GROUP=nvml-threads bash scripts/device/cluster_cases.sh   # two GPUs, ~2 min: which NVML call families
+#                                                              # survive concurrent calls
 #   GROUP=serve-ranks bash scripts/device/cluster_cases.sh   # ~9.5 min: bursty inference server (6 min 15 s),
 #                                                            # 2 ranks over gloo with rank 0 in a 135 s CPU phase
 #   GROUP=host bash scripts/device/cluster_cases.sh          # ~6.5 min: CPU-offloaded optimizer, torch.compile
@@ -10,13 +28,20 @@
 #                                                            # a healthy job whose stdout, logs and checkpoints go
 #                                                            # to a FUSE mount, the exporter over TLS + basic auth
 #                                                            # scraped by a real Prometheus
+#   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
+#                                                            # writes what GROUP=host's exporter case needs
 #
-# Needs: target/release/gpusight; PyTorch with CUDA and torchvision; for the FUSE mount, libfuse2 (the Debian
-# packages `libfuse2` and `fuse` unpacked from DEBS=DIR/*.deb if the system has none) and fusepy's fuse.py in
-# FUSEPY=DIR; for the exporter check, Prometheus (PROM_DEB=the Debian package, unpacked, if none is installed) and
-# WEB=DIR holding web.yml, cert.pem, key.pem, prometheus.yml (made by scripts/device/make_tls.sh on the dev
-# machine). Without any of them the case that needs it says so and is skipped, never faked.
-# Results: $OUT/cluster.tgz (NAME.doctor.json, NAME.jsonl.gz, NAME.truth.json, NAME.out, log.txt).
+# Needs: target/release/gpusight (cargo build --release --locked; GPUSIGHT=path for another); PyTorch with CUDA and
+# torchvision (the programs are scripts/device/workloads.py); torchrun for the jobs of ranks and readings; tmux for
+# readings; util-linux `script` for cost; target/release/examples/nvml_concurrency for nvml-threads (cargo build
+# --release --example nvml_concurrency). For GROUP=host's FUSE mount, libfuse2 (the Debian packages `libfuse2` and
+# `fuse` unpacked from DEBS=DIR/*.deb if the system has none) and fusepy's fuse.py in FUSEPY=DIR; for its exporter
+# check, Prometheus (PROM_DEB=the Debian package, unpacked, if none is installed) and WEB=DIR holding web.yml,
+# cert.pem, key.pem, prometheus.yml (GROUP=tls). Without any of them the case that needs it says so and is skipped,
+# never faked.
+# Results: GROUP=serve-ranks and host: $OUT/cluster-GROUP.tgz (NAME.doctor.json, NAME.jsonl.gz, NAME.truth.json,
+# NAME.out, log.txt). The other groups: ${OUT:-/tmp/gpusight-validate}/GROUP/ (log.txt, table.md, each case's
+# doctor JSON, recording and ground truth) and GROUP.tgz beside it.
 #
 # Safe on a shared box: never changes clocks, power limits, persistence or MIG, never resets the GPU, and kills
 # every process it started on exit.
@@ -24,6 +49,806 @@ set -u
 cd "$(dirname "$0")/../.." || exit 3
 B=${GPUSIGHT:-$PWD/target/release/gpusight}
 S=$PWD/scripts/device
+BASE=${OUT:-/tmp/gpusight-validate}
+
+case "${1:-${GROUP:-}}" in
+    -h|--help|help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+esac
+
+# ---- readings: what gpusight reads, beside nvidia-smi; the monitor; a torchrun job's identity ------------------------
+group_readings() (
+O=$BASE/readings
+mkdir -p "$O"
+exec > >(tee "$O/log.txt") 2>&1
+command -v tmux >/dev/null || { echo "tmux is not installed"; exit 1; }
+[ -x "$B" ] || { echo "no binary at $B"; exit 1; }
+SOCK=gpusight-house-$$
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; pkill -f "workloads.py ddp" 2>/dev/null; tmux -L $SOCK kill-server 2>/dev/null' EXIT
+$B --version; nvidia-smi -L
+
+SMI_Q=memory.used,temperature.gpu,power.draw,clocks.sm,pcie.link.gen.current,pcie.link.width.current,utilization.gpu
+# compare NAME: one --once --json and one nvidia-smi query back to back, then the fields side by side.
+compare() {
+    local name=$1
+    $B --once --json > "$O/${name}.json"; echo "once exit=$?"
+    nvidia-smi --query-gpu=$SMI_Q --format=csv,noheader,nounits > "$O/${name}_smi.csv"
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits > "$O/${name}_apps.csv"
+    python3 - "$O/${name}.json" "$O/${name}_smi.csv" "$O/${name}_apps.csv" <<'EOF'
+import json, sys
+g = json.load(open(sys.argv[1]))["tick"]
+gpu = g["gpus"][0]
+smi = [x.strip() for x in open(sys.argv[2]).read().splitlines()[0].split(",")]
+mem, temp, power, sm, gen, width, util = smi
+rows = [
+    ("memory used MiB", gpu["mem_used_bytes"] / 2**20, float(mem), 64),
+    ("temperature C", gpu["temp_c"], float(temp), 2),
+    ("power W", gpu["power_mw"] / 1000, float(power), max(15.0, 0.1 * float(power))),
+    ("SM clock MHz", gpu["sm_clock_mhz"], float(sm), 60),
+    ("PCIe gen", gpu["pcie_gen"], float(gen), 0),
+    ("PCIe width", gpu["pcie_width"], float(width), 0),
+    ("utilization %", gpu["util_pct"], float(util), 100),  # moves between the two reads: shown, not judged
+]
+bad = 0
+for what, ours, theirs, tol in rows:
+    ok = ours is not None and abs(float(ours) - theirs) <= tol
+    bad += not ok
+    print(f"  {what:18} gpusight {ours!s:>10}  nvidia-smi {theirs:>10}  {'ok' if ok else 'DIFFERS'}")
+apps = {}
+for line in open(sys.argv[3]).read().splitlines():
+    if line.strip():
+        pid, used = (x.strip() for x in line.split(","))
+        apps[int(pid)] = float(used)
+ours = {p["pid"]: (p.get("used_gpu_memory_bytes") or 0) / 2**20 for p in g["gpu_processes"] if p.get("pid")}
+for pid, used in sorted(apps.items()):
+    o = ours.get(pid)
+    ok = o is not None and abs(o - used) <= 64
+    bad += not ok
+    print(f"  process {pid:<8} gpusight {o} MiB  nvidia-smi {used} MiB  {'ok' if ok else 'DIFFERS'}")
+extra = set(ours) - set(apps)
+if extra:
+    print(f"  gpusight lists processes nvidia-smi does not: {sorted(extra)}")
+print(f"  {len(rows) + len(apps)} fields, {bad} differ")
+EOF
+}
+
+echo "== 1a. idle"; compare idle
+python3 - <<'EOF' &
+import time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+hold = torch.empty(6 << 30, dtype=torch.uint8, device="cuda")
+end = time.time() + 75
+while time.time() < end:
+    for _ in range(20):
+        b = a @ a
+    torch.cuda.synchronize()
+EOF
+LOAD=$!; PIDS+=("$LOAD")
+sleep 8
+echo "== 1b. under a matmul load (PID $LOAD)"; compare load
+echo "== 2a. doctor --duration 20s --json under the load"
+$B doctor --duration 20s --json > "$O/doctor.json"; echo "doctor exit=$?"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  schema', d.get('schema'), 'exit', d.get('exit_code')); [print('  ', f['rule'], f['severity'], '|', f['title']) for f in d['findings']]" "$O/doctor.json"
+echo "== 2b. report"
+$B report --duration 10s > "$O/report.md"; echo "report exit=$?"; grep -iE "cpu|model|driver" "$O/report.md" | head -8
+echo "== 2c. export beside nvidia-smi"
+$B export --listen 127.0.0.1:19511 2> "$O/export.err" & EXP=$!; PIDS+=("$EXP")
+sleep 4
+curl -s --max-time 5 http://127.0.0.1:19511/metrics > "$O/metrics.txt"; echo "curl exit=$? $(wc -l < "$O/metrics.txt") lines"
+grep -E '^DCGM_FI_DEV_(GPU_UTIL|FB_USED|POWER_USAGE|GPU_TEMP|SM_CLOCK)\{' "$O/metrics.txt" | cut -c1-60,200- | sed 's/{.*}/{..}/'
+nvidia-smi --query-gpu=utilization.gpu,memory.used,power.draw,temperature.gpu,clocks.sm --format=csv,noheader
+echo "  metric families: $(grep -c '^# TYPE' "$O/metrics.txt")"
+kill -TERM "$EXP"; wait "$EXP"; echo "export exit after SIGTERM=$?"
+
+# capture NAME W H WAIT "ARGS" [KEYS...]: the monitor in a W x H tmux pane; the pane's shell prints the exit status.
+capture() {
+    local name=$1 w=$2 h=$3 wait=$4 args=$5; shift 5
+    tmux -L $SOCK new-session -d -s s -x "$w" -y "$h" "TERM=xterm-256color $B $args; echo EXIT=\$?; sleep 30"
+    sleep "$wait"
+    for key in "$@"; do tmux -L $SOCK send-keys -t s "$key"; sleep 0.8; done
+    tmux -L $SOCK capture-pane -p -t s > "$O/${name}_${w}x${h}.txt"
+    tmux -L $SOCK kill-session -t s 2>/dev/null
+    echo "== $name ${w}x${h}"; cat "$O/${name}_${w}x${h}.txt"
+}
+echo "== 3. monitor"
+capture live 80 24 4 ""
+capture live 200 60 4 ""
+capture live_help 80 24 3 "" "?"
+capture live_quit 80 24 3 "" q
+wait "$LOAD" 2>/dev/null
+
+echo "== 4. a torchrun job of two ranks (${JOB_ARGS---backend gloo --same-gpu})"
+# On two GPUs: JOB_ARGS="" (NCCL, one rank per GPU).
+torchrun --standalone --nproc_per_node=2 "$S/workloads.py" ddp ${JOB_ARGS---backend gloo --same-gpu} \
+    --seconds 150 --workers 2 --batch 32 > "$O/torchrun.log" 2>&1 & TR=$!; PIDS+=("$TR")
+for _ in $(seq 60); do [ "$(grep -c '^rank . pid' "$O/torchrun.log")" -ge 2 ] && break; sleep 1; done
+cat "$O/torchrun.log"; sleep 8
+$B --once > "$O/jobs_once.txt"; echo "once exit=$?"; sed -n '/[Jj]obs/,$p' "$O/jobs_once.txt" | head -12
+$B --once --json > "$O/jobs_once.json"
+python3 -c "
+import json,sys
+t=json.load(open(sys.argv[1]))['tick']
+for p in t['processes']:
+    if p.get('job'): print('  pid', p['pid'], p['name'], json.dumps(p['job']))
+" "$O/jobs_once.json"
+capture jobs 80 24 4 "" J
+capture jobs 160 50 4 "" J
+capture jobs_expanded 160 50 4 "" J Enter
+capture jobs_term 160 50 4 "" J T
+tmux -L $SOCK new-session -d -s s -x 160 -y 50 "TERM=xterm-256color $B; echo EXIT=\$?; sleep 30"
+sleep 4; for k in J T Enter; do tmux -L $SOCK send-keys -t s "$k"; sleep 0.8; done
+sleep 3
+tmux -L $SOCK capture-pane -p -t s > "$O/jobs_after_term_160x50.txt"; cat "$O/jobs_after_term_160x50.txt" | tail -8
+tmux -L $SOCK kill-session -t s 2>/dev/null
+sleep 3
+echo "ranks left after the whole-job SIGTERM: $(pgrep -fc 'workloads.py ddp' || true)"; pgrep -fa 'workloads.py ddp' | cut -c1-120
+wait "$TR"; echo "torchrun exit=$?"; tail -5 "$O/torchrun.log"
+echo "== done"
+)
+
+# ---- findings: real training jobs on files, beside torch.profiler's DataLoader share --------------------------------
+group_findings() (
+O=$BASE/findings
+# The data must live on a block device (tmpfs has no storage to wait for): /var/tmp unless WORKDIR says otherwise.
+W=${WORKDIR:-/var/tmp/gs_findings}
+# io.max for the small-files case ("" turns the throttle off): 600 reads/s and 64 MiB/s per disk.
+IO_MAX=${IO_MAX-riops=600 rbps=67108864}
+CG=/sys/fs/cgroup/gs_slow_store
+mkdir -p "$O" "$W"
+exec > >(tee "$O/log.txt") 2>&1
+echo "work dir $W on $(findmnt -no SOURCE,FSTYPE,MAJ:MIN -T "$W" | tr -s ' ')"
+
+# slow_store: a cgroup v2 whose io.max caps reads on every disk; prints why when it cannot be made.
+slow_store() {
+    [ -n "$IO_MAX" ] || return 1
+    [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ] || { echo "note: no cgroup v2 at /sys/fs/cgroup"; return 1; }
+    grep -qw io /sys/fs/cgroup/cgroup.controllers || { echo "note: no io controller"; return 1; }
+    grep -qw io /sys/fs/cgroup/cgroup.subtree_control || echo +io > /sys/fs/cgroup/cgroup.subtree_control || return 1
+    mkdir -p "$CG" || return 1
+    local dev n=0
+    for dev in /sys/block/*/dev; do
+        case $dev in */loop*|*/ram*|*/zram*) continue ;; esac
+        echo "$(cat "$dev") $IO_MAX" > "$CG/io.max" && n=$((n + 1))
+    done
+    echo "slow store: io.max on $n disk(s):"; sed 's/^/  /' "$CG/io.max"
+    [ $n -gt 0 ]
+}
+[ -x "$B" ] || { echo "no $B: build it with cargo build --release --locked"; exit 3; }
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    sleep 1
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$W"
+    [ -d "$CG" ] && { cat "$CG/cgroup.procs" 2>/dev/null | while read -r p; do echo "$p" > /sys/fs/cgroup/cgroup.procs; done; rmdir "$CG"; } 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t0=$(date +%s)
+NCPU=$(nproc)
+WORKERS=$(( NCPU > 4 ? NCPU - 2 : 2 ))
+echo "== $(date -u +%FT%TZ) gpusight $($B --version) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $NCPU CPUs"
+python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__)" || exit 3
+
+drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null; }
+if drop_caches; then CAN_DROP=1; else CAN_DROP=0; echo "note: not root, drop_caches unavailable"; fi
+
+echo "== datasets (t=$(( $(date +%s) - t0 )) s)"
+python3 "$S/workloads.py" data --jpeg "$W/jpeg" 8000 --raw "$W/raw" 24000 || exit 3
+du -sh "$W/jpeg" "$W/raw"
+# Warm the JPEGs into the page cache for the healthy and one-worker cases.
+cat "$W"/jpeg/*/*.jpg > /dev/null
+
+# run_case NAME -- TRAIN_ARGS...: starts the job, waits until it is warm, watches it with doctor for
+# 45 s while the job profiles itself, then waits for the job's ground truth.
+# ONLY_CASES="writer healthy" runs just those cases (the table still lists all four).
+wanted() { [ -z "${ONLY_CASES:-}" ] || [[ " $ONLY_CASES " == *" $1 "* ]]; }
+run_case() {
+    wanted "$1" || return 0
+    local name=$1; shift; shift
+    local ready="$W/$name.ready" truth="$O/${name}_truth.json"
+    rm -f "$ready" "$truth"
+    echo "== case $name (t=$(( $(date +%s) - t0 )) s): $*"
+    if [ "$name" = small-files ] && slow_store; then
+        # The DataLoader workers move themselves into the slow store's cgroup as they start (worker_init_fn); the
+        # main process, its CUDA libraries and the GPU work stay outside it.
+        GS_SLOW_CGROUP=$CG python3 "$S/workloads.py" train-files --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+    else
+        python3 "$S/workloads.py" train-files --ready "$ready" --truth "$truth" --seconds 50 "$@" &
+    fi
+    local job=$!
+    PIDS+=("$job")
+    local waited=0
+    while [ ! -e "$ready" ] && kill -0 "$job" 2>/dev/null && [ $waited -lt 900 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if [ ! -e "$ready" ]; then echo "case $name: the job did not get warm"; kill "$job" 2>/dev/null; wait "$job"; return; fi
+    local dropper=""
+    if [ "$name" = small-files ] && [ $CAN_DROP = 1 ]; then
+        ( while true; do drop_caches; sleep 1; done ) &
+        dropper=$!
+        PIDS+=("$dropper")
+    fi
+    # A recording beside doctor, so the case can be replayed through `doctor --replay` off the GPU.
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
+    "$B" doctor --duration 45s --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
+    echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    [ "$name" = small-files ] && [ -f "$CG/io.stat" ] && echo "slow store io.stat: $(cat "$CG/io.stat")"
+    [ -n "$dropper" ] && kill "$dropper" 2>/dev/null
+    # The job runs 50 s once warm; give it 30 s more to write its truth, then stop it.
+    local left=300
+    while kill -0 "$job" 2>/dev/null && [ $left -gt 0 ]; do sleep 0.1; left=$((left - 1)); done
+    kill "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+}
+
+run_case healthy -- --data "$W/jpeg" --workers "$WORKERS" --batch 128
+run_case one-worker -- --data "$W/jpeg" --workers 1 --batch 128
+run_case small-files -- --data "$W/raw" --kind raw --fadvise --workers 2 --batch 256
+run_case writer -- --data "$W/jpeg" --workers "$WORKERS" --batch 128 --ckpt-every 2 --ckpt-gib 3
+
+echo "== results (t=$(( $(date +%s) - t0 )) s)"
+python3 - "$O" <<'EOF' | tee "$O/table.md"
+import json, sys, os
+out = sys.argv[1]
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+cases = [
+    ("healthy", "no warning or critical (exit 0)"),
+    ("one-worker", "cpu-bound-input naming the worker's PID"),
+    ("small-files", "input-bound"),
+    ("writer", "not input-bound"),
+]
+print("| case | DataLoader share (profiler / wall) | checkpoint share | expected | found (doctor exit, rules) | result |")
+print("|---|---|---|---|---|---|")
+for name, expected in cases:
+    doc = load(os.path.join(out, f"{name}_doctor.json"))
+    truth = load(os.path.join(out, f"{name}_truth.json")) or {}
+    if doc is None:
+        print(f"| {name} | | | {expected} | doctor gave no JSON | FAIL |")
+        continue
+    findings = doc.get("findings", [])
+    rules = [(f["rule"], f["severity"], f.get("pid")) for f in findings]
+    found = f"exit {doc.get('exit_code')}: " + (", ".join(f"{r} ({s}, PID {p})" if p else f"{r} ({s})" for r, s, p in rules) or "none")
+    workers = truth.get("workers", [])
+    if name == "healthy":
+        ok = doc.get("exit_code") == 0
+    elif name == "one-worker":
+        hits = [f for f in findings if f["rule"] == "cpu-bound-input"]
+        ok = any(f"worker PID {w}" in f["evidence"] for f in hits for w in workers)
+        found += f"; worker PIDs {workers}"
+    elif name == "small-files":
+        ok = any(f["rule"] == "input-bound" for f in findings)
+    else:
+        ok = not any(f["rule"] == "input-bound" for f in findings + doc.get("cleared", []))
+    dl = f"{truth.get('dataloader_share')} / {truth.get('wall_dataloader_share')}"
+    ck = f"{truth.get('checkpoint_share')} / {truth.get('wall_checkpoint_share')}" if name == "writer" else ""
+    print(f"| {name} | {dl} | {ck} | {expected} | {found} | {'PASS' if ok else 'FAIL'} |")
+EOF
+for c in healthy one-worker small-files writer; do
+    echo "-- $c evidence:"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print('  ', f['rule'], f['severity'], '|', f['evidence']) for f in d['findings']]; [print('   not judged:', n) for n in d.get('not_judged', [])]" "$O/${c}_doctor.json" 2>/dev/null
+done
+echo "== done in $(( $(date +%s) - t0 )) s; files in $O"
+)
+
+# ---- waits: why a GPU waits: launches, host-to-device copies, a CPU quota, a remote dataset -------------------------
+group_waits() (
+O=$BASE/waits
+W=/tmp/gs_newfind
+CG=/sys/fs/cgroup/gs_newfind_quota
+DOCTOR_S=${DOCTOR_S:-75}
+# The job runs on after doctor: its last 8 s are profiled (the ground truth), outside the watch window.
+JOB_S=$((DOCTOR_S + 12))
+mkdir -p "$O" "$W"
+exec > >(tee -a "$O/log.txt") 2>&1
+[ -x "$B" ] || { echo "no $B: build it with cargo build --release --locked"; exit 3; }
+
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    sleep 1
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    if [ -d "$CG" ]; then
+        # Anything left inside (workers that outlived their parent) goes, then the cgroup.
+        for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+        sleep 0.5
+        rmdir "$CG" 2>/dev/null || echo "note: could not remove $CG"
+    fi
+    rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+t0=$(date +%s)
+wanted() { [ -z "${ONLY_CASES:-}" ] || [[ " $ONLY_CASES " == *" $1 "* ]]; }
+echo "== $(date -u +%FT%TZ) gpusight $($B --version) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nproc) CPUs"
+python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__)" || exit 3
+
+need_jpeg=0
+for c in cpu-quota cpu-quota-free remote-http remote-local; do wanted "$c" && need_jpeg=1; done
+if [ $need_jpeg = 1 ]; then
+    echo "== dataset (t=$(( $(date +%s) - t0 )) s)"
+    python3 "$S/workloads.py" data --jpeg "$W/jpeg" 6000 || exit 3
+    du -sh "$W/jpeg"
+    cat "$W"/jpeg/*/*.jpg > /dev/null
+fi
+
+# cgroup_ready: makes $CG with cpu.max of 2 CPUs, or says why it cannot and returns 1.
+cgroup_ready() {
+    local root=/sys/fs/cgroup
+    if [ "$(stat -fc %T "$root" 2>/dev/null)" != cgroup2fs ]; then
+        echo "SKIP cpu-quota: $root is not a cgroup2 mount ($(stat -fc %T "$root" 2>&1)); not faking it"; return 1
+    fi
+    if ! grep -qw cpu "$root/cgroup.controllers" 2>/dev/null; then
+        echo "SKIP cpu-quota: the cpu controller is not available in $root/cgroup.controllers ($(cat "$root/cgroup.controllers" 2>&1))"; return 1
+    fi
+    if ! grep -qw cpu "$root/cgroup.subtree_control" 2>/dev/null; then
+        if ! echo +cpu > "$root/cgroup.subtree_control" 2>/dev/null; then
+            echo "SKIP cpu-quota: cannot enable +cpu in $root/cgroup.subtree_control (read-only, or processes in a non-root cgroup)"; return 1
+        fi
+    fi
+    mkdir -p "$CG" 2>/dev/null || { echo "SKIP cpu-quota: cannot create $CG (not writable)"; return 1; }
+    if ! echo "200000 100000" > "$CG/cpu.max" 2>/dev/null; then
+        echo "SKIP cpu-quota: cannot write $CG/cpu.max"; rmdir "$CG" 2>/dev/null; return 1
+    fi
+    echo "cgroup $CG: cpu.max $(cat "$CG/cpu.max"), cpuset $(cat "$CG/cpuset.cpus.effective" 2>/dev/null || echo n/a)"
+    return 0
+}
+
+# run_case NAME PROGRAM ARGS...: starts the job, waits until it is warm, watches it with doctor for DOCTOR_S
+# seconds (one --once --json halfway), then waits for the job's ground truth. PREFIX (an env var) wraps the job.
+run_case() {
+    local name=$1 program=$2; shift 2
+    wanted "$name" || return 0
+    local ready="$W/$name.ready" truth="$O/${name}_truth.json"
+    rm -f "$ready" "$truth"
+    echo "== case $name (t=$(( $(date +%s) - t0 )) s): $program $*"
+    if [ -n "${IN_CGROUP:-}" ]; then
+        bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"' _ "$CG" \
+            python3 "$S/workloads.py" "$program" --ready "$ready" --truth "$truth" --seconds "$JOB_S" "$@" &
+    else
+        python3 "$S/workloads.py" "$program" --ready "$ready" --truth "$truth" --seconds "$JOB_S" "$@" &
+    fi
+    local job=$!
+    PIDS+=("$job")
+    local waited=0
+    while [ ! -e "$ready" ] && kill -0 "$job" 2>/dev/null && [ $waited -lt 1200 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if [ ! -e "$ready" ]; then echo "case $name: the job did not get warm"; kill "$job" 2>/dev/null; wait "$job"; return; fi
+    [ -n "${IN_CGROUP:-}" ] && cat "$CG/cpu.stat" > "$O/${name}_cpu.stat.before" 2>/dev/null
+    ( sleep $((DOCTOR_S / 2)); "$B" --once --json > "$O/${name}_once.json" 2> "$O/${name}_once.err" ) &
+    PIDS+=("$!")
+    # A recording beside doctor, so the case can be replayed through `doctor --replay` off the GPU.
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
+    "$B" doctor --duration "${DOCTOR_S}s" --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
+    echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    [ -n "${IN_CGROUP:-}" ] && cat "$CG/cpu.stat" > "$O/${name}_cpu.stat.after" 2>/dev/null
+    local left=400
+    while kill -0 "$job" 2>/dev/null && [ $left -gt 0 ]; do sleep 0.1; left=$((left - 1)); done
+    kill "$job" 2>/dev/null
+    wait "$job" 2>/dev/null
+    nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+}
+
+run_case launch-tiny gpu-step --work tiny
+run_case launch-graph gpu-step --work graph
+run_case launch-b4096 gpu-step --work b4096
+run_case h2d-pageable gpu-step --work pageable
+run_case h2d-pinned gpu-step --work pinned
+run_case h2d-overlap gpu-step --work overlap
+
+LOADER=(--data "$W/jpeg" --workers 8 --batch 128 --model resnet152)
+if wanted cpu-quota; then
+    if cgroup_ready; then
+        IN_CGROUP=1 run_case cpu-quota train-loader "${LOADER[@]}"
+    else
+        echo "cpu-quota: skipped (see above)" > "$O/cpu-quota_skipped.txt"
+    fi
+fi
+run_case cpu-quota-free train-loader "${LOADER[@]}"
+
+if wanted remote-http; then
+    python3 "$S/workloads.py" slow-http --root "$W/jpeg" --port 8765 --delay-ms 20 &
+    PIDS+=("$!")
+    sleep 1
+    run_case remote-http train-loader "${LOADER[@]}" --source http --url http://127.0.0.1:8765
+fi
+run_case remote-local train-loader "${LOADER[@]}"
+
+echo "== results (t=$(( $(date +%s) - t0 )) s)"
+python3 - "$O" <<'EOF' | tee "$O/table.md"
+import json, os, sys
+out = sys.argv[1]
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+# (case, expected rule or None for "no warning", rules that must not appear)
+cases = [
+    ("launch-tiny", "launch-bound", None),
+    ("launch-graph", None, "launch-bound"),
+    ("launch-b4096", None, None),
+    ("h2d-pageable", "h2d-copy-bound", None),
+    ("h2d-pinned", "h2d-copy-bound", None),
+    ("h2d-overlap", None, None),
+    ("cpu-quota", "cpu-quota-throttled", None),
+    ("cpu-quota-free", None, None),
+    ("remote-http", "remote-dataset-stall", None),
+    ("remote-local", None, None),
+]
+
+def gpu0(once):
+    try:
+        g = once["tick"]["gpus"][0]
+    except (TypeError, KeyError, IndexError):
+        return ""
+    def pick(*names):
+        for n in names:
+            for src in (g, g.get("gpm") or {}):
+                if isinstance(src, dict) and src.get(n) is not None:
+                    return src[n]
+        return None
+    return (f"util {pick('util_pct')} %, SM act {pick('sm_active_pct')} %, DRAM {pick('dram_active_pct')} %, "
+            f"{pick('power_mw')} mW, RX {pick('pcie_rx_kbps')} KB/s, SM {pick('sm_clock_mhz')} MHz")
+
+def truth_text(t):
+    if not t:
+        return "no truth"
+    keys = ["step_ms", "gpu_kernel_share", "h2d_copy_share", "h2d_gb_per_s", "images_per_s", "dataloader_share",
+            "wall_dataloader_share"]
+    return ", ".join(f"{k} {t[k]}" for k in keys if t.get(k) is not None)
+
+print("| case | expected | found (doctor exit, rules) | seen mid-case (--once) | ground truth (torch.profiler) | result |")
+print("|---|---|---|---|---|---|")
+for name, expect, forbid in cases:
+    if os.path.exists(os.path.join(out, f"{name}_skipped.txt")):
+        print(f"| {name} | {expect or 'no warning'} | skipped: no writable cgroup2 with cpu | | | SKIP |")
+        continue
+    doc = load(os.path.join(out, f"{name}_doctor.json"))
+    if doc is None:
+        continue
+    findings = doc.get("findings", [])
+    found = f"exit {doc.get('exit_code')}: " + (", ".join(f"{f['rule']} ({f['severity']})" for f in findings) or "none")
+    warn = {f["rule"] for f in findings if f["severity"] in ("warning", "critical")}
+    if expect:
+        # The expected rule, and nothing else at warning or worse except the umbrella that names it.
+        ok = expect in {f["rule"] for f in findings} and warn <= {expect, "gpu-underfed"}
+    elif forbid:
+        ok = forbid not in {f["rule"] for f in findings}
+    else:
+        ok = not warn
+    truth = load(os.path.join(out, f"{name}_truth.json"))
+    print(f"| {name} | {expect or ('no ' + forbid if forbid else 'no warning')} | {found} | "
+          f"{gpu0(load(os.path.join(out, f'{name}_once.json')))} | {truth_text(truth)} | {'PASS' if ok else 'FAIL'} |")
+EOF
+for f in "$O"/*_doctor.json; do
+    [ -e "$f" ] || continue
+    echo "-- $(basename "$f" _doctor.json) evidence:"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print('  ', f['rule'], f['severity'], '|', f['evidence']) for f in d['findings']]; [print('   not judged:', n) for n in d.get('not_judged', [])]" "$f" 2>/dev/null
+done
+echo "== done in $(( $(date +%s) - t0 )) s; files in $O"
+)
+
+# ---- ranks: a two-rank torchrun job in four shapes, on two GPUs -----------------------------------------------------
+group_ranks() (
+O=$BASE/ranks
+DOCTOR_S=${DOCTOR_S:-75}
+HANG_DOCTOR_S=${HANG_DOCTOR_S:-170}
+mkdir -p "$O"
+exec > >(tee -a "$O/log.txt") 2>&1
+[ -x "$B" ] || { echo "no $B: build it with cargo build --release --locked"; exit 3; }
+[ "$(nvidia-smi -L | wc -l)" -ge 2 ] || { echo "needs two GPUs: $(nvidia-smi -L)"; exit 3; }
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
+    pkill -f "workloads.py ddp" 2>/dev/null
+    sleep 1
+    pkill -9 -f "workloads.py ddp" 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+wanted() { [ -z "${ONLY_CASES:-}" ] || [[ " $ONLY_CASES " == *" $1 "* ]]; }
+t0=$(date +%s)
+echo "== $(date -u +%FT%TZ) gpusight $($B --version); $(nvidia-smi -L | tr '\n' ' ')"
+
+# run_case NAME WATCH_S ARGS...: starts the job, waits until both ranks stepped for a while, watches it.
+run_case() {
+    local name=$1 watch=$2; shift 2
+    wanted "$name" || return 0
+    echo "== case $name (t=$(( $(date +%s) - t0 )) s): workloads.py ddp $*"
+    local log="$O/${name}_job.log"
+    torchrun --standalone --nproc_per_node=2 "$S/workloads.py" ddp --seconds $((watch + 60)) "$@" > "$log" 2>&1 &
+    local job=$!
+    PIDS+=("$job")
+    local waited=0
+    while [ "$(grep -c '^rank . pid' "$log")" -lt 2 ] && kill -0 "$job" 2>/dev/null && [ $waited -lt 120 ]; do
+        sleep 1; waited=$((waited + 1))
+    done
+    grep '^rank . pid' "$log"
+    sleep 20 # warm: cudnn benchmark, the loaders' first batches
+    ( sleep $((watch / 2)); "$B" --once --json > "$O/${name}_once.json" 2> /dev/null ) &
+    PIDS+=("$!")
+    "$B" --record "$O/${name}.jsonl.gz" --headless --overwrite 2> "$O/${name}_record.err" &
+    local recorder=$!
+    "$B" doctor --duration "${watch}s" --json > "$O/${name}_doctor.json" 2> "$O/${name}_doctor.err"
+    echo "doctor exit=$?"
+    kill -INT "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    kill "$job" 2>/dev/null; pkill -f "workloads.py ddp" 2>/dev/null
+    wait "$job" 2>/dev/null
+    grep -E "^rank .*img/s|stops taking part|Watchdog|timeout" "$log" | tail -6
+    sleep 3
+}
+
+run_case balanced "$DOCTOR_S" --workers 8
+run_case loader "$DOCTOR_S" --workers 8 --workers-rank 1:1
+run_case compute "$DOCTOR_S" --workers 8 --compute-rank 1:2
+run_case hang "$HANG_DOCTOR_S" --workers 8 --skip-allreduce-rank 1 --pg-timeout 300
+
+echo "== results (t=$(( $(date +%s) - t0 )) s)"
+python3 - "$O" <<'EOF' | tee "$O/table.md"
+import json, os, re, sys
+out = sys.argv[1]
+cases = [
+    ("balanced", None, ("rank-straggler", "collective-hang")),
+    ("loader", ("rank-straggler", 1, ("cpu-bound-input", "input-bound")), ()),
+    ("compute", ("rank-straggler", 1, ("compute",)), ()),
+    ("hang", ("collective-hang", None, ()), ()),
+]
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+def seen(name):
+    """Each GPU's means over the recording: NVML utilization, GPM SM activity, power, PCIe and NVLink."""
+    import gzip
+    sums = {}
+    try:
+        with gzip.open(os.path.join(out, f"{name}.jsonl.gz"), "rt") as f:
+            for line in f:
+                tick = json.loads(line)
+                for g in tick.get("gpus", []) if "at_ms" in tick else []:
+                    gpm = g.get("gpm") or {}
+                    vals = {"util": g.get("util_pct"), "sm": gpm.get("sm_active_pct"), "w": (g.get("power_mw") or 0) / 1000,
+                            "rx": (g.get("pcie_rx_kbps") or 0) / 1e6, "nvl": g.get("nvlink_rx_mib_s")}
+                    acc = sums.setdefault(g["index"], {})
+                    for k, v in vals.items():
+                        if v is not None:
+                            s, n = acc.get(k, (0.0, 0))
+                            acc[k] = (s + v, n + 1)
+    except (OSError, ValueError, EOFError):
+        return "no recording"
+    def m(acc, k, fmt):
+        s, n = acc.get(k, (0.0, 0))
+        return format(s / n, fmt) if n else "N/A"
+    return "; ".join(f"GPU {i}: util {m(a, 'util', '.0f')} %, SM act {m(a, 'sm', '.1f')} %, {m(a, 'w', '.0f')} W, "
+                     f"PCIe RX {m(a, 'rx', '.2f')} GB/s, NVLink RX {m(a, 'nvl', '.0f')} MiB/s"
+                     for i, a in sorted(sums.items()))
+
+def truth(name):
+    try:
+        lines = open(os.path.join(out, f"{name}_job.log")).read().splitlines()
+    except OSError:
+        return ""
+    last = {}
+    for line in lines:
+        m = re.match(r"rank (\d): (\d+) img/s, step (\d+) ms, loader wait (\d+) %", line)
+        if m:
+            last[m.group(1)] = f"rank {m.group(1)} {m.group(2)} img/s, step {m.group(3)} ms, loader wait {m.group(4)} %"
+    return "; ".join(last[k] for k in sorted(last))
+
+print("| case | expected | found (doctor exit: rules) | per GPU, mean over the recording | the job's own log (last 10 s) | result |")
+print("|---|---|---|---|---|---|")
+for name, expect, forbid in cases:
+    doc = load(os.path.join(out, f"{name}_doctor.json"))
+    if doc is None:
+        continue
+    fs = doc.get("findings", [])
+    found = f"exit {doc.get('exit_code')}: " + (", ".join(f"{f['rule']} ({f['severity']}, GPU {f.get('gpu_index')})" for f in fs) or "none")
+    if expect:
+        rule, gpu, causes = expect
+        hit = [f for f in fs if f["rule"] == rule and (gpu is None or f.get("gpu_index") == gpu)]
+        ok = bool(hit) and (not causes or any(c in hit[0]["evidence"] for c in causes))
+        want = f"{rule}" + (f" on GPU {gpu}" if gpu is not None else "") + (f" naming {' or '.join(causes)}" if causes else "")
+    else:
+        ok = not any(f["rule"] in forbid for f in fs)
+        want = "no " + " / ".join(forbid)
+    print(f"| {name} | {want} | {found} | {seen(name)} | {truth(name)} | {'PASS' if ok else 'FAIL'} |")
+EOF
+for f in "$O"/*_doctor.json; do
+    [ -e "$f" ] || continue
+    echo "-- $(basename "$f" _doctor.json):"
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); [print('  ', f['rule'], f['severity'], '|', f['title'], '|', f['evidence']) for f in d['findings']]" "$f" 2>/dev/null
+done
+echo "== done in $(( $(date +%s) - t0 )) s"
+)
+
+# ---- cost: CPU and memory side by side with nvidia-smi dmon and nvitop while a training step runs ------------------
+# The monitor at 1 s and at 0.1 s and nvitop at 1 s each in a 160x50 pseudo-terminal (util-linux `script`), and
+# `nvidia-smi dmon -d 1`, started together while scripts/device/job_impact.py's trainer runs; CPU over WINDOW seconds
+# (default 90) from 20 s after the start, from the sum of every thread's run time (/proc/PID/task/*/schedstat) and
+# from utime+stime; the 1 s monitor's CPU by thread; resident memory by mapping. BATCH=256 SIZE=224 makes the GPU
+# pace the step (default: 128 at 160 px, paced by the host's CPU).
+group_cost() (
+O=$BASE/cost
+WINDOW=${WINDOW:-90}
+mkdir -p "$O"
+exec > >(tee "$O/log.txt") 2>&1
+[ -x "$B" ] || { echo "no $B: build it with cargo build --release --locked"; exit 3; }
+command -v script > /dev/null || { echo "needs util-linux script (a pseudo-terminal for the monitors)"; exit 3; }
+python3 -c "import torch; assert torch.cuda.is_available()" || { echo "needs PyTorch with CUDA"; exit 3; }
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; touch "$O/stop"' EXIT
+trap 'exit 130' INT TERM
+echo "== $(date -u +%FT%TZ) gpusight $("$B" --version) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nproc) CPUs"
+rm -f "$O/stop"
+python3 scripts/device/job_impact.py train --log "$O/steps.txt" --stop "$O/stop" --warmup 5 \
+    --batch "${BATCH:-128}" --size "${SIZE:-160}" &
+PIDS+=($!)
+sleep 15
+total=$((WINDOW + 30))
+# in_pty CMD...: CMD in a 160x50 pseudo-terminal for $total seconds; its output is drained and dropped.
+in_pty() {
+    sleep "$total" | TERM=xterm-256color script -qfec "stty rows 50 cols 160; exec $*" /dev/null > /dev/null 2>&1 &
+    PIDS+=($!)
+}
+in_pty "$B"
+in_pty "$B" --interval 0.1
+NVITOP=""
+if python3 -c "import nvitop" 2> /dev/null; then
+    in_pty python3 -m nvitop --interval 1
+    NVITOP=1
+else
+    echo "nvitop is not importable (pip install nvitop, or its wheels on PYTHONPATH): left out"
+fi
+nvidia-smi dmon -d 1 > "$O/dmon.txt" &
+DMON=$!
+PIDS+=($DMON)
+sleep 3
+PAIRS=("gpusight 1 s:$(pgrep -xf "$B")" "gpusight 0.1 s:$(pgrep -xf "$B --interval 0.1")")
+[ -n "$NVITOP" ] && PAIRS+=("nvitop 1 s:$(pgrep -xf "python3 -m nvitop --interval 1")")
+PAIRS+=("nvidia-smi dmon -d 1:$DMON")
+echo "pids: ${PAIRS[*]}"
+G1=${PAIRS[0]##*:}
+run_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {print s + 0}'; }
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$1"/stat; }
+threads() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        awk -v name="$(cat "$t/comm")" '{sub(/.*\) /, ""); print name, $12 + $13}' "$t/stat" 2> /dev/null
+    done | awk -v hz="$(getconf CLK_TCK)" '{a[$1] += $2} END {for (k in a) printf "  %-22s %.2f s\n", k, a[k] / hz}' | sort -k2 -rn
+}
+sleep 17
+declare -A a_ns a_t
+for pair in "${PAIRS[@]}"; do p=${pair##*:}; a_ns[$p]=$(run_ns "$p"); a_t[$p]=$(ticks "$p"); done
+threads "$G1" > "$O/threads_start.txt"
+sleep "$WINDOW"
+threads "$G1" > "$O/threads_end.txt"
+hz=$(getconf CLK_TCK)
+{
+    echo "| program | CPU % of one core (schedstat) | CPU % (utime+stime) | VmRSS kB | VmHWM kB | RssAnon kB | RssFile kB | threads |"
+    echo "|---|---|---|---|---|---|---|---|"
+    for pair in "${PAIRS[@]}"; do
+        name=${pair%%:*}; p=${pair##*:}
+        st() { awk -v f="$1:" '$1 == f {print $2}' /proc/"$p"/status; }
+        awk -v n="$name" -v ns="$(( $(run_ns "$p") - ${a_ns[$p]} ))" -v t="$(( $(ticks "$p") - ${a_t[$p]} ))" \
+            -v hz="$hz" -v w="$WINDOW" -v rest="$(st VmRSS) | $(st VmHWM) | $(st RssAnon) | $(st RssFile) | $(st Threads)" \
+            'BEGIN {printf "| %s | %.3f | %.3f | %s |\n", n, ns / 1e9 / w * 100, t / hz / w * 100, rest}'
+    done
+} | tee "$O/side_by_side.md"
+echo "1 s monitor, CPU s by thread at the window's start and end:"
+paste "$O/threads_start.txt" "$O/threads_end.txt"
+n=0
+for pair in "${PAIRS[@]}"; do
+    name=${pair%%:*}; p=${pair##*:}; n=$((n + 1))
+    echo "resident memory by mapping, $name (kB):"
+    awk '
+      /^[0-9a-f]+-[0-9a-f]+ / { name = (NF >= 6) ? $6 : "[anonymous]"; next }
+      /^Rss:/ {
+        n = name
+        if (n ~ /libcuda/) k = "libcuda"
+        else if (n ~ /libnvidia-ml/) k = "libnvidia-ml"
+        else if (n ~ /libnvidia/) k = "other libnvidia-*"
+        else if (n ~ /gpusight|nvidia-smi|python/) k = "the program binary"
+        else if (n == "[anonymous]" || n == "[heap]") k = "anonymous + heap"
+        else if (n ~ /^\[/) k = "other " n
+        else k = "other files"
+        rss[k] += $2
+      }
+      END { for (k in rss) printf "%8d  %s\n", rss[k], k }
+    ' "/proc/$p/smaps" | sort -rn | tee "$O/split_$n.txt"
+done
+touch "$O/stop"
+sleep 2
+echo "training steps logged: $(grep -c . "$O/steps.txt")"
+)
+
+# ---- nvml-threads: which NVML call families survive concurrent calls on two or more GPUs -------------------------
+# Each family is hammered from 2 threads per GPU for SECONDS_EACH (4), TRIES (2) times, by the nvml_concurrency
+# probe (tools/nvml_concurrency.rs). A crash (SIGSEGV) counts against the family. `all` is every family at once with
+# GPM serialised, as gpusight reads; `gpm` calls GPM from every thread.
+group_nvml_threads() (
+O=$BASE/nvml-threads
+mkdir -p "$O"
+exec > >(tee "$O/log.txt") 2>&1
+PROBE=${PROBE:-$PWD/target/release/examples/nvml_concurrency}
+[ -x "$PROBE" ] || { echo "no $PROBE: cargo build --release --locked --example nvml_concurrency"; exit 3; }
+nvidia-smi -L
+for family in fast processes fields health pcie events gpm-serialized all gpm; do
+    crashed=0
+    for try in $(seq 1 "${TRIES:-2}"); do
+        "$PROBE" "$family" "${SECONDS_EACH:-4}" 2 > "$O/probe.out" 2>&1
+        rc=$?
+        line=$(tail -1 "$O/probe.out")
+        if [ "$rc" -ne 0 ]; then crashed=$((crashed + 1)); line="exit $rc"; fi
+        echo "  $family try $try: $line"
+    done
+    echo "$family: $crashed of ${TRIES:-2} runs crashed"
+done
+)
+
+# ---- tls: what GROUP=host's exporter case needs (certificate, web config, Prometheus config) ------------------------
+group_tls() (
+set -e
+d=${WEB:?GROUP=tls needs WEB=DIR, where cert.pem, key.pem, web.yml and prometheus.yml go}
+mkdir -p "$d"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$d/key.pem" -out "$d/cert.pem" -days 30 -subj /CN=localhost \
+    -addext "subjectAltName=DNS:localhost,IP:127.0.0.1" 2> /dev/null
+hash=$(python3 -c 'import bcrypt; print(bcrypt.hashpw(b"h200-secret", bcrypt.gensalt(rounds=10)).decode())')
+cat > "$d/web.yml" <<YML
+tls_server_config:
+  cert_file: /tmp/gs_cluster/prom/cert.pem
+  key_file: /tmp/gs_cluster/prom/key.pem
+basic_auth_users:
+  prom: $hash
+YML
+cat > "$d/prometheus.yml" <<YML
+global:
+  scrape_interval: 5s
+scrape_configs:
+  - job_name: gpusight
+    scheme: https
+    tls_config:
+      ca_file: /tmp/gs_cluster/prom/cert.pem
+      server_name: localhost
+    basic_auth:
+      username: prom
+      password: h200-secret
+    static_configs:
+      - targets: ["127.0.0.1:9400"]
+YML
+echo "wrote $d/cert.pem key.pem web.yml prometheus.yml"
+)
+
+case "${GROUP:-}" in
+    readings|findings|waits|ranks|cost|nvml-threads|tls)
+        mkdir -p "$BASE"
+        "group_${GROUP//-/_}"
+        rc=$?
+        [ -d "$BASE/$GROUP" ] && tar czf "$BASE/$GROUP.tgz" -C "$BASE" "$GROUP" 2> /dev/null
+        exit $rc
+        ;;
+esac
+
+# ---- serve-ranks and host: findings where training really runs ---------------------------------------------------
 PY=${PYTHON:-python3}
 W=/tmp/gs_cluster
 R=$W/results
@@ -39,8 +864,8 @@ PIDS=()
 FUSE_PID=""
 cleanup() {
     for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done
-    pkill -f cluster_workloads.py 2>/dev/null
-    pkill -f findings_train.py 2>/dev/null
+    pkill -f "workloads.py (serve|offload|compile|evalrank|logger)" 2>/dev/null
+    pkill -f "workloads.py train-files" 2>/dev/null
     sleep 1
     [ -n "$FUSE_PID" ] && { umount "$W/mnt" 2>/dev/null; kill "$FUSE_PID" 2>/dev/null; }
     if [ -n "${OUT:-}" ]; then
@@ -97,7 +922,7 @@ mount_fuse() {
         export FUSE_LIBRARY_PATH="$root/lib/x86_64-linux-gnu/libfuse.so.2" PATH="$PATH:$root/bin"
     fi
     mkdir -p "$W/back" "$W/mnt"
-    PYTHONPATH=${FUSEPY:-} $PY "$S/fuse_passthrough.py" "$W/back" "$W/mnt" > "$R/fuse.log" 2>&1 < /dev/null &
+    PYTHONPATH=${FUSEPY:-} $PY "$S/workloads.py" fuse "$W/back" "$W/mnt" > "$R/fuse.log" 2>&1 < /dev/null &
     FUSE_PID=$!
     for _ in 1 2 3 4 5 6; do grep -q " $W/mnt " /proc/self/mountinfo && return 0; sleep 0.5; done
     echo "FUSE mount failed:"
@@ -108,7 +933,7 @@ mount_fuse() {
 
 group_serve_ranks() {
     ts "case serve: ResNet-50 behind HTTP, bursts of 4 clients, 375 s; doctor watches 365 s"
-    job serve $PY "$S/cluster_workloads.py" serve --seconds 375 --burst-s 6 --pause-s 20 --hold-gib 1 --truth "$R/serve.truth.json"
+    job serve $PY "$S/workloads.py" serve --seconds 375 --burst-s 6 --pause-s 20 --hold-gib 1 --truth "$R/serve.truth.json"
     sleep 5
     record serve
     watch serve 365
@@ -119,7 +944,7 @@ group_serve_ranks() {
     end_job
     settle
     ts "case evalrank: 2 ranks over gloo, rank 0 in a 135 s CPU phase; doctor watches 150 s"
-    job evalrank $PY "$S/cluster_workloads.py" evalrank --seconds 165 --train-s 12 --eval-s 135 --truth "$R/evalrank.truth.json"
+    job evalrank $PY "$S/workloads.py" evalrank --seconds 165 --train-s 12 --eval-s 135 --truth "$R/evalrank.truth.json"
     sleep 8
     record evalrank
     watch evalrank 150
@@ -133,7 +958,7 @@ group_serve_ranks() {
 
 group_host() {
     ts "case offload: AdamW on the CPU by the main thread, grad accumulation 8; doctor 62 s"
-    job offload $PY "$S/cluster_workloads.py" offload --seconds 82 --truth "$R/offload.truth.json"
+    job offload $PY "$S/workloads.py" offload --seconds 82 --truth "$R/offload.truth.json"
     sleep 8
     record offload
     watch offload 62
@@ -146,7 +971,7 @@ group_host() {
 
     if skipped compile; then echo "compile: skipped (SKIP)"; else
     ts "case compile: torch.compile warm-up (doctor 30 s from the start), then steady (doctor 35 s)"
-    job compile $PY "$S/cluster_workloads.py" compile --seconds 85 --truth "$R/compile.truth.json"
+    job compile $PY "$S/workloads.py" compile --seconds 85 --truth "$R/compile.truth.json"
     sleep 3
     record compile
     "$B" doctor --duration 30s --json > "$R/compile_warmup.doctor.json" 2> "$R/compile_warmup.doctor.err" < /dev/null
@@ -160,9 +985,9 @@ group_host() {
     fi
 
     ts "dataset: 6000 JPEGs"
-    $PY "$S/findings_data.py" --jpeg "$W/jpeg" 6000 > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
+    $PY "$S/workloads.py" data --jpeg "$W/jpeg" 6000 > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
     ts "case pinned: ResNet-50, 8 DataLoader workers, taskset -c 0,1; doctor 62 s once warm"
-    job pinned taskset -c 0,1 $PY "$S/findings_train.py" --data "$W/jpeg" --workers 8 --batch 128 --seconds 85 --warm-steps 4 --ready "$W/pinned.ready" --truth "$R/pinned.truth.json"
+    job pinned taskset -c 0,1 $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 8 --batch 128 --seconds 85 --warm-steps 4 --ready "$W/pinned.ready" --truth "$R/pinned.truth.json"
     for _ in $(seq 1 40); do [ -e "$W/pinned.ready" ] && break; sleep 1; done
     record pinned
     watch pinned 62
@@ -176,7 +1001,7 @@ group_host() {
     if mount_fuse; then
         ts "case fuse-writes: healthy bf16 step; stdout, train.log, event file and checkpoints on FUSE; doctor 45 s"
         mkdir -p "$W/mnt/job"
-        job fuse-writes sh -c "exec $PY $S/cluster_workloads.py logger --seconds 75 --log-dir $W/mnt/job --ckpt-every 10 --truth $R/fuse-writes.truth.json > $W/mnt/job/slurm-4242.out 2>&1"
+        job fuse-writes sh -c "exec $PY $S/workloads.py logger --seconds 75 --log-dir $W/mnt/job --ckpt-every 10 --truth $R/fuse-writes.truth.json > $W/mnt/job/slurm-4242.out 2>&1"
         sleep 8
         record fuse-writes
         watch fuse-writes 45
@@ -229,6 +1054,6 @@ export_tls() {
 case "${GROUP:-}" in
     serve-ranks) group_serve_ranks ;;
     host) group_host ;;
-    *) echo "GROUP=serve-ranks or GROUP=host"; exit 2 ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"

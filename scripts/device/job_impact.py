@@ -20,10 +20,23 @@ or temperature cancel); the estimate is the mean of the per-round differences an
 bootstrap over rounds (10,000 resamples). The monitor's own CPU (utime + stime of its process over the measured
 part) is printed beside it.
 
-  python3 scripts/device/job_impact.py drive [--rounds 8] [--settle 3] [--measure 8] [--out DIR]
+Usage (from the repository root, with target/release/gpusight built, PyTorch with CUDA, nvidia-smi and nvitop
+importable; `--conditions` leaves a monitor out, e.g. where nvitop is not installed):
+
+  python3 scripts/device/job_impact.py drive [--rounds 8] [--settle 3] [--measure 8] [--warmup 20] [--batch 128]
+                                             [--size 160] [--resident] [--interleave] [--conditions LIST] [--out DIR]
   python3 scripts/device/job_impact.py analyze DIR [DIR ...]   (several runs pooled)
 
-Run through scripts/device/job_impact.sh, which installs nvitop from .device/whl first.
+The measurement in docs/performance.md (a step the GPU paces, 20 ms; about 9.5 minutes on one H200):
+
+  python3 scripts/device/job_impact.py drive --resident --interleave --rounds 10 --settle 1 --measure 3 \
+      --warmup 15 --batch 256 --size 224 --out /tmp/job_impact
+
+With --interleave a no-monitor phase runs before every monitor phase (and one at the end), and each monitor phase
+is compared with the mean of the two beside it, so a drift that is linear over those phases cancels. At the default
+batch of 128 at 160 px the step is paced by Python launching kernels on the host's CPU and wanders by several per
+cent from phase to phase; batch 256 at 224 px makes the GPU pace it. Results: DIR/steps.txt, phases.json,
+summary.json. The trainer (`train`) is also the background job of `GROUP=cost bash scripts/device/cluster_cases.sh`.
 """
 
 import argparse
@@ -174,7 +187,30 @@ def stop_monitor(proc):
     return code  # not None: the monitor had exited on its own before the end of its phase
 
 
+def preflight(args):
+    """The conditions to run; exits with what is missing (never runs a condition it cannot)."""
+    import shutil
+
+    conditions = [c.strip() for c in args.conditions.split(",") if c.strip()]
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown or "none" not in conditions:
+        sys.exit(f"--conditions: {unknown or 'none is missing'}; known: {','.join(CONDITIONS)} (none is required)")
+    if not os.access(args.gpusight, os.X_OK):
+        sys.exit(f"no gpusight binary at {args.gpusight} (cargo build --release --locked, or --gpusight PATH)")
+    if shutil.which("nvidia-smi") is None:
+        sys.exit("nvidia-smi not found")
+    check = "import torch; assert torch.cuda.is_available()"
+    if subprocess.run([sys.executable, "-c", check], capture_output=True).returncode != 0:
+        sys.exit("PyTorch with CUDA is needed")
+    if "nvitop-1s" in conditions and subprocess.run([sys.executable, "-c", "import nvitop"]).returncode != 0:
+        sys.exit("nvitop is not importable (pip install nvitop, or its wheels unpacked on PYTHONPATH); "
+                 "--conditions none,gpusight-1s,gpusight-0.1s,dmon-1s runs without it")
+    subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,clocks.sm,temperature.gpu", "--format=csv"])
+    return conditions
+
+
 def drive(args):
+    conditions = preflight(args)
     out = args.out
     os.makedirs(out, exist_ok=True)
     gpusight = os.path.abspath(args.gpusight)
@@ -182,7 +218,7 @@ def drive(args):
     if os.path.exists(stop_path):
         os.remove(stop_path)
     per_phase = args.settle + args.measure + (0.2 if args.resident else 1.0)
-    phases_per_round = 2 * (len(CONDITIONS) - 1) if args.interleave else len(CONDITIONS)
+    phases_per_round = 2 * (len(conditions) - 1) if args.interleave else len(conditions)
     total = args.warmup + args.rounds * phases_per_round * per_phase
     print(f"job_impact: {args.rounds} rounds x {phases_per_round} phases x {per_phase:.1f} s "
           f"+ {args.warmup:.0f} s warm-up = about {total / 60:.1f} min", flush=True)
@@ -198,7 +234,7 @@ def drive(args):
                 sys.exit(f"the trainer exited with {trainer.returncode} before it was ready")
             time.sleep(0.5)
         if args.resident:
-            for condition in CONDITIONS:
+            for condition in conditions:
                 resident[condition] = start_monitor(condition, gpusight)
             time.sleep(5)
             for proc in resident.values():
@@ -207,7 +243,7 @@ def drive(args):
         rng = random.Random(args.seed)
         schedule = []  # (round, condition)
         for r in range(args.rounds):
-            order = CONDITIONS[:] if not args.interleave else [c for c in CONDITIONS if c != "none"]
+            order = conditions[:] if not args.interleave else [c for c in conditions if c != "none"]
             rng.shuffle(order)
             for condition in order:
                 if args.interleave:
@@ -373,6 +409,7 @@ def main():
     d.add_argument("--interleave", action="store_true",
                    help="a no-monitor phase before every monitor phase (and one at the end); each monitor phase is "
                         "compared with the mean of the two no-monitor phases beside it")
+    d.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated, out of: " + ",".join(CONDITIONS))
     d.add_argument("--gpusight", default="target/release/gpusight")
     d.add_argument("--out", default=os.environ.get("OUT", "/tmp/job_impact"))
     a = sub.add_parser("analyze")

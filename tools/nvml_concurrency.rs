@@ -5,7 +5,8 @@
 //! Run on a machine with two or more GPUs:
 //! `cargo run --release --example nvml_concurrency -- FAMILY SECONDS THREADS`, FAMILY one of fast, processes,
 //! fields, health, pcie, events, gpm, gpm-serialized, all (every family but gpm at once, GPM serialised, as
-//! gpusight reads). `scripts/device/nvml_concurrency.sh` runs each family several times and tallies the crashes.
+//! gpusight reads). `GROUP=nvml-threads bash scripts/device/cluster_cases.sh` runs each family several times and
+//! tallies the crashes.
 #![allow(clippy::print_stdout, clippy::expect_used)] // A diagnostic tool: printing is its job.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

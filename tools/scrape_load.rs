@@ -1,4 +1,10 @@
-//! Load test of `gpusight export` (not a test: run by `scripts/scrape_load.sh`).
+//! Load test of `gpusight export` (not a test; figures go to docs/performance.md). Run it as two processes:
+//!
+//! ```text
+//! cargo build --release --example scrape_load
+//! target/release/examples/scrape_load serve 127.0.0.1:19400 mixed:8 &
+//! target/release/examples/scrape_load load http://127.0.0.1:19400/metrics $! 30 50
+//! ```
 //!
 //! `scrape_load serve ADDR SCENARIO` serves a synthetic machine's exposition, republished every second like the
 //! sampler would. `scrape_load load URL PID SECONDS CLIENTS` runs CLIENTS concurrent scrapers against URL for

@@ -13,7 +13,7 @@ Output is read by a thread that only timestamps chunks, so parsing the screen (p
 timestamps. Reports p50/p95/p99/max per delay setting.
 
 Usage:
-  python3 scripts/key_latency.py [--bin target/release/gpusight] [--delays 80,900] [--keys 200]
+  python3 tools/key_latency.py [--bin target/release/gpusight] [--delays 80,900] [--keys 200]
                                  [--spec mixed:8] [--interval 0.1] [--seed 1]
 
 Needs the pyte package (pip install pyte) to parse the screen; everything else is the standard library.
@@ -37,7 +37,7 @@ import time
 try:
     import pyte
 except ImportError:  # pragma: no cover - a message for people
-    sys.exit("key_latency.py needs pyte to parse the screen: pip install pyte")
+    pyte = None  # --help works without it; a run says what it needs
 
 HELP_TITLE = "Keys (any key returns)"
 TREE_MARK = "[tree]"
@@ -216,6 +216,8 @@ def main():
     parser.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for a key's effect")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    if pyte is None:
+        sys.exit("key_latency.py needs pyte to parse the screen: pip install pyte")
     sys.setswitchinterval(0.0005)  # let the reader thread timestamp promptly while pyte parses
     rng = random.Random(args.seed)
     print(f"gpusight key latency: {args.bin} --synthetic {args.spec} --interval {args.interval}, "
