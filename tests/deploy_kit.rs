@@ -427,10 +427,10 @@ fn the_prometheus_rule_carries_exactly_the_alerts_of_alerts_yml() {
     let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
     let rule = docs.iter().find(|d| d["kind"] == "PrometheusRule").expect("a PrometheusRule");
     let alerts = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
-    assert_eq!(rule["spec"]["groups"], alerts["groups"], "run scripts/prometheus_rule.sh");
+    assert_eq!(rule["spec"]["groups"], alerts["groups"], "run deploy/prometheus/make_rule.sh");
     assert!(alert_names(&rule["spec"]["groups"]).contains(&"GpuPowerLimitLowered".to_owned()));
     // Text too (comments included), as the script writes it.
-    let output = Command::new("bash").arg(repo("scripts/prometheus_rule.sh")).arg("--check").output().unwrap();
+    let output = Command::new("bash").arg(repo("deploy/prometheus/make_rule.sh")).arg("--check").output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
@@ -438,11 +438,11 @@ fn the_prometheus_rule_carries_exactly_the_alerts_of_alerts_yml() {
 fn the_prometheus_rule_script_notices_a_stale_manifest() {
     // The script on a copy of the repository's two files, one alert renamed in alerts.yml.
     let dir = tempfile::tempdir().unwrap();
-    for path in ["scripts/prometheus_rule.sh", "deploy/kubernetes/gpusight.yaml", "deploy/prometheus/alerts.yml"] {
+    for path in ["deploy/prometheus/make_rule.sh", "deploy/kubernetes/gpusight.yaml", "deploy/prometheus/alerts.yml"] {
         std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
         std::fs::copy(repo(path), dir.path().join(path)).unwrap();
     }
-    let script = dir.path().join("scripts/prometheus_rule.sh");
+    let script = dir.path().join("deploy/prometheus/make_rule.sh");
     let alerts = dir.path().join("deploy/prometheus/alerts.yml");
     let text = std::fs::read_to_string(&alerts).unwrap();
     std::fs::write(&alerts, text.replace("alert: GpuDown", "alert: GpuGone")).unwrap();

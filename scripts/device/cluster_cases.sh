@@ -944,7 +944,7 @@ group_serve_ranks() {
     end_job
     settle
     ts "case evalrank: 2 ranks over gloo, rank 0 in a 135 s CPU phase; doctor watches 150 s"
-    job evalrank $PY "$S/workloads.py" evalrank --seconds 165 --train-s 12 --eval-s 135 --truth "$R/evalrank.truth.json"
+    job evalrank $PY "$S/workloads.py" evalrank --seconds 150 --train-s 12 --eval-s 135 --truth "$R/evalrank.truth.json"
     sleep 8
     record evalrank
     watch evalrank 150

@@ -964,23 +964,24 @@ def compile_case(a):
 
 
 def evalrank(a):
-    """Two ranks (spawned here, gloo over TCP on 127.0.0.1, both on GPU 0: one GPU is lent). They train in
-    lockstep (all_reduce of the gradients each step); after --train-s rank 0 computes evaluation metrics on the
-    CPU in Python for --eval-s while rank 1 waits in dist.barrier(); then both train again until --seconds."""
-    import torch.multiprocessing as tmp
+    """Two ranks under torchrun (gloo over TCP on 127.0.0.1, both on GPU 0: one GPU is lent), so each rank's
+    environment carries RANK, WORLD_SIZE and MASTER_ADDR from its start, as on a cluster. They train in lockstep
+    (all_reduce of the gradients each step, and of a stop flag, so both run the same number of steps); after
+    --train-s rank 0 computes evaluation metrics on the CPU in Python for --eval-s while rank 1 waits in
+    dist.barrier(); then both train again until --seconds."""
+    if "RANK" not in os.environ:
+        run = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               os.path.abspath(__file__)] + sys.argv[1:]
+        os.execv(sys.executable, run)
+    evalrank_worker(int(os.environ["RANK"]), a)
 
-    port = 29500 + os.getpid() % 1000
-    tmp.spawn(evalrank_worker, args=(a, port), nprocs=2, join=True)
 
-
-def evalrank_worker(rank, a, port):
+def evalrank_worker(rank, a):
     import datetime
     import torch.distributed as dist
 
     signal.signal(signal.SIGTERM, on_signal)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
-                      LOCAL_RANK=str(rank))
-    dist.init_process_group("gloo", rank=rank, world_size=2, timeout=datetime.timedelta(seconds=a.eval_s + 300))
+    dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=a.eval_s + 300))
     dev = torch.device("cuda", 0)
     model = nn.Sequential(nn.Linear(2048, 2048), nn.ReLU(), nn.Linear(2048, 2048)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -988,7 +989,12 @@ def evalrank_worker(rank, a, port):
     phases = {"train1_steps": 0, "eval_s": 0.0, "barrier_wait_s": 0.0, "train2_steps": 0}
 
     def train_until(deadline, key):
-        while time.time() < deadline and not STOP.is_set():
+        while True:
+            # Both ranks stop at the same step: a rank past its deadline says so, and the flag is all-reduced.
+            stop = torch.tensor([1.0 if time.time() >= deadline or STOP.is_set() else 0.0])
+            dist.all_reduce(stop, op=dist.ReduceOp.MAX)
+            if stop.item() > 0:
+                return
             x = torch.randn(256, 2048, device=dev)
             model(x).pow(2).mean().backward()
             for p in model.parameters():

@@ -255,7 +255,7 @@ impl Default for Thresholds {
             xid_window_s: 3600,
             ecc_corrected_warn: 10,
             main_thread_d2h_mib_s: 100.0,
-            pinned_busy_pct: 80.0,
+            pinned_busy_pct: 50.0,
             compile_warmup_max_age_s: 900,
         }
     }

@@ -3,17 +3,17 @@
 # that the Prometheus Operator loads the same alerts as a plain Prometheus. alerts.yml is the one to edit; run
 # this after, or `--check` to fail when the manifest is out of date (tests/deploy_kit.rs runs that).
 #
-#   scripts/prometheus_rule.sh           # rewrite the PrometheusRule document
-#   scripts/prometheus_rule.sh --check   # exit 1 and show the difference when it is not what alerts.yml gives
+#   deploy/prometheus/make_rule.sh           # rewrite the PrometheusRule document
+#   deploy/prometheus/make_rule.sh --check   # exit 1 and show the difference when it is not what alerts.yml gives
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 manifest=deploy/kubernetes/gpusight.yaml
 rules=deploy/prometheus/alerts.yml
-marker='# PrometheusRule: generated from deploy/prometheus/alerts.yml by scripts/prometheus_rule.sh (edit alerts.yml).'
+marker='# PrometheusRule: generated from deploy/prometheus/alerts.yml by deploy/prometheus/make_rule.sh (edit alerts.yml).'
 # The label kube-prometheus-stack's Prometheus selects rules (and ServiceMonitors) by: its Helm release's name.
 release=$(awk '$1 == "release:" {print $2; exit}' "$manifest")
 if [ -z "$release" ]; then
-  echo "prometheus_rule.sh: $manifest has no release: label (the ServiceMonitor's) to copy" >&2
+  echo "make_rule.sh: $manifest has no release: label (the ServiceMonitor's) to copy" >&2
   exit 1
 fi
 
@@ -41,7 +41,7 @@ YAML
 
 if [ "${1:-}" = "--check" ]; then
   if ! diff -u "$manifest" "$generated"; then
-    echo "prometheus_rule.sh: $manifest's PrometheusRule is not alerts.yml's groups: run scripts/prometheus_rule.sh" >&2
+    echo "make_rule.sh: $manifest's PrometheusRule is not alerts.yml's groups: run deploy/prometheus/make_rule.sh" >&2
     exit 1
   fi
   exit 0

@@ -3,9 +3,9 @@
 # aarch64 glibc (.ci/install-qemu.sh installs both): it must be an AArch64 ELF, start, print the embedded demo's
 # H200 with `--demo --once`, and let doctor judge the demo (exit 0, 1 or 2 and its JSON document).
 #
-#   scripts/check_aarch64.sh target/aarch64-unknown-linux-gnu/release/gpusight
+#   .ci/check_aarch64.sh target/aarch64-unknown-linux-gnu/release/gpusight
 set -euo pipefail
-binary=${1:?usage: scripts/check_aarch64.sh BINARY}
+binary=${1:?usage: .ci/check_aarch64.sh BINARY}
 sysroot=${QEMU_LD_PREFIX:-/usr/aarch64-linux-gnu}
 
 if ! readelf -h "$binary" | grep -q 'Machine:.*AArch64'; then
