@@ -63,7 +63,7 @@ pub struct DataArgs {
     pub config: Option<PathBuf>,
     /// The name this machine goes by in exported series, reports and recordings (default: NODE_NAME, else the
     /// kernel's hostname).
-    #[arg(long, value_name = "NAME", global = true)]
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Hostname, global = true)]
     pub hostname: Option<String>,
 }
 
@@ -161,7 +161,7 @@ pub enum Command {
         listen: std::net::SocketAddr,
         /// TLS and basic authentication from a Prometheus web configuration file (the exporter-toolkit format
         /// node_exporter reads: tls_server_config, basic_auth_users, http_server_config.headers).
-        #[arg(long = "web.config.file", value_name = "FILE", env = "GPUSIGHT_WEB_CONFIG_FILE")]
+        #[arg(long = "web.config.file", value_name = "FILE", value_hint = ValueHint::FilePath, env = "GPUSIGHT_WEB_CONFIG_FILE")]
         web_config_file: Option<PathBuf>,
     },
     /// Probe a running exporter's /healthz and exit 0 (healthy) or 1 (unhealthy or unreachable): a container
@@ -169,10 +169,10 @@ pub enum Command {
     Healthcheck {
         /// The URL to probe (default: http://127.0.0.1:PORT/healthz with the port of GPUSIGHT_LISTEN, else 9400;
         /// https when the web configuration file has TLS).
-        #[arg(long, value_name = "URL")]
+        #[arg(long, value_name = "URL", value_hint = ValueHint::Url)]
         url: Option<String>,
         /// The exporter's web configuration file: with TLS, probe over https and trust exactly its certificate.
-        #[arg(long = "web.config.file", value_name = "FILE", env = "GPUSIGHT_WEB_CONFIG_FILE")]
+        #[arg(long = "web.config.file", value_name = "FILE", value_hint = ValueHint::FilePath, env = "GPUSIGHT_WEB_CONFIG_FILE")]
         web_config_file: Option<PathBuf>,
         /// How long to wait for the answer, e.g. 3s.
         #[arg(long, default_value = "3s", value_parser = parse_duration)]

@@ -67,9 +67,15 @@ fn exit_status_section() -> String {
     text
 }
 
-/// Variables that are not a flag's: the library path and the colour convention.
-const OTHER_ENVIRONMENT: [(&str, &str); 2] =
-    [("GPUSIGHT_NVML_LIB", "An NVML library outside the loader's path."), ("NO_COLOR", "No colour.")];
+/// Variables that are not a flag's: the library path, the node name and the colour convention.
+const OTHER_ENVIRONMENT: [(&str, &str); 3] = [
+    ("GPUSIGHT_NVML_LIB", "An NVML library outside the loader's path."),
+    (
+        "NODE_NAME",
+        "The machine's name in series, reports and recordings when --hostname is not given (a Kubernetes DaemonSet sets it from spec.nodeName).",
+    ),
+    ("NO_COLOR", "No colour."),
+];
 
 /// The ENVIRONMENT section: every flag that reads a variable (clap's `env`), with the flag's help, then the rest.
 fn environment_section(command: &clap::Command) -> String {

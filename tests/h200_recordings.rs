@@ -252,12 +252,3 @@ fn writes_to_a_fuse_mount_are_not_a_dataset_stall() {
     let doc = expect_warnings("fuse-writes-healthy.jsonl.gz", &[]);
     assert_eq!(severity(&doc, "remote-dataset-stall"), "", "{doc}");
 }
-
-#[test]
-fn two_gloo_ranks_deadlocked_on_one_gpu_are_not_called_healthy_work() {
-    // Two spawned gloo ranks on one GPU that stopped at different step counts and so wait for each other for
-    // ever, both at 0 % CPU. Their environment carries no RANK (set after start), so they are not seen as a job:
-    // what holds today is that nothing calls them busy; idle-holder needs 5 minutes and this ran 2.5.
-    let doc = expect_warnings("gloo-deadlock-one-gpu.jsonl.gz", &[]);
-    assert_eq!(severity(&doc, "shared-gpu"), "info", "{doc}");
-}
