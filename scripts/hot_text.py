@@ -222,10 +222,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=40, help="how long each traced run lasts (valgrind time)")
     parser.add_argument("--no-build", action="store_true",
-                        help="trace target/release/gpusight as it is (built with without GPUSIGHT_HOT_TEXT)")
+                        help="trace target/release/gpusight as it is (built without GPUSIGHT_HOT_TEXT)")
     parser.add_argument("--live-trace", metavar="DIR",
                         help="on a GPU machine: trace the monitor and the exporter on the live GPUs into DIR and stop "
-                             "(with --binary, a build made with without GPUSIGHT_HOT_TEXT); the outputs are then given "
+                             "(with --binary, a build made without GPUSIGHT_HOT_TEXT); the outputs are then given "
                              "to --extra where the file is written")
     parser.add_argument("--binary", help="with --live-trace: the gpusight binary to trace")
     parser.add_argument("--valgrind", default="valgrind", help="the valgrind to run")
@@ -246,7 +246,7 @@ def main():
                               capture_output=True, text=True, check=True).stdout
     if ".text.hot" in sections:
         sys.exit("hot_text.py: target/release/gpusight has a .text.hot, which valgrind cannot name: "
-                 "build it with without GPUSIGHT_HOT_TEXT or leave out --no-build")
+                 "build it without GPUSIGHT_HOT_TEXT or leave out --no-build")
     work = tempfile.mkdtemp(prefix="hot-text-")
     binary = os.path.join(work, "gpusight")
     shutil.copy(os.path.join(ROOT, "target", "release", "gpusight"), binary)
