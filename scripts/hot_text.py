@@ -6,7 +6,7 @@ scattered over the binary's 5 MB of text keeps most of it resident: 4.4 MB on th
 `nvidia-smi dmon` keeps 0.8 MB (docs/performance.md). With the functions that run laid out side by side the
 resident text falls to about what runs.
 
-How: a release binary built without the layout (GPUSIGHT_NO_HOT_TEXT=1: valgrind names the functions of `.text`
+How: a release binary built without the layout (without GPUSIGHT_HOT_TEXT: valgrind names the functions of `.text`
 alone) runs under valgrind's callgrind on this machine, no GPU needed: the TUI on a synthetic machine and on the
 demo recording (with the keys a user presses most), and the exporter scraped every second. Every function of the
 binary that executed is kept. A name whose hash-free stem is its own alone in the binary is matched by the stem, so
@@ -18,7 +18,8 @@ monitor and the exporter at 1 s while a job trained (`--live-trace` there, then 
 A name that matches nothing costs nothing; a function new since the file was written lands in the ordinary .text
 (its page is then resident as before).
 
-build.rs hands the script to the linker (`-T`, an INSERT script: the default layout stays, this adds one output
+build.rs hands the script to the linker for release artifacts alone (GPUSIGHT_HOT_TEXT=1, set by
+scripts/release.sh; `-T`, an INSERT script: the default layout stays, this adds one output
 section in front of .text); GNU ld, lld and zig's linker take it.
 
   python3 scripts/hot_text.py            # about 3 minutes: builds, traces, writes assets/hot-text.ld
@@ -221,10 +222,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=40, help="how long each traced run lasts (valgrind time)")
     parser.add_argument("--no-build", action="store_true",
-                        help="trace target/release/gpusight as it is (built with GPUSIGHT_NO_HOT_TEXT=1)")
+                        help="trace target/release/gpusight as it is (built without GPUSIGHT_HOT_TEXT)")
     parser.add_argument("--live-trace", metavar="DIR",
                         help="on a GPU machine: trace the monitor and the exporter on the live GPUs into DIR and stop "
-                             "(with --binary, a build made with GPUSIGHT_NO_HOT_TEXT=1); the outputs are then given "
+                             "(with --binary, a build made without GPUSIGHT_HOT_TEXT); the outputs are then given "
                              "to --extra where the file is written")
     parser.add_argument("--binary", help="with --live-trace: the gpusight binary to trace")
     parser.add_argument("--valgrind", default="valgrind", help="the valgrind to run")
@@ -238,14 +239,14 @@ def main():
         sys.exit("hot_text.py: valgrind is needed (apt-get install valgrind)")
     # Traced without the layout: valgrind names the functions of `.text` alone, not those of `.text.hot`. The
     # symbols' names do not depend on the layout, so the patterns fit the ordinary build too.
-    env = dict(os.environ, GPUSIGHT_NO_HOT_TEXT="1")
+    env = {k: v for k, v in os.environ.items() if k != "GPUSIGHT_HOT_TEXT"}
     if not args.no_build:
         subprocess.run(["cargo", "build", "--release", "--locked"], cwd=ROOT, env=env, check=True)
     sections = subprocess.run(["readelf", "-SW", os.path.join(ROOT, "target", "release", "gpusight")],
                               capture_output=True, text=True, check=True).stdout
     if ".text.hot" in sections:
         sys.exit("hot_text.py: target/release/gpusight has a .text.hot, which valgrind cannot name: "
-                 "build it with GPUSIGHT_NO_HOT_TEXT=1 or leave out --no-build")
+                 "build it without GPUSIGHT_HOT_TEXT or leave out --no-build")
     work = tempfile.mkdtemp(prefix="hot-text-")
     binary = os.path.join(work, "gpusight")
     shutil.copy(os.path.join(ROOT, "target", "release", "gpusight"), binary)
@@ -289,7 +290,7 @@ def main():
         f.write("  }\n}\nINSERT BEFORE .text;\n")
     shutil.rmtree(work)
     print(f"hot_text.py: wrote {OUT}: {len(patterns)} functions, the live path's among them; "
-          "`cargo build --release --locked` links with it")
+          "scripts/release.sh links the artifacts with it")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@
 # installed system-wide). zig links against glibc 2.17's symbols, so no container image is needed; aarch64 is
 # cross-compiled the same way and needs the Rust target aarch64-unknown-linux-gnu (`rustup target add`).
 # Every binary is checked: nothing above GLIBC_2.17 (readelf, which reads any architecture's ELF).
+#
+# The artifacts, and only they, carry the binary layout (assets/hot-text.ld, build.rs): GPUSIGHT_HOT_TEXT=1 below.
+# maturin strips the binary it links, so the layout's match check (scripts/hot_text_check.py: the share of the
+# script's patterns that matched a function, failing below GPUSIGHT_HOT_TEXT_FLOOR, default 0.50) reads the
+# symbols of an unstripped host release build linked the same way (target/release/gpusight); the symbol names
+# come from rustc, not the linker. GPUSIGHT_HOT_TEXT_CHECK=0 skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +54,14 @@ if ! "$tools/bin/maturin" --version 2>/dev/null | grep -q "$MATURIN_VERSION" \
   "$tools/bin/pip" install -q --disable-pip-version-check "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION"
 fi
 export PATH="$tools/bin:$PATH"
+export GPUSIGHT_HOT_TEXT=1
+
+# The layout's patterns against the symbols of an unstripped release link (the host's), before the artifacts.
+if [ "${GPUSIGHT_HOT_TEXT_CHECK:-1}" != "0" ]; then
+  echo "== binary layout: host release build (unstripped) and the share of assets/hot-text.ld that matched"
+  cargo build --release --locked --bin gpusight
+  python3 scripts/hot_text_check.py "$target_dir/release/gpusight"
+fi
 
 # The highest GLIBC_x.y symbol version an ELF binary needs.
 max_glibc() {
