@@ -13,7 +13,7 @@ binary that executed is kept. A name whose hash-free stem is its own alone in th
 it survives new hashes (edits elsewhere, dependency updates, compilers); a stem that many instantiations of one
 generic function share is matched by its exact name. Both `.text.NAME` and `.text.unlikely.NAME` (LLVM's cold
 functions) are matched, by one pattern `.text*.NAME`. The live path that only a GPU machine runs (NVML, GPM, the host sampler on the real /proc,
-the live source) comes from scripts/hot-text-live.txt: the functions that ran under callgrind on an H200 in the
+the live source) comes from assets/hot-text-live.txt: the functions that ran under callgrind on an H200 in the
 monitor and the exporter at 1 s while a job trained (`--live-trace` there, then `--extra` here rewrites the file).
 A name that matches nothing costs nothing; a function new since the file was written lands in the ordinary .text
 (its page is then resident as before).
@@ -50,7 +50,7 @@ OUT = os.path.join(ROOT, "assets", "hot-text.ld")
 
 # The live path: the functions of the binary that ran on a GPU machine, a line each: `monitor NAME` (the TUI) or
 # `exporter NAME` (in the exporter alone), mangled; `#` starts a comment.
-LIVE_NAMES = os.path.join(ROOT, "scripts", "hot-text-live.txt")
+LIVE_NAMES = os.path.join(ROOT, "assets", "hot-text-live.txt")
 
 
 def write_live_names(outputs):
@@ -230,7 +230,7 @@ def main():
     parser.add_argument("--binary", help="with --live-trace: the gpusight binary to trace")
     parser.add_argument("--valgrind", default="valgrind", help="the valgrind to run")
     parser.add_argument("--extra", nargs="*", default=[],
-                        help="callgrind outputs of a --live-trace run: they replace scripts/hot-text-live.txt")
+                        help="callgrind outputs of a --live-trace run: they replace assets/hot-text-live.txt")
     args = parser.parse_args()
     if args.live_trace:
         live_trace(args)
@@ -283,7 +283,7 @@ def main():
     with open(OUT, "w") as f:
         f.write("/* Written by scripts/hot_text.py (do not edit): the functions the monitor runs, side by side at the\n"
                 f"   start of .text, so that fewer of the binary's pages are resident. {len(patterns)} traced functions\n"
-                f"   ({rustc}), the live path's from scripts/hot-text-live.txt. build.rs passes it to the linker. */\n")
+                f"   ({rustc}), the live path's from assets/hot-text-live.txt. build.rs passes it to the linker. */\n")
         f.write("SECTIONS\n{\n  .text.hot :\n  {\n")
         for p in patterns:
             f.write(f"    *({p})\n")
