@@ -314,7 +314,7 @@ fn a_fatal_signal_in_a_driver_call_restores_the_terminal_names_the_call_and_keep
 
 #[test]
 fn every_terminating_signal_restores_the_terminal() {
-    // Issue 12: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
+    // Found in the hardening pass: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
     for (signal, code) in [
         (rustix::process::Signal::QUIT, 131),
         (rustix::process::Signal::USR1, 138),

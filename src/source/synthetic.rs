@@ -1231,7 +1231,7 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
         W::Unseen => JobShape { cmdline: "python train.py", states: b"S", cpu_pct: 45.0, ..COMPUTE_JOB },
         W::MigSlice => JobShape { cmdline: "python train.py --model resnet18", ..COMPUTE_JOB },
         _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
-        _ => return new_findings_job(workload),
+        _ => return host_wait_job(workload),
     })
 }
 
@@ -1247,7 +1247,7 @@ const IDLE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 6.0, r
 /// The one `DataLoader` worker of the starved rank, pegged.
 const ONE_PEGGED_WORKER: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 99.5, read_bytes_per_s: 3 * MIB }];
 
-/// The ranks of a torchrun job (issue 16).
+/// The ranks of a torchrun job over several GPUs.
 fn rank_job(workload: Workload) -> Option<JobShape> {
     use Workload as W;
     let rank = JobShape {
@@ -1368,8 +1368,8 @@ fn make_rank(slot: &Slot<'_>, tick: &mut Tick) {
     }
 }
 
-/// The jobs of the scenarios of issue 17.
-fn new_findings_job(workload: Workload) -> Option<JobShape> {
+/// The jobs of the scenarios where a GPU waits on its host: underfed, launches, copies, a CPU quota, a remote dataset.
+fn host_wait_job(workload: Workload) -> Option<JobShape> {
     use Workload as W;
     let loader = JobShape {
         cmdline: "python train.py --workers 8 --batch-size 128",
