@@ -2,7 +2,11 @@
 //! of a GPU waiting on its host or held back (gpu-underfed, launch-bound, h2d-copy-bound, cpu-quota-throttled,
 //! remote-dataset-stall, clocks-limited, hbm-hot, memory-bound), with one verdict per waiting GPU, and the healthy
 //! scenarios and the demo gain no new warning.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 

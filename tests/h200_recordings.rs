@@ -1,7 +1,11 @@
 //! Recordings made on a real H200 while real PyTorch jobs ran (`scripts/device/cluster_cases.sh` with GROUP=findings,
 //! waits and ranks; docs/validation.md, "Findings on real PyTorch jobs"), replayed through `doctor --json`: the
 //! verdicts seen on the hardware stay the verdicts.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 use serde_json::Value;
 
