@@ -5,7 +5,7 @@
 //! The tree is read in place (the sampler only reads), so every iteration after the first has previous
 //! counters and computes rates, as a running monitor does.
 
-#![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
+#![allow(clippy::expect_used, reason = "a benchmark with a broken fixture should stop loudly")]
 
 use std::hint::black_box;
 use std::path::Path;

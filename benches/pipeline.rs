@@ -1,7 +1,7 @@
 //! Benchmarks for the budgets in product.md: sample ingest into the history, advice over a full history, a whole
 //! pipeline step (ingest plus advice), and serialization (JSON, the `--once` table, Prometheus text). Run with `cargo bench --bench pipeline`; figures go to docs/performance.md.
 
-#![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
+#![allow(clippy::expect_used, reason = "a benchmark with a broken fixture should stop loudly")]
 
 use std::hint::black_box;
 

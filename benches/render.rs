@@ -3,7 +3,7 @@
 //! update for a new snapshot (ingest, advice, frame) at 8 GPUs x 1,000 processes. The budget (product.md):
 //! ingest + advice + a full frame <= 5 ms per tick. Run with `cargo bench --bench render -- --quick`.
 
-#![allow(clippy::expect_used)] // A benchmark with a broken fixture should stop loudly.
+#![allow(clippy::expect_used, reason = "a benchmark with a broken fixture should stop loudly")]
 
 use std::hint::black_box;
 use std::sync::mpsc;

@@ -119,7 +119,7 @@ const LEAVE: &[u8] = b"\x1b[0m\x1b[?1049l\x1b[?25h\r\n";
 
 /// Called by `terminal.rs` just before it puts the terminal in raw mode: saves the modes to restore if the
 /// process dies of a fatal signal while the monitor has the terminal.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "termios calls through libc")]
 pub fn terminal_entered(mouse: bool) {
     let fd = libc::STDOUT_FILENO;
     if SAVED.get().is_none() {
@@ -142,7 +142,7 @@ const FATAL: [libc::c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT, lib
 
 /// Installs the fatal-signal handler (once). Rust's own SIGSEGV/SIGBUS handler (stack-overflow detection) is
 /// replaced: an overflow is reported by this handler as a crash with no NVML call running.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "sigaction through libc")]
 pub fn install() {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;
@@ -172,7 +172,7 @@ fn signal_name(signal: libc::c_int) -> &'static [u8] {
 }
 
 /// Writes `bytes` to `fd`, ignoring errors: the process is dying and has nothing better to do.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "write(2) through libc, async-signal-safe")]
 fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
     while !bytes.is_empty() {
         // SAFETY: the pointer and length describe a live byte slice.
@@ -229,7 +229,7 @@ fn write_message(fd: libc::c_int, signal: libc::c_int, running: Option<(Family, 
     }
 }
 
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "a signal handler calls async-signal-safe libc functions")]
 extern "C" fn on_fatal(signal: libc::c_int, _info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     if TERMINAL_ACTIVE.swap(false, Ordering::SeqCst)
         && let Some(saved) = SAVED.get()

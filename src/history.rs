@@ -630,7 +630,7 @@ impl History {
     }
 
     /// Bytes the rings and the event list hold on the heap (the newest tick and the maps' own tables left out): the
-    /// figure the per-process bound keeps flat, reported by `examples/history_mem`.
+    /// figure the per-process bound keeps flat, reported by `tools/history_mem.rs`.
     #[must_use]
     pub fn heap_bytes(&self) -> usize {
         let gpus: usize = self.gpus.iter().map(GpuSeries::heap_bytes).sum();

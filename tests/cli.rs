@@ -1,6 +1,10 @@
 //! The real binary on the embedded demo, synthetic machines and recordings: one-shot outputs, doctor, report,
 //! recording and replay, and the messages and exit codes of bad input.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

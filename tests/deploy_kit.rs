@@ -8,7 +8,11 @@
 //! them these tests fail when `CI=true` and are skipped otherwise. `systemd-analyze` is skipped when absent.
 
 // Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests run the deploy kit's tools and may panic on broken fixtures"
+)]
 
 mod common;
 

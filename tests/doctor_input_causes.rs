@@ -2,7 +2,11 @@
 //! gives the verdict an expert would for each case (shared file systems written or read, CPU work that is not
 //! input, torch.compile warming up, pinned CPUs, idle evaluation workers), and no finding of any scenario prints a
 //! remedy that its own evidence contradicts.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 

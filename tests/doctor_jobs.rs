@@ -1,7 +1,11 @@
-//! Issue 16 end to end: `gpusight doctor --synthetic straggler --duration 90s --json` names rank-straggler on GPU 1,
-//! `doctor --synthetic hang` (collective-hang's two minutes, the synthetic default) names collective-hang, and the
-//! older scenarios gain neither.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+//! Multi-GPU jobs end to end: `gpusight doctor --synthetic straggler --duration 90s --json` names rank-straggler on
+//! GPU 1, `doctor --synthetic hang` (collective-hang's two minutes, the synthetic default) names collective-hang, and
+//! the other scenarios gain neither.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 

@@ -1,6 +1,12 @@
-//! Issue 17 end to end: `gpusight doctor --synthetic NAME --duration 90s --json` names NAME for each of the new
-//! scenarios, with one verdict per waiting GPU, and the healthy scenarios and the demo gain no new warning.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+//! Why a GPU waits, end to end: `gpusight doctor --synthetic NAME --duration 90s --json` names NAME for each scenario
+//! of a GPU waiting on its host or held back (gpu-underfed, launch-bound, h2d-copy-bound, cpu-quota-throttled,
+//! remote-dataset-stall, clocks-limited, hbm-hot, memory-bound), with one verdict per waiting GPU, and the healthy
+//! scenarios and the demo gain no new warning.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 
@@ -23,7 +29,7 @@ fn warnings(report: &serde_json::Value) -> Vec<String> {
 }
 
 #[test]
-fn each_new_scenario_is_named_by_doctor() {
+fn each_waiting_scenario_is_named_by_doctor() {
     for (name, severity) in [
         ("gpu-underfed", "warning"),
         ("launch-bound", "warning"),

@@ -2,7 +2,7 @@
 //! serves the kubelet's own protobuf types, as the kubelet does, over HTTP/2 with `grpc-status` in the trailers.
 
 // The fake kubelet's helpers, outside #[test] fns, expect too.
-#![allow(clippy::expect_used)]
+#![allow(clippy::expect_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use std::convert::Infallible;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The exposition: dcgm-exporter's names, units and labels, our own series, and absent readings left out.
 
 // Helpers outside #[test] fns unwrap too.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use gpusight::advice::{Finding, Rule, Severity};
 use gpusight::export::kubelet::GpuPods;

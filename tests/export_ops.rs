@@ -3,7 +3,11 @@
 //! web configuration file, the built-in health probe, and a config file with an unknown key.
 
 // Helpers outside #[test] fns unwrap too; the tests start the binary (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 

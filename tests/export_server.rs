@@ -2,7 +2,11 @@
 //! a malformed request that must not block other clients. `promtool check metrics` on the exposition too.
 
 // Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests start servers and clients and may panic on broken fixtures"
+)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -5,7 +5,11 @@
 //! skipped otherwise. Readiness is polled with a deadline, never waited for with a fixed sleep.
 
 // Helpers outside #[test] fns unwrap too; tests may start other programs (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "tests run servers and may panic on broken fixtures"
+)]
 
 mod common;
 
@@ -43,7 +47,7 @@ fn start_exporter(spec: &'static str) -> Exporter {
 }
 
 #[test]
-#[allow(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
+#[expect(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_exporters_through_prometheus() {
     let Some(prometheus) = find_program("prometheus") else {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");

@@ -6,7 +6,12 @@
 //! skipped otherwise. Readiness is polled with a deadline, never waited for with a fixed sleep.
 
 // Helpers outside #[test] fns unwrap too; tests start other programs (clippy.toml).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 mod common;
 
@@ -26,7 +31,7 @@ fn fleet_json(url: &str) -> Result<serde_json::Value, String> {
 }
 
 #[test]
-#[allow(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
+#[expect(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_export_processes_through_prometheus_and_the_fleet_command() {
     let Some(prometheus) = find_program("prometheus") else {
         assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");

@@ -1,7 +1,7 @@
 //! The fleet reader on fixture query answers: a dcgm-exporter-only fleet, Prometheus errors, and garbage.
 
 // Helpers outside #[test] fns unwrap too.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use std::time::Duration;
 
@@ -122,7 +122,7 @@ fn reader_never_panics_on_garbage() {
                 state ^= state << 13;
                 state ^= state >> 7;
                 state ^= state << 17;
-                #[allow(clippy::cast_possible_truncation, reason = "an index below the length, and a random byte")]
+                #[expect(clippy::cast_possible_truncation, reason = "an index below the length, and a random byte")]
                 let (at, byte) = ((state % bytes.len() as u64) as usize, (state >> 32) as u8);
                 bytes[at] = byte;
             }

@@ -1,7 +1,7 @@
 //! The fleet widget: the node grid and the drill-down into one node, drawn into a buffer.
 
 // Helpers outside #[test] fns unwrap too.
-#![allow(clippy::unwrap_used)]
+#![allow(clippy::unwrap_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use gpusight::fleet::query::{Fleet, FleetError, FleetFinding, FleetGpu, FleetProcess, Node, NodeState};
 use gpusight::fleet::view::FleetView;

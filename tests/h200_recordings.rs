@@ -1,6 +1,11 @@
-//! Recordings made on a real H200 while real PyTorch jobs ran (scripts/device/findings.sh and newfindings.sh,
-//! docs/validation.md), replayed through `doctor --json`: the verdicts seen on the hardware stay the verdicts.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Tests run the binary and may panic on broken fixtures.
+//! Recordings made on a real H200 while real PyTorch jobs ran (`scripts/device/cluster_cases.sh` with GROUP=findings,
+//! waits and ranks; docs/validation.md, "Findings on real PyTorch jobs"), replayed through `doctor --json`: the
+//! verdicts seen on the hardware stay the verdicts.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 use serde_json::Value;
 
@@ -66,8 +71,8 @@ fn folded<'a>(doc: &'a Value, rule: &str) -> Vec<&'a str> {
         .unwrap_or_default()
 }
 
-// Issue 17's cases, recorded beside doctor by scripts/device/newfindings.sh on one H200 (session 5, with the ground
-// truth profiled only after doctor's window). Figures in the comments are torch.profiler's.
+// A GPU waiting on its host: the cases recorded beside doctor by `scripts/device/cluster_cases.sh` with GROUP=waits
+// on one H200 (the ground truth profiled only after doctor's window). Figures in the comments are torch.profiler's.
 
 #[test]
 fn eager_tiny_ops_are_launch_bound() {
@@ -144,9 +149,9 @@ fn the_same_job_from_local_disk_is_healthy() {
 
 #[test]
 fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
-    // Session 4's remote-local, whose harness summed every profiled cycle's events in the main thread (at 98 % of a
-    // core) while the workers idled: GPU util mean 17 %. The GPU was underfed for real, so the umbrella may say so;
-    // no input or storage cause may be named.
+    // An earlier recording of remote-local, whose harness summed every profiled cycle's events in the main thread (at
+    // 98 % of a core) while the workers idled: GPU util mean 17 %. The GPU was underfed for real, so the umbrella may
+    // say so; no input or storage cause may be named.
     let (doc, _) = doctor("remote-local-profiler-starved.jsonl.gz");
     for rule in rules(&doc).iter().map(|(r, _)| r.as_str()) {
         assert!(
@@ -157,13 +162,13 @@ fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
     assert!(warnings(&doc).iter().all(|r| r == "gpu-underfed"), "{doc}");
 }
 
-// Issue 16's four shapes, recorded beside doctor by scripts/device/ranks.sh on two H200s (session 6): a real
-// torchrun job of two ranks (ResNet-50, DDP over NCCL, a real DataLoader per rank), one rank per GPU. The ground
-// truth is the job's own per-rank log (docs/validation.md §15). ranks-loader and ranks-hang were recorded before the
-// host reader stopped counting the TCP sockets a DataLoader worker inherits from its rank: their workers' counts
-// are rewritten to what the fixed reader reads (each worker held exactly its rank's 8 store and NCCL sockets, so
-// 0 of its own); ranks-balanced and ranks-compute come from the re-run with the fixed reader, whose live verdicts
-// were the ones asserted here.
+// Jobs over several GPUs, four shapes, recorded beside doctor by `scripts/device/cluster_cases.sh` with GROUP=ranks on
+// two H200s: a real torchrun job of two ranks (ResNet-50, DDP over NCCL, a real DataLoader per rank), one rank per GPU.
+// The ground truth is the job's own per-rank log (docs/validation.md, "Findings on real PyTorch jobs"). ranks-loader
+// and ranks-hang were recorded before the host reader stopped counting the TCP sockets a DataLoader worker inherits
+// from its rank: their workers' counts are rewritten to what the fixed reader reads (each worker held exactly its
+// rank's 8 store and NCCL sockets, so 0 of its own); ranks-balanced and ranks-compute come from the re-run with the
+// fixed reader, whose live verdicts were the ones asserted here.
 
 /// The finding of `rule` in the document.
 fn finding<'a>(doc: &'a Value, rule: &str) -> &'a Value {

@@ -1,6 +1,6 @@
-//! Issue 12, the adversarial pass: each defect it found, through the binary where that is where it showed. The
+//! The adversarial hardening pass: each defect it found, through the binary where that is where it showed. The
 //! unit-level ones live next to their code; docs/reliability.md ("Hardening") lists every one with its test.
-#![allow(clippy::expect_used, clippy::unwrap_used, clippy::disallowed_methods)] // Tests run the binary.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::disallowed_methods, reason = "tests run the binary")]
 
 use std::io::{Read, Write};
 use std::net::TcpListener;

@@ -1,6 +1,6 @@
 //! The `--once` table and the JSON document on fixed data (synthetic machines and the embedded demo), as insta
 //! snapshots: a change to either output shows up in review.
-#![allow(clippy::expect_used)] // Fixtures that fail to build should stop the test loudly.
+#![allow(clippy::expect_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use gpusight::advice::Thresholds;
 use gpusight::output::table::TableOptions;

@@ -2,7 +2,11 @@
 //! compressed recordings, completions and the man page, and the exporter's listen address.
 
 // Tests may start other programs (clippy.toml); helpers outside #[test] fns may expect.
-#![allow(clippy::disallowed_methods, clippy::expect_used)]
+#![allow(
+    clippy::disallowed_methods,
+    clippy::expect_used,
+    reason = "tests run the binary and may panic on broken fixtures"
+)]
 
 use std::io::Read as _;
 use std::process::{Command, Output, Stdio};

@@ -1,7 +1,10 @@
 //! Faults injected through `FaultSource`, fed through the app's pipeline and drawn into a test terminal: for each,
 //! the monitor keeps drawing, the screen says what happened (a banner, "GPU LOST", N/A, a reason on the row), the
 //! other GPUs keep fresh values, and the findings stay sane.
-#![allow(clippy::expect_used)] // Helpers outside #[test] functions build fixtures; failing there fails the test.
+#![allow(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
+)]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Inputs the fuzzers found that crashed gpusight, each replayed through what its fuzz target exercises, so the
 //! fix stays fixed. The inputs live in tests/fixtures/fuzz/.
-#![allow(clippy::expect_used)] // Helpers outside #[test] functions; failing there fails the test.
+#![allow(clippy::expect_used, reason = "helpers outside #[test] functions; failing there fails the test")]
 
 use std::sync::Arc;
 

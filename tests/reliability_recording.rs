@@ -1,7 +1,7 @@
 //! Recording faults on the real binary: the recording's reader goes away mid-run (a write error, as a full disk
 //! gives), and the monitor says so and goes on sampling. (SIGKILL'd recordings, SIGTERM, never overwriting and
 //! corrupt lines are in tests/cli.rs.)
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests spawn children.
+#![allow(clippy::expect_used, clippy::disallowed_methods, reason = "fixture helpers may panic; tests spawn children")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::mpsc;

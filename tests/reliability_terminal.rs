@@ -3,7 +3,7 @@
 //! followed by `fg`. "Given back" means the raw bytes leave the alternate screen (`ESC[?1049l`) and show the
 //! cursor (`ESC[?25h`), and the pty's line discipline has ECHO and ICANON on again (raw mode left).
 //! Also the signal path as an unprivileged user against a root-owned process, and `--readonly`.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests spawn children.
+#![allow(clippy::expect_used, clippy::disallowed_methods, reason = "fixture helpers may panic; tests spawn children")]
 
 use std::io::{Read, Write};
 use std::sync::mpsc;
@@ -314,7 +314,7 @@ fn a_fatal_signal_in_a_driver_call_restores_the_terminal_names_the_call_and_keep
 
 #[test]
 fn every_terminating_signal_restores_the_terminal() {
-    // Issue 12: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
+    // Found in the hardening pass: SIGQUIT, SIGUSR1 and SIGALRM ended the monitor with the terminal left raw.
     for (signal, code) in [
         (rustix::process::Signal::QUIT, 131),
         (rustix::process::Signal::USR1, 138),

@@ -1,6 +1,6 @@
 //! No finding's remedy contradicts its own evidence, over every synthetic scenario's doctor report (active,
 //! folded-in and cleared findings): rules added later, with their scenarios, are checked too.
-#![allow(clippy::expect_used)] // Tests may panic on a broken scenario.
+#![allow(clippy::expect_used, reason = "tests may panic on a broken scenario")]
 
 use gpusight::advice::{Finding, Thresholds};
 use gpusight::doctor::DoctorReport;

@@ -1,6 +1,10 @@
 //! App behaviour driven by actions: sort, filter, tag, tree, dialogs and the signal path (with a fake sender),
 //! recordings played and sought; plus the real signal sender against a real child process.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "fixture helpers may panic; tests may spawn a child to signal"
+)]
 
 use std::os::unix::process::ExitStatusExt as _;
 use std::sync::{Arc, Mutex, mpsc};

@@ -1,6 +1,10 @@
 //! End to end: the real binary in a pseudo-terminal, keys sent, the screen read back through a terminal
 //! parser, the exit code checked. Needs the CLI's `--synthetic SCENARIO` and `--synthetic-attach PID`.
-#![allow(clippy::expect_used, clippy::disallowed_methods)] // Fixture helpers may panic; tests may spawn a child to signal.
+#![allow(
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "fixture helpers may panic; tests may spawn a child to signal"
+)]
 
 use std::io::{Read, Write};
 use std::os::unix::process::ExitStatusExt as _;

@@ -1,6 +1,9 @@
 //! Whole screens of the monitor drawn on synthetic machines at fixed sizes, as insta snapshots. The time on
 //! screen comes from the ticks, so these are stable.
-#![allow(clippy::expect_used)] // Helpers outside #[test] functions build fixtures; failing there fails the test.
+#![allow(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
+)]
 
 mod common;
 

@@ -8,7 +8,7 @@
 //! cargo run --release --example alloc_per_tick -- [TICKS]
 //! ```
 
-#![allow(clippy::print_stdout, unsafe_code)] // unsafe: a `GlobalAlloc` must be implemented with unsafe fns.
+#![allow(unsafe_code, reason = "a `GlobalAlloc` must be implemented with unsafe fns")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::path::Path;

@@ -15,8 +15,6 @@
 //! samples, as `run.rs` sizes it; the run takes that many ticks plus 10 %, and reports `REPORTS` times along the
 //! way.
 
-#![allow(clippy::print_stdout)]
-
 use std::time::Instant;
 
 use gpusight::advice::Thresholds;
@@ -59,7 +57,6 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let start = Instant::now();
     let report = |n: u64, pipeline: &Pipeline| {
         let history = &pipeline.history;
-        #[allow(clippy::cast_possible_truncation)]
         let (all, procs) = (history.heap_bytes() as u64, history.process_heap_bytes() as u64);
         let virtual_s = (n * interval_ms) as f64 / 1000.0;
         println!(

@@ -7,7 +7,7 @@
 //! fields, health, pcie, events, gpm, gpm-serialized, all (every family but gpm at once, GPM serialised, as
 //! gpusight reads). `GROUP=nvml-threads bash scripts/device/cluster_cases.sh` runs each family several times and
 //! tallies the crashes.
-#![allow(clippy::print_stdout, clippy::expect_used)] // A diagnostic tool: printing is its job.
+#![allow(clippy::expect_used, reason = "a diagnostic tool: a failed call should stop it loudly")]
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -28,7 +28,7 @@ struct Tally {
     errors: AtomicU64,
 }
 
-#[allow(clippy::needless_pass_by_value)] // Takes each call's result whole so call sites stay one line.
+#[expect(clippy::needless_pass_by_value, reason = "takes each call's result whole so call sites stay one line")]
 fn count<T, E>(tally: &Tally, result: Result<T, E>) {
     tally.calls.fetch_add(1, Ordering::Relaxed);
     if result.is_err() {

@@ -1,7 +1,7 @@
 //! What the host sampler costs against a live process: `sampler_probe PID [TICKS]` samples the host with PID as the
 //! GPU process TICKS times (default 200), the clock moving 1 s a tick as at `--interval 1`, and prints the CPU of
 //! this thread per tick. Run it under `perf record -g` to see where a tick goes.
-#![allow(clippy::print_stdout, clippy::expect_used)] // A diagnostic tool: printing is its job.
+#![allow(clippy::expect_used, reason = "a diagnostic tool: a failed call should stop it loudly")]
 
 use gpusight::host::{HostRoot, HostSampler};
 

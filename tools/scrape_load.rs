@@ -86,7 +86,7 @@ fn load(url: &str, pid: u32, seconds: u64, clients: usize) -> Result<(), Box<dyn
     let wall = started.elapsed().as_secs_f64();
     let cpu_s = (cpu_ticks(pid)? - cpu_before) as f64 / 100.0;
     latencies.sort();
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "an index from a share in 0..=1")]
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "an index from a share in 0..=1")]
     let pct = |p: f64| latencies.get(((latencies.len() as f64 * p) as usize).min(latencies.len().saturating_sub(1)));
     println!(
         "clients {clients}, {wall:.1} s, scrapes {} ({:.0}/s), errors {errors}, body {bytes} B",

@@ -15,8 +15,6 @@
 //! samples (900 s), which at 100 Hz would take the whole run to fill; a smaller ring fills in the first minute,
 //! after which the series must stay flat.
 
-#![allow(clippy::print_stdout)]
-
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 

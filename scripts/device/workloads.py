@@ -446,7 +446,8 @@ def gpu_step_main(argv):
             warm_at = now
             open(a.ready, "w").close()
         # The profiler only in the last --profile-tail seconds, after doctor's window: its per-cycle trace callback
-        # runs in this thread and starved the GPU when it ran throughout (docs/validation.md §12).
+        # runs in this thread and starved the GPU when it ran throughout (docs/validation.md, "Findings on real
+        # PyTorch jobs").
         if prof is None and warm_at is not None and now - warm_at >= a.seconds - a.profile_tail:
             prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
                            schedule=schedule(wait=6, warmup=1, active=3, repeat=0), on_trace_ready=on_trace)
@@ -582,7 +583,8 @@ def train_loader_main(argv):
             warm_at = now
             open(a.ready, "w").close()
         # The profiler only in the last --profile-tail seconds, after doctor's window: its per-cycle trace callback
-        # runs in this thread and starved the GPU when it ran throughout (docs/validation.md §12).
+        # runs in this thread and starved the GPU when it ran throughout (docs/validation.md, "Findings on real
+        # PyTorch jobs").
         if prof is None and warm_at is not None and now - warm_at >= a.seconds - a.profile_tail:
             prof = profile(activities=[ProfilerActivity.CPU],
                            schedule=schedule(wait=4, warmup=1, active=5, repeat=0), on_trace_ready=on_trace)

@@ -14,7 +14,6 @@ use super::{Advisor, Finding, Rule, Thresholds, evaluate};
 type TickTweak = Box<dyn Fn(u64, &mut Tick)>;
 
 /// A history under construction from a synthetic scenario.
-#[allow(missing_debug_implementations)]
 pub struct Build {
     source: SyntheticSource,
     machine: MachineInfo,

@@ -110,7 +110,8 @@ pub struct Thresholds {
     /// launch-bound, h2d-copy-bound, cpu-quota-throttled and remote-dataset-stall.
     pub waiting_max_sm_active_pct: f64,
     /// Mean GPU utilization (%) at or above which launch-bound compares it with SM activity: low, because a
-    /// launch-bound loop of microsecond kernels on an H200 keeps utilization near 2 % (docs/validation.md §12).
+    /// launch-bound loop of microsecond kernels on an H200 keeps utilization near 2 % (docs/validation.md,
+    /// "Findings on real PyTorch jobs").
     pub launch_min_util_pct: f64,
     /// Mean GPU utilization (%) below which kernels still leave gaps (at or above it the CPU keeps up: tiny kernels
     /// back to back, as in a CUDA graph, are util-misleading's and gpu-underfed's, not launch-bound).

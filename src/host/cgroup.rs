@@ -58,7 +58,7 @@ pub fn parse_cfs_quota(quota_us: &str, period_us: &str) -> Option<f32> {
     quota_cpus(quota_us.trim().parse().ok()?, period_us.trim().parse().ok()?)
 }
 
-#[allow(clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "a quota in CPUs fits an f32")]
 fn quota_cpus(quota: f64, period: f64) -> Option<f32> {
     (quota > 0.0 && period > 0.0).then(|| (quota / period) as f32)
 }
@@ -91,7 +91,7 @@ pub fn parse_cpu_stat(text: &str) -> CpuStat {
 
 /// The throttled share (%) of periods and the milliseconds throttled per second between two readings.
 #[must_use]
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "a share in % and milliseconds per second fit an f32")]
 pub fn throttling(before: &CpuStat, now: &CpuStat, dt_s: f64) -> (Option<f32>, Option<f32>) {
     let delta = |a: Option<u64>, b: Option<u64>| b?.checked_sub(a?);
     let periods = delta(before.nr_periods, now.nr_periods);

@@ -184,7 +184,7 @@ mod tests {
     use super::*;
 
     #[test]
-    #[allow(clippy::float_cmp, reason = "the shares of whole numbers come out exact")]
+    #[expect(clippy::float_cmp, reason = "the shares of whole numbers come out exact")]
     fn breakdown_counts_nice_as_user_and_irq_as_system() {
         let d = CpuTimes { user: 30, nice: 10, system: 5, irq: 3, softirq: 2, idle: 30, iowait: 15, steal: 5 };
         let b = breakdown(d).unwrap();

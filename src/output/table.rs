@@ -184,8 +184,8 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
     }
 }
 
-/// The jobs over several processes (issue 16), one line each with its ranks, and the GPU processes whose job could
-/// not be read; nothing when no process shares a job and no environment was unreadable.
+/// The jobs over several processes (multi-GPU jobs), one line each with its ranks, and the GPU processes whose job
+/// could not be read; nothing when no process shares a job and no environment was unreadable.
 fn jobs(out: &mut String, tick: &Tick) {
     let mut lines: Vec<(String, Vec<String>)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();

@@ -1,5 +1,5 @@
 //! Tests of the reproducibility record on synthetic histories.
-#![allow(
+#![expect(
     clippy::cast_possible_truncation,
     clippy::cast_sign_loss,
     reason = "test ramps of small, positive whole numbers"

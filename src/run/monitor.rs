@@ -64,7 +64,7 @@ pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) ->
 fn synthetic_backlog(data: &Data, source: &mut dyn Source, at: Option<f64>) -> Result<Vec<Snapshot>, RunError> {
     let mut backlog = Vec::new();
     if let (Data::Synthetic(spec, _), Some(seconds)) = (data, at) {
-        #[allow(
+        #[expect(
             clippy::cast_possible_truncation,
             clippy::cast_sign_loss,
             reason = "a non-negative count of samples, capped below"

@@ -489,13 +489,15 @@ fn noise(seed: u64, n: u64, stream: u64) -> f64 {
     x ^= x >> 27;
     x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
     x ^= x >> 31;
-    #[allow(clippy::cast_precision_loss)]
-    let unit = (x >> 11) as f64 / (1u64 << 53) as f64;
-    unit
+    (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// `base` plus or minus `spread`, deterministic.
-#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+#[expect(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "clamped at 0 and rounded; far below u32::MAX"
+)]
 fn jitter(seed: u64, n: u64, stream: u64, base: f64, spread: f64) -> u32 {
     (base + (noise(seed, n, stream) * 2.0 - 1.0) * spread).max(0.0).round() as u32
 }
@@ -1018,7 +1020,7 @@ fn throttle_counters(workload: Workload, bits: u64, elapsed_ns: u64) -> Throttle
     }
 }
 
-#[allow(clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "percentages capped at 100 fit an f32")]
 fn gpm_metrics(seed: u64, n: u64, shape: &GpuShape, util: u32) -> GpmMetrics {
     let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
     GpmMetrics {
@@ -1231,7 +1233,7 @@ fn job_shape(workload: Workload) -> Option<JobShape> {
         W::Unseen => JobShape { cmdline: "python train.py", states: b"S", cpu_pct: 45.0, ..COMPUTE_JOB },
         W::MigSlice => JobShape { cmdline: "python train.py --model resnet18", ..COMPUTE_JOB },
         _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
-        _ => return new_findings_job(workload),
+        _ => return host_wait_job(workload),
     })
 }
 
@@ -1247,7 +1249,7 @@ const IDLE_WORKERS: &[WorkerShape] = &[WorkerShape { state: 'S', cpu_pct: 6.0, r
 /// The one `DataLoader` worker of the starved rank, pegged.
 const ONE_PEGGED_WORKER: &[WorkerShape] = &[WorkerShape { state: 'R', cpu_pct: 99.5, read_bytes_per_s: 3 * MIB }];
 
-/// The ranks of a torchrun job (issue 16).
+/// The ranks of a torchrun job over several GPUs.
 fn rank_job(workload: Workload) -> Option<JobShape> {
     use Workload as W;
     let rank = JobShape {
@@ -1368,8 +1370,8 @@ fn make_rank(slot: &Slot<'_>, tick: &mut Tick) {
     }
 }
 
-/// The jobs of the scenarios of issue 17.
-fn new_findings_job(workload: Workload) -> Option<JobShape> {
+/// The jobs of the scenarios where a GPU waits on its host: underfed, launches, copies, a CPU quota, a remote dataset.
+fn host_wait_job(workload: Workload) -> Option<JobShape> {
     use Workload as W;
     let loader = JobShape {
         cmdline: "python train.py --workers 8 --batch-size 128",
@@ -1666,7 +1668,7 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
     }
 }
 
-#[allow(clippy::cast_precision_loss, clippy::cast_possible_truncation)]
+#[expect(clippy::cast_possible_truncation, reason = "percentages and rates of a synthetic host fit an f32")]
 fn host_tick(spec: &SyntheticSpec, machine: &MachineInfo, n: u64, load: &HostLoad) -> HostTick {
     let n_cpus = machine.n_cpus as f64;
     let busy_cores = load.busy_cores + 0.4;

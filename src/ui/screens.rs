@@ -384,7 +384,7 @@ fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, S
             let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
             let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
             let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
-            #[allow(
+            #[expect(
                 clippy::cast_possible_truncation,
                 clippy::cast_sign_loss,
                 reason = "byte counts: whole and positive"

@@ -1,6 +1,12 @@
 //! Helpers shared by the integration tests: programs they start (Prometheus, exporters) and the monitor drawn
 //! into a test terminal.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)] // Each test file uses some of them.
+#![allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods,
+    reason = "each test file uses some of them"
+)]
 
 use std::path::PathBuf;
 use std::process::Child;

@@ -1,4 +1,4 @@
-//! Jobs over several GPUs (issue 16): rank-straggler and collective-hang.
+//! Jobs over several GPUs, one rank per GPU: rank-straggler and collective-hang.
 //!
 //! The ranks of one job (processes with the same job key, see `host::job`) wait for each other at every collective.
 //! A rank that waits shows HIGH NVML utilization (NCCL's kernels spin while they wait) with LOW GPM SM activity; the

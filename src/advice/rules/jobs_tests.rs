@@ -1,5 +1,5 @@
-//! Issue 16's rules: rank-straggler and collective-hang fire on their scenarios and stay quiet on a healthy
-//! neighbour one signal away.
+//! The rules for jobs over several GPUs: rank-straggler and collective-hang fire on their scenarios and stay
+//! quiet on a healthy neighbour one signal away.
 
 use crate::advice::testkit::{Build, get, has};
 use crate::advice::{Rule, Severity};
@@ -127,7 +127,7 @@ fn rank_straggler_without_gpm_reads_power_for_utilization() {
 
 #[test]
 fn rank_straggler_names_compute_when_its_gpu_works_flat_out() {
-    // Rank 1 runs twice the forward/backward per step (the issue's compute straggler): its GPU busy with real SM
+    // Rank 1 runs twice the forward/backward per step (the recorded compute straggler): its GPU busy with real SM
     // work, rank 0's NCCL kernels spinning while it waits.
     fn heavy(t: &mut Tick) {
         t.gpus[0].util_pct = Some(99);

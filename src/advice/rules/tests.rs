@@ -72,9 +72,9 @@ fn input_bound_ignores_host_pressure_from_a_checkpoint_writer() {
 
 #[test]
 fn input_bound_fires_on_a_slow_store_that_delivers_little() {
-    // As seen on the H200 (docs/validation.md §10): DataLoader workers behind a throttled disk (io.max 600 reads/s,
-    // 64 MiB/s) read about 1.4 MiB/s and wait in D; the GPU idles (DataLoader 98 % of the step). A read-rate floor
-    // on "in D while reading" hid it: the slower the store, the less it reads.
+    // As seen on the H200 (docs/validation.md, "Findings on real PyTorch jobs", small-files): DataLoader workers behind
+    // a throttled disk (io.max 600 reads/s, 64 MiB/s) read about 1.4 MiB/s and wait in D; the GPU idles (DataLoader
+    // 98 % of the step). A read-rate floor on "in D while reading" hid it: the slower the store, the less it reads.
     let slow = Build::new("input-bound").tick(|n, t| {
         set_process(t, 2001, |p| {
             p.state = Some(if n % 5 == 0 { 'S' } else { 'D' });

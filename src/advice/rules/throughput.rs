@@ -1,6 +1,6 @@
 //! Is the job compute-bound or input-bound? input-bound, cpu-bound-input, main-thread-bound and util-misleading.
 //!
-//! System iowait alone cannot tell: one starved process on 16 CPUs reads 2 % iowait (nvml.md §10). The rules
+//! System iowait alone cannot tell: one starved process on 16 CPUs reads 2 % iowait (measured on an H200). The rules
 //! read the GPU process's own signals instead: D state together with reads (process, threads, DataLoader
 //! children), the read and write rates of the process tree, PSI io, and per-thread CPU. Starvation is the *mean*
 //! utilization over the window, so a job that waits 2 s of every 3 is seen even though a third of its 1 s samples

@@ -48,9 +48,9 @@ impl GpuWindow {
     pub(crate) fn of(ctx: &Ctx<'_>, gpu: &GpuSeries, secs: u64) -> Option<Self> {
         let span = ctx.window(secs)?;
         let info = ctx.gpu_info(gpu.index);
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a PCIe generation, 1 to 6")]
         let generation = span.median(&gpu.pcie_gen).map(|g| g.round() as u32).or(info.and_then(|i| i.max_pcie_gen));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a PCIe link width, 1 to 32")]
         let width = span.median(&gpu.pcie_width).map(|w| w.round() as u32).or(info.and_then(|i| i.max_pcie_width));
         let link_kb_s = generation.and_then(lane_gb_s).zip(width).map(|(lane, w)| lane * f64::from(w) * 1e6);
         Some(Self {
@@ -362,7 +362,11 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
         let cpuset = cgroup.and_then(|c| c.cpuset_cpus).map_or_else(String::new, |n| format!(", cpuset {n} CPUs"));
         let path = cgroup.map_or_else(|| "its cgroup".to_owned(), |c| format!("cgroup {}", c.path));
         let ms = cgroup.and_then(|c| c.throttled_ms_per_s).map_or_else(String::new, |m| format!(", {m:.0} ms/s"));
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        #[expect(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            reason = "a positive quota in CPUs, floored"
+        )]
         let fit = quota.map_or(1, |q| (q.floor() as u32).saturating_sub(1).max(1));
         let finding = Finding {
             title: format!(

@@ -1,4 +1,5 @@
-//! Issue 17's rules: each fires on its scenario and stays quiet on a healthy neighbour one signal away; one
+//! The rules for a GPU that waits on its host (launch-bound, h2d-copy-bound, cpu-quota-throttled,
+//! remote-dataset-stall): each fires on its scenario and stays quiet on a healthy neighbour one signal away; one
 //! verdict per waiting GPU.
 
 use crate::advice::testkit::{Build, get, has};
@@ -115,10 +116,10 @@ fn launch_bound_needs_tiny_kernels_and_a_pegged_thread() {
 
 #[test]
 fn launch_bound_holds_when_the_launches_leave_utilization_low() {
-    // As seen on the H200 (docs/validation.md §12, launch-tiny): 2,000 tiny elementwise ops a step, eager, no
-    // DataLoader workers. Each kernel is done in a microsecond or two, so NVML utilization stays near 2 % while
-    // GPM SM activity reads 0.0 % and the main thread runs at 99 %. A utilization floor of 10 % called this
-    // cpu-bound-input ("CPU preprocessing", more workers), which nothing in the job does.
+    // As seen on the H200 (docs/validation.md, "Findings on real PyTorch jobs", launch-tiny): 2,000 tiny elementwise
+    // ops a step, eager, no DataLoader workers. Each kernel is done in a microsecond or two, so NVML utilization stays
+    // near 2 % while GPM SM activity reads 0.0 % and the main thread runs at 99 %. A utilization floor of 10 % called
+    // this cpu-bound-input ("CPU preprocessing", more workers), which nothing in the job does.
     let eager = Build::new("launch-bound").tick(|_, t| {
         t.gpus[0].util_pct = Some(2);
         if let Some(gpm) = t.gpus[0].gpm.as_mut() {
@@ -183,9 +184,9 @@ fn cpu_quota_throttled_names_the_quota_against_the_workers() {
 
 #[test]
 fn cpu_quota_throttled_holds_when_the_throttling_comes_in_bursts() {
-    // As on the H200 (docs/validation.md §12): a 2-CPU quota over 8 workers throttled 39 % of the periods over the
-    // case, but unevenly: whole seconds throttled, then seconds free. Judged by the share of samples over 20 %
-    // (80 % of them to enter) it never held.
+    // As on the H200 (docs/validation.md, "Findings on real PyTorch jobs", cpu-quota): a 2-CPU quota over 8 workers
+    // throttled 39 % of the periods over the case, but unevenly: whole seconds throttled, then seconds free. Judged by
+    // the share of samples over 20 % (80 % of them to enter) it never held.
     let bursty = Build::new("cpu-quota-throttled").tick(|n, t| {
         for p in &mut t.processes {
             if let Some(c) = p.cgroup_cpu.as_mut() {

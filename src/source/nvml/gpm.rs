@@ -45,7 +45,7 @@ const GPM_NVLINK: [GpmMetricId; 2] = [GpmMetricId::NvlinkTotalRxPerSec, GpmMetri
 
 /// The metrics of one `nvmlGpmMetricsGet`. GR engine active (`GraphicsUtil`) is asked for only when `gr_engine`:
 /// on an H200 (driver 580) computing it took 1,491 µs of CPU a call, the other eight together under 10 µs
-/// (`examples/nvml_probe`, each metric alone; docs/performance.md), and only `export`, `--record` and `--once`
+/// (`tools/nvml_probe.rs`, each metric alone; docs/performance.md), and only `export`, `--record` and `--once`
 /// use it.
 #[must_use]
 pub fn gpm_request(gr_engine: bool, nvlink: bool) -> Vec<GpmMetricId> {

@@ -15,7 +15,7 @@ pub struct TierPeriods {
     pub slow_ms: u64,
     /// PCIe RX/TX throughput, on its own thread per GPU (each reading blocks 20 ms); 0 turns it off.
     pub pcie_ms: u64,
-    /// GPM metrics: on an H200 (`examples/nvml_probe`) a sample costs about 0.1 ms of CPU, the metrics a few µs,
+    /// GPM metrics: on an H200 (`tools/nvml_probe.rs`) a sample costs about 0.1 ms of CPU, the metrics a few µs,
     /// and GR engine active 1.5 ms more where a command asks for it (`OptionalReadings`), so they are read at most
     /// this often whatever the interval. The metrics cover the time between two samples.
     pub gpm_ms: u64,

@@ -389,7 +389,7 @@ impl GpuReader {
 }
 
 /// Reads the row-remapping state (Ampere and newer), which nvml-wrapper 0.13 does not wrap.
-#[allow(unsafe_code)]
+#[expect(unsafe_code, reason = "an NVML call nvml-wrapper does not wrap, through its loaded symbol")]
 fn remapped_rows(nvml: &Nvml, device: &Device<'_>) -> Result<RemappedRows, NvmlError> {
     let sym =
         nvml.lib().nvmlDeviceGetRemappedRows.as_ref().map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
