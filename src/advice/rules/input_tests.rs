@@ -91,6 +91,36 @@ fn an_offloaded_step_names_the_main_thread_with_or_without_workers() {
 }
 
 #[test]
+fn a_pegged_worker_next_to_a_busier_main_thread_is_cpu_bound_input() {
+    // The main thread at a full core, its four workers keeping up, no traffic back to the host: the step's pace.
+    let step = Build::new("cpu-offload").tick(|_, t| t.gpus[0].pcie_tx_kbps = Some(500));
+    let f = step.findings(90);
+    assert_eq!(warnings(&f), vec![Rule::MainThreadBound], "{f:#?}");
+    assert!(get(&f, Rule::MainThreadBound).evidence.contains("keep up"), "{f:#?}");
+    // One signal away: a worker pegged at 96 % does not keep up, whatever the main thread's 100 %.
+    let pegged = Build::new("cpu-offload").tick(|_, t| {
+        t.gpus[0].pcie_tx_kbps = Some(500);
+        if let Some(worker) = t.processes.iter_mut().find(|p| p.ppid == Some(MAIN)) {
+            worker.cpu_pct = Some(96.0);
+        }
+    });
+    let f = pegged.findings(90);
+    assert!(!has(&f, Rule::MainThreadBound), "{f:#?}");
+    assert_eq!(warnings(&f), vec![Rule::CpuBoundInput], "{f:#?}");
+    let cpu = get(&f, Rule::CpuBoundInput);
+    assert!(cpu.evidence.contains("DataLoader worker PID"), "{}", cpu.evidence);
+    assert!(cpu.remedy.contains("Raise DataLoader num_workers"), "{}", cpu.remedy);
+    assert!(!cpu.remedy.contains("will not help"), "{}", cpu.remedy);
+    // With the offloaded optimizer's traffic too, a pegged worker still makes it the input's.
+    let offload = Build::new("cpu-offload").tick(|_, t| {
+        if let Some(worker) = t.processes.iter_mut().find(|p| p.ppid == Some(MAIN)) {
+            worker.cpu_pct = Some(96.0);
+        }
+    });
+    assert!(!has(&offload.findings(90), Rule::MainThreadBound));
+}
+
+#[test]
 fn a_compile_warms_up_only_while_young_and_with_its_workers() {
     let f = Build::new("compile-warmup").findings(90);
     assert_eq!(get(&f, Rule::CompileWarmup).severity, Severity::Info);

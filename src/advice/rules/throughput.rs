@@ -354,7 +354,8 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
 }
 
 /// Who pegs a core for a starved GPU: a DataLoader worker (by PID), a thread of the process (by TID), or the
-/// whole process when per-thread CPU is not available.
+/// whole process when per-thread CPU is not available. A worker that is itself pegged (at `pegged_core_pct` or
+/// more) is named even next to a busier main thread: the workers do not keep up, so the input is the limiter.
 fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, bool) {
     let thread = ProcessSamples::median(&s.thread_cpu);
     let child = ProcessSamples::median(&s.child_cpu);
@@ -364,7 +365,8 @@ fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, boo
         .iter()
         .filter(|p| p.ppid == Some(pid) && p.role == ProcessRole::Child && !p.is_compile_worker())
         .max_by(|a, b| a.cpu_pct.unwrap_or(0.0).total_cmp(&b.cpu_pct.unwrap_or(0.0)));
-    if child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
+    let worker_pegged = child.is_some_and(|c| c >= ctx.t.pegged_core_pct);
+    if worker_pegged || child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
         let who = busiest_child.map_or_else(
             || "a DataLoader worker".to_owned(),
             |c| format!("DataLoader worker PID {} ({})", c.pid, c.name),
