@@ -126,7 +126,8 @@ pub struct Thresholds {
     /// Scheduler periods throttled by the cgroup's CPU quota (%, mean over the window) from which it counts as throttled.
     pub quota_throttled_pct: f64,
     /// Share (0–1) of samples with `DataLoader` workers on their own TCP connections, or threads in network file
-    /// system waits while files on such a mount are open read-only, that makes remote-dataset-stall hold.
+    /// system waits while files on such a mount are read, from which remote-dataset-stall appears (the engine's
+    /// `enter_share` by default); it stays until the share falls below `exit_share`.
     pub remote_share: f64,
     /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is
     /// clocks-limited.
@@ -234,7 +235,7 @@ impl Default for Thresholds {
             h2d_rx_share: 0.5,
             h2d_pageable_rx_share: 0.1,
             quota_throttled_pct: 20.0,
-            remote_share: 0.5,
+            remote_share: 0.8,
             clocks_limited_max_share: 0.8,
             hbm_max_c: 95.0,
             hbm_margin_c: 5.0,

@@ -63,6 +63,53 @@ fn reads_from_a_warm_cache_do_not_stall_but_reads_that_wait_do() {
     assert!(!has(&warmed.findings(90), Rule::RemoteDatasetStall));
 }
 
+/// Scenario `nfs-logging-thread` with one more file on the NFS home open read-only by the GPU process (a vocabulary,
+/// a config), read at `read_mib_s` (`None`: the rate unknown).
+fn logger_with_a_read_only_file(read_mib_s: Option<u64>) -> Build {
+    Build::new("nfs-logging-thread").tick(move |_, t| {
+        each(t, |p| {
+            if p.pid == MAIN
+                && let Some(files) = p.remote_files.as_mut()
+            {
+                files.read_only = 1;
+                files.open += 1;
+                files.mount = "/home".to_owned();
+                files.read_bytes_per_s = read_mib_s.map(|m| m << 20);
+            }
+        });
+    })
+}
+
+#[test]
+fn a_thread_writing_to_nfs_beside_a_file_it_does_not_read_is_no_dataset_stall() {
+    // The logging thread in an NFS wait while the process also holds a file there open read-only, unread.
+    for rate in [Some(0), None] {
+        let f = logger_with_a_read_only_file(rate).findings(90);
+        assert!(!has(&f, Rule::RemoteDatasetStall), "read at {rate:?} MiB/s: {f:#?}");
+    }
+    // Threads waiting on write-back are never file system waits, whatever is open read-only.
+    let write_back = logger_with_a_read_only_file(Some(0)).tick(|_, t| {
+        each(t, |p| {
+            if p.pid == MAIN {
+                (p.fs_waits, p.remote_waits, p.write_waits) = (Some(0), Some(0), Some(1));
+            }
+        });
+    });
+    assert!(!has(&write_back.findings(90), Rule::RemoteDatasetStall));
+    // One signal away: the process reads through that file while it waits, so the wait is a read.
+    let f = logger_with_a_read_only_file(Some(5)).findings(90);
+    assert!(has(&f, Rule::RemoteDatasetStall), "{f:#?}");
+    // Workers in NFS waits count however little comes through: they fetch the input (a stalled open reads 0 B/s).
+    let stalled = Build::new("nfs-read-stall").tick(|_, t| {
+        each(t, |p| {
+            if let Some(files) = p.remote_files.as_mut() {
+                files.read_bytes_per_s = Some(0);
+            }
+        });
+    });
+    assert!(has(&stalled.findings(90), Rule::RemoteDatasetStall));
+}
+
 #[test]
 fn a_servers_socket_waits_are_no_stall_but_workers_with_their_own_connections_are() {
     assert!(!has(&Build::new("inference-server").findings(90), Rule::RemoteDatasetStall));
