@@ -271,7 +271,7 @@ impl Thresholds {
                 "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
               util-misleading, shared-gpu, host-memory-pressure, cpu-steal, launch-bound, h2d-copy-bound, \
               cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound, main-thread-bound, \
-              cpus-pinned",
+              cpus-pinned, comm-bound, compile-warmup, serving",
                 self.window_s,
             ),
             ("gpu-underfed", self.underfed_window_s),
@@ -294,6 +294,19 @@ mod tests {
             doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
         let parsed: Thresholds = toml::from_str(block).expect("parses");
         assert_eq!(parsed, Thresholds::default());
+    }
+
+    #[test]
+    fn every_rule_that_needs_a_window_is_listed_with_it() {
+        let t = Thresholds::default();
+        let windows = t.windows();
+        let window_of =
+            |rule: &str| windows.iter().find(|(rules, _)| rules.split(", ").any(|r| r == rule)).map(|(_, secs)| *secs);
+        for rule in ["comm-bound", "compile-warmup", "serving", "main-thread-bound", "input-bound"] {
+            assert_eq!(window_of(rule), Some(t.window_s), "{rule}");
+        }
+        assert_eq!(window_of("idle-holder"), Some(t.idle_holder_window_s));
+        assert_eq!(window_of("gpu-underfed"), Some(t.underfed_window_s));
     }
 
     #[test]
