@@ -287,12 +287,36 @@ impl Thresholds {
 mod tests {
     use super::*;
 
+    /// The keys of a table, sorted.
+    fn keys(table: &toml::Table) -> Vec<String> {
+        let mut keys: Vec<String> = table.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// The fields of `Thresholds`: its defaults serialized to a TOML table.
+    fn fields() -> Vec<String> {
+        keys(&toml::Table::try_from(Thresholds::default()).expect("serializes"))
+    }
+
     #[test]
     fn the_documented_defaults_are_the_defaults() {
         let doc = include_str!("../../docs/advice.md");
         let block =
             doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
         let parsed: Thresholds = toml::from_str(block).expect("parses");
+        assert_eq!(parsed, Thresholds::default());
+        // `Thresholds` defaults a missing key, so the keys are compared too: every field is documented.
+        let table: toml::Table = toml::from_str(block).expect("a table");
+        assert_eq!(keys(&table), fields(), "docs/advice.md's [thresholds] block against the struct's fields");
+    }
+
+    #[test]
+    fn the_example_config_shows_every_threshold_at_its_default() {
+        let example: toml::Table = toml::from_str(include_str!("../../config.example.toml")).expect("parses");
+        let table = example.get("thresholds").and_then(toml::Value::as_table).expect("a [thresholds] table");
+        assert_eq!(keys(table), fields(), "config.example.toml's [thresholds] against the struct's fields");
+        let parsed: Thresholds = table.clone().try_into().expect("thresholds");
         assert_eq!(parsed, Thresholds::default());
     }
 
