@@ -220,9 +220,21 @@ impl ProcessSamples {
     fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
         let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
         // A rank's own threads spin while it waits in a collective (a synchronizing main thread): only its workers
-        // count there.
-        let own = |i: usize| !self.by_sm && hot(self.thread_cpu[i].or(self.cpu[i]));
+        // count there, unless it prepares its data itself and its GPU is not spinning ([`Self::prepares_alone`]).
+        let own_count = !self.by_sm || self.prepares_alone(t);
+        let own = |i: usize| own_count && hot(self.thread_cpu[i].or(self.cpu[i]));
         (0..self.times.len()).map(|i| own(i) || hot(self.child_cpu[i])).collect()
+    }
+
+    /// On a rank judged by SM activity: whether its own pegged thread is its work rather than a wait in a
+    /// collective. It has no `DataLoader` workers (num_workers=0: the main thread prepares the data), and its GPU is
+    /// not spinning in a collective: its NVML utilization stays low as well as its SM activity (NCCL's spinning
+    /// kernels hold utilization near 100 % on a rank that waits for the others, whatever its `PCIe` traffic; copies
+    /// do not count in utilization).
+    fn prepares_alone(&self, t: &super::super::Thresholds) -> bool {
+        let workerless = self.children_now == 0 && self.input.iter().flatten().all(|i| i.busy_workers == 0);
+        let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+        workerless && util.is_some_and(|u| u < t.starved_util_pct)
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
