@@ -254,6 +254,12 @@ pub fn pct_label(pct: f64) -> String {
     if pct.abs() >= 10.0 || pct == 0.0 { format!("{pct:.0} %") } else { format!("{pct:.1} %") }
 }
 
+/// A `PCIe` rate in KB/s for people, as the rules' other evidence writes rates: "12.0 GB/s", "57 MB/s".
+#[must_use]
+pub fn rate_label(kbps: f64) -> String {
+    if kbps >= 1e6 { format!("{:.1} GB/s", kbps / 1e6) } else { format!("{:.0} MB/s", kbps / 1e3) }
+}
+
 /// A share (0–1) as a percentage of samples: "40 %".
 #[must_use]
 pub fn share_label(share: f64) -> String {
@@ -306,6 +312,8 @@ mod tests {
     fn rates_read_the_same_in_the_panel_and_the_evidence() {
         assert_eq!(rate_kbps(Some(8_900_000)), "8.9GB/s");
         assert_eq!(rate_kbps_f64(9_106_000.0), "9.1GB/s");
+        assert_eq!(rate_label(9_000_000.0), "9.0 GB/s");
+        assert_eq!(rate_label(57_000.0), "57 MB/s");
         assert_eq!(rate_kbps_f64(57_000.0), "57MB/s");
         assert_eq!(rate_kbps(None), NA);
     }

@@ -127,7 +127,8 @@ pub struct Thresholds {
     /// Scheduler periods throttled by the cgroup's CPU quota (%, mean over the window) from which it counts as throttled.
     pub quota_throttled_pct: f64,
     /// Share (0–1) of samples with `DataLoader` workers on their own TCP connections, or threads in network file
-    /// system waits while files on such a mount are open read-only, that makes remote-dataset-stall hold.
+    /// system waits while files on such a mount are read, from which remote-dataset-stall appears (the engine's
+    /// `enter_share` by default); it stays until the share falls below `exit_share`.
     pub remote_share: f64,
     /// SM clock as a share (0–1) of its maximum at or below which a busy GPU with no throttle reason is
     /// clocks-limited.
@@ -235,7 +236,7 @@ impl Default for Thresholds {
             h2d_rx_share: 0.5,
             h2d_pageable_rx_share: 0.1,
             quota_throttled_pct: 20.0,
-            remote_share: 0.5,
+            remote_share: 0.8,
             clocks_limited_max_share: 0.8,
             hbm_max_c: 95.0,
             hbm_margin_c: 5.0,
@@ -271,7 +272,7 @@ impl Thresholds {
                 "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
               util-misleading, shared-gpu, host-memory-pressure, cpu-steal, launch-bound, h2d-copy-bound, \
               cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound, main-thread-bound, \
-              cpus-pinned",
+              cpus-pinned, comm-bound, compile-warmup, serving",
                 self.window_s,
             ),
             ("gpu-underfed", self.underfed_window_s),
@@ -287,6 +288,18 @@ impl Thresholds {
 mod tests {
     use super::*;
 
+    /// The keys of a table, sorted.
+    fn keys(table: &toml::Table) -> Vec<String> {
+        let mut keys: Vec<String> = table.keys().cloned().collect();
+        keys.sort();
+        keys
+    }
+
+    /// The fields of `Thresholds`: its defaults serialized to a TOML table.
+    fn fields() -> Vec<String> {
+        keys(&toml::Table::try_from(Thresholds::default()).expect("serializes"))
+    }
+
     #[test]
     fn the_documented_defaults_are_the_defaults() {
         let doc = include_str!("../../docs/advice.md");
@@ -294,6 +307,31 @@ mod tests {
             doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
         let parsed: Thresholds = toml::from_str(block).expect("parses");
         assert_eq!(parsed, Thresholds::default());
+        // `Thresholds` defaults a missing key, so the keys are compared too: every field is documented.
+        let table: toml::Table = toml::from_str(block).expect("a table");
+        assert_eq!(keys(&table), fields(), "docs/advice.md's [thresholds] block against the struct's fields");
+    }
+
+    #[test]
+    fn the_example_config_shows_every_threshold_at_its_default() {
+        let example: toml::Table = toml::from_str(include_str!("../../config.example.toml")).expect("parses");
+        let table = example.get("thresholds").and_then(toml::Value::as_table).expect("a [thresholds] table");
+        assert_eq!(keys(table), fields(), "config.example.toml's [thresholds] against the struct's fields");
+        let parsed: Thresholds = table.clone().try_into().expect("thresholds");
+        assert_eq!(parsed, Thresholds::default());
+    }
+
+    #[test]
+    fn every_rule_that_needs_a_window_is_listed_with_it() {
+        let t = Thresholds::default();
+        let windows = t.windows();
+        let window_of =
+            |rule: &str| windows.iter().find(|(rules, _)| rules.split(", ").any(|r| r == rule)).map(|(_, secs)| *secs);
+        for rule in ["comm-bound", "compile-warmup", "serving", "main-thread-bound", "input-bound"] {
+            assert_eq!(window_of(rule), Some(t.window_s), "{rule}");
+        }
+        assert_eq!(window_of("idle-holder"), Some(t.idle_holder_window_s));
+        assert_eq!(window_of("gpu-underfed"), Some(t.underfed_window_s));
     }
 
     #[test]

@@ -136,6 +136,25 @@ impl Span {
     pub fn label(&self) -> String {
         duration_label(self.secs)
     }
+
+    /// The length the samples actually cover, at most the window's: each of the `len` samples stands for one
+    /// sampling interval, so 90 one-second samples cover "90 s" of a five-minute window.
+    #[must_use]
+    pub fn covered_secs(&self) -> u64 {
+        let span_ms = self.window.span_ms();
+        let intervals = (self.window.len as u64).saturating_sub(1);
+        if intervals == 0 {
+            return 0;
+        }
+        let covered_ms = span_ms + span_ms / intervals;
+        ((covered_ms + 500) / 1000).min(self.secs)
+    }
+
+    /// The length the samples cover for people: the window's label once they cover all of it, "90 s" before.
+    #[must_use]
+    pub fn covered_label(&self) -> String {
+        duration_label(self.covered_secs())
+    }
 }
 
 /// A reading that can be turned into `f64` for statistics (byte counts included, which `Into<f64>` leaves out).

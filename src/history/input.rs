@@ -21,6 +21,12 @@ pub struct InputSample {
     pub worker_socket_waits: u8,
     /// Threads of the process and its children in a network file system or FUSE wait (`None`: waits not split).
     pub fs_waits: Option<u8>,
+    /// Of `fs_waits`, those of `DataLoader` workers (compile workers left out): threads that fetch the input.
+    pub worker_fs_waits: Option<u8>,
+    /// Of `fs_waits`, those of the GPU process itself when it reads remote files: files open read-only read at a
+    /// nonzero rate or, where the rate is unknown, files open read-only and none open for writing. The network file
+    /// system waits of a process that reads nothing there while it writes (a log, a checkpoint) are its writes'.
+    pub reader_fs_waits: Option<u8>,
     /// Threads of the process and its children waiting for their writes to reach storage.
     pub write_waits: Option<u8>,
     /// Remote files the tree has open read-only, and open for writing (`None`: open modes not read).
@@ -60,6 +66,11 @@ impl InputSample {
         let files = |pick: fn(&crate::sample::RemoteFiles) -> u32| {
             sum(tree().map(|p| p.remote_files.as_ref().filter(|f| f.modes_read).map(pick)))
         };
+        let reads_remote = |p: &HostProcess| {
+            p.remote_files
+                .as_ref()
+                .is_some_and(|f| f.read_only > 0 && f.read_bytes_per_s.map_or(f.written == 0, |r| r > 0))
+        };
         let read_bytes: Option<u64> =
             tree().filter_map(|p| p.remote_files.as_ref()?.read_bytes_per_s).reduce(u64::saturating_add);
         let (allowed_cpus, allowed_busy_pct) = allowed(host, per_cpu);
@@ -69,6 +80,8 @@ impl InputSample {
             compile_busy: count(compile().filter(|c| busy(c)).count()),
             worker_socket_waits: sum(workers().map(socket)).unwrap_or(0),
             fs_waits: sum(tree().map(|p| p.fs_waits)),
+            worker_fs_waits: sum(workers().map(|p| p.fs_waits)),
+            reader_fs_waits: sum(host.into_iter().map(|p| p.fs_waits.map(|n| if reads_remote(p) { n } else { 0 }))),
             write_waits: sum(tree().map(|p| p.write_waits)),
             remote_read_only: files(|f| f.read_only),
             remote_written: files(|f| f.written),

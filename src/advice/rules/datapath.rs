@@ -40,8 +40,7 @@ pub fn pcie_downgraded(ctx: &Ctx<'_>) -> Vec<Observation> {
                 w.map_or_else(|| "?".to_owned(), |w| w.to_string())
             )
         };
-        let rx =
-            span.median(&gpu.pcie_rx_kbps).map_or_else(|| crate::units::NA.to_owned(), crate::units::rate_kbps_f64);
+        let rx = span.median(&gpu.pcie_rx_kbps).map_or_else(|| crate::units::NA.to_owned(), crate::units::rate_label);
         let since =
             first_true(ctx.history.times.iter_from(span.window.start).copied(), flags.iter().copied(), ctx.now_ms);
         let finding = Finding {

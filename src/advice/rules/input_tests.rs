@@ -63,6 +63,53 @@ fn reads_from_a_warm_cache_do_not_stall_but_reads_that_wait_do() {
     assert!(!has(&warmed.findings(90), Rule::RemoteDatasetStall));
 }
 
+/// Scenario `nfs-logging-thread` with one more file on the NFS home open read-only by the GPU process (a vocabulary,
+/// a config), read at `read_mib_s` (`None`: the rate unknown).
+fn logger_with_a_read_only_file(read_mib_s: Option<u64>) -> Build {
+    Build::new("nfs-logging-thread").tick(move |_, t| {
+        each(t, |p| {
+            if p.pid == MAIN
+                && let Some(files) = p.remote_files.as_mut()
+            {
+                files.read_only = 1;
+                files.open += 1;
+                files.mount = "/home".to_owned();
+                files.read_bytes_per_s = read_mib_s.map(|m| m << 20);
+            }
+        });
+    })
+}
+
+#[test]
+fn a_thread_writing_to_nfs_beside_a_file_it_does_not_read_is_no_dataset_stall() {
+    // The logging thread in an NFS wait while the process also holds a file there open read-only, unread.
+    for rate in [Some(0), None] {
+        let f = logger_with_a_read_only_file(rate).findings(90);
+        assert!(!has(&f, Rule::RemoteDatasetStall), "read at {rate:?} MiB/s: {f:#?}");
+    }
+    // Threads waiting on write-back are never file system waits, whatever is open read-only.
+    let write_back = logger_with_a_read_only_file(Some(0)).tick(|_, t| {
+        each(t, |p| {
+            if p.pid == MAIN {
+                (p.fs_waits, p.remote_waits, p.write_waits) = (Some(0), Some(0), Some(1));
+            }
+        });
+    });
+    assert!(!has(&write_back.findings(90), Rule::RemoteDatasetStall));
+    // One signal away: the process reads through that file while it waits, so the wait is a read.
+    let f = logger_with_a_read_only_file(Some(5)).findings(90);
+    assert!(has(&f, Rule::RemoteDatasetStall), "{f:#?}");
+    // Workers in NFS waits count however little comes through: they fetch the input (a stalled open reads 0 B/s).
+    let stalled = Build::new("nfs-read-stall").tick(|_, t| {
+        each(t, |p| {
+            if let Some(files) = p.remote_files.as_mut() {
+                files.read_bytes_per_s = Some(0);
+            }
+        });
+    });
+    assert!(has(&stalled.findings(90), Rule::RemoteDatasetStall));
+}
+
 #[test]
 fn a_servers_socket_waits_are_no_stall_but_workers_with_their_own_connections_are() {
     assert!(!has(&Build::new("inference-server").findings(90), Rule::RemoteDatasetStall));
@@ -91,9 +138,41 @@ fn an_offloaded_step_names_the_main_thread_with_or_without_workers() {
 }
 
 #[test]
+fn a_pegged_worker_next_to_a_busier_main_thread_is_cpu_bound_input() {
+    // The main thread at a full core, its four workers keeping up, no traffic back to the host: the step's pace.
+    let step = Build::new("cpu-offload").tick(|_, t| t.gpus[0].pcie_tx_kbps = Some(500));
+    let f = step.findings(90);
+    assert_eq!(warnings(&f), vec![Rule::MainThreadBound], "{f:#?}");
+    assert!(get(&f, Rule::MainThreadBound).evidence.contains("keep up"), "{f:#?}");
+    // One signal away: a worker pegged at 96 % does not keep up, whatever the main thread's 100 %.
+    let pegged = Build::new("cpu-offload").tick(|_, t| {
+        t.gpus[0].pcie_tx_kbps = Some(500);
+        if let Some(worker) = t.processes.iter_mut().find(|p| p.ppid == Some(MAIN)) {
+            worker.cpu_pct = Some(96.0);
+        }
+    });
+    let f = pegged.findings(90);
+    assert!(!has(&f, Rule::MainThreadBound), "{f:#?}");
+    assert_eq!(warnings(&f), vec![Rule::CpuBoundInput], "{f:#?}");
+    let cpu = get(&f, Rule::CpuBoundInput);
+    assert!(cpu.evidence.contains("DataLoader worker PID"), "{}", cpu.evidence);
+    assert!(cpu.remedy.contains("Raise DataLoader num_workers"), "{}", cpu.remedy);
+    assert!(!cpu.remedy.contains("will not help"), "{}", cpu.remedy);
+    // With the offloaded optimizer's traffic too, a pegged worker still makes it the input's.
+    let offload = Build::new("cpu-offload").tick(|_, t| {
+        if let Some(worker) = t.processes.iter_mut().find(|p| p.ppid == Some(MAIN)) {
+            worker.cpu_pct = Some(96.0);
+        }
+    });
+    assert!(!has(&offload.findings(90), Rule::MainThreadBound));
+}
+
+#[test]
 fn a_compile_warms_up_only_while_young_and_with_its_workers() {
     let f = Build::new("compile-warmup").findings(90);
     assert_eq!(get(&f, Rule::CompileWarmup).severity, Severity::Info);
+    // Ten seconds of a 30 s window: too little to judge, nothing said yet.
+    assert!(!has(&Build::new("compile-warmup").findings(10), Rule::CompileWarmup));
     assert!(warnings(&f).is_empty(), "{f:#?}");
     let old = Build::new("compile-warmup").tick(|_, t| {
         each(t, |p| p.started_at_ms = p.started_at_ms.map(|s| s.saturating_sub(3_600_000)));

@@ -232,3 +232,33 @@ fn rank_straggler_finds_a_rank_with_more_work_per_step() {
     });
     assert!(!has(&less_busy.findings(90), Rule::RankStraggler));
 }
+
+/// Scenario `straggler` with rank 1 preparing its data in its main thread (num_workers=0, the thread pegged), and
+/// rank 0's main thread pegged too (a rank that waits in a collective spins in its synchronizing main thread).
+fn rank1_prepares_alone(t: &mut Tick) {
+    t.processes.retain(|p| p.ppid != Some(RANK1) && p.ppid != Some(RANK0));
+    for p in t.processes.iter_mut().filter(|p| p.pid == RANK1 || p.pid == RANK0) {
+        p.busiest_thread =
+            Some(crate::sample::ThreadCpu { tid: p.pid, name: "pt_main_thread".to_owned(), cpu_pct: 99.5 });
+    }
+}
+
+#[test]
+fn a_rank_that_prepares_its_data_in_its_main_thread_is_cpu_bound_input() {
+    let f = Build::new("straggler").tick(|_, t| rank1_prepares_alone(t)).findings(90);
+    let cpu = f.iter().find(|x| x.rule == Rule::CpuBoundInput && x.pid == Some(RANK1)).expect("cpu-bound-input");
+    assert!(cpu.remedy.contains("prepares the data itself"), "{}", cpu.remedy);
+    assert!(get(&f, Rule::RankStraggler).evidence.contains("its own cause: cpu-bound-input in PID 3001"), "{f:#?}");
+    // Rank 0 spins in the collective (its utilization high, SM activity low): its pegged main thread is a wait.
+    assert!(
+        !f.iter().any(|x| x.pid == Some(RANK0) && matches!(x.rule, Rule::CpuBoundInput | Rule::MainThreadBound)),
+        "{f:#?}"
+    );
+    // One signal away: rank 1's GPU spins too (utilization high, SM activity low): no host-side cause named.
+    let spinning = Build::new("straggler").tick(|_, t| {
+        rank1_prepares_alone(t);
+        t.gpus[1].util_pct = Some(99);
+    });
+    let f = spinning.findings(90);
+    assert!(!f.iter().any(|x| matches!(x.rule, Rule::CpuBoundInput | Rule::MainThreadBound)), "{f:#?}");
+}

@@ -383,7 +383,7 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
                 "serving: GPU busy {} of the time (mean utilization over {}); its own SM utilization above 0 in {} \
                  of samples, up to {}; listens on {} with {} connection{} at the last read; holds {}; process{}",
                 pct_label(busy),
-                a.span.label(),
+                a.span.covered_label(),
                 share_label(a.ran_share()),
                 a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 ports_label(serving),

@@ -164,8 +164,8 @@ fn pinned_finding(
 }
 
 /// compile-warmup: a young process (under `compile_warmup_max_age_s`) with `torch.compile` (inductor) compile
-/// workers alive, at work (a busy compile worker or a pegged main thread), while its GPU waits: it is compiling
-/// its model, not starved. Info: the verdict for the GPU until the model runs.
+/// workers alive, at work (a busy compile worker or a pegged main thread), while its GPU waits over a covered
+/// `window_s`: it is compiling its model, not starved. Info: the verdict for the GPU until the model runs.
 #[must_use]
 pub fn compile_warmup(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -213,7 +213,9 @@ pub fn compile_warmup(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             ..draft(Rule::CompileWarmup, Severity::Info, Some(gpu_index), Some(pid), ctx.now_ms)
         };
-        out.push(Observation::holds(finding));
+        // Said once the GPU's and the process's windows are covered, as the other causes of a waiting GPU.
+        let enter = gw.span.covered && pw.span.covered;
+        out.push(Observation { finding, enter, stay: true });
     }
     out
 }

@@ -25,6 +25,20 @@ fn a_bursty_server_is_serving_not_an_idle_holder() {
 }
 
 #[test]
+fn serving_says_the_length_its_samples_cover() {
+    // Ninety seconds of a five-minute window: the duty cycle is over 90 s, not "over 5 min".
+    let early = Build::new("serving").findings(90);
+    let evidence = &get(&early, Rule::Serving).evidence;
+    assert!(evidence.contains("(mean utilization over 90 s)"), "{evidence}");
+    // Once the samples cover the window, its nominal length.
+    let full = Build::new("serving").findings(330);
+    let evidence = &get(&full, Rule::Serving).evidence;
+    assert!(evidence.contains("(mean utilization over 5 min)"), "{evidence}");
+    // Before the short window is covered, nothing is said.
+    assert!(!has(&Build::new("serving").findings(10), Rule::Serving));
+}
+
+#[test]
 fn a_process_that_ran_kernels_is_not_idle_even_without_a_socket() {
     // The same bursty process with no listening socket read: it ran kernels, so it is not idle; not a server.
     let f = Build::new("serving").tick(|_, t| t.processes.iter_mut().for_each(|p| p.serving = None)).findings(330);

@@ -336,7 +336,10 @@ fn hw_slowdown_is_critical_only_when_it_lasts() {
 #[test]
 fn pcie_downgraded_only_under_load() {
     let findings = Build::new("pcie-downgraded").findings(60);
-    assert!(get(&findings, Rule::PcieDowngraded).evidence.contains("Gen3 x8 of Gen5 x16"));
+    let evidence = &get(&findings, Rule::PcieDowngraded).evidence;
+    assert!(evidence.contains("Gen3 x8 of Gen5 x16"), "{evidence}");
+    // Rates read as in the other rules' evidence: a space before the unit.
+    assert!(evidence.contains("RX median 9.0 GB/s"), "{evidence}");
     // An idle Gen1 link is normal.
     assert!(Build::new("idle").findings(60).is_empty());
     // The same downgraded link with no load and no traffic: quiet.

@@ -220,9 +220,21 @@ impl ProcessSamples {
     fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
         let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
         // A rank's own threads spin while it waits in a collective (a synchronizing main thread): only its workers
-        // count there.
-        let own = |i: usize| !self.by_sm && hot(self.thread_cpu[i].or(self.cpu[i]));
+        // count there, unless it prepares its data itself and its GPU is not spinning ([`Self::prepares_alone`]).
+        let own_count = !self.by_sm || self.prepares_alone(t);
+        let own = |i: usize| own_count && hot(self.thread_cpu[i].or(self.cpu[i]));
         (0..self.times.len()).map(|i| own(i) || hot(self.child_cpu[i])).collect()
+    }
+
+    /// On a rank judged by SM activity: whether its own pegged thread is its work rather than a wait in a
+    /// collective. It has no `DataLoader` workers (num_workers=0: the main thread prepares the data), and its GPU is
+    /// not spinning in a collective: its NVML utilization stays low as well as its SM activity (NCCL's spinning
+    /// kernels hold utilization near 100 % on a rank that waits for the others, whatever its `PCIe` traffic; copies
+    /// do not count in utilization).
+    fn prepares_alone(&self, t: &super::super::Thresholds) -> bool {
+        let workerless = self.children_now == 0 && self.input.iter().flatten().all(|i| i.busy_workers == 0);
+        let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+        workerless && util.is_some_and(|u| u < t.starved_util_pct)
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
@@ -354,7 +366,8 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
 }
 
 /// Who pegs a core for a starved GPU: a DataLoader worker (by PID), a thread of the process (by TID), or the
-/// whole process when per-thread CPU is not available.
+/// whole process when per-thread CPU is not available. A worker that is itself pegged (at `pegged_core_pct` or
+/// more) is named even next to a busier main thread: the workers do not keep up, so the input is the limiter.
 fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, bool) {
     let thread = ProcessSamples::median(&s.thread_cpu);
     let child = ProcessSamples::median(&s.child_cpu);
@@ -364,7 +377,8 @@ fn pegged_who(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> (String, bool, boo
         .iter()
         .filter(|p| p.ppid == Some(pid) && p.role == ProcessRole::Child && !p.is_compile_worker())
         .max_by(|a, b| a.cpu_pct.unwrap_or(0.0).total_cmp(&b.cpu_pct.unwrap_or(0.0)));
-    if child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
+    let worker_pegged = child.is_some_and(|c| c >= ctx.t.pegged_core_pct);
+    if worker_pegged || child.unwrap_or(0.0) >= thread.or_else(|| ProcessSamples::median(&s.cpu)).unwrap_or(0.0) {
         let who = busiest_child.map_or_else(
             || "a DataLoader worker".to_owned(),
             |c| format!("DataLoader worker PID {} ({})", c.pid, c.name),

@@ -413,15 +413,21 @@ enum RemoteWait {
 
 /// The remote wait of one sample. A server's handler threads on sockets (the GPU process's own, not workers'),
 /// sockets a worker inherited, writes to a remote mount (logs, `slurm-%j.out`, checkpoints, TensorBoard events)
-/// and reads that do not wait (a warm page cache) are none. Recordings made before waits were split and open modes
-/// read give no file system evidence.
+/// and reads that do not wait (a warm page cache) are none. A file system wait counts where a reader waits: a
+/// `DataLoader` worker, or the GPU process while it reads its read-only remote files; and, where the tree's read
+/// rate through those files is known, only while it is above zero or the waits are the workers'. Threads waiting
+/// on write-back (`write_waits`) are a class of their own and never count; the waits of a process that writes to
+/// the mount and reads nothing there are its writes'. Recordings made before waits were split and open modes read
+/// give no file system evidence.
 fn remote_wait(input: Option<InputSample>, children_tcp: Option<u32>) -> Option<RemoteWait> {
     let input = input?;
     if input.worker_socket_waits > 0 || children_tcp.unwrap_or(0) > 0 {
         return Some(RemoteWait::Network);
     }
     let reading = input.remote_read_only.unwrap_or(0) > 0 || input.remote_read_kib_s.unwrap_or(0) > 0;
-    (input.fs_waits.unwrap_or(0) > 0 && reading).then_some(RemoteWait::FileSystem)
+    let workers = input.worker_fs_waits.unwrap_or(0) > 0;
+    let reader = input.reader_fs_waits.unwrap_or(0) > 0 && input.remote_read_kib_s.is_none_or(|k| k > 0);
+    (input.fs_waits.unwrap_or(0) > 0 && reading && (workers || reader)).then_some(RemoteWait::FileSystem)
 }
 
 /// remote-dataset-stall: the GPU waits while its input comes over the network or a shared file system: its
@@ -437,7 +443,8 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
         let waits: Vec<Option<RemoteWait>> =
             pw.inputs().zip(span.values(&s.children_tcp)).map(|(i, c)| remote_wait(i, c)).collect();
         let share = super::super::window::share_of(waits.iter().map(Option::is_some));
-        if share < t.exit_share.min(t.remote_share) {
+        let stay = share >= t.exit_share.min(t.remote_share);
+        if !stay {
             continue;
         }
         let network = waits.iter().filter(|w| **w == Some(RemoteWait::Network)).count();
@@ -469,8 +476,10 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             ..draft(Rule::RemoteDatasetStall, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
+        // Appears at `remote_share` (the engine's `enter_share` by default) and stays down to `exit_share`, as the
+        // other rules do: a share that hovers around one level does not flicker.
         let enter = gw.span.covered && span.covered && share >= t.remote_share;
-        out.push(Observation { finding, enter, stay: share >= t.exit_share.min(t.remote_share) });
+        out.push(Observation { finding, enter, stay });
     }
     out
 }

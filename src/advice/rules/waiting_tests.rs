@@ -242,6 +242,34 @@ fn remote_dataset_stall_on_network_waits_connections_or_remote_files() {
     assert!(!has(&nfs(0).findings(60), Rule::RemoteDatasetStall), "open files that nobody waits on");
 }
 
+/// Scenario `remote-dataset-stall` whose workers hold their connections only in the ticks `stalled` picks.
+fn remote_stall_when(stalled: impl Fn(u64) -> bool + 'static) -> Build {
+    Build::new("remote-dataset-stall").tick(move |i, t| {
+        if !stalled(i) {
+            for p in t.processes.iter_mut().filter(|p| p.ppid == Some(2001)) {
+                p.remote_waits = Some(0);
+                p.remote_files = Some(crate::sample::RemoteFiles::default());
+            }
+        }
+    })
+}
+
+#[test]
+fn remote_dataset_stall_appears_at_the_enter_share_and_stays_to_the_exit_share() {
+    let t = Thresholds::default();
+    // Always stalled: it appears.
+    assert!(has(&remote_stall_when(|_| true).advised(60, &t), Rule::RemoteDatasetStall));
+    // Stalled in 6 samples of 10: between the levels, so it never appears (it used to, at 0.5).
+    let hovering = remote_stall_when(|i| i % 10 < 6);
+    assert!(!has(&hovering.advised(90, &t), Rule::RemoteDatasetStall));
+    // Stalled throughout, then in 6 samples of 10: it stays.
+    let easing = remote_stall_when(|i| i < 60 || i % 10 < 6);
+    assert!(has(&easing.advised(120, &t), Rule::RemoteDatasetStall));
+    // Then in 3 of 10: below the exit share, it clears.
+    let eased = remote_stall_when(|i| i < 60 || i % 10 < 3);
+    assert!(!has(&eased.advised(120, &t), Rule::RemoteDatasetStall));
+}
+
 #[test]
 fn clocks_limited_only_without_a_power_or_thermal_reason() {
     let f = Build::new("clocks-limited").findings(60);
