@@ -234,4 +234,26 @@ mod tests {
         assert_eq!(table.hit(area, 100, 11), Some(Hit::Header(SortColumn::Command)));
         assert_eq!(table.hit(area, 30, 14), Some(Hit::Row(2)));
     }
+
+    #[test]
+    fn drawing_settles_the_offset_that_a_click_maps_through() {
+        let mut app = app("mixed:16", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let rows = app.rows();
+        let (n, last) = (rows.len(), rows[rows.len() - 1].key);
+        drop(rows);
+        app.table.selected = Some(last);
+        // Four rows on the page: the frame scrolls to the selected last row and keeps that offset.
+        let area = Rect::new(0, 0, 120, 6);
+        let mut buf = Buffer::empty(area);
+        let mut offset = app.table.offset;
+        StatefulWidget::render(ProcessTable { app: &app, paint: &paint }, area, &mut buf, &mut offset);
+        assert_eq!(offset, n - 4);
+        let last_line: String = (0..area.width).map(|x| buf[(x, 5)].symbol()).collect();
+        assert!(last_line.contains(&last.pid.expect("a PID").to_string()), "{last_line}");
+        app.table.offset = offset;
+        let table = ProcessTable { app: &app, paint: &paint };
+        assert_eq!(table.hit(area, 30, 5), Some(Hit::Row(n - 1)), "the last line drawn is the last row");
+        assert_eq!(table.hit(area, 30, 2), Some(Hit::Row(n - 4)), "the first line drawn is the offset's row");
+    }
 }
