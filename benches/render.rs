@@ -60,7 +60,7 @@ fn frames(c: &mut Criterion) {
                 b.iter(|| {
                     // A forced full redraw: the diff against the last frame would otherwise hide the writing.
                     terminal.clear().expect("clear");
-                    terminal.draw(|frame| gpusight::ui::draw(frame, black_box(app))).expect("draw");
+                    terminal.draw(|frame| gpusight::ui::draw_view(frame, black_box(app))).expect("draw");
                 });
             });
         }
@@ -80,7 +80,7 @@ fn whole_update(c: &mut Criterion) {
             &mut next,
             |snapshot| {
                 app.on_feed(FeedEvent::Snapshot(snapshot));
-                terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
+                terminal.draw(|frame| gpusight::ui::draw_view(frame, &app)).expect("draw");
             },
             BatchSize::SmallInput,
         );
@@ -90,7 +90,7 @@ fn whole_update(c: &mut Criterion) {
     });
     group.bench_function("frame/scale:8x1000/200x60", |b| {
         b.iter(|| {
-            terminal.draw(|frame| gpusight::ui::draw(frame, black_box(&app))).expect("draw");
+            terminal.draw(|frame| gpusight::ui::draw_view(frame, black_box(&app))).expect("draw");
         });
     });
     group.finish();

@@ -38,7 +38,8 @@
 //! - Nothing under `source/` or `host/` knows ratatui, the terminal or the app.
 //! - No import circle between top-level modules: models (`sample`, `source`, `host`, `history`, `advice`, `export`,
 //!   `fleet`, `app`) never import `ui`; `ui` reads them; `run` joins them (`scripts/module_cycles.py` checks it).
-//! - `ui/` never mutates the app; `advice/` never does I/O and never reads the clock: time comes from samples.
+//! - `ui/` never mutates the app, except the process table's scroll offset (its widget's state); `advice/` never
+//!   does I/O and never reads the clock: time comes from samples.
 //! - An absent reading is `None` all the way to the screen ("N/A"); no fake zeros.
 //! - The UI thread never calls NVML and never blocks on it.
 //! - Units are in names and types: `power_mw`, `mem_used_bytes`, `util_pct`, `interval: Duration`.

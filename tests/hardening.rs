@@ -114,7 +114,7 @@ fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
     app.advance_playback(Duration::from_mins(1));
     for (width, height) in [(200, 60), (80, 24)] {
         let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
-        terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
+        terminal.draw(|frame| gpusight::ui::draw_view(frame, &app)).expect("draw");
         let buffer = terminal.backend().buffer();
         for cell in &buffer.content {
             assert!(!cell.symbol().contains(char::is_control), "cell {:?}", cell.symbol());

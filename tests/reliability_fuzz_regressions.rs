@@ -36,7 +36,7 @@ fn play_and_draw(bytes: &[u8]) -> Recording {
     let _ = app.advance_playback(std::time::Duration::from_hours(1));
     for (w, h) in [(120, 40), (80, 24)] {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
+        terminal.draw(|frame| gpusight::ui::draw_view(frame, &app)).expect("draw");
     }
     recording
 }

@@ -566,3 +566,60 @@ fn t_on_a_rank_picked_with_the_mouse_signals_that_rank_alone() {
     app.on_key(key('T'));
     assert!(app.dialog.as_ref().is_some_and(|d| d.job.is_some() && d.targets.len() == 2));
 }
+
+/// The monitor drawn into `terminal` through `ui::draw`, as the event loop draws it; its lines.
+fn draw(app: &mut App, terminal: &mut ratatui::Terminal<ratatui::backend::TestBackend>) -> Vec<String> {
+    terminal.draw(|frame| gpusight::ui::draw(frame, app)).expect("draw");
+    let buffer = terminal.backend().buffer();
+    let area = buffer.area;
+    (area.y..area.y + area.height)
+        .map(|y| (area.x..area.x + area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>())
+        .collect()
+}
+
+#[test]
+fn a_click_after_a_live_re_sort_selects_the_row_drawn_under_the_pointer() {
+    // More processes than the table has rows for at 80x24, sorted by GPU memory (a reading that moves).
+    let (mut app, _) = app_with("mixed:16", false);
+    app.click_header(SortColumn::GpuMem);
+    let area = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 24)).expect("terminal");
+    draw(&mut app, &mut terminal);
+    let paint = gpusight::ui::Paint::new(app.theme, app.ascii);
+    let table = gpusight::ui::plan(area, &app, &paint).expect("fits").table;
+    let page = usize::from(table.height - 2);
+    assert!(app.rows().len() > page, "{} rows, {page} on the page", app.rows().len());
+    // The top row is selected with a click.
+    let top = gpusight::ui::hit_test(area, &app, 5, table.y + 2).expect("a row");
+    app.on_hit(top);
+    let selected = app.table.selected.expect("a selection");
+    assert_eq!(app.rows()[0].key, selected);
+    // The next tick: the selected process frees its memory, so the sort moves it to the bottom, off the first page.
+    let mut tick = app.tick().clone();
+    tick.at_ms += 1_000;
+    for process in tick.gpu_processes.iter_mut().filter(|p| p.pid == selected.pid) {
+        process.used_gpu_memory_bytes = Some(0);
+    }
+    let machine = std::sync::Arc::clone(app.machine());
+    app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(gpusight::sample::Snapshot { machine, tick })));
+    let rows = app.rows();
+    let now = app.selected_index(&rows).expect("still listed");
+    assert!(now >= page, "the selection moved off the first page (row {now} of {})", rows.len());
+    drop(rows);
+    // The frame follows the selection; a click on the first row drawn selects the process drawn there.
+    let lines = draw(&mut app, &mut terminal);
+    let paint = gpusight::ui::Paint::new(app.theme, app.ascii);
+    let table = gpusight::ui::plan(area, &app, &paint).expect("fits").table;
+    let y = table.y + 2;
+    let hit = gpusight::ui::hit_test(area, &app, 5, y).expect("a row");
+    app.on_hit(hit);
+    let pid = app.table.selected.and_then(|k| k.pid).expect("a process with a PID");
+    let under = &lines[usize::from(y)];
+    assert!(under.split_whitespace().nth(1) == Some(pid.to_string().as_str()), "PID {pid} selected; drawn: {under}");
+    // Drawn again, the highlight is on that line: nothing scrolled under the pointer.
+    let again = draw(&mut app, &mut terminal);
+    assert_eq!(again[usize::from(y)], *under);
+    let rows = app.rows();
+    let index = app.selected_index(&rows).expect("selected");
+    assert!(index > 0, "not the top row of the whole table, which is not on screen");
+}

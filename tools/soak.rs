@@ -79,7 +79,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let began = Instant::now();
         let snapshot = source.next_snapshot()?.ok_or("the synthetic source ended")?;
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
-        terminal.draw(|frame| gpusight::ui::draw(frame, &app))?;
+        terminal.draw(|frame| gpusight::ui::draw(frame, &mut app))?;
         let took = began.elapsed();
         work += took;
         worst = worst.max(took);

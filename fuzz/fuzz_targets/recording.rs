@@ -40,6 +40,6 @@ fuzz_target!(|data: &[u8]| {
     let _ = app.advance_playback(std::time::Duration::from_secs(3600));
     for (w, h) in [(120, 40), (80, 24)] {
         let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).expect("terminal");
-        terminal.draw(|frame| gpusight::ui::draw(frame, &app)).expect("draw");
+        terminal.draw(|frame| gpusight::ui::draw_view(frame, &app)).expect("draw");
     }
 });

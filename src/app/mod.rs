@@ -138,7 +138,8 @@ pub enum Focus {
 /// What a mouse click landed on (from `ui::hit_test`); `App::on_hit` decides what it does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hit {
-    /// The `n`-th visible row of the process table.
+    /// The `n`-th row of the process table ([`App::rows`]): the row drawn under the pointer, through the offset the
+    /// table was drawn at.
     Row(usize),
     /// The header of the column that sorts by this.
     Header(SortColumn),

@@ -138,7 +138,8 @@ pub struct TableState {
     pub tree: bool,
     pub selected: Option<RowKey>,
     pub tagged: BTreeSet<RowKey>,
-    /// First row shown (scroll position).
+    /// First row shown (scroll position): settled by [`scroll_offset`] as the process table is drawn (the widget
+    /// gets it as its state), and what a click on a row maps through, so a click selects the row drawn there.
     pub offset: usize,
     /// Characters of the command column scrolled off to the left (Left/Right outside a recording).
     pub command_offset: usize,
@@ -174,7 +175,24 @@ pub struct FixedFilters {
     pub graphics: bool,
 }
 
+/// The one rule for the process table's scroll position: from `offset` (where it was), the least scroll that keeps
+/// the `selected` row on a page of `page` rows, and without a selection on screen no blank page below the last of
+/// `n_rows` rows.
+#[must_use]
+pub fn scroll_offset(offset: usize, selected: Option<usize>, n_rows: usize, page: usize) -> usize {
+    match selected {
+        Some(i) if i >= offset + page => i + 1 - page,
+        Some(i) if i < offset => i,
+        _ => offset.min(n_rows.saturating_sub(page)),
+    }
+}
+
 impl TableState {
+    /// Back to the first row (new filters, another view); the next frame settles it (see [`scroll_offset`]).
+    pub fn scroll_to_top(&mut self) {
+        self.offset = 0;
+    }
+
     /// The rows of `tick` as the table shows them: filtered, then sorted (or as a tree).
     #[must_use]
     pub fn rows<'a>(&self, tick: &'a Tick, fixed: &FixedFilters) -> Vec<ProcessRow<'a>> {
@@ -399,6 +417,18 @@ mod tests {
         assert_eq!(TableState::default().rows(&tick, &compute).len(), all - 1);
         let both = FixedFilters { compute: true, graphics: true, ..FixedFilters::default() };
         assert_eq!(TableState::default().rows(&tick, &both).len(), all);
+    }
+
+    #[test]
+    fn the_scroll_follows_the_selection_by_the_least_and_fills_the_page() {
+        // Below the page: the selection becomes the last row shown; above it: the first.
+        assert_eq!(scroll_offset(0, Some(12), 20, 5), 8);
+        assert_eq!(scroll_offset(8, Some(3), 20, 5), 3);
+        // On the page: nothing moves.
+        assert_eq!(scroll_offset(8, Some(10), 20, 5), 8);
+        // Fewer rows than before (or none selected): no blank page below the last row.
+        assert_eq!(scroll_offset(8, None, 10, 5), 5);
+        assert_eq!(scroll_offset(8, None, 3, 5), 0);
     }
 
     #[test]

@@ -18,10 +18,10 @@ impl App {
                 KeyCode::Enter => {
                     // Keeping the filter selects its first match, so `/text Enter K Enter` kills it.
                     self.table.editing_filter = false;
-                    self.table.offset = 0;
+                    self.table.scroll_to_top();
                     let first = self.rows().first().map(|row| row.key);
                     if let Some(key) = first {
-                        self.select(0, key);
+                        self.select(key);
                     }
                     return Effect::None;
                 }
@@ -36,7 +36,7 @@ impl App {
                 KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => self.table.filter.push(c),
                 _ => {}
             }
-            self.table.offset = 0;
+            self.table.scroll_to_top();
             return Effect::None;
         }
         if std::mem::take(&mut self.sort_chord)
@@ -106,7 +106,7 @@ impl App {
             Action::Jobs => self.toggle_jobs(),
             Action::Tree => {
                 self.table.tree = !self.table.tree;
-                self.table.offset = 0;
+                self.table.scroll_to_top();
             }
             Action::SortPrev | Action::SortNext => self.cycle_sort(action == Action::SortNext),
             Action::SortBy => self.start_sort_chord(),
@@ -356,12 +356,12 @@ impl App {
             pid.is_some_and(|p| r.pid == Some(p)) && (gpu.is_none() || self.table.tree || r.key.gpu_index == gpu)
         });
         let target = target.or_else(|| pid.and_then(|p| rows.iter().position(|r| r.pid == Some(p))));
-        let found = target.map(|i| (i, rows[i].key));
+        let found = target.map(|i| rows[i].key);
         drop(rows);
         match (found, pid, gpu) {
-            (Some((index, key)), Some(pid), _) => {
+            (Some(key), Some(pid), _) => {
                 self.focus = Focus::Processes;
-                self.select(index, key);
+                self.select(key);
                 self.status = Some(format!("PID {pid} selected: T/K/I signal it, Enter opens it ({title})"));
             }
             (None, Some(pid), _) => {
@@ -370,10 +370,10 @@ impl App {
             (_, None, Some(gpu)) => {
                 self.focus = Focus::Processes;
                 self.table.only_gpu = Some(gpu);
-                self.table.offset = 0;
+                self.table.scroll_to_top();
                 let first = self.rows().first().map(|r| r.key);
                 if let Some(key) = first {
-                    self.select(0, key);
+                    self.select(key);
                 }
                 self.status = Some(format!("processes of GPU {gpu} (the finding names no single process; g cycles)"));
             }
@@ -504,17 +504,12 @@ impl App {
         };
         let key = rows[next].key;
         drop(rows);
-        self.select(next, key);
+        self.select(key);
     }
 
-    fn select(&mut self, index: usize, key: super::RowKey) {
+    /// Selects the row `key`; the next frame scrolls to it (see [`super::table::scroll_offset`]).
+    fn select(&mut self, key: super::RowKey) {
         self.table.selected = Some(key);
-        let page = self.page_rows.max(1);
-        if index < self.table.offset {
-            self.table.offset = index;
-        } else if index >= self.table.offset + page {
-            self.table.offset = index + 1 - page;
-        }
     }
 
     fn tag_selected(&mut self) {
@@ -525,13 +520,12 @@ impl App {
             return;
         };
         let key = rows[index].key;
-        let next = (index + 1).min(rows.len() - 1);
-        let next_key = rows[next].key;
+        let next_key = rows[(index + 1).min(rows.len() - 1)].key;
         drop(rows);
         if !self.table.tagged.remove(&key) {
             self.table.tagged.insert(key);
         }
-        self.select(next, next_key);
+        self.select(next_key);
     }
 
     fn cycle_gpu(&mut self) {
@@ -546,7 +540,7 @@ impl App {
             None => gpus.first().copied(),
             Some(current) => gpus.iter().position(|g| *g == current).and_then(|at| gpus.get(at + 1)).copied(),
         };
-        self.table.offset = 0;
+        self.table.scroll_to_top();
         self.status = Some(match self.table.only_gpu {
             Some(gpu) => format!("processes of GPU {gpu} only (g: next GPU)"),
             None => "processes of every GPU".to_owned(),
@@ -565,7 +559,7 @@ impl App {
             None => users.first().cloned(),
             Some(current) => users.iter().position(|u| u == current).and_then(|at| users.get(at + 1)).cloned(),
         };
-        self.table.offset = 0;
+        self.table.scroll_to_top();
         self.status = Some(match &self.table.only_user {
             Some(user) => format!("processes of {user} only (u: next user)"),
             None => "processes of every user".to_owned(),
@@ -626,14 +620,14 @@ impl App {
         }
     }
 
-    /// Selects the `index`-th visible row (a mouse click).
+    /// Selects the `index`-th row of the table (a mouse click: the hit test adds the offset the table was drawn at).
     pub fn click_row(&mut self, index: usize) {
         let rows = self.rows();
-        if let Some(row) = rows.get(self.table.offset + index) {
+        if let Some(row) = rows.get(index) {
             let key = row.key;
             drop(rows);
             self.focus = super::Focus::Processes;
-            self.select(self.table.offset + index, key);
+            self.select(key);
         }
     }
 

@@ -3,13 +3,15 @@
 //! [`Paint`] (theme and glyphs). [`layout::plan`] decides where they go from the size alone; [`hit_test`] says
 //! what a click landed on, and the app decides what that does.
 //!
-//! Architecture invariant: nothing here mutates the app or reads the clock; times come from the samples.
+//! Architecture invariant: nothing here reads the clock (times come from the samples) or mutates the app, except
+//! the process table's scroll offset, which [`draw`] hands the table as its state (ratatui's `StatefulWidget`) so
+//! that the offset a frame is drawn at is the one a click maps through.
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, Widget, Wrap};
+use ratatui::widgets::{Block, Paragraph, StatefulWidget, Widget, Wrap};
 
 use crate::app::{App, Focus, Hit, Screen};
 
@@ -118,19 +120,32 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
     None
 }
 
-/// Draws the whole screen for the app's state.
-pub fn draw(frame: &mut Frame<'_>, app: &App) {
+/// Draws the whole screen for the app's state, keeping the process table's scroll offset the frame settles (the
+/// monitor draws with this: clicks then map through what was drawn).
+pub fn draw(frame: &mut Frame<'_>, app: &mut App) {
     let area = frame.area();
-    frame.render_widget(Monitor { app }, area);
+    let mut offset = app.table.offset;
+    frame.render_stateful_widget(Monitor { app }, area, &mut offset);
+    app.table.offset = offset;
 }
 
-/// The whole screen as one widget: the main screen or a sub-screen, and the dialog on top.
+/// Draws the same screen as [`draw`] without keeping the scroll offset (screenshots and tests of one frame).
+pub fn draw_view(frame: &mut Frame<'_>, app: &App) {
+    let area = frame.area();
+    let mut offset = app.table.offset;
+    frame.render_stateful_widget(Monitor { app }, area, &mut offset);
+}
+
+/// The whole screen as one widget: the main screen or a sub-screen, and the dialog on top. Its state is the
+/// process table's scroll offset.
 struct Monitor<'a> {
     app: &'a App,
 }
 
-impl Widget for Monitor<'_> {
-    fn render(self, area: Rect, buf: &mut Buffer) {
+impl StatefulWidget for Monitor<'_> {
+    type State = usize;
+
+    fn render(self, area: Rect, buf: &mut Buffer, offset: &mut usize) {
         let app = self.app;
         let paint = Paint::for_app(app);
         Block::default().style(paint.theme.base).render(area, buf);
@@ -152,7 +167,7 @@ impl Widget for Monitor<'_> {
                 if app.jobs.on {
                     jobs::JobsTable { app, paint: &paint }.render(plan.table, buf);
                 } else {
-                    ProcessTable { app, paint: &paint }.render(plan.table, buf);
+                    StatefulWidget::render(ProcessTable { app, paint: &paint }, plan.table, buf, offset);
                 }
                 let findings = app.findings();
                 AdvicePane {

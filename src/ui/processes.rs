@@ -1,15 +1,18 @@
 //! The process table: nvitop's columns plus container PID, host memory and state, sortable, filterable, with a
 //! tree view; the command column scrolls sideways. Rows that cannot be read say so instead of showing zeros.
-//! The columns come from [`crate::app::columns`], the one list of them.
+//! The columns come from [`crate::app::columns`], the one list of them. The scroll offset is the widget's state
+//! (ratatui's `StatefulWidget`): drawing settles it by [`crate::app::table::scroll_offset`] and the hit test maps
+//! a click through the offset last drawn, so a click selects the row drawn under the pointer.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::Widget;
+use ratatui::widgets::{StatefulWidget, Widget};
 
 use super::paint::{Paint, fill};
 use crate::app::columns::{self, CellContext, Column};
+use crate::app::table::scroll_offset;
 use crate::app::{App, Focus, Hit, ProcessRow};
 
 /// Cells the command column gets in `width` after the fixed-width columns.
@@ -18,7 +21,8 @@ fn command_width(cols: &[&Column], width: u16) -> usize {
     usize::from(width).saturating_sub(fixed)
 }
 
-/// The process table over the app's rows and table state.
+/// The process table over the app's rows and table state. Drawn as a `StatefulWidget` its state is the scroll
+/// offset ([`crate::app::TableState::offset`]), which it settles; drawn as a `Widget` it settles a copy.
 #[derive(Debug)]
 pub struct ProcessTable<'a> {
     pub app: &'a App,
@@ -62,7 +66,8 @@ impl ProcessTable<'_> {
         columns::line(cols, &texts, command_width(cols, width), self.paint.ascii())
     }
 
-    /// What a click at (`column`, `row`) inside `area` (the table's rectangle) landed on.
+    /// What a click at (`column`, `row`) inside `area` (the table's rectangle) landed on: a row (its index in the
+    /// rows, through the offset the table was last drawn at) or a column header.
     #[must_use]
     pub fn hit(&self, area: Rect, column: u16, row: u16) -> Option<Hit> {
         if row == area.y {
@@ -80,12 +85,22 @@ impl ProcessTable<'_> {
             }
             return None;
         }
-        Some(Hit::Row(usize::from(row - area.y - 2)))
+        Some(Hit::Row(self.app.table.offset + usize::from(row - area.y - 2)))
     }
 }
 
 impl Widget for ProcessTable<'_> {
     fn render(self, area: Rect, buf: &mut Buffer) {
+        let mut offset = self.app.table.offset;
+        StatefulWidget::render(self, area, buf, &mut offset);
+    }
+}
+
+impl StatefulWidget for ProcessTable<'_> {
+    /// The scroll offset: the first row shown.
+    type State = usize;
+
+    fn render(self, area: Rect, buf: &mut Buffer, offset: &mut usize) {
         let (app, paint) = (self.app, self.paint);
         let (theme, glyphs) = (&paint.theme, &paint.glyphs);
         if area.height < 2 {
@@ -106,12 +121,7 @@ impl Widget for ProcessTable<'_> {
         let header = format!("  {}", columns::line(&cols, &titles, last, glyphs.ascii));
         let header = format!("{header:<width$}", width = usize::from(area.width));
         lines.push(Line::from(Span::styled(header, theme.header_row)));
-        let page = usize::from(area.height - 2);
-        let offset = match selected {
-            Some(i) if i >= table.offset + page => i + 1 - page,
-            Some(i) if i < table.offset => i,
-            _ => table.offset.min(rows.len().saturating_sub(page)),
-        };
+        *offset = scroll_offset(*offset, selected, rows.len(), usize::from(area.height - 2));
         if rows.is_empty() {
             let why = if app.tick().gpu_processes.is_empty() {
                 "no GPU processes"
@@ -120,7 +130,7 @@ impl Widget for ProcessTable<'_> {
             };
             lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim)));
         }
-        for (i, row) in rows.iter().enumerate().skip(offset).take(page) {
+        for (i, row) in rows.iter().enumerate().skip(*offset).take(usize::from(area.height - 2)) {
             let tagged = table.tagged.contains(&row.key);
             let marker = if tagged { "* " } else { "  " };
             let text = format!("{marker}{}", self.row_text(row, &cols, area.width.saturating_sub(2)));
@@ -223,5 +233,27 @@ mod tests {
         assert_eq!(table.hit(area, 10, 11), Some(Hit::Header(SortColumn::Pid)));
         assert_eq!(table.hit(area, 100, 11), Some(Hit::Header(SortColumn::Command)));
         assert_eq!(table.hit(area, 30, 14), Some(Hit::Row(2)));
+    }
+
+    #[test]
+    fn drawing_settles_the_offset_that_a_click_maps_through() {
+        let mut app = app("mixed:16", 5);
+        let paint = Paint::new(ThemeName::Dark, false);
+        let rows = app.rows();
+        let (n, last) = (rows.len(), rows[rows.len() - 1].key);
+        drop(rows);
+        app.table.selected = Some(last);
+        // Four rows on the page: the frame scrolls to the selected last row and keeps that offset.
+        let area = Rect::new(0, 0, 120, 6);
+        let mut buf = Buffer::empty(area);
+        let mut offset = app.table.offset;
+        StatefulWidget::render(ProcessTable { app: &app, paint: &paint }, area, &mut buf, &mut offset);
+        assert_eq!(offset, n - 4);
+        let last_line: String = (0..area.width).map(|x| buf[(x, 5)].symbol()).collect();
+        assert!(last_line.contains(&last.pid.expect("a PID").to_string()), "{last_line}");
+        app.table.offset = offset;
+        let table = ProcessTable { app: &app, paint: &paint };
+        assert_eq!(table.hit(area, 30, 5), Some(Hit::Row(n - 1)), "the last line drawn is the last row");
+        assert_eq!(table.hit(area, 30, 2), Some(Hit::Row(n - 4)), "the first line drawn is the offset's row");
     }
 }

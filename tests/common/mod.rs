@@ -48,7 +48,7 @@ pub fn poll<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Result
 /// The monitor drawn into a `width` x `height` test terminal, as text (trailing spaces trimmed).
 pub fn screen(app: &gpusight::app::App, width: u16, height: u16) -> String {
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
-    terminal.draw(|frame| gpusight::ui::draw(frame, app)).unwrap();
+    terminal.draw(|frame| gpusight::ui::draw_view(frame, app)).unwrap();
     let buffer = terminal.backend().buffer();
     let mut out = String::new();
     for y in 0..height {
