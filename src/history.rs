@@ -8,7 +8,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::sample::{GpuEvent, GpuTick, MachineInfo, Snapshot, Tick, UnixMs};
+use crate::sample::{GpuEvent, GpuTick, HostProcess, MachineInfo, Snapshot, Tick, UnixMs};
 
 pub mod input;
 pub use input::InputSample;
@@ -132,198 +132,184 @@ pub fn window_of(times: &Ring<UnixMs>, span_ms: u64) -> Option<Window> {
     Some(Window { start: lo, len: times.len() - lo, first_ms, last_ms })
 }
 
-/// Per-GPU series, aligned with [`History::times`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct GpuSeries {
-    pub index: u32,
-    pub lost: Ring<bool>,
-    pub util_pct: Series<u32>,
-    pub mem_util_pct: Series<u32>,
-    pub mem_used_bytes: Series<u64>,
-    pub power_mw: Series<u32>,
-    pub power_limit_mw: Series<u32>,
-    pub temp_c: Series<u32>,
-    pub sm_clock_mhz: Series<u32>,
-    pub mem_clock_mhz: Series<u32>,
-    pub throttle_bits: Series<u64>,
-    pub pcie_gen: Series<u32>,
-    pub pcie_width: Series<u32>,
-    pub pcie_rx_kbps: Series<u32>,
-    pub pcie_tx_kbps: Series<u32>,
-    pub sm_active_pct: Series<f32>,
-    pub sm_occupancy_pct: Series<f32>,
-    pub tensor_active_pct: Series<f32>,
-    pub dram_active_pct: Series<f32>,
-    /// The driver's cumulative nanoseconds of HW thermal slowdown plus HW power brake.
-    pub hw_slowdown_ns: Series<u64>,
-    /// The driver's cumulative nanoseconds of SW plus HW thermal slowdown.
-    pub thermal_ns: Series<u64>,
-    /// Volatile corrected (single-bit) ECC errors since the driver loaded.
-    pub ecc_corrected: Series<u64>,
-    /// HBM temperature, °C.
-    pub mem_temp_c: Series<u32>,
-    /// NVLink RX and TX over all links, MiB/s (GPM).
-    pub nvlink_rx_mib_s: Series<u32>,
-    pub nvlink_tx_mib_s: Series<u32>,
+/// Declares a set of aligned series once, and from that one list the struct of rings, the row of one sample of
+/// each (a struct literal, so leaving a series out of a push does not compile), and everything that walks them
+/// all: construction, pushing a row, dropping the oldest sample, the visitor and the heap bytes.
+///
+/// The fields before `series` are the set's keys (given to `new`); each field after it is one ring, declared with
+/// the type of one sample.
+macro_rules! series_set {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$key_meta:meta])* pub $key:ident: $key_ty:ty,)*
+        }
+        series $row:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $($(#[$key_meta])* pub $key: $key_ty,)*
+            $($(#[$field_meta])* pub $field: Ring<$ty>,)+
+        }
+
+        #[doc = concat!("One sample of every series of [`", stringify!($name), "`], pushed together.")]
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $row {
+            $($(#[$field_meta])* pub $field: $ty,)+
+        }
+
+        impl $name {
+            /// How many series the set holds.
+            pub const N_SERIES: usize = [$(stringify!($field)),+].len();
+
+            /// Empty series that keep at most `capacity` samples each.
+            pub(crate) fn new($($key: $key_ty,)* capacity: usize) -> Self {
+                Self { $($key,)* $($field: Ring::new(capacity),)+ }
+            }
+
+            /// Appends one sample to every series.
+            pub fn push_row(&mut self, row: $row) {
+                $(self.$field.push(row.$field);)+
+            }
+
+            /// Drops the oldest sample of every series (they stay aligned).
+            pub fn pop_front(&mut self) {
+                $(self.$field.pop_front();)+
+            }
+
+            /// Calls `visit` with the name, length and heap bytes of every series, in declaration order.
+            pub fn for_each_series(&self, mut visit: impl FnMut(&'static str, usize, usize)) {
+                $(visit(stringify!($field), self.$field.len(), self.$field.heap_bytes());)+
+            }
+
+            /// Bytes the series hold on the heap.
+            fn heap_bytes(&self) -> usize {
+                0 $(+ self.$field.heap_bytes())+
+            }
+        }
+    };
+}
+
+series_set! {
+    /// Per-GPU series, aligned with [`History::times`].
+    pub struct GpuSeries {
+        pub index: u32,
+    }
+    series GpuRow {
+        pub lost: bool,
+        pub util_pct: Option<u32>,
+        pub mem_util_pct: Option<u32>,
+        pub mem_used_bytes: Option<u64>,
+        pub power_mw: Option<u32>,
+        pub power_limit_mw: Option<u32>,
+        pub temp_c: Option<u32>,
+        pub sm_clock_mhz: Option<u32>,
+        pub mem_clock_mhz: Option<u32>,
+        pub throttle_bits: Option<u64>,
+        pub pcie_gen: Option<u32>,
+        pub pcie_width: Option<u32>,
+        pub pcie_rx_kbps: Option<u32>,
+        pub pcie_tx_kbps: Option<u32>,
+        pub sm_active_pct: Option<f32>,
+        pub sm_occupancy_pct: Option<f32>,
+        pub tensor_active_pct: Option<f32>,
+        pub dram_active_pct: Option<f32>,
+        /// The driver's cumulative nanoseconds of HW thermal slowdown plus HW power brake.
+        pub hw_slowdown_ns: Option<u64>,
+        /// The driver's cumulative nanoseconds of SW plus HW thermal slowdown.
+        pub thermal_ns: Option<u64>,
+        /// Volatile corrected (single-bit) ECC errors since the driver loaded.
+        pub ecc_corrected: Option<u64>,
+        /// HBM temperature, °C.
+        pub mem_temp_c: Option<u32>,
+        /// NVLink RX and TX over all links, MiB/s (GPM).
+        pub nvlink_rx_mib_s: Option<u32>,
+        pub nvlink_tx_mib_s: Option<u32>,
+    }
 }
 
 impl GpuSeries {
-    pub(crate) fn new(index: u32, capacity: usize) -> Self {
-        Self {
-            index,
-            lost: Ring::new(capacity),
-            util_pct: Ring::new(capacity),
-            mem_util_pct: Ring::new(capacity),
-            mem_used_bytes: Ring::new(capacity),
-            power_mw: Ring::new(capacity),
-            power_limit_mw: Ring::new(capacity),
-            temp_c: Ring::new(capacity),
-            sm_clock_mhz: Ring::new(capacity),
-            mem_clock_mhz: Ring::new(capacity),
-            throttle_bits: Ring::new(capacity),
-            pcie_gen: Ring::new(capacity),
-            pcie_width: Ring::new(capacity),
-            pcie_rx_kbps: Ring::new(capacity),
-            pcie_tx_kbps: Ring::new(capacity),
-            sm_active_pct: Ring::new(capacity),
-            sm_occupancy_pct: Ring::new(capacity),
-            tensor_active_pct: Ring::new(capacity),
-            dram_active_pct: Ring::new(capacity),
-            hw_slowdown_ns: Ring::new(capacity),
-            thermal_ns: Ring::new(capacity),
-            ecc_corrected: Ring::new(capacity),
-            mem_temp_c: Ring::new(capacity),
-            nvlink_rx_mib_s: Ring::new(capacity),
-            nvlink_tx_mib_s: Ring::new(capacity),
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.lost.heap_bytes()
-            + self.util_pct.heap_bytes()
-            + self.mem_util_pct.heap_bytes()
-            + self.mem_used_bytes.heap_bytes()
-            + self.power_mw.heap_bytes()
-            + self.power_limit_mw.heap_bytes()
-            + self.temp_c.heap_bytes()
-            + self.sm_clock_mhz.heap_bytes()
-            + self.mem_clock_mhz.heap_bytes()
-            + self.throttle_bits.heap_bytes()
-            + self.pcie_gen.heap_bytes()
-            + self.pcie_width.heap_bytes()
-            + self.pcie_rx_kbps.heap_bytes()
-            + self.pcie_tx_kbps.heap_bytes()
-            + self.sm_active_pct.heap_bytes()
-            + self.sm_occupancy_pct.heap_bytes()
-            + self.tensor_active_pct.heap_bytes()
-            + self.dram_active_pct.heap_bytes()
-            + self.mem_temp_c.heap_bytes()
-            + self.nvlink_rx_mib_s.heap_bytes()
-            + self.nvlink_tx_mib_s.heap_bytes()
-    }
-
+    /// Appends this GPU's readings in a tick; `None` (the GPU absent from the tick) is a gap in every series.
     pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
         let gpm = gpu.and_then(|g| g.gpm);
-        self.lost.push(gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost));
-        self.util_pct.push(gpu.and_then(|g| g.util_pct));
-        self.mem_util_pct.push(gpu.and_then(|g| g.mem_util_pct));
-        self.mem_used_bytes.push(gpu.and_then(|g| g.mem_used_bytes));
-        self.power_mw.push(gpu.and_then(|g| g.power_mw));
-        self.power_limit_mw.push(gpu.and_then(|g| g.power_limit_mw));
-        self.temp_c.push(gpu.and_then(|g| g.temp_c));
-        self.sm_clock_mhz.push(gpu.and_then(|g| g.sm_clock_mhz));
-        self.mem_clock_mhz.push(gpu.and_then(|g| g.mem_clock_mhz));
-        self.throttle_bits.push(gpu.and_then(|g| g.throttle_bits));
-        self.pcie_gen.push(gpu.and_then(|g| g.pcie_gen));
-        self.pcie_width.push(gpu.and_then(|g| g.pcie_width));
-        self.pcie_rx_kbps.push(gpu.and_then(|g| g.pcie_rx_kbps));
-        self.pcie_tx_kbps.push(gpu.and_then(|g| g.pcie_tx_kbps));
-        self.sm_active_pct.push(gpm.and_then(|m| m.sm_active_pct));
-        self.sm_occupancy_pct.push(gpm.and_then(|m| m.sm_occupancy_pct));
-        self.tensor_active_pct.push(gpm.and_then(|m| m.tensor_active_pct));
-        self.dram_active_pct.push(gpm.and_then(|m| m.dram_active_pct));
         let ns = gpu.and_then(|g| g.throttle_ns);
         let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
-        self.hw_slowdown_ns.push(ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)));
-        self.thermal_ns.push(ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)));
-        self.ecc_corrected.push(gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected));
-        self.mem_temp_c.push(gpu.and_then(|g| g.mem_temp_c));
-        self.nvlink_rx_mib_s.push(gpu.and_then(|g| g.nvlink_rx_mib_s));
-        self.nvlink_tx_mib_s.push(gpu.and_then(|g| g.nvlink_tx_mib_s));
+        self.push_row(GpuRow {
+            lost: gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost),
+            util_pct: gpu.and_then(|g| g.util_pct),
+            mem_util_pct: gpu.and_then(|g| g.mem_util_pct),
+            mem_used_bytes: gpu.and_then(|g| g.mem_used_bytes),
+            power_mw: gpu.and_then(|g| g.power_mw),
+            power_limit_mw: gpu.and_then(|g| g.power_limit_mw),
+            temp_c: gpu.and_then(|g| g.temp_c),
+            sm_clock_mhz: gpu.and_then(|g| g.sm_clock_mhz),
+            mem_clock_mhz: gpu.and_then(|g| g.mem_clock_mhz),
+            throttle_bits: gpu.and_then(|g| g.throttle_bits),
+            pcie_gen: gpu.and_then(|g| g.pcie_gen),
+            pcie_width: gpu.and_then(|g| g.pcie_width),
+            pcie_rx_kbps: gpu.and_then(|g| g.pcie_rx_kbps),
+            pcie_tx_kbps: gpu.and_then(|g| g.pcie_tx_kbps),
+            sm_active_pct: gpm.and_then(|m| m.sm_active_pct),
+            sm_occupancy_pct: gpm.and_then(|m| m.sm_occupancy_pct),
+            tensor_active_pct: gpm.and_then(|m| m.tensor_active_pct),
+            dram_active_pct: gpm.and_then(|m| m.dram_active_pct),
+            hw_slowdown_ns: ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)),
+            thermal_ns: ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)),
+            ecc_corrected: gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected),
+            mem_temp_c: gpu.and_then(|g| g.mem_temp_c),
+            nvlink_rx_mib_s: gpu.and_then(|g| g.nvlink_rx_mib_s),
+            nvlink_tx_mib_s: gpu.and_then(|g| g.nvlink_tx_mib_s),
+        });
     }
 }
 
-/// Host-wide series, aligned with [`History::times`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct HostSeries {
-    pub cpu_busy_pct: Series<f32>,
-    pub iowait_pct: Series<f32>,
-    pub steal_pct: Series<f32>,
-    pub mem_available_bytes: Series<u64>,
-    pub mem_total_bytes: Series<u64>,
-    pub swap_used_bytes: Series<u64>,
-    pub swap_in_pages_per_s: Series<f32>,
-    pub swap_out_pages_per_s: Series<f32>,
-    pub load_1: Series<f32>,
-    pub psi_cpu_some: Series<f32>,
-    pub psi_io_some: Series<f32>,
-    pub psi_io_full: Series<f32>,
-    pub psi_memory_some: Series<f32>,
+series_set! {
+    /// Host-wide series, aligned with [`History::times`].
+    pub struct HostSeries {}
+    series HostRow {
+        pub cpu_busy_pct: Option<f32>,
+        pub iowait_pct: Option<f32>,
+        pub steal_pct: Option<f32>,
+        pub mem_available_bytes: Option<u64>,
+        pub mem_total_bytes: Option<u64>,
+        pub swap_used_bytes: Option<u64>,
+        pub swap_in_pages_per_s: Option<f32>,
+        pub swap_out_pages_per_s: Option<f32>,
+        pub load_1: Option<f32>,
+        pub psi_cpu_some: Option<f32>,
+        pub psi_io_some: Option<f32>,
+        pub psi_io_full: Option<f32>,
+        pub psi_memory_some: Option<f32>,
+    }
 }
 
 impl HostSeries {
-    fn new(capacity: usize) -> Self {
-        Self {
-            cpu_busy_pct: Ring::new(capacity),
-            iowait_pct: Ring::new(capacity),
-            steal_pct: Ring::new(capacity),
-            mem_available_bytes: Ring::new(capacity),
-            mem_total_bytes: Ring::new(capacity),
-            swap_used_bytes: Ring::new(capacity),
-            swap_in_pages_per_s: Ring::new(capacity),
-            swap_out_pages_per_s: Ring::new(capacity),
-            load_1: Ring::new(capacity),
-            psi_cpu_some: Ring::new(capacity),
-            psi_io_some: Ring::new(capacity),
-            psi_io_full: Ring::new(capacity),
-            psi_memory_some: Ring::new(capacity),
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.cpu_busy_pct.heap_bytes()
-            + self.iowait_pct.heap_bytes()
-            + self.steal_pct.heap_bytes()
-            + self.mem_available_bytes.heap_bytes()
-            + self.mem_total_bytes.heap_bytes()
-            + self.swap_used_bytes.heap_bytes()
-            + self.swap_in_pages_per_s.heap_bytes()
-            + self.swap_out_pages_per_s.heap_bytes()
-            + self.load_1.heap_bytes()
-            + self.psi_cpu_some.heap_bytes()
-            + self.psi_io_some.heap_bytes()
-            + self.psi_io_full.heap_bytes()
-            + self.psi_memory_some.heap_bytes()
-    }
-
+    /// Appends the host's readings in a tick.
     fn push(&mut self, tick: &Tick) {
         let host = &tick.host;
         let cpu = host.cpu;
         let psi = host.psi;
-        self.cpu_busy_pct.push(cpu.map(|c| c.busy_pct));
-        self.iowait_pct.push(cpu.map(|c| c.iowait_pct));
-        self.steal_pct.push(cpu.map(|c| c.steal_pct));
-        self.mem_available_bytes.push(host.mem_available_bytes);
-        self.mem_total_bytes.push(host.mem_total_bytes);
-        self.swap_used_bytes
-            .push(host.swap_total_bytes.zip(host.swap_free_bytes).map(|(total, free)| total.saturating_sub(free)));
-        self.swap_in_pages_per_s.push(host.swap_in_pages_per_s);
-        self.swap_out_pages_per_s.push(host.swap_out_pages_per_s);
-        self.load_1.push(host.load_1);
-        self.psi_cpu_some.push(psi.and_then(|p| p.cpu_some_avg10));
-        self.psi_io_some.push(psi.and_then(|p| p.io_some_avg10));
-        self.psi_io_full.push(psi.and_then(|p| p.io_full_avg10));
-        self.psi_memory_some.push(psi.and_then(|p| p.memory_some_avg10));
+        self.push_row(HostRow {
+            cpu_busy_pct: cpu.map(|c| c.busy_pct),
+            iowait_pct: cpu.map(|c| c.iowait_pct),
+            steal_pct: cpu.map(|c| c.steal_pct),
+            mem_available_bytes: host.mem_available_bytes,
+            mem_total_bytes: host.mem_total_bytes,
+            swap_used_bytes: host
+                .swap_total_bytes
+                .zip(host.swap_free_bytes)
+                .map(|(total, free)| total.saturating_sub(free)),
+            swap_in_pages_per_s: host.swap_in_pages_per_s,
+            swap_out_pages_per_s: host.swap_out_pages_per_s,
+            load_1: host.load_1,
+            psi_cpu_some: psi.and_then(|p| p.cpu_some_avg10),
+            psi_io_some: psi.and_then(|p| p.io_some_avg10),
+            psi_io_full: psi.and_then(|p| p.io_full_avg10),
+            psi_memory_some: psi.and_then(|p| p.memory_some_avg10),
+        });
     }
 }
 
@@ -377,142 +363,49 @@ pub struct ProcessKey {
     pub start_ticks: Option<u64>,
 }
 
-/// The history of one process, with its own time column (it lives for part of the machine's history).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProcessSeries {
-    pub key: ProcessKey,
-    pub times: Ring<UnixMs>,
-    /// GPU memory summed over the GPUs it uses.
-    pub gpu_mem_bytes: Series<u64>,
-    /// SM utilization, the highest over its GPUs.
-    pub sm_util_pct: Series<u32>,
-    pub cpu_pct: Series<f32>,
-    pub rss_bytes: Series<u64>,
-    pub read_bytes_per_s: Series<u64>,
-    pub state: Series<char>,
-    pub threads_in_d: Series<u32>,
-    /// Busiest child's CPU use, percent of one core.
-    pub max_child_cpu_pct: Series<f32>,
-    /// Children (DataLoader workers) in D state at this sample.
-    pub children_in_d: Series<u32>,
-    pub n_children: Series<u32>,
-    /// Read rate of the process and its children together.
-    pub tree_read_bytes_per_s: Series<u64>,
-    /// Write rate of the process and its children together (checkpoints, logs).
-    pub tree_write_bytes_per_s: Series<u64>,
-    /// CPU use of the process's busiest thread, percent of one core.
-    pub max_thread_cpu_pct: Series<f32>,
-    /// The highest share (%) of scheduler periods throttled by a CPU quota, over the process's and its
-    /// children's cgroups.
-    pub tree_throttled_pct: Series<f32>,
-    /// Threads of the process and its children asleep in network, NFS or FUSE waits.
-    pub tree_remote_waits: Series<u32>,
-    /// Open files of the process and its children on network or FUSE file systems.
-    pub tree_remote_files: Series<u32>,
-    /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
-    pub children_tcp: Series<u32>,
-    /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
-    /// mode and their read rate, the CPUs the process may run on (see [`InputSample`]).
-    pub input: Series<InputSample>,
+series_set! {
+    /// The history of one process, with its own time column (it lives for part of the machine's history).
+    pub struct ProcessSeries {
+        pub key: ProcessKey,
+    }
+    series ProcessRow {
+        pub times: UnixMs,
+        /// GPU memory summed over the GPUs it uses.
+        pub gpu_mem_bytes: Option<u64>,
+        /// SM utilization, the highest over its GPUs.
+        pub sm_util_pct: Option<u32>,
+        pub cpu_pct: Option<f32>,
+        pub rss_bytes: Option<u64>,
+        pub read_bytes_per_s: Option<u64>,
+        pub state: Option<char>,
+        pub threads_in_d: Option<u32>,
+        /// Busiest child's CPU use, percent of one core.
+        pub max_child_cpu_pct: Option<f32>,
+        /// Children (DataLoader workers) in D state at this sample.
+        pub children_in_d: Option<u32>,
+        pub n_children: Option<u32>,
+        /// Read rate of the process and its children together.
+        pub tree_read_bytes_per_s: Option<u64>,
+        /// Write rate of the process and its children together (checkpoints, logs).
+        pub tree_write_bytes_per_s: Option<u64>,
+        /// CPU use of the process's busiest thread, percent of one core.
+        pub max_thread_cpu_pct: Option<f32>,
+        /// The highest share (%) of scheduler periods throttled by a CPU quota, over the process's and its
+        /// children's cgroups.
+        pub tree_throttled_pct: Option<f32>,
+        /// Threads of the process and its children asleep in network, NFS or FUSE waits.
+        pub tree_remote_waits: Option<u32>,
+        /// Open files of the process and its children on network or FUSE file systems.
+        pub tree_remote_files: Option<u32>,
+        /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
+        pub children_tcp: Option<u32>,
+        /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
+        /// mode and their read rate, the CPUs the process may run on (see [`InputSample`]).
+        pub input: Option<InputSample>,
+    }
 }
 
 impl ProcessSeries {
-    fn new(key: ProcessKey, capacity: usize) -> Self {
-        Self {
-            key,
-            times: Ring::new(capacity),
-            gpu_mem_bytes: Ring::new(capacity),
-            sm_util_pct: Ring::new(capacity),
-            cpu_pct: Ring::new(capacity),
-            rss_bytes: Ring::new(capacity),
-            read_bytes_per_s: Ring::new(capacity),
-            state: Ring::new(capacity),
-            threads_in_d: Ring::new(capacity),
-            max_child_cpu_pct: Ring::new(capacity),
-            children_in_d: Ring::new(capacity),
-            n_children: Ring::new(capacity),
-            tree_read_bytes_per_s: Ring::new(capacity),
-            tree_write_bytes_per_s: Ring::new(capacity),
-            max_thread_cpu_pct: Ring::new(capacity),
-            tree_throttled_pct: Ring::new(capacity),
-            tree_remote_waits: Ring::new(capacity),
-            tree_remote_files: Ring::new(capacity),
-            children_tcp: Ring::new(capacity),
-            input: Ring::new(capacity),
-        }
-    }
-
-    fn heap_bytes(&self) -> usize {
-        self.times.heap_bytes()
-            + self.gpu_mem_bytes.heap_bytes()
-            + self.sm_util_pct.heap_bytes()
-            + self.cpu_pct.heap_bytes()
-            + self.rss_bytes.heap_bytes()
-            + self.read_bytes_per_s.heap_bytes()
-            + self.state.heap_bytes()
-            + self.threads_in_d.heap_bytes()
-            + self.max_child_cpu_pct.heap_bytes()
-            + self.children_in_d.heap_bytes()
-            + self.n_children.heap_bytes()
-            + self.tree_read_bytes_per_s.heap_bytes()
-            + self.tree_write_bytes_per_s.heap_bytes()
-            + self.max_thread_cpu_pct.heap_bytes()
-            + self.tree_throttled_pct.heap_bytes()
-            + self.tree_remote_waits.heap_bytes()
-            + self.tree_remote_files.heap_bytes()
-            + self.children_tcp.heap_bytes()
-            + self.input.heap_bytes()
-    }
-
-    /// The length of every series, for tests that they stay aligned.
-    #[cfg(test)]
-    fn series_lens(&self) -> [usize; 19] {
-        [
-            self.times.len(),
-            self.gpu_mem_bytes.len(),
-            self.sm_util_pct.len(),
-            self.cpu_pct.len(),
-            self.rss_bytes.len(),
-            self.read_bytes_per_s.len(),
-            self.state.len(),
-            self.threads_in_d.len(),
-            self.max_child_cpu_pct.len(),
-            self.children_in_d.len(),
-            self.n_children.len(),
-            self.tree_read_bytes_per_s.len(),
-            self.tree_write_bytes_per_s.len(),
-            self.max_thread_cpu_pct.len(),
-            self.tree_throttled_pct.len(),
-            self.tree_remote_waits.len(),
-            self.tree_remote_files.len(),
-            self.children_tcp.len(),
-            self.input.len(),
-        ]
-    }
-
-    /// Drops the oldest sample of every series (they stay aligned).
-    fn pop_front(&mut self) {
-        self.times.pop_front();
-        self.gpu_mem_bytes.pop_front();
-        self.sm_util_pct.pop_front();
-        self.cpu_pct.pop_front();
-        self.rss_bytes.pop_front();
-        self.read_bytes_per_s.pop_front();
-        self.state.pop_front();
-        self.threads_in_d.pop_front();
-        self.max_child_cpu_pct.pop_front();
-        self.children_in_d.pop_front();
-        self.n_children.pop_front();
-        self.tree_read_bytes_per_s.pop_front();
-        self.tree_write_bytes_per_s.pop_front();
-        self.max_thread_cpu_pct.pop_front();
-        self.tree_throttled_pct.pop_front();
-        self.tree_remote_waits.pop_front();
-        self.tree_remote_files.pop_front();
-        self.children_tcp.pop_front();
-        self.input.pop_front();
-    }
-
     /// The time of the newest sample of this process.
     #[must_use]
     pub fn last_seen_ms(&self) -> Option<UnixMs> {
@@ -742,40 +635,7 @@ impl History {
                 }
             }
             let children = || matching(by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]);
-            series.times.push(tick.at_ms);
-            series.gpu_mem_bytes.push(mem);
-            series.sm_util_pct.push(sm);
-            series.cpu_pct.push(host.and_then(|h| h.cpu_pct));
-            series.rss_bytes.push(host.and_then(|h| h.rss_bytes));
-            series.read_bytes_per_s.push(host.and_then(|h| h.read_bytes_per_s));
-            series.state.push(host.and_then(|h| h.state));
-            series.threads_in_d.push(host.and_then(|h| h.threads_in_d));
-            // Compile workers (torch.compile) are not DataLoader workers: their CPU and D are not the input's.
-            let loaders = || children().filter(|c| !c.is_compile_worker());
-            series.max_child_cpu_pct.push(loaders().filter_map(|c| c.cpu_pct).reduce(f32::max));
-            let children_in_d = loaders().filter(|c| c.state == Some('D')).count();
-            series.children_in_d.push(u32::try_from(children_in_d).ok());
-            series.n_children.push(u32::try_from(children().count()).ok());
-            let tree_read = host
-                .and_then(|h| h.read_bytes_per_s)
-                .map(|own| own + children().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
-            series.tree_read_bytes_per_s.push(tree_read);
-            let tree_write = host
-                .and_then(|h| h.write_bytes_per_s)
-                .map(|own| own + children().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
-            series.tree_write_bytes_per_s.push(tree_write);
-            series.max_thread_cpu_pct.push(host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct));
-            let tree = || host.into_iter().chain(children());
-            let throttled = tree().filter_map(|p| p.cgroup_cpu.as_ref().and_then(|c| c.throttled_pct)).reduce(f32::max);
-            series.tree_throttled_pct.push(throttled);
-            // Sums without a buffer (no allocation per tick): `None` when no process of the tree had the reading.
-            let sum = |acc: Option<u32>, v: u32| Some(acc.unwrap_or(0).saturating_add(v));
-            series.tree_remote_waits.push(tree().filter_map(|p| p.remote_waits).fold(None, sum));
-            let files = tree().filter_map(|p| p.remote_files.as_ref().map(|r| r.open)).fold(None, sum);
-            series.tree_remote_files.push(files);
-            let tcp = children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum);
-            series.children_tcp.push(tcp);
-            series.input.push(host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)));
+            series.push_row(process_row(tick, host, mem, sm, children));
         }
     }
 
@@ -796,6 +656,53 @@ fn matching(sorted: &[(u32, usize)], key: u32) -> &[(u32, usize)] {
     let start = sorted.partition_point(|(k, _)| *k < key);
     let end = start + sorted[start..].partition_point(|(k, _)| *k == key);
     &sorted[start..end]
+}
+
+/// One sample of a GPU process: `host` is its own host entry, `children` lists the host processes whose parent it
+/// is, `mem` and `sm` are its GPU memory and SM use over its GPUs.
+fn process_row<'t, I>(
+    tick: &'t Tick,
+    host: Option<&'t HostProcess>,
+    mem: Option<u64>,
+    sm: Option<u32>,
+    children: impl Fn() -> I,
+) -> ProcessRow
+where
+    I: Iterator<Item = &'t HostProcess> + Clone,
+{
+    // Compile workers (torch.compile) are not DataLoader workers: their CPU and D are not the input's.
+    let loaders = || children().filter(|c| !c.is_compile_worker());
+    let children_in_d = loaders().filter(|c| c.state == Some('D')).count();
+    let tree_read = host
+        .and_then(|h| h.read_bytes_per_s)
+        .map(|own| own + children().filter_map(|c| c.read_bytes_per_s).sum::<u64>());
+    let tree_write = host
+        .and_then(|h| h.write_bytes_per_s)
+        .map(|own| own + children().filter_map(|c| c.write_bytes_per_s).sum::<u64>());
+    let tree = || host.into_iter().chain(children());
+    // Sums without a buffer (no allocation per tick): `None` when no process of the tree had the reading.
+    let sum = |acc: Option<u32>, v: u32| Some(acc.unwrap_or(0).saturating_add(v));
+    ProcessRow {
+        times: tick.at_ms,
+        gpu_mem_bytes: mem,
+        sm_util_pct: sm,
+        cpu_pct: host.and_then(|h| h.cpu_pct),
+        rss_bytes: host.and_then(|h| h.rss_bytes),
+        read_bytes_per_s: host.and_then(|h| h.read_bytes_per_s),
+        state: host.and_then(|h| h.state),
+        threads_in_d: host.and_then(|h| h.threads_in_d),
+        max_child_cpu_pct: loaders().filter_map(|c| c.cpu_pct).reduce(f32::max),
+        children_in_d: u32::try_from(children_in_d).ok(),
+        n_children: u32::try_from(children().count()).ok(),
+        tree_read_bytes_per_s: tree_read,
+        tree_write_bytes_per_s: tree_write,
+        max_thread_cpu_pct: host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct),
+        tree_throttled_pct: tree().filter_map(|p| p.cgroup_cpu.as_ref().and_then(|c| c.throttled_pct)).reduce(f32::max),
+        tree_remote_waits: tree().filter_map(|p| p.remote_waits).fold(None, sum),
+        tree_remote_files: tree().filter_map(|p| p.remote_files.as_ref().map(|r| r.open)).fold(None, sum),
+        children_tcp: children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum),
+        input: host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)),
+    }
 }
 
 /// Summary statistics of the present (non-gap) values in an iterator.
@@ -951,7 +858,7 @@ mod tests {
         assert!(kept.windows(2).all(|w| w[1] - w[0] == 1000), "evenly spaced, one a second");
         assert_eq!(series.times.heap_bytes(), 301 * std::mem::size_of::<UnixMs>());
         // Every series of the process stays aligned with its time column.
-        assert_eq!(series.series_lens(), [301; 19]);
+        series.for_each_series(|name, len, _| assert_eq!(len, 301, "{name}"));
         // Pushing on changes nothing in size.
         let before = history.process_heap_bytes();
         for n in 12_000..13_000 {
@@ -1046,6 +953,53 @@ mod tests {
         a.push(&snapshot);
         b.push_owned(snapshot);
         assert_eq!((a.latest(), &a.gpus, &a.times), (b.latest(), &b.gpus, &b.times));
+    }
+
+    /// The (name, length, heap bytes) of every series a visitor walks.
+    fn visited(visit: impl FnOnce(&mut dyn FnMut(&'static str, usize, usize))) -> Vec<(&'static str, usize, usize)> {
+        let mut seen = Vec::new();
+        visit(&mut |name, len, bytes| seen.push((name, len, bytes)));
+        seen
+    }
+
+    /// Checks one set of series after `n` pushes: every series was visited once, pushed `n` times and counted in
+    /// the heap bytes, and the struct holds no ring the visitor does not walk (a ring's size does not depend on
+    /// its element type, so the struct's size is its keys plus one ring per visited series).
+    fn check_series_set(seen: &[(&'static str, usize, usize)], n_series: usize, heap: usize, n: usize, rest: usize) {
+        let mut names: Vec<_> = seen.iter().map(|(name, _, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!((seen.len(), names.len()), (n_series, n_series), "each series visited once");
+        for (name, len, bytes) in seen {
+            assert_eq!(*len, n, "{name} pushed every tick");
+            assert!(*bytes > 0, "{name} counted in the heap bytes");
+        }
+        assert_eq!(heap, seen.iter().map(|(_, _, bytes)| bytes).sum::<usize>(), "heap bytes sum every series");
+        assert_eq!(rest, n_series * std::mem::size_of::<Ring<u8>>(), "no ring outside the visited list");
+    }
+
+    #[test]
+    fn every_series_is_pushed_visited_and_counted_in_the_heap_bytes() {
+        let mut history = History::new(machine(1), 10);
+        for at_ms in [1000, 2000, 3000] {
+            history.push_tick(with_process(at_ms));
+        }
+        let (gpu, host) = (&history.gpus[0], &history.host);
+        let process = history.process(42).expect("series");
+        let gpu_seen = visited(|v| gpu.for_each_series(v));
+        let gpu_rest = std::mem::size_of::<GpuSeries>() - std::mem::size_of::<u64>();
+        check_series_set(&gpu_seen, GpuSeries::N_SERIES, gpu.heap_bytes(), 3, gpu_rest);
+        // The slowdown and ECC counters were once left out of the GPU's heap bytes.
+        for name in ["hw_slowdown_ns", "thermal_ns", "ecc_corrected"] {
+            assert!(gpu_seen.iter().any(|(seen, _, _)| *seen == name), "{name}");
+        }
+        let host_seen = visited(|v| host.for_each_series(v));
+        check_series_set(&host_seen, HostSeries::N_SERIES, host.heap_bytes(), 3, std::mem::size_of::<HostSeries>());
+        let process_seen = visited(|v| process.for_each_series(v));
+        let process_rest = std::mem::size_of::<ProcessSeries>() - std::mem::size_of::<ProcessKey>();
+        check_series_set(&process_seen, ProcessSeries::N_SERIES, process.heap_bytes(), 3, process_rest);
+        let rings = history.times.heap_bytes() + gpu.heap_bytes() + host.heap_bytes() + process.heap_bytes();
+        assert_eq!(history.heap_bytes(), rings + history.events.capacity() * std::mem::size_of::<GpuEvent>());
     }
 
     #[test]

@@ -55,7 +55,7 @@ fn fleet() -> Fleet {
                 }],
                 findings: vec![FleetFinding {
                     rule: "input-bound".to_owned(),
-                    severity: "warning".to_owned(),
+                    severity: "warning".into(),
                     gpu_index: Some(0),
                     pid: Some(4242),
                 }],

@@ -44,6 +44,25 @@ impl Severity {
     }
 }
 
+impl Severity {
+    /// Every severity, least severe first.
+    pub const ALL: [Self; 3] = [Self::Info, Self::Warning, Self::Critical];
+}
+
+/// A severity name that is not one of [`Severity::name`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown severity '{0}': expected info, warning or critical")]
+pub struct UnknownSeverity(pub String);
+
+impl std::str::FromStr for Severity {
+    type Err = UnknownSeverity;
+
+    /// Reads back [`Severity::name`] (as text, JSON and the exporter's `severity` label spell it).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL.into_iter().find(|s| s.name() == text).ok_or_else(|| UnknownSeverity(text.to_owned()))
+    }
+}
+
 /// Every rule of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -134,6 +153,46 @@ impl Rule {
             Self::CommBound => "comm-bound",
         }
     }
+}
+
+impl Rule {
+    /// Every variant, in declaration order (a test checks it against the enum's own list of variants).
+    pub const ALL: [Self; 34] = [
+        Self::InputBound,
+        Self::CpuBoundInput,
+        Self::ThermalThrottle,
+        Self::PowerCapped,
+        Self::HwSlowdown,
+        Self::PcieDowngraded,
+        Self::NumaMisplaced,
+        Self::VramNearlyFull,
+        Self::VramGrowing,
+        Self::IdleHolder,
+        Self::UtilMisleading,
+        Self::SharedGpu,
+        Self::HostMemoryPressure,
+        Self::CpuSteal,
+        Self::GpuErrors,
+        Self::DriverSanity,
+        Self::PersistenceOff,
+        Self::MigActive,
+        Self::GpuUnderfed,
+        Self::LaunchBound,
+        Self::H2dCopyBound,
+        Self::CpuQuotaThrottled,
+        Self::RemoteDatasetStall,
+        Self::ClocksLimited,
+        Self::HbmHot,
+        Self::MemoryBound,
+        Self::RankStraggler,
+        Self::CollectiveHang,
+        Self::MainThreadBound,
+        Self::CpusPinned,
+        Self::CompileWarmup,
+        Self::Visibility,
+        Self::Serving,
+        Self::CommBound,
+    ];
 }
 
 /// The steps of the practitioners' diagnosis order (field guides): each rule belongs to one.

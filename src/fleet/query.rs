@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::advice::Severity;
 use crate::export::names::Family;
 use crate::export::names::job_labels::{CONTAINER, HPC_JOB, NAMESPACE, POD};
 
@@ -219,11 +220,54 @@ pub struct FleetProcess {
     pub sm_util_pct: Option<f64>,
 }
 
+/// A finding's severity as a node's `severity` label gives it, read once: one gpusight knows, or the label as it
+/// came (an exporter newer than this reader; "unknown" where the label is missing).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FleetSeverity {
+    Known(Severity),
+    Other(String),
+}
+
+impl FleetSeverity {
+    /// The label as people and JSON read it ("warning").
+    #[must_use]
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Known(severity) => severity.name(),
+            Self::Other(label) => label,
+        }
+    }
+}
+
+impl From<&str> for FleetSeverity {
+    fn from(label: &str) -> Self {
+        label.parse().map_or_else(|_| Self::Other(label.to_owned()), Self::Known)
+    }
+}
+
+impl From<Severity> for FleetSeverity {
+    fn from(severity: Severity) -> Self {
+        Self::Known(severity)
+    }
+}
+
+impl std::fmt::Display for FleetSeverity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for FleetSeverity {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
 /// One active finding on a node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct FleetFinding {
     pub rule: String,
-    pub severity: String,
+    pub severity: FleetSeverity,
     pub gpu_index: Option<u32>,
     pub pid: Option<u32>,
 }
@@ -232,11 +276,11 @@ impl FleetFinding {
     /// Ordering weight: critical first.
     #[must_use]
     pub fn rank(&self) -> u8 {
-        match self.severity.as_str() {
-            "critical" => 0,
-            "warning" => 1,
-            "info" => 2,
-            _ => 3,
+        match self.severity {
+            FleetSeverity::Known(Severity::Critical) => 0,
+            FleetSeverity::Known(Severity::Warning) => 1,
+            FleetSeverity::Known(Severity::Info) => 2,
+            FleetSeverity::Other(_) => 3,
         }
     }
 }
@@ -418,7 +462,7 @@ fn read_findings(nodes: &mut Nodes, samples: &[VectorSample]) {
         let node = nodes.entry(instance(s)).or_default();
         let finding = FleetFinding {
             rule: label(s, "rule").unwrap_or("unknown").to_owned(),
-            severity: label(s, "severity").unwrap_or("unknown").to_owned(),
+            severity: FleetSeverity::from(label(s, "severity").unwrap_or("unknown")),
             gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
             pid: label(s, "pid").and_then(|p| p.parse().ok()),
         };

@@ -166,7 +166,7 @@ impl Fleet {
             for f in &node.findings {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", visible(&f.severity), visible(&f.rule));
+                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", visible(f.severity.name()), visible(&f.rule));
             }
         }
         if !self.missing_columns.is_empty() {

@@ -8,9 +8,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
 
 use super::paint::Paint;
+use crate::advice::Severity;
 use crate::app::columns::{self, CellContext};
 use crate::app::{FixedFilters, TableState};
-use crate::fleet::query::{Node, NodeState};
+use crate::fleet::query::{FleetSeverity, Node, NodeState};
 use crate::fleet::view::{
     FLEET_COLUMNS, FleetView, gpu_cells, job_cell, job_width, node_header, process_samples, state_word,
 };
@@ -24,12 +25,12 @@ pub struct FleetWidget<'a> {
     pub paint: &'a Paint,
 }
 
-/// The style of a finding's severity as the fleet reads it back ("critical", "warning", "info").
-fn severity_style(paint: &Paint, severity: &str) -> Style {
+/// The style of a finding's severity (a severity this reader does not know is drawn as info).
+fn severity_style(paint: &Paint, severity: &FleetSeverity) -> Style {
     match severity {
-        "critical" => paint.theme.critical,
-        "warning" => paint.theme.warning,
-        _ => paint.theme.info,
+        FleetSeverity::Known(Severity::Critical) => paint.theme.critical,
+        FleetSeverity::Known(Severity::Warning) => paint.theme.warning,
+        FleetSeverity::Known(Severity::Info) | FleetSeverity::Other(_) => paint.theme.info,
     }
 }
 
@@ -245,7 +246,7 @@ mod tests {
             findings: finding
                 .map(|severity| FleetFinding {
                     rule: "input-bound".to_owned(),
-                    severity: severity.to_owned(),
+                    severity: severity.into(),
                     gpu_index: Some(0),
                     pid: Some(7),
                 })

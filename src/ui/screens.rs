@@ -175,8 +175,25 @@ fn render_explain(area: Rect, buf: &mut Buffer, index: usize, app: &App, paint: 
     Paragraph::new(lines).wrap(Wrap { trim: false }).style(theme.base).render(area, buf);
 }
 
+/// What a help row is about, for how it is drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum HelpKind {
+    /// An action that works wherever its keys do.
+    Plain,
+    /// An action that sends a signal: dimmed where signals are off (`--readonly`).
+    Signal,
+}
+
+/// One row of the help screen: an action's keys, what it does, and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HelpRow {
+    keys: String,
+    help: &'static str,
+    kind: HelpKind,
+}
+
 /// The help entries: keys and what they do (the playback keys only while a recording plays).
-fn help_entries(app: &App) -> Vec<(String, String)> {
+fn help_entries(app: &App) -> Vec<HelpRow> {
     Action::ALL
         .iter()
         .filter(|a| {
@@ -191,7 +208,11 @@ fn help_entries(app: &App) -> Vec<(String, String)> {
                         | Action::Faster
                 )
         })
-        .map(|a| (app.keymap.describe(*a), a.help().to_owned()))
+        .map(|a| HelpRow {
+            keys: app.keymap.describe(*a),
+            help: a.help(),
+            kind: if a.signal().is_some() { HelpKind::Signal } else { HelpKind::Plain },
+        })
         .collect()
 }
 
@@ -203,13 +224,13 @@ pub fn help_lines<'a>(app: &App, paint: &Paint, width: u16) -> Vec<Line<'a>> {
     let entries = help_entries(app);
     let columns = if width >= 120 { 2 } else { 1 };
     let col_w = usize::from(width) / columns;
-    let keys_w = entries.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(8).clamp(6, 16).min(col_w / 3);
+    let keys_w = entries.iter().map(|e| e.keys.chars().count()).max().unwrap_or(8).clamp(6, 16).min(col_w / 3);
     let text_w = col_w.saturating_sub(keys_w + 3).max(10);
     // Each entry as its own block of lines.
     let blocks: Vec<Vec<Line<'a>>> = entries
         .iter()
-        .map(|(keys, help)| {
-            let dim = app.readonly && help.contains("SIG");
+        .map(|HelpRow { keys, help, kind }| {
+            let dim = app.readonly && *kind == HelpKind::Signal;
             let style = if dim { theme.dim } else { theme.base };
             let key_lines = units::wrap(keys, keys_w);
             let help_lines = units::wrap(help, text_w);
@@ -331,12 +352,8 @@ fn render_details(
     for pair in graphs.chunks(2) {
         let mut title = Vec::new();
         let mut rendered = Vec::new();
-        for (name, values, max_text) in pair {
-            let max = match *name {
-                "%SM" => 100.0,
-                "%CPU" => values.iter().flatten().copied().fold(100.0, f64::max),
-                _ => values.iter().flatten().copied().fold(1.0, f64::max),
-            };
+        for ProcessGraph { name, values, max_text, scale } in pair {
+            let max = scale.top(values);
             title.push(Span::styled(format!(" {name:<8} {max_text:<w$}", w = half.saturating_sub(9)), theme.label));
             rendered.push(graph::area_graph(values, max, half, graph_h.saturating_sub(1).max(1), glyphs.ascii));
         }
@@ -373,8 +390,40 @@ fn push_libraries(lines: &mut Vec<Line<'_>>, libraries: &crate::app::inspect::Pa
     }
 }
 
-/// The process's graphs over the span shown: name, values, and the caption with the maximum.
-fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, String)> {
+/// How a graph's top is chosen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GraphScale {
+    /// A share of a whole (the GPU's SMs): always 0 to 100.
+    Percent,
+    /// Percent of one core, which passes 100 with several threads: 100, or the highest value above it.
+    PercentOfCores,
+    /// An amount (bytes): the highest value, at least 1.
+    Amount,
+}
+
+impl GraphScale {
+    /// The value at the top of a graph of `values`.
+    fn top(self, values: &[Option<f64>]) -> f64 {
+        let highest = |floor: f64| values.iter().flatten().copied().fold(floor, f64::max);
+        match self {
+            Self::Percent => 100.0,
+            Self::PercentOfCores => highest(100.0),
+            Self::Amount => highest(1.0),
+        }
+    }
+}
+
+/// One graph of the details screen: its name, values (oldest first), the caption with the maximum, and its scale.
+#[derive(Debug, Clone, PartialEq)]
+struct ProcessGraph {
+    name: &'static str,
+    values: Vec<Option<f64>>,
+    max_text: String,
+    scale: GraphScale,
+}
+
+/// The process's graphs over the span shown.
+fn process_graphs(app: &App, pid: u32) -> Vec<ProcessGraph> {
     let series = app.view().history.process(pid);
     let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
     match series {
@@ -390,11 +439,13 @@ fn process_graphs(app: &App, pid: u32) -> Vec<(&'static str, Vec<Option<f64>>, S
                 reason = "byte counts: whole and positive"
             )]
             let max_bytes = |v: &[Option<f64>]| max_of(v).map(|m| m as u64);
+            let graph =
+                |name, values: Vec<Option<f64>>, max_text, scale| ProcessGraph { name, values, max_text, scale };
             vec![
-                ("GPU-MEM", mem.clone(), format!("max {}", units::bytes(max_bytes(&mem)))),
-                ("%SM", sm.clone(), format!("max {}", units::pct(max_of(&sm)))),
-                ("%CPU", cpu.clone(), format!("max {}", units::pct(max_of(&cpu)))),
-                ("HOST-MEM", rss.clone(), format!("max {}", units::bytes(max_bytes(&rss)))),
+                graph("GPU-MEM", mem.clone(), format!("max {}", units::bytes(max_bytes(&mem))), GraphScale::Amount),
+                graph("%SM", sm.clone(), format!("max {}", units::pct(max_of(&sm))), GraphScale::Percent),
+                graph("%CPU", cpu.clone(), format!("max {}", units::pct(max_of(&cpu))), GraphScale::PercentOfCores),
+                graph("HOST-MEM", rss.clone(), format!("max {}", units::bytes(max_bytes(&rss))), GraphScale::Amount),
             ]
         }
         None => Vec::new(),
@@ -473,6 +524,35 @@ mod tests {
     use super::*;
     use crate::ui::config::ThemeName;
     use crate::ui::test_support::app;
+
+    #[test]
+    fn graph_scales_choose_their_tops() {
+        let (low, high) = ([Some(30.0), None, Some(2.0)], [Some(250.0), Some(40.0)]);
+        assert_eq!((GraphScale::Percent.top(&low), GraphScale::Percent.top(&high)), (100.0, 100.0));
+        assert_eq!((GraphScale::PercentOfCores.top(&low), GraphScale::PercentOfCores.top(&high)), (100.0, 250.0));
+        assert_eq!((GraphScale::Amount.top(&low), GraphScale::Amount.top(&[None, Some(0.5)])), (30.0, 1.0));
+    }
+
+    #[test]
+    fn help_dims_exactly_the_signal_rows_in_read_only_mode() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let mut app = app("compute", 2);
+        // The description span of each row at a width where every description fits on one line.
+        let styles = |app: &App| -> Vec<(String, ratatui::style::Style)> {
+            help_lines(app, &paint, 200)
+                .iter()
+                .flat_map(|l| l.spans.iter().skip(1).step_by(2))
+                .map(|s| (s.content.trim().to_owned(), s.style))
+                .filter(|(text, _)| !text.is_empty())
+                .collect()
+        };
+        assert!(styles(&app).iter().all(|(_, style)| *style != paint.theme.dim), "nothing dimmed by default");
+        app.readonly = true;
+        let dimmed: Vec<String> =
+            styles(&app).into_iter().filter(|(_, style)| *style == paint.theme.dim).map(|(text, _)| text).collect();
+        let signals: Vec<&str> = Action::ALL.iter().filter(|a| a.signal().is_some()).map(|a| a.help()).collect();
+        assert_eq!(dimmed, signals);
+    }
 
     #[test]
     fn help_wraps_every_description_whole_at_any_width() {
