@@ -667,6 +667,31 @@ mod tests {
     }
 
     #[test]
+    fn finding_severities_are_read_once_into_the_enum() {
+        for severity in Severity::ALL {
+            assert_eq!(severity.name().parse(), Ok(severity));
+        }
+        let finding = |labels: &str| {
+            let text =
+                format!(r#"{{"metric":{{"__name__":"{FINDING}","instance":"a:9400"{labels}}},"value":[1,"1"]}}"#);
+            let mut answers = Answers::new();
+            answers.insert(FINDING.to_owned(), parse_vector(&answer(&[text])).unwrap_or_default());
+            let fleet = Fleet::from_answers("http://prom:9090", &answers, 1.0, &FleetOptions::default());
+            let found = fleet.nodes[0].findings[0].clone();
+            (found.severity.clone(), found.rank(), fleet.to_json()["nodes"][0]["findings"][0]["severity"].clone())
+        };
+        let warning = finding(r#","rule":"input-bound","severity":"warning""#);
+        assert_eq!(warning, (FleetSeverity::Known(Severity::Warning), 1, "warning".into()));
+        let critical = finding(r#","rule":"gpu-errors","severity":"critical""#);
+        assert_eq!(critical, (FleetSeverity::Known(Severity::Critical), 0, "critical".into()));
+        // A severity this reader does not know keeps its label, ranks last, and is shown as it came.
+        let newer = finding(r#","rule":"input-bound","severity":"fatal""#);
+        assert_eq!(newer, (FleetSeverity::Other("fatal".to_owned()), 3, "fatal".into()));
+        let unlabelled = finding(r#","rule":"input-bound""#);
+        assert_eq!(unlabelled, (FleetSeverity::Other("unknown".to_owned()), 3, "unknown".into()));
+    }
+
+    #[test]
     fn every_gpu_row_gets_the_job_its_series_name() {
         let samples = [
             util_sample("a", 0, &[(HPC_JOB, "4242")]),
