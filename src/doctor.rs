@@ -366,7 +366,10 @@ fn short_windows(pipeline: &Pipeline, watched_s: u64) -> Vec<String> {
         if !short(window_s) {
             continue;
         }
-        if rules == Rule::VramGrowing.name() && !short(t.vram_fast_growth_window_s) {
+        let mut names: Vec<&str> = rules.split(", ").collect();
+        let vram = Rule::VramGrowing.name();
+        if names.contains(&vram) && !short(t.vram_fast_growth_window_s) {
+            names.retain(|name| *name != vram);
             out.push(format!(
                 "vram-growing only for an unmistakable growth (at least {} MiB over {}); slower growth needs {} of \
                  data, watched {} (run longer with --duration)",
@@ -375,10 +378,13 @@ fn short_windows(pipeline: &Pipeline, watched_s: u64) -> Vec<String> {
                 duration_label(window_s),
                 duration_label(watched_s)
             ));
+        }
+        if names.is_empty() {
             continue;
         }
         out.push(format!(
-            "{rules} (needs {} of data, watched {}; run longer with --duration)",
+            "{} (needs {} of data, watched {}; run longer with --duration)",
+            names.join(", "),
             duration_label(window_s),
             duration_label(watched_s)
         ));

@@ -148,10 +148,10 @@ fn the_same_job_from_local_disk_is_healthy() {
 }
 
 #[test]
-fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
+fn a_job_starved_by_its_own_profiler_is_main_thread_bound() {
     // An earlier recording of remote-local, whose harness summed every profiled cycle's events in the main thread (at
-    // 98 % of a core) while the workers idled: GPU util mean 17 %. The GPU was underfed for real, so the umbrella may
-    // say so; no input or storage cause may be named.
+    // 98 % of a core, below a full core in a quarter of the samples) while the workers idled: GPU util mean 17 %. The
+    // main thread's own work set the pace; no input or storage cause may be named.
     let (doc, _) = doctor("remote-local-profiler-starved.jsonl.gz");
     for rule in rules(&doc).iter().map(|(r, _)| r.as_str()) {
         assert!(
@@ -159,7 +159,7 @@ fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
             "{rule} named on local files: {doc}"
         );
     }
-    assert!(warnings(&doc).iter().all(|r| r == "gpu-underfed"), "{doc}");
+    assert_eq!(warnings(&doc), ["main-thread-bound"], "{doc}");
 }
 
 // Jobs over several GPUs, four shapes, recorded beside doctor by `scripts/device/cluster_cases.sh` with GROUP=ranks on
@@ -256,4 +256,44 @@ fn writes_to_a_fuse_mount_are_not_a_dataset_stall() {
     // went to a FUSE mount (fuse.gsremote, every write through a user-space daemon): healthy, 89 % GPU share.
     let doc = expect_warnings("fuse-writes-healthy.jsonl.gz", &[]);
     assert_eq!(severity(&doc, "remote-dataset-stall"), "", "{doc}");
+}
+
+#[test]
+fn a_resnet_paced_by_its_main_thread_is_main_thread_bound() {
+    // ResNet-50 (bf16, batch 128) on 8 DataLoader workers decoding local JPEGs, with torch.profiler recording 5 of
+    // every 10 steps and the harness summing each cycle's events in the main thread: the program measured 18 % of
+    // its step waiting for data, the GPU was 8 % busy and the main thread at 86 % of a core. Not a full core (it
+    // waits for its batch part of the step), and yet it, not the input, set the pace.
+    let doc = expect_warnings("resnet-main-thread-paced.jsonl.gz", &["main-thread-bound"]);
+    let f = finding(&doc, "main-thread-bound");
+    assert_eq!(f["pid"], 1894, "{f}");
+    let evidence = f["evidence"].as_str().unwrap_or("");
+    assert!(evidence.contains("8 DataLoader workers keep up"), "{evidence}");
+    let remedy = f["remedy"].as_str().unwrap_or("");
+    assert!(remedy.contains("more DataLoader workers will not help"), "{remedy}");
+}
+
+#[test]
+fn torch_compile_warms_up_as_info_and_its_allocator_is_no_leak() {
+    // torch.compile of an MLP: 50 s of tracing and compiling (a compile worker alive, the GPU idle), then steady
+    // at 27 ms a step. At the first steps the caching allocator climbed from 0.9 GiB to 7.2 GiB in three steps and
+    // stayed there: not a leak.
+    let doc = expect_warnings("compile-warmup-steady.jsonl.gz", &[]);
+    assert_eq!(severity(&doc, "vram-growing"), "", "{doc}");
+    let cleared = doc["cleared"].as_array().expect("cleared");
+    let warmup = cleared.iter().find(|f| f["rule"] == "compile-warmup").expect("compile-warmup while compiling");
+    assert_eq!(warmup["severity"], "info", "{warmup}");
+    assert!(warmup["evidence"].as_str().unwrap_or("").contains("torch.compile worker (PID 749)"), "{warmup}");
+}
+
+#[test]
+fn a_rank_in_a_long_cpu_phase_is_no_hang() {
+    // Two ranks over gloo on one GPU: rank 0 (PID 576) computed metrics on the CPU for 128 s while rank 1 waited
+    // in a barrier. Not a collective hang; rank 0's main thread is named, with its remedy's hedge.
+    let (doc, code) = doctor("evalrank-rank0-cpu.jsonl.gz");
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(severity(&doc, "collective-hang"), "", "{doc}");
+    let f = finding(&doc, "cpu-bound-input");
+    assert_eq!(f["pid"], 576, "{f}");
+    assert!(f["remedy"].as_str().unwrap_or("").contains("py-spy dump --pid 576"), "{f}");
 }

@@ -28,6 +28,10 @@
 #                                                            # a healthy job whose stdout, logs and checkpoints go
 #                                                            # to a FUSE mount, the exporter over TLS + basic auth
 #                                                            # scraped by a real Prometheus
+#   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
+#                                                            # after it (also the last case of host)
+#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.5 min: a healthy ResNet-50, doctor 7.5 min
+#   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
 #
@@ -932,6 +936,7 @@ mount_fuse() {
 }
 
 group_serve_ranks() {
+    if skipped serve; then echo "serve: skipped (SKIP)"; else
     ts "case serve: ResNet-50 behind HTTP, bursts of 4 clients, 375 s; doctor watches 365 s"
     job serve $PY "$S/workloads.py" serve --seconds 375 --burst-s 6 --pause-s 20 --hold-gib 1 --truth "$R/serve.truth.json"
     sleep 5
@@ -943,6 +948,8 @@ group_serve_ranks() {
     stop_record
     end_job
     settle
+    fi
+    if skipped evalrank; then echo "evalrank: skipped (SKIP)"; return; fi
     ts "case evalrank: 2 ranks over gloo, rank 0 in a 135 s CPU phase; doctor watches 150 s"
     job evalrank $PY "$S/workloads.py" evalrank --seconds 150 --train-s 12 --eval-s 135 --truth "$R/evalrank.truth.json"
     sleep 8
@@ -957,6 +964,7 @@ group_serve_ranks() {
 }
 
 group_host() {
+    if skipped offload; then echo "offload: skipped (SKIP)"; else
     ts "case offload: AdamW on the CPU by the main thread, grad accumulation 8; doctor 62 s"
     job offload $PY "$S/workloads.py" offload --seconds 82 --truth "$R/offload.truth.json"
     sleep 8
@@ -968,6 +976,7 @@ group_host() {
     stop_record
     end_job
     settle
+    fi
 
     if skipped compile; then echo "compile: skipped (SKIP)"; else
     ts "case compile: torch.compile warm-up (doctor 30 s from the start), then steady (doctor 35 s)"
@@ -984,8 +993,8 @@ group_host() {
     settle
     fi
 
-    ts "dataset: 6000 JPEGs"
-    $PY "$S/workloads.py" data --jpeg "$W/jpeg" 6000 > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
+    if skipped pinned; then echo "pinned: skipped (SKIP)"; else
+    jpegs
     ts "case pinned: ResNet-50, 8 DataLoader workers, taskset -c 0,1; doctor 62 s once warm"
     job pinned taskset -c 0,1 $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 8 --batch 128 --seconds 85 --warm-steps 4 --ready "$W/pinned.ready" --truth "$R/pinned.truth.json"
     for _ in $(seq 1 40); do [ -e "$W/pinned.ready" ] && break; sleep 1; done
@@ -997,8 +1006,9 @@ group_host() {
     stop_record
     end_job
     settle
+    fi
 
-    if mount_fuse; then
+    if skipped fuse-writes; then echo "fuse-writes: skipped (SKIP)"; elif mount_fuse; then
         ts "case fuse-writes: healthy bf16 step; stdout, train.log, event file and checkpoints on FUSE; doctor 45 s"
         mkdir -p "$W/mnt/job"
         job fuse-writes sh -c "exec $PY $S/workloads.py logger --seconds 75 --log-dir $W/mnt/job --ckpt-every 10 --truth $R/fuse-writes.truth.json > $W/mnt/job/slurm-4242.out 2>&1"
@@ -1021,7 +1031,67 @@ EOF
         end_job
         settle
     fi
-    export_tls
+    skipped export-tls || export_tls
+    skipped epilog || epilog
+}
+
+# jpegs: the 6000-JPEG ImageFolder the training cases read, written once and warmed into the page cache.
+jpegs() {
+    [ -d "$W/jpeg/cls9" ] && return
+    ts "dataset: 6000 JPEGs"
+    $PY "$S/workloads.py" data --jpeg "$W/jpeg" 6000 > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
+}
+
+# The Slurm epilog (deploy/slurm/epilog.sh) as slurmd runs it, as root, for a job of user nobody: while the job's
+# process still holds the GPU, then after it ended; its verdict must land in the job's StdOut (written as nobody,
+# via setpriv), and in the fallback file when scontrol knows no StdOut or the job's file is not the user's to write.
+epilog() {
+    local E=$W/epilog uid=65534
+    mkdir -p "$E/fallback" && chmod 755 "$W" "$E"
+    : > "$E/slurm-77.out"
+    [ "$(id -u)" -eq 0 ] && chown "$uid:$uid" "$E/slurm-77.out"
+    printf '#!/bin/sh\necho "JobId=77 JobName=train UserId=nobody(%s) WorkDir=%s StdErr=%s/slurm-77.out StdOut=%s/slurm-77.out"\n' \
+        "$uid" "$E" "$E" "$E" > "$E/scontrol"
+    chmod +x "$E/scontrol"
+    run_epilog() {
+        local t=$(date +%s%N)
+        SLURM_JOB_ID=77 SLURM_JOB_UID=$uid SLURM_JOB_GID=$uid SLURM_JOB_GPUS=0 GPUSIGHT=$B GPUSIGHT_SCONTROL=$1 \
+            GPUSIGHT_EPILOG_DIR=$E/fallback bash deploy/slurm/epilog.sh
+        echo "epilog ($2): exit $? in $(( ($(date +%s%N) - t) / 1000000 )) ms"
+    }
+    ts "case epilog: a healthy job on GPU 0, the epilog while its process lingers, then after it ended"
+    job epilog-job $PY "$S/workloads.py" logger --seconds 40 --log-dir "$E/logs" --truth "$R/epilog.truth.json"
+    sleep 15
+    run_epilog "$E/scontrol" "job still on the GPU"
+    end_job
+    sleep 2
+    run_epilog "$E/scontrol" "after the job"
+    run_epilog /bin/false "scontrol knows no StdOut"
+    chown 0:0 "$E/slurm-77.out" 2>/dev/null
+    chmod 644 "$E/slurm-77.out"
+    run_epilog "$E/scontrol" "StdOut not writable by the job's user"
+    echo "--- $E/slurm-77.out ($(stat -c '%U %a' "$E/slurm-77.out"))"
+    cat "$E/slurm-77.out"
+    for f in "$E"/fallback/*; do echo "--- $f ($(stat -c '%U %a' "$f"))"; cat "$f"; done
+    cp "$E/slurm-77.out" "$R/epilog.slurm-77.out"
+    cp "$E"/fallback/* "$R/" 2>/dev/null
+}
+
+# long: a healthy ResNet-50 on 8 DataLoader workers for 8.5 minutes; doctor watches 7.5 min of it (no finding expected
+# above info) and a recording of it all comes back.
+group_long() {
+    jpegs
+    ts "case long-healthy: ResNet-50, 8 workers, local JPEGs; doctor 450 s once warm"
+    job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 8 --batch 128 --seconds 500 --warm-steps 4 --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
+    for _ in $(seq 1 60); do [ -e "$W/long.ready" ] && break; sleep 1; done
+    record long-healthy
+    watch long-healthy 450
+    sleep 225
+    smi long-healthy
+    sleep 227
+    stop_record
+    end_job
+    settle
 }
 
 # The exporter over TLS with basic auth, scraped by a real Prometheus; its series against nvidia-smi.
@@ -1054,6 +1124,8 @@ export_tls() {
 case "${GROUP:-}" in
     serve-ranks) group_serve_ranks ;;
     host) group_host ;;
-    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host or tls (GROUP=help)"; exit 2 ;;
+    epilog) epilog; settle ;;
+    long) group_long ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"

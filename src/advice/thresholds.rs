@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::Rule;
+
 /// Thresholds and windows of every rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -178,6 +180,10 @@ pub struct Thresholds {
     /// host for CPU work (an offloaded optimizer's gradients): with no `DataLoader` worker, a pegged main thread is
     /// then the step's own work (main-thread-bound), not data preparation.
     pub main_thread_d2h_mib_s: f64,
+    /// CPU use (% of one core) of a GPU process's main thread at or above which, with a starved GPU and workers that
+    /// keep up, the main thread sets the pace (main-thread-bound): lower than `pegged_core_pct`, because a main
+    /// thread that also waits for its next batch a fifth of the time never reaches a full core.
+    pub main_thread_busy_pct: f64,
     /// Mean busy share (%) of the CPUs a process may run on at or above which they are full (cpus-pinned).
     pub pinned_busy_pct: f64,
     /// Age (s) below which a process with `torch.compile` workers counts as warming up (compile-warmup).
@@ -257,6 +263,7 @@ impl Default for Thresholds {
             xid_window_s: 3600,
             ecc_corrected_warn: 10,
             main_thread_d2h_mib_s: 100.0,
+            main_thread_busy_pct: 80.0,
             pinned_busy_pct: 50.0,
             compile_warmup_max_age_s: 900,
         }
@@ -264,23 +271,65 @@ impl Default for Thresholds {
 }
 
 impl Thresholds {
-    /// Every window a rule uses, with the rules that use it: `doctor` says which could not be judged.
+    /// The seconds of data `rule` needs before it can hold, or `None` for a rule that judges each sample on its own
+    /// (errors, driver, placement). One arm per rule: a new rule does not compile until its window is declared here.
     #[must_use]
-    pub fn windows(&self) -> Vec<(&'static str, u64)> {
-        vec![
-            (
-                "input-bound, cpu-bound-input, thermal-throttle, power-capped, pcie-downgraded, vram-nearly-full, \
-              util-misleading, shared-gpu, host-memory-pressure, cpu-steal, launch-bound, h2d-copy-bound, \
-              cpu-quota-throttled, remote-dataset-stall, clocks-limited, hbm-hot, memory-bound, main-thread-bound, \
-              cpus-pinned, comm-bound, compile-warmup, serving",
-                self.window_s,
-            ),
-            ("gpu-underfed", self.underfed_window_s),
-            ("rank-straggler", self.straggler_window_s),
-            ("collective-hang", self.hang_window_s),
-            ("vram-growing", self.vram_growth_window_s),
-            ("idle-holder", self.idle_holder_window_s),
-        ]
+    pub fn window_of(&self, rule: Rule) -> Option<u64> {
+        match rule {
+            Rule::InputBound
+            | Rule::CpuBoundInput
+            | Rule::ThermalThrottle
+            | Rule::PowerCapped
+            | Rule::PcieDowngraded
+            | Rule::VramNearlyFull
+            | Rule::UtilMisleading
+            | Rule::SharedGpu
+            | Rule::HostMemoryPressure
+            | Rule::CpuSteal
+            | Rule::LaunchBound
+            | Rule::H2dCopyBound
+            | Rule::CpuQuotaThrottled
+            | Rule::RemoteDatasetStall
+            | Rule::ClocksLimited
+            | Rule::HbmHot
+            | Rule::MemoryBound
+            | Rule::MainThreadBound
+            | Rule::CpusPinned
+            | Rule::CommBound
+            | Rule::CompileWarmup
+            | Rule::Serving => Some(self.window_s),
+            Rule::HwSlowdown => Some(self.hw_slowdown_window_s),
+            Rule::GpuUnderfed => Some(self.underfed_window_s),
+            Rule::RankStraggler => Some(self.straggler_window_s),
+            Rule::CollectiveHang => Some(self.hang_window_s),
+            Rule::VramGrowing => Some(self.vram_growth_window_s),
+            Rule::IdleHolder => Some(self.idle_holder_window_s),
+            Rule::NumaMisplaced
+            | Rule::GpuErrors
+            | Rule::DriverSanity
+            | Rule::PersistenceOff
+            | Rule::MigActive
+            | Rule::Visibility => None,
+        }
+    }
+
+    /// The rules that need a window, grouped by its length (longest last), in the catalogue's order within a group:
+    /// ("input-bound, cpu-bound-input, …", 30).
+    #[must_use]
+    pub fn windows(&self) -> Vec<(String, u64)> {
+        let mut groups: Vec<(String, u64)> = Vec::new();
+        for rule in Rule::ALL {
+            let Some(secs) = self.window_of(rule) else { continue };
+            match groups.iter_mut().find(|(_, s)| *s == secs) {
+                Some((names, _)) => {
+                    names.push_str(", ");
+                    names.push_str(rule.name());
+                }
+                None => groups.push((rule.name().to_owned(), secs)),
+            }
+        }
+        groups.sort_by_key(|(_, secs)| *secs);
+        groups
     }
 }
 
@@ -332,6 +381,10 @@ mod tests {
         }
         assert_eq!(window_of("idle-holder"), Some(t.idle_holder_window_s));
         assert_eq!(window_of("gpu-underfed"), Some(t.underfed_window_s));
+        assert_eq!(window_of("hw-slowdown"), Some(t.hw_slowdown_window_s));
+        let listed: usize = windows.iter().map(|(rules, _)| rules.split(", ").count()).sum();
+        let windowed = Rule::ALL.into_iter().filter(|r| t.window_of(*r).is_some()).count();
+        assert_eq!(listed, windowed, "each rule with a window is listed once");
     }
 
     #[test]

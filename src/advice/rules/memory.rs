@@ -119,6 +119,23 @@ fn strongest_fit(points: &[(f64, f64)], window_s: f64) -> Option<Fit> {
 /// The goodness of fit (R²) that makes a growth over the short window unmistakable.
 const FAST_MIN_R2: f64 = 0.9;
 
+/// The largest share of a window's growth that one step between two samples may take for it to be a growth: a
+/// caching allocator warming up (a model's first steps, the end of `torch.compile`) climbs in a few big steps to
+/// a plateau, which a straight line can fit well enough; a leak or an unbounded cache climbs in many.
+const MAX_STEP_SHARE: f64 = 0.5;
+
+/// The largest rise between two consecutive samples, as a share of the whole rise (last minus first); 1 when
+/// there is no rise.
+fn largest_step_share(points: &[(f64, f64)]) -> f64 {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else { return 1.0 };
+    let rise = last.1 - first.1;
+    if rise <= 0.0 {
+        return 1.0;
+    }
+    let step = points.windows(2).map(|w| w[1].1 - w[0].1).fold(0.0, f64::max);
+    step / rise
+}
+
 /// The window vram-growing judges a process over, and whether it is the short one: before the full window is
 /// covered, only an unmistakable growth (a short window, a tight fit) is named.
 fn growth_span(
@@ -134,6 +151,7 @@ fn growth_span(
 
 /// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
 /// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
+/// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
 /// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
 /// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
 #[must_use]
@@ -159,11 +177,14 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some((slope_b_s, r2)) = fit_line(&points) else { continue };
         let window_s = span.window.span_ms() as f64 / 1000.0;
         let whole = Fit { slope_b_s, r2, secs: window_s };
+        let climbs = largest_step_share(&points) <= MAX_STEP_SHARE;
         let (enter, stay, fit) = if fast {
-            let unmistakable = span.covered && whole.growth_mib() >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
+            let unmistakable =
+                span.covered && climbs && whole.growth_mib() >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
             (unmistakable, unmistakable, whole)
         } else {
             let enter = span.covered
+                && climbs
                 && whole.rate_mib_min() >= t.vram_growth_min_mib_per_min
                 && r2 >= t.vram_growth_min_r2
                 && whole.growth_mib() >= t.vram_growth_min_total_mib;
@@ -470,4 +491,23 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
         out.push(Observation { finding, enter: settled >= 2, stay: true });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_few_big_steps_to_a_plateau_are_no_steady_climb() {
+        // The caching allocator after torch.compile on the H200 (MiB, one sample a second).
+        let warmup: Vec<(f64, f64)> = [898.0, 898.0, 900.0, 4986.0, 4986.0, 6306.0, 6306.0, 7386.0, 7412.0]
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (i as f64, *m))
+            .collect();
+        assert!(largest_step_share(&warmup) > MAX_STEP_SHARE);
+        let leak: Vec<(f64, f64)> = (0..30).map(|i| (f64::from(i), 1000.0 + 40.0 * f64::from(i / 3))).collect();
+        assert!(largest_step_share(&leak) <= MAX_STEP_SHARE);
+        assert!((largest_step_share(&[(0.0, 5.0), (1.0, 5.0)]) - 1.0).abs() < f64::EPSILON, "no rise");
+    }
 }

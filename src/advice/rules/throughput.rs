@@ -218,11 +218,18 @@ impl ProcessSamples {
     /// Per sample: a thread of the process, or a child, at a pegged core. Recordings made before per-thread CPU
     /// was read fall back to the whole process.
     fn pegged(&self, t: &super::super::Thresholds) -> Vec<bool> {
-        let hot = |v: Option<f32>| v.is_some_and(|c| f64::from(c) >= t.pegged_core_pct);
+        self.busy(t, t.pegged_core_pct)
+    }
+
+    /// Per sample, whether the process's busiest thread is at `own_pct` of a core or more, or a child is pegged
+    /// (`pegged_core_pct`).
+    fn busy(&self, t: &super::super::Thresholds, own_pct: f64) -> Vec<bool> {
+        let at = |v: Option<f32>, pct: f64| v.is_some_and(|c| f64::from(c) >= pct);
+        let hot = |v: Option<f32>| at(v, t.pegged_core_pct);
         // A rank's own threads spin while it waits in a collective (a synchronizing main thread): only its workers
         // count there, unless it prepares its data itself and its GPU is not spinning ([`Self::prepares_alone`]).
         let own_count = !self.by_sm || self.prepares_alone(t);
-        let own = |i: usize| own_count && hot(self.thread_cpu[i].or(self.cpu[i]));
+        let own = |i: usize| own_count && at(self.thread_cpu[i].or(self.cpu[i]), own_pct);
         (0..self.times.len()).map(|i| own(i) || hot(self.child_cpu[i])).collect()
     }
 
@@ -431,8 +438,13 @@ fn main_pace(ctx: &Ctx<'_>, pid: u32, s: &ProcessSamples) -> Option<MainPace> {
 
 /// Per sample, a pegged thread or worker that is not waiting for storage reads; and its share of the window.
 fn pegged_not_reading(s: &ProcessSamples, t: &super::super::Thresholds) -> (Vec<bool>, f64) {
+    busy_not_reading(s, t, t.pegged_core_pct)
+}
+
+/// As [`pegged_not_reading`], with the process's own busiest thread counted from `own_pct` of a core.
+fn busy_not_reading(s: &ProcessSamples, t: &super::super::Thresholds, own_pct: f64) -> (Vec<bool>, f64) {
     let in_d_reading = s.in_d_reading(t);
-    let flags: Vec<bool> = s.pegged(t).iter().zip(&in_d_reading).map(|(p, d)| *p && !*d).collect();
+    let flags: Vec<bool> = s.busy(t, own_pct).iter().zip(&in_d_reading).map(|(p, d)| *p && !*d).collect();
     let share = ProcessSamples::share(&flags);
     (flags, share)
 }
@@ -531,7 +543,7 @@ pub fn main_thread_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let mut out = Vec::new();
     for (gpu_index, pid, s) in starved_processes(ctx) {
         let (starved_enter, starved_stay) = starved(&s, t);
-        let (flags, share) = pegged_not_reading(&s, t);
+        let (flags, share) = busy_not_reading(&s, t, t.main_thread_busy_pct.min(t.pegged_core_pct));
         if share < t.exit_share || !starved_stay {
             continue;
         }
