@@ -10,7 +10,8 @@ use super::advice::about;
 use super::graph;
 use super::paint::{Paint, fill};
 use super::theme::Level;
-use crate::app::{Action, App, DialogButton, Screen, SignalDialog};
+use crate::app::{App, DialogButton, Screen, SignalDialog};
+use crate::keys::Action;
 use crate::units;
 
 /// The last line: the filter being typed, the last status, or the main keys.
