@@ -1,5 +1,5 @@
 //! The machine's aligned series: one set per GPU and one for the host, each declared once with
-//! [`series_set!`](series_set), which also declares the per-process set in `process.rs`.
+//! `series_set!`, which also declares the per-process set in `process.rs`.
 
 use super::Ring;
 use crate::sample::{GpuTick, Tick};
@@ -68,7 +68,7 @@ macro_rules! series_set {
 pub(super) use series_set;
 
 series_set! {
-    /// Per-GPU series, aligned with [`History::times`].
+    /// Per-GPU series, aligned with [`History::times`](super::History::times).
     pub struct GpuSeries {
         pub index: u32,
     }
@@ -141,7 +141,7 @@ impl GpuSeries {
 }
 
 series_set! {
-    /// Host-wide series, aligned with [`History::times`].
+    /// Host-wide series, aligned with [`History::times`](super::History::times).
     pub struct HostSeries {}
     series HostRow {
         pub cpu_busy_pct: Option<f32>,

@@ -277,13 +277,14 @@ pub struct SyntheticSpec {
     /// Real PIDs to list as GPU processes on GPU 0 (with their start ticks, if known), so tests can exercise the
     /// signal path against a real child process.
     pub attach_pids: Vec<(u32, Option<u64>)>,
-    /// Milliseconds [`SyntheticSource::next_tick`] sleeps before it returns, like a slow NVML call, so the
-    /// sampler thread is busy while the UI must stay responsive. A measurement knob: `parse` sets it from the
-    /// environment variable [`DELAY_ENV`] (0 when unset); `tick_at` never sleeps.
+    /// Milliseconds [`SyntheticSource::next_tick`](super::SyntheticSource#method.next_tick) sleeps before it
+    /// returns, like a slow NVML call, so the sampler thread is busy while the UI must stay responsive. A
+    /// measurement knob: `parse` sets it from the environment variable [`DELAY_ENV`] (0 when unset); `tick_at`
+    /// never sleeps.
     pub slow_ms: u64,
-    /// After this many ticks, [`SyntheticSource::next_tick`] dies of SIGSEGV inside a marked GPM call on GPU 0, as
-    /// a driver library can: the crash path (terminal restore, message, recording kept) tested without a GPU.
-    /// `parse` sets it from the environment variable [`CRASH_ENV`].
+    /// After this many ticks, [`SyntheticSource::next_tick`](super::SyntheticSource#method.next_tick) dies of
+    /// SIGSEGV inside a marked GPM call on GPU 0, as a driver library can: the crash path (terminal restore,
+    /// message, recording kept) tested without a GPU. `parse` sets it from the environment variable [`CRASH_ENV`].
     pub crash_after_ticks: Option<u64>,
     /// The machine's hostname (`--hostname`, `NODE_NAME`); `synthetic-SCENARIO` when `None`.
     pub hostname: Option<String>,
