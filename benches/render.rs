@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::sync::mpsc;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
-use gpusight::app::{Action, App, AppOptions, Feed, FeedEvent, NoInspector};
+use gpusight::app::{App, AppOptions, Feed, FeedEvent, NoInspector};
+use gpusight::keys::Action;
 use gpusight::source::Source;
 use gpusight::source::replay::Recording;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Import circles between gpusight's top-level modules (src/<module>.rs or src/<module>/), from `crate::<module>`
 paths in non-test code (lines after a `#[cfg(test)]` module opener are skipped). Prints each circle; exits 1 if any.
+Also fails when a module other than `run` and `ui` imports `app`, the interactive monitor: what it shares with
+`--once`, the fleet view and the config lives in `table`, `keys` and `config`.
 
     python3 scripts/module_cycles.py
 """
@@ -9,6 +11,8 @@ import re
 import sys
 
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+# The only top-level modules that may import the interactive monitor.
+APP_IMPORTERS = {"run", "ui"}
 
 
 def top_module(path):
@@ -61,4 +65,7 @@ for c in cycles:
     canon[c[i:] + c[:i]] = True
 for c in sorted(canon, key=len):
     print(" -> ".join(c + (c[0],)))
-sys.exit(1 if canon else 0)
+app_users = sorted(m for m, there in edges.items() if "app" in there and m not in APP_IMPORTERS)
+for m in app_users:
+    print(f"{m} -> app (only {', '.join(sorted(APP_IMPORTERS))} may import the interactive monitor)")
+sys.exit(1 if canon or app_users else 0)

@@ -14,21 +14,26 @@
 //! - [`sample`]: the plain data every part shares: `MachineInfo` (read once), `Tick` (each sample), `Snapshot`.
 //! - [`source`]: where ticks come from: [`source::nvml`] (live), [`source::replay`] (recordings),
 //!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
-//!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`).
+//!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`), [`source::visible`] (`--only-visible`:
+//!   the GPUs `CUDA_VISIBLE_DEVICES` names).
 //! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs; each GPU process's job
 //!   (rank, launcher, container; [`host::job`]) read once per process.
-//! - [`history`]: fixed-capacity rings with gaps; [`pipeline`]: history plus findings per snapshot.
+//! - [`history`]: fixed-capacity rings with gaps ([`history::ring`]) and windows over them ([`history::window`]),
+//!   the machine's series ([`history::series`]) and each process's ([`history::process`]); [`pipeline`]: history
+//!   plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]).
-//! - [`app`] and [`ui`]: the interactive monitor (the jobs view's rows: [`app::jobs`]); [`terminal`]: the only
-//!   owner of raw mode and the alternate screen.
+//! - [`table`]: the process table's rows, sort, state, filters and columns, shared by the monitor, `--once` and
+//!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
+//! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]); [`terminal`]: the
+//!   only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON; [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
 //!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]).
 //! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,
 //!   names, labels) made safe to print on a terminal.
 //! - [`cli`] only parses the command line; [`run`] dispatches it, one module per mode, every real-time mode
-//!   sampling through [`run::feed::spawn_feed`], the event loops joining state and widgets there; [`ui_config`]: the
-//!   config's `[ui]` section; `main.rs` only calls [`run::main`]. [`config`]: the config file;
+//!   sampling through [`run::feed::spawn_feed`], the event loops joining state and widgets there; `main.rs` only
+//!   calls [`run::main`]. [`config`]: the config file (its `[ui]` section: [`config::ui`]);
 //!   [`flag_checks`]: flags that would do nothing where they were given. [`crash`]: what a fatal signal inside a
 //!   driver library leaves behind. [`completions`]: shell completions and the man page. [`exit`]: the exit
 //!   statuses and what each means, the one source of the code, `--help` and the man page.
@@ -37,7 +42,10 @@
 //!
 //! - Nothing under `source/` or `host/` knows ratatui, the terminal or the app.
 //! - No import circle between top-level modules: models (`sample`, `source`, `host`, `history`, `advice`, `export`,
-//!   `fleet`, `app`) never import `ui`; `ui` reads them; `run` joins them (`scripts/module_cycles.py` checks it).
+//!   `fleet`, `table`, `keys`, `config`, `app`) never import `ui`; `ui` reads them; `run` joins them
+//!   (`scripts/module_cycles.py` checks it).
+//! - [`app`] is the interactive monitor only: nothing but [`run`] and [`ui`] imports it; what others share with it
+//!   lives in [`table`], [`keys`], [`config`] and [`source::visible`] (the same script checks it).
 //! - `ui/` never mutates the app, except the process table's scroll offset (its widget's state); `advice/` never
 //!   does I/O and never reads the clock: time comes from samples.
 //! - An absent reading is `None` all the way to the screen ("N/A"); no fake zeros.
@@ -65,14 +73,15 @@ pub mod flag_checks;
 pub mod fleet;
 pub mod history;
 pub mod host;
+pub mod keys;
 pub mod output;
 pub mod pipeline;
 pub mod report;
 pub mod run;
 pub mod sample;
 pub mod source;
+pub mod table;
 pub mod terminal;
 pub mod text;
 pub mod ui;
-pub mod ui_config;
 pub mod units;

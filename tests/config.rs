@@ -66,7 +66,7 @@ fn bad_values_fail_where_read_and_cosmetic_ones_warn_where_not() {
     let text = "[ui]\ntheme = \"purple\"\n[general]\nhistory_s = 600\n";
     assert!(Config::parse_lenient(text, Path::new("my.toml"), true).is_err());
     let loaded = Config::parse_lenient(text, Path::new("my.toml"), false).expect("not read here");
-    assert_eq!(loaded.config.ui, gpusight::ui_config::UiConfig::default());
+    assert_eq!(loaded.config.ui, gpusight::config::ui::UiConfig::default());
     assert_eq!(loaded.config.general.history_s, 600);
     assert_eq!(loaded.warnings.len(), 1);
     assert!(loaded.warnings[0].contains("purple") && loaded.warnings[0].contains("[ui] is ignored here"));

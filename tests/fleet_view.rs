@@ -109,8 +109,8 @@ fn drill_down_shows_gpus_processes_and_findings() {
 /// The interactive fleet screen: results and errors come in, keys move and drill down, q leaves.
 #[test]
 fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
-    use gpusight::app::Action;
     use gpusight::fleet::screen::FleetScreen;
+    use gpusight::keys::Action;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 

@@ -150,7 +150,7 @@ fn garbage_pids_and_memory_show_na_and_cannot_be_signalled() {
     drop(rows);
     app.click_row(index);
     assert_eq!(app.table.selected, Some(key));
-    app.update(gpusight::app::Action::SignalKill);
+    app.update(gpusight::keys::Action::SignalKill);
     assert!(app.dialog.is_none());
     assert!(app.status.as_deref().is_some_and(|s| s.contains("N/A")), "{:?}", app.status);
     draws_at_every_size(&app);
@@ -165,7 +165,7 @@ fn processes_vanishing_between_the_list_and_proc_say_exited() {
     let index = rows.iter().position(|r| r.host.is_some_and(|h| h.unreadable.is_some())).expect("exited row");
     drop(rows);
     app.click_row(index);
-    app.update(gpusight::app::Action::SignalTerm);
+    app.update(gpusight::keys::Action::SignalTerm);
     assert!(app.dialog.is_none(), "no signal to a process that could not be read");
     assert!(app.status.as_deref().is_some_and(|s| s.contains("exited")), "{:?}", app.status);
     draws_at_every_size(&app);
@@ -200,7 +200,7 @@ fn every_fault_at_once_on_eight_gpus_draws_at_every_size() {
     ];
     let mut app = run_app(faulty("mixed:8", faults), 30);
     draws_at_every_size(&app);
-    for action in [gpusight::app::Action::Tree, gpusight::app::Action::Details, gpusight::app::Action::Help] {
+    for action in [gpusight::keys::Action::Tree, gpusight::keys::Action::Details, gpusight::keys::Action::Help] {
         app.update(action);
         draws_at_every_size(&app);
     }

@@ -12,11 +12,12 @@ use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use gpusight::app::{
-    Action, App, AppOptions, Effect, Feed, PidfdSender, Screen, SignalKind, SignalOutcome, SignalSender, SignalTarget,
-    SortColumn,
+    App, AppOptions, Effect, Feed, PidfdSender, Screen, SignalKind, SignalOutcome, SignalSender, SignalTarget,
 };
+use gpusight::keys::Action;
 use gpusight::source::Source;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+use gpusight::table::SortColumn;
 
 type Sent = Arc<Mutex<Vec<(u32, SignalKind)>>>;
 

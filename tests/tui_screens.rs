@@ -166,24 +166,24 @@ fn ascii_and_help_and_details() {
     let text = screen(&app, 120, 40);
     assert!(text.is_ascii(), "{text}");
     insta::assert_snapshot!("loader_ascii_120x40", text);
-    app.update(gpusight::app::Action::Tree);
+    app.update(gpusight::keys::Action::Tree);
     insta::assert_snapshot!("loader_tree_120x40", screen(&app, 120, 40));
-    app.update(gpusight::app::Action::Tree);
-    app.update(gpusight::app::Action::Down);
-    app.update(gpusight::app::Action::Details);
+    app.update(gpusight::keys::Action::Tree);
+    app.update(gpusight::keys::Action::Down);
+    app.update(gpusight::keys::Action::Details);
     let text = screen(&app, 120, 40);
     assert!(text.contains("libcudart.so"), "{text}");
     insta::assert_snapshot!("loader_details_120x40", text);
-    app.update(gpusight::app::Action::Back);
-    app.update(gpusight::app::Action::Help);
+    app.update(gpusight::keys::Action::Back);
+    app.update(gpusight::keys::Action::Help);
     insta::assert_snapshot!("help_120x40", screen(&app, 120, 40));
 }
 
 #[test]
 fn the_dialog_names_the_process() {
     let mut app = app("compute", 5);
-    app.update(gpusight::app::Action::Down);
-    app.update(gpusight::app::Action::SignalKill);
+    app.update(gpusight::keys::Action::Down);
+    app.update(gpusight::keys::Action::SignalKill);
     let text = screen(&app, 100, 30);
     assert!(text.contains("[ SIGKILL ]") && text.contains("PID 2001"), "{text}");
     insta::assert_snapshot!("dialog_100x30", text);
@@ -280,8 +280,8 @@ fn any_size_draws_without_a_panic_and_without_a_cut_finding() {
     let demo = demo_start();
     // The last finding selected: the pane starts late enough to show it.
     let mut focused = app("mixed:8", 90);
-    focused.update(gpusight::app::Action::FocusNext);
-    focused.update(gpusight::app::Action::Last);
+    focused.update(gpusight::keys::Action::FocusNext);
+    focused.update(gpusight::keys::Action::Last);
     for app in [&mixed, &demo, &focused] {
         for w in (1..=160).step_by(9) {
             for h in (1..=60).step_by(7) {
@@ -310,13 +310,13 @@ fn a_status_on_a_short_screen_takes_its_own_row() {
 #[test]
 fn jobs_view_on_the_straggler_collapsed_and_expanded() {
     let mut app = app("straggler", 90);
-    app.update(gpusight::app::Action::Jobs);
+    app.update(gpusight::keys::Action::Jobs);
     insta::assert_snapshot!("jobs_straggler_80x24", screen(&app, 80, 24));
     insta::assert_snapshot!("jobs_straggler_160x50", screen(&app, 160, 50));
-    app.update(gpusight::app::Action::Details);
+    app.update(gpusight::keys::Action::Details);
     insta::assert_snapshot!("jobs_straggler_expanded_80x24", screen(&app, 80, 24));
     insta::assert_snapshot!("jobs_straggler_expanded_160x50", screen(&app, 160, 50));
-    app.update(gpusight::app::Action::SignalTerm);
+    app.update(gpusight::keys::Action::SignalTerm);
     insta::assert_snapshot!("jobs_straggler_dialog_80x24", screen(&app, 80, 24));
 }
 
@@ -337,7 +337,7 @@ fn jobs_view_says_when_environments_were_unreadable() {
                 }
             }
         });
-        app.update(gpusight::app::Action::Jobs);
+        app.update(gpusight::keys::Action::Jobs);
         app
     };
     let unreadable = app_unreadable(90);
@@ -351,6 +351,6 @@ fn jobs_view_says_when_environments_were_unreadable() {
     insta::assert_snapshot!("jobs_unreadable_environment_120x40", text);
     // Every environment read (the plain straggler): no such line.
     let mut plain = app("straggler", 90);
-    plain.update(gpusight::app::Action::Jobs);
+    plain.update(gpusight::keys::Action::Jobs);
     assert!(!screen(&plain, 120, 40).contains("unreadable"));
 }

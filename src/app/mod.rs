@@ -1,34 +1,30 @@
-//! The interactive monitor's state and behaviour: what the user sees (`App`), what they can do (`Action`,
-//! `Keymap`), where the data comes from (`Feed`, `Player`) and how signals are sent safely (`signal`).
+//! The interactive monitor's state and behaviour: what the user sees (`App`), what each action does to it
+//! (`update`), where the data comes from (`Feed`, `Player`) and how signals are sent safely (`signal`). The
+//! vocabulary it shares with `--once` and the fleet view lives beside it: the process table in `table/`, the
+//! actions and keymap in `keys/`.
 //! Drawing lives in `ui/`, which only reads the `App`; the terminal lives in `terminal.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::advice::Thresholds;
+use crate::config::ui::{DisplayMode, ThemeName, UiConfig};
+use crate::keys::{KeyOverrides, Keymap, KeymapError};
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Snapshot, Tick};
-use crate::ui_config::{DisplayMode, ThemeName, UiConfig};
+use crate::table::{FixedFilters, ProcessRow, SortColumn, TableState};
 
-pub mod action;
-pub mod columns;
 pub mod feed;
 pub mod inspect;
 pub mod jobs;
-pub mod keymap;
 pub mod player;
 pub mod signal;
-pub mod table;
 mod update;
 mod update_jobs;
-pub mod visible;
 
-pub use action::Action;
 pub use feed::{Feed, FeedEvent};
 pub use inspect::{HostInspector, NoInspector, ProcessInspector};
-pub use keymap::{KeyOverrides, Keymap, KeymapError};
 pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTarget};
-pub use table::{FixedFilters, ProcessRow, RowKey, SortColumn, TableState};
 
 use player::Player;
 
@@ -236,7 +232,7 @@ pub struct App {
     pub ascii: bool,
     pub mouse: bool,
     /// Where the load colours change.
-    pub load_colors: crate::ui_config::LoadColors,
+    pub load_colors: crate::config::ui::LoadColors,
     pub interval: Duration,
     pub own_uid: u32,
     pub own_user: Option<String>,

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use rustix::io::Errno;
 use rustix::process::{Pid, PidfdFlags, Signal};
 
+use crate::keys::Action;
+
 /// The signals the monitor offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SignalKind {
@@ -34,6 +36,19 @@ impl SignalKind {
             Self::Term => Signal::TERM,
             Self::Kill => Signal::KILL,
             Self::Int => Signal::INT,
+        }
+    }
+}
+
+impl Action {
+    /// The signal this action offers to send (through the dialog), if it is one of the signal actions.
+    #[must_use]
+    pub fn signal(self) -> Option<SignalKind> {
+        match self {
+            Self::SignalTerm => Some(SignalKind::Term),
+            Self::SignalKill => Some(SignalKind::Kill),
+            Self::SignalInt => Some(SignalKind::Int),
+            _ => None,
         }
     }
 }
@@ -191,6 +206,15 @@ impl PidfdSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_signal_has_one_action_that_names_it() {
+        for kind in SignalKind::ALL {
+            let actions: Vec<&Action> = Action::ALL.iter().filter(|a| a.signal() == Some(kind)).collect();
+            assert_eq!(actions.len(), 1, "{kind:?}: {actions:?}");
+            assert!(actions[0].help().contains(kind.name()), "{:?}", actions[0]);
+        }
+    }
 
     #[test]
     fn start_ticks_are_field_22_even_with_odd_names() {

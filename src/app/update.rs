@@ -3,11 +3,11 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::keymap::KeyBinding;
 use super::signal::{SignalKind, SignalOutcome, SignalTarget};
-use super::table::{ProcessRow, SortColumn};
-use super::{Action, App, DialogButton, Effect, Focus, Screen, SignalDialog};
-use crate::ui_config::{DisplayMode, SPANS_S};
+use super::{App, DialogButton, Effect, Focus, Screen, SignalDialog};
+use crate::config::ui::{DisplayMode, SPANS_S};
+use crate::keys::{Action, KeyBinding};
+use crate::table::{ProcessRow, RowKey, SortColumn};
 
 impl App {
     /// Handles a key press.
@@ -416,7 +416,7 @@ impl App {
         };
         self.table.sort = column;
         self.table.inverted = letter.is_ascii_uppercase();
-        self.status = Some(format!("sorted by {}", super::columns::title_of(column)));
+        self.status = Some(format!("sorted by {}", crate::table::columns::title_of(column)));
     }
 
     /// Scrolls the command column by `delta` characters (Left/Right outside a recording).
@@ -507,8 +507,8 @@ impl App {
         self.select(key);
     }
 
-    /// Selects the row `key`; the next frame scrolls to it (see [`super::table::scroll_offset`]).
-    fn select(&mut self, key: super::RowKey) {
+    /// Selects the row `key`; the next frame scrolls to it (see [`crate::table::scroll_offset`]).
+    fn select(&mut self, key: RowKey) {
         self.table.selected = Some(key);
     }
 

@@ -3,7 +3,8 @@
 
 use super::jobs::{JobRow, job_rows, unreadable_environments};
 use super::signal::{SignalKind, SignalTarget};
-use super::{Action, App, DialogButton, Effect, Focus, SignalDialog};
+use super::{App, DialogButton, Effect, Focus, SignalDialog};
+use crate::keys::Action;
 
 impl App {
     /// The jobs of the tick on screen, on the GPUs shown.

@@ -4,7 +4,7 @@
 
 use super::query::{Fleet, FleetError};
 use super::view::FleetView;
-use crate::app::action::Action;
+use crate::keys::Action;
 
 /// The state of the fleet screen: the latest answer, or why there is none.
 #[derive(Debug)]

@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::app::columns::ColumnId;
 use crate::sample::{GpuProcess, HostProcess, ProcessKind, Tick};
+use crate::table::columns::ColumnId;
 
 use super::query::{Fleet, FleetGpu, FleetProcess, Node, NodeState};
 use crate::text::{visible, visible_lines};

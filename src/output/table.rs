@@ -4,10 +4,10 @@
 use std::fmt::Write as _;
 
 use crate::advice::{Finding, Severity};
-use crate::app::columns::{COLUMNS, CellContext, Column, header_text, row_text};
-use crate::app::{FixedFilters, TableState};
 use crate::pipeline::Pipeline;
 use crate::sample::{GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
+use crate::table::columns::{COLUMNS, CellContext, Column, header_text, row_text};
+use crate::table::{FixedFilters, TableState};
 
 use crate::text::{visible, visible_lines};
 use crate::units::{NA, bytes_spaced as bytes, cuda_version, opt, truncate, utc};
@@ -163,7 +163,7 @@ fn host(out: &mut String, tick: &Tick) {
     let _ = writeln!(out, "\nHost: {cpu} | {mem} | {swap} | {load} | {psi}");
 }
 
-/// The processes with the monitor's columns (one list of them, `app::columns`), in the monitor's default order.
+/// The processes with the monitor's columns (one list of them, `table::columns`), in the monitor's default order.
 fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
     let fixed = FixedFilters {
         gpus: (!options.only_gpus.is_empty()).then(|| options.only_gpus.clone()),

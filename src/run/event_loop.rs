@@ -12,8 +12,8 @@ use ratatui::Terminal;
 use ratatui::backend::Backend;
 use ratatui::layout::Rect;
 
-use crate::app::keymap::KeyBinding;
-use crate::app::{Action, App, AppOptions, Effect, Feed, FeedEvent};
+use crate::app::{App, AppOptions, Effect, Feed, FeedEvent};
+use crate::keys::{Action, KeyBinding};
 use crate::terminal;
 use crate::ui;
 

@@ -7,15 +7,15 @@ use std::time::Duration;
 
 use crossterm::event::{Event, KeyEventKind};
 
-use crate::app::keymap::{KeyBinding, KeyOverrides, Keymap};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::fleet::query::{Fleet, FleetError, FleetOptions, check_url, redact_url};
 use crate::fleet::screen::FleetScreen;
+use crate::keys::{KeyBinding, KeyOverrides, Keymap};
 
 use super::{RunError, emit, emit_json, use_ascii, use_color};
+use crate::config::ui::ThemeName;
 use crate::ui::Paint;
-use crate::ui_config::ThemeName;
 
 /// Prints the fleet once, or runs the fleet view until the user quits.
 pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {

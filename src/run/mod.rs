@@ -245,7 +245,7 @@ fn replay_into(
 /// `--only-visible`: the GPUs `CUDA_VISIBLE_DEVICES` makes visible (all of them when it is not set).
 fn only_visible(machine: &MachineInfo) -> Result<Vec<u32>, RunError> {
     match std::env::var("CUDA_VISIBLE_DEVICES") {
-        Ok(value) => match crate::app::visible::visible_gpus(&value, &machine.gpus).map_err(RunError::Usage)? {
+        Ok(value) => match crate::source::visible::visible_gpus(&value, &machine.gpus).map_err(RunError::Usage)? {
             gpus if gpus.is_empty() => Err(RunError::Usage("CUDA_VISIBLE_DEVICES is empty: no GPU is visible".into())),
             gpus => Ok(gpus),
         },

@@ -14,7 +14,7 @@ use crate::source::{OptionalReadings, Source};
 use super::data::next_snapshot;
 use super::feed::{OnWriteError, Tap, spawn_feed};
 use super::record::max_bytes;
-use crate::ui_config::ThemeName;
+use crate::config::ui::ThemeName;
 
 use super::{Data, RunError, capacity, only_visible, use_ascii, use_color};
 

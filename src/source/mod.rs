@@ -15,6 +15,7 @@ pub mod replay;
 pub mod sampler;
 pub mod select;
 pub mod synthetic;
+pub mod visible;
 pub mod xid;
 
 /// Readings that cost the driver real CPU time and that only some commands use: each command asks for those it

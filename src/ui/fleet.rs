@@ -9,13 +9,13 @@ use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, Widget};
 
 use super::paint::Paint;
 use crate::advice::Severity;
-use crate::app::columns::{self, CellContext};
-use crate::app::{FixedFilters, TableState};
+use crate::config::ui::ThemeName;
 use crate::fleet::query::{FleetSeverity, Node, NodeState};
 use crate::fleet::view::{
     FLEET_COLUMNS, FleetView, gpu_cells, job_cell, job_width, node_header, process_samples, state_word,
 };
-use crate::ui_config::ThemeName;
+use crate::table::columns::{self, CellContext};
+use crate::table::{FixedFilters, TableState};
 
 /// Draws a [`FleetView`] in the monitor's theme: node states, findings and GPU load in the same colours as the
 /// monitor's (bold and reverse only under `NO_COLOR`, `--no-color` or the `no-color` theme).

@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(gpus_text(&[0, 2, 3]), "0,2,3");
         assert_eq!(gpus_text(&[]), "");
     }
-    use crate::app::Action;
+    use crate::keys::Action;
     use crate::ui::config::ThemeName;
     use crate::ui::test_support::{app, render};
 

@@ -16,8 +16,8 @@ use ratatui::widgets::{Block, Paragraph, StatefulWidget, Widget, Wrap};
 use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
-/// The `[ui]` section of the config file lives in [`crate::ui_config`] (the app reads it too); named here for the widgets.
-pub use crate::ui_config as config;
+/// The `[ui]` section of the config file lives in [`crate::config::ui`] (the app reads it too); named here for the widgets.
+pub use crate::config::ui as config;
 pub mod fleet;
 mod gpus;
 pub mod graph;

@@ -1,7 +1,7 @@
 //! The process table: nvitop's columns plus container PID, host memory and state, sortable, filterable, with a
 //! tree view; the command column scrolls sideways. Rows that cannot be read say so instead of showing zeros.
-//! The columns come from [`crate::app::columns`], the one list of them. The scroll offset is the widget's state
-//! (ratatui's `StatefulWidget`): drawing settles it by [`crate::app::table::scroll_offset`] and the hit test maps
+//! The columns come from [`crate::table::columns`], the one list of them. The scroll offset is the widget's state
+//! (ratatui's `StatefulWidget`): drawing settles it by [`crate::table::scroll_offset`] and the hit test maps
 //! a click through the offset last drawn, so a click selects the row drawn under the pointer.
 
 use ratatui::buffer::Buffer;
@@ -11,9 +11,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{StatefulWidget, Widget};
 
 use super::paint::{Paint, fill};
-use crate::app::columns::{self, CellContext, Column};
-use crate::app::table::scroll_offset;
-use crate::app::{App, Focus, Hit, ProcessRow};
+use crate::app::{App, Focus, Hit};
+use crate::table::columns::{self, CellContext, Column};
+use crate::table::{ProcessRow, scroll_offset};
 
 /// Cells the command column gets in `width` after the fixed-width columns.
 fn command_width(cols: &[&Column], width: u16) -> usize {
@@ -22,7 +22,7 @@ fn command_width(cols: &[&Column], width: u16) -> usize {
 }
 
 /// The process table over the app's rows and table state. Drawn as a `StatefulWidget` its state is the scroll
-/// offset ([`crate::app::TableState::offset`]), which it settles; drawn as a `Widget` it settles a copy.
+/// offset ([`crate::table::TableState::offset`]), which it settles; drawn as a `Widget` it settles a copy.
 #[derive(Debug)]
 pub struct ProcessTable<'a> {
     pub app: &'a App,
@@ -201,7 +201,7 @@ fn title_extras(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::SortColumn;
+    use crate::table::SortColumn;
     use crate::ui::config::ThemeName;
     use crate::ui::test_support::{app, render};
 

@@ -3,10 +3,10 @@
 //! [`refine`] adds what the host sampler reads about its input path (waits by kind, remote files by open mode,
 //! compile workers, CPU masks, device-to-host traffic).
 
-use super::{
-    COMPUTE_JOB, GpuShape, JobShape, LoadShape, NO_LOAD, STARVED_LOADER_GPU, Slot, Spread, WAITING_GPU, WorkerShape,
-    Workload,
-};
+use super::gpu::{GpuShape, STARVED_LOADER_GPU, Spread, WAITING_GPU};
+use super::jobs::{COMPUTE_JOB, JobShape, LoadShape, NO_LOAD, WorkerShape};
+use super::processes::Slot;
+use super::spec::Workload;
 use crate::sample::{HostProcess, ProcessRole, RemoteFiles, Tick};
 
 const MIB: u64 = 1 << 20;

@@ -1,5 +1,6 @@
 //! Everything a user can ask the monitor to do. Keys map to these through the [`super::keymap::Keymap`];
-//! `App::update` matches on actions, never on key codes.
+//! `App::update` matches on actions, never on key codes. Which signal a signal action offers is the monitor's
+//! (`Action::signal`, in `app/signal.rs`).
 
 /// Where an action's key binding applies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -98,20 +99,6 @@ actions! {
     DialogRight => "dialog-right", Dialog, "Dialog: highlight the next button";
 }
 
-impl Action {
-    /// The signal this action offers to send (through the dialog), if it is one of the signal actions.
-    #[must_use]
-    pub fn signal(self) -> Option<super::signal::SignalKind> {
-        use super::signal::SignalKind;
-        match self {
-            Self::SignalTerm => Some(SignalKind::Term),
-            Self::SignalKill => Some(SignalKind::Kill),
-            Self::SignalInt => Some(SignalKind::Int),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,14 +111,5 @@ mod tests {
             assert_eq!(Action::from_name(action.name()), Some(*action));
         }
         assert_eq!(Action::from_name("no-such-action"), None);
-    }
-
-    #[test]
-    fn each_signal_has_one_action_that_names_it() {
-        for kind in super::super::signal::SignalKind::ALL {
-            let actions: Vec<&Action> = Action::ALL.iter().filter(|a| a.signal() == Some(kind)).collect();
-            assert_eq!(actions.len(), 1, "{kind:?}: {actions:?}");
-            assert!(actions[0].help().contains(kind.name()), "{:?}", actions[0]);
-        }
     }
 }

@@ -2,7 +2,7 @@
 //! first when the terminal is narrow, and how to write a row's cell. The monitor's table, its header clicks and
 //! `--once` all read this list; adding a column is adding an entry here.
 
-use super::table::{ProcessRow, SortColumn};
+use super::{ProcessRow, SortColumn};
 use crate::sample::HostProcess;
 use crate::units;
 use std::fmt::Write as _;

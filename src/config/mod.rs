@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::advice::Thresholds;
-use crate::app::KeyOverrides;
-use crate::ui_config::UiConfig;
+use crate::keys::KeyOverrides;
+
+pub mod ui;
+
+use ui::UiConfig;
 
 /// The whole configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
@@ -76,7 +79,7 @@ pub enum ConfigError {
 pub enum CheckError {
     /// The `[keys]` overrides name an unknown action or key, leave no way out, or put a key on two actions.
     #[error(transparent)]
-    Keys(#[from] crate::app::KeymapError),
+    Keys(#[from] crate::keys::KeymapError),
     /// A number out of its range (NaN, negative, a share above 1, a zero window).
     #[error("[{section}] {key} = {value}: {why}")]
     OutOfRange { section: &'static str, key: String, value: String, why: String },
@@ -198,7 +201,7 @@ impl Config {
     /// # Errors
     /// The first bad value, naming its section and key.
     pub fn check(&self) -> Result<(), CheckError> {
-        crate::app::Keymap::with_overrides(&self.keys)?;
+        crate::keys::Keymap::with_overrides(&self.keys)?;
         let mut sections = Vec::new();
         if let Ok(value) = serde_json::to_value(&self.general) {
             sections.push(("general", value));
@@ -333,7 +336,7 @@ fn cosmetic_error(root: &toml::de::DeTable<'_>, section: &str, text: &str) -> Op
     let result = match section {
         "ui" => UiConfig::deserialize(deserializer).map(drop),
         _ => match KeyOverrides::deserialize(deserializer) {
-            Ok(keys) => return crate::app::Keymap::with_overrides(&keys).err().map(|e| format!("[keys]: {e}")),
+            Ok(keys) => return crate::keys::Keymap::with_overrides(&keys).err().map(|e| format!("[keys]: {e}")),
             Err(e) => Err(e),
         },
     };

@@ -1,0 +1,242 @@
+//! The machine's aligned series: one set per GPU and one for the host, each declared once with
+//! `series_set!`, which also declares the per-process set in `process.rs`.
+
+use super::Ring;
+use crate::sample::{GpuTick, Tick};
+
+/// Declares a set of aligned series once, and from that one list the struct of rings, the row of one sample of
+/// each (a struct literal, so leaving a series out of a push does not compile), and everything that walks them
+/// all: construction, pushing a row, dropping the oldest sample, the visitor and the heap bytes.
+///
+/// The fields before `series` are the set's keys (given to `new`); each field after it is one ring, declared with
+/// the type of one sample.
+macro_rules! series_set {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$key_meta:meta])* pub $key:ident: $key_ty:ty,)*
+        }
+        series $row:ident {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $name {
+            $($(#[$key_meta])* pub $key: $key_ty,)*
+            $($(#[$field_meta])* pub $field: Ring<$ty>,)+
+        }
+
+        #[doc = concat!("One sample of every series of [`", stringify!($name), "`], pushed together.")]
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct $row {
+            $($(#[$field_meta])* pub $field: $ty,)+
+        }
+
+        impl $name {
+            /// How many series the set holds.
+            pub const N_SERIES: usize = [$(stringify!($field)),+].len();
+
+            /// Empty series that keep at most `capacity` samples each.
+            pub(crate) fn new($($key: $key_ty,)* capacity: usize) -> Self {
+                Self { $($key,)* $($field: Ring::new(capacity),)+ }
+            }
+
+            /// Appends one sample to every series.
+            pub fn push_row(&mut self, row: $row) {
+                $(self.$field.push(row.$field);)+
+            }
+
+            /// Drops the oldest sample of every series (they stay aligned).
+            pub fn pop_front(&mut self) {
+                $(self.$field.pop_front();)+
+            }
+
+            /// Calls `visit` with the name, length and heap bytes of every series, in declaration order.
+            pub fn for_each_series(&self, mut visit: impl FnMut(&'static str, usize, usize)) {
+                $(visit(stringify!($field), self.$field.len(), self.$field.heap_bytes());)+
+            }
+
+            /// Bytes the series hold on the heap.
+            pub(super) fn heap_bytes(&self) -> usize {
+                0 $(+ self.$field.heap_bytes())+
+            }
+        }
+    };
+}
+
+pub(super) use series_set;
+
+series_set! {
+    /// Per-GPU series, aligned with [`History::times`](super::History::times).
+    pub struct GpuSeries {
+        pub index: u32,
+    }
+    series GpuRow {
+        pub lost: bool,
+        pub util_pct: Option<u32>,
+        pub mem_util_pct: Option<u32>,
+        pub mem_used_bytes: Option<u64>,
+        pub power_mw: Option<u32>,
+        pub power_limit_mw: Option<u32>,
+        pub temp_c: Option<u32>,
+        pub sm_clock_mhz: Option<u32>,
+        pub mem_clock_mhz: Option<u32>,
+        pub throttle_bits: Option<u64>,
+        pub pcie_gen: Option<u32>,
+        pub pcie_width: Option<u32>,
+        pub pcie_rx_kbps: Option<u32>,
+        pub pcie_tx_kbps: Option<u32>,
+        pub sm_active_pct: Option<f32>,
+        pub sm_occupancy_pct: Option<f32>,
+        pub tensor_active_pct: Option<f32>,
+        pub dram_active_pct: Option<f32>,
+        /// The driver's cumulative nanoseconds of HW thermal slowdown plus HW power brake.
+        pub hw_slowdown_ns: Option<u64>,
+        /// The driver's cumulative nanoseconds of SW plus HW thermal slowdown.
+        pub thermal_ns: Option<u64>,
+        /// Volatile corrected (single-bit) ECC errors since the driver loaded.
+        pub ecc_corrected: Option<u64>,
+        /// HBM temperature, °C.
+        pub mem_temp_c: Option<u32>,
+        /// NVLink RX and TX over all links, MiB/s (GPM).
+        pub nvlink_rx_mib_s: Option<u32>,
+        pub nvlink_tx_mib_s: Option<u32>,
+    }
+}
+
+impl GpuSeries {
+    /// Appends this GPU's readings in a tick; `None` (the GPU absent from the tick) is a gap in every series.
+    pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
+        let gpm = gpu.and_then(|g| g.gpm);
+        let ns = gpu.and_then(|g| g.throttle_ns);
+        let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
+        self.push_row(GpuRow {
+            lost: gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost),
+            util_pct: gpu.and_then(|g| g.util_pct),
+            mem_util_pct: gpu.and_then(|g| g.mem_util_pct),
+            mem_used_bytes: gpu.and_then(|g| g.mem_used_bytes),
+            power_mw: gpu.and_then(|g| g.power_mw),
+            power_limit_mw: gpu.and_then(|g| g.power_limit_mw),
+            temp_c: gpu.and_then(|g| g.temp_c),
+            sm_clock_mhz: gpu.and_then(|g| g.sm_clock_mhz),
+            mem_clock_mhz: gpu.and_then(|g| g.mem_clock_mhz),
+            throttle_bits: gpu.and_then(|g| g.throttle_bits),
+            pcie_gen: gpu.and_then(|g| g.pcie_gen),
+            pcie_width: gpu.and_then(|g| g.pcie_width),
+            pcie_rx_kbps: gpu.and_then(|g| g.pcie_rx_kbps),
+            pcie_tx_kbps: gpu.and_then(|g| g.pcie_tx_kbps),
+            sm_active_pct: gpm.and_then(|m| m.sm_active_pct),
+            sm_occupancy_pct: gpm.and_then(|m| m.sm_occupancy_pct),
+            tensor_active_pct: gpm.and_then(|m| m.tensor_active_pct),
+            dram_active_pct: gpm.and_then(|m| m.dram_active_pct),
+            hw_slowdown_ns: ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)),
+            thermal_ns: ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)),
+            ecc_corrected: gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected),
+            mem_temp_c: gpu.and_then(|g| g.mem_temp_c),
+            nvlink_rx_mib_s: gpu.and_then(|g| g.nvlink_rx_mib_s),
+            nvlink_tx_mib_s: gpu.and_then(|g| g.nvlink_tx_mib_s),
+        });
+    }
+}
+
+series_set! {
+    /// Host-wide series, aligned with [`History::times`](super::History::times).
+    pub struct HostSeries {}
+    series HostRow {
+        pub cpu_busy_pct: Option<f32>,
+        pub iowait_pct: Option<f32>,
+        pub steal_pct: Option<f32>,
+        pub mem_available_bytes: Option<u64>,
+        pub mem_total_bytes: Option<u64>,
+        pub swap_used_bytes: Option<u64>,
+        pub swap_in_pages_per_s: Option<f32>,
+        pub swap_out_pages_per_s: Option<f32>,
+        pub load_1: Option<f32>,
+        pub psi_cpu_some: Option<f32>,
+        pub psi_io_some: Option<f32>,
+        pub psi_io_full: Option<f32>,
+        pub psi_memory_some: Option<f32>,
+    }
+}
+
+impl HostSeries {
+    /// Appends the host's readings in a tick.
+    pub(super) fn push(&mut self, tick: &Tick) {
+        let host = &tick.host;
+        let cpu = host.cpu;
+        let psi = host.psi;
+        self.push_row(HostRow {
+            cpu_busy_pct: cpu.map(|c| c.busy_pct),
+            iowait_pct: cpu.map(|c| c.iowait_pct),
+            steal_pct: cpu.map(|c| c.steal_pct),
+            mem_available_bytes: host.mem_available_bytes,
+            mem_total_bytes: host.mem_total_bytes,
+            swap_used_bytes: host
+                .swap_total_bytes
+                .zip(host.swap_free_bytes)
+                .map(|(total, free)| total.saturating_sub(free)),
+            swap_in_pages_per_s: host.swap_in_pages_per_s,
+            swap_out_pages_per_s: host.swap_out_pages_per_s,
+            load_1: host.load_1,
+            psi_cpu_some: psi.and_then(|p| p.cpu_some_avg10),
+            psi_io_some: psi.and_then(|p| p.io_some_avg10),
+            psi_io_full: psi.and_then(|p| p.io_full_avg10),
+            psi_memory_some: psi.and_then(|p| p.memory_some_avg10),
+        });
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::test_ticks::{machine, with_process};
+    use crate::history::{History, ProcessKey, ProcessSeries};
+    use crate::sample::GpuEvent;
+
+    /// The (name, length, heap bytes) of every series a visitor walks.
+    fn visited(visit: impl FnOnce(&mut dyn FnMut(&'static str, usize, usize))) -> Vec<(&'static str, usize, usize)> {
+        let mut seen = Vec::new();
+        visit(&mut |name, len, bytes| seen.push((name, len, bytes)));
+        seen
+    }
+
+    /// Checks one set of series after `n` pushes: every series was visited once, pushed `n` times and counted in
+    /// the heap bytes, and the struct holds no ring the visitor does not walk (a ring's size does not depend on
+    /// its element type, so the struct's size is its keys plus one ring per visited series).
+    fn check_series_set(seen: &[(&'static str, usize, usize)], n_series: usize, heap: usize, n: usize, rest: usize) {
+        let mut names: Vec<_> = seen.iter().map(|(name, _, _)| *name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!((seen.len(), names.len()), (n_series, n_series), "each series visited once");
+        for (name, len, bytes) in seen {
+            assert_eq!(*len, n, "{name} pushed every tick");
+            assert!(*bytes > 0, "{name} counted in the heap bytes");
+        }
+        assert_eq!(heap, seen.iter().map(|(_, _, bytes)| bytes).sum::<usize>(), "heap bytes sum every series");
+        assert_eq!(rest, n_series * std::mem::size_of::<Ring<u8>>(), "no ring outside the visited list");
+    }
+
+    #[test]
+    fn every_series_is_pushed_visited_and_counted_in_the_heap_bytes() {
+        let mut history = History::new(machine(1), 10);
+        for at_ms in [1000, 2000, 3000] {
+            history.push_tick(with_process(at_ms));
+        }
+        let (gpu, host) = (&history.gpus[0], &history.host);
+        let process = history.process(42).expect("series");
+        let gpu_seen = visited(|v| gpu.for_each_series(v));
+        let gpu_rest = std::mem::size_of::<GpuSeries>() - std::mem::size_of::<u64>();
+        check_series_set(&gpu_seen, GpuSeries::N_SERIES, gpu.heap_bytes(), 3, gpu_rest);
+        // The slowdown and ECC counters were once left out of the GPU's heap bytes.
+        for name in ["hw_slowdown_ns", "thermal_ns", "ecc_corrected"] {
+            assert!(gpu_seen.iter().any(|(seen, _, _)| *seen == name), "{name}");
+        }
+        let host_seen = visited(|v| host.for_each_series(v));
+        check_series_set(&host_seen, HostSeries::N_SERIES, host.heap_bytes(), 3, std::mem::size_of::<HostSeries>());
+        let process_seen = visited(|v| process.for_each_series(v));
+        let process_rest = std::mem::size_of::<ProcessSeries>() - std::mem::size_of::<ProcessKey>();
+        check_series_set(&process_seen, ProcessSeries::N_SERIES, process.heap_bytes(), 3, process_rest);
+        let rings = history.times.heap_bytes() + gpu.heap_bytes() + host.heap_bytes() + process.heap_bytes();
+        assert_eq!(history.heap_bytes(), rings + history.events.capacity() * std::mem::size_of::<GpuEvent>());
+    }
+}

@@ -1,0 +1,42 @@
+//! The footer, the full screens (help, process details, environment, a finding's explanation)
+//! and the signal dialog, one file each; [`SubScreen`] draws the one in front.
+
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::widgets::Widget;
+
+use super::paint::Paint;
+use crate::app::{App, Screen};
+
+mod details;
+mod dialog;
+mod environment;
+mod explain;
+mod footer;
+mod help;
+
+pub use dialog::Dialog;
+pub use footer::Footer;
+
+/// A full screen in front of the main one: help, process details, environment or a finding's explanation.
+#[derive(Debug)]
+pub struct SubScreen<'a> {
+    pub app: &'a App,
+    pub paint: &'a Paint,
+    pub screen: &'a Screen,
+}
+
+impl Widget for SubScreen<'_> {
+    fn render(self, area: Rect, buf: &mut Buffer) {
+        let (app, paint) = (self.app, self.paint);
+        match self.screen {
+            Screen::Main => {}
+            Screen::Help { offset } => help::render_help(area, buf, *offset, app, paint),
+            Screen::Details { pid, libraries } => details::render_details(area, buf, *pid, libraries, app, paint),
+            Screen::Environment { pid, vars, offset } => {
+                environment::render_environment(area, buf, *pid, vars, *offset, paint);
+            }
+            Screen::Explain { index } => explain::render_explain(area, buf, *index, app, paint),
+        }
+    }
+}
