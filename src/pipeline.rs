@@ -161,6 +161,12 @@ impl Pipeline {
         seen
     }
 
+    /// What the rules watch before their first window is covered; `None` once they judge.
+    #[must_use]
+    pub fn judging(&self) -> Option<crate::advice::judging::Judging> {
+        crate::advice::judging::Judging::of(&self.history, &self.thresholds)
+    }
+
     /// The first tick this pipeline took in.
     #[must_use]
     pub fn first_tick(&self) -> &crate::sample::Tick {

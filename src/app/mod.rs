@@ -390,6 +390,12 @@ impl App {
         self.frozen.as_deref().unwrap_or(&self.pipeline)
     }
 
+    /// What the rules watch before their first window is covered, for the samples the screen shows.
+    #[must_use]
+    pub fn judging(&self) -> Option<crate::advice::judging::Judging> {
+        self.view().judging()
+    }
+
     /// The tick the screen shows.
     #[must_use]
     pub fn tick(&self) -> &Tick {

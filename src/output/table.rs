@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use crate::advice::judging::Judging;
 use crate::advice::{Finding, Severity};
 use crate::pipeline::Pipeline;
 use crate::sample::{GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
@@ -44,7 +45,7 @@ pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     jobs(&mut out, tick);
     let shown: Vec<Finding> =
         pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
-    findings(&mut out, &shown);
+    findings(&mut out, &shown, pipeline.judging().as_ref());
     // Every field from outside is made visible where it is written; this is the net under them.
     visible_lines(&out).into_owned()
 }
@@ -232,8 +233,21 @@ fn jobs(out: &mut String, tick: &Tick) {
 /// Characters of the command line shown.
 const COMMAND_WIDTH: usize = 60;
 
-fn findings(out: &mut String, findings: &[Finding]) {
+fn findings(out: &mut String, findings: &[Finding], judging: Option<&Judging>) {
     if findings.is_empty() {
+        match judging {
+            Some(j) => {
+                let _ = writeln!(
+                    out,
+                    "\nFindings: none judged yet (the rules need {} s of samples; this is {} s: run gpusight doctor)",
+                    j.needs_s(),
+                    j.watched_ms / 1000
+                );
+            }
+            None => {
+                let _ = writeln!(out, "\nFindings: none (no finding held for its window)");
+            }
+        }
         return;
     }
     let _ = writeln!(out, "\nFindings:");

@@ -10,6 +10,7 @@ use ratatui::widgets::Widget;
 
 use super::layout::AdviceStyle;
 use super::paint::{Paint, fill};
+use crate::advice::judging::Judging;
 use crate::advice::{Finding, Severity};
 
 /// Columns the continuation, evidence and remedy lines are indented by.
@@ -116,9 +117,16 @@ fn rows(finding: &Finding, form: Form, width: u16, paint: &Paint) -> usize {
 /// Rows the pane needs at `width`: (every finding whole with its title line, the least a pane shows: its title
 /// line and the selected finding's title).
 #[must_use]
-pub fn need(findings: &[&Finding], selected: usize, width: u16, paint: &Paint) -> (u16, u16) {
+pub fn need(
+    findings: &[&Finding],
+    selected: usize,
+    width: u16,
+    paint: &Paint,
+    judging: Option<&Judging>,
+) -> (u16, u16) {
     if findings.is_empty() {
-        return (2, 2);
+        let rows = judging.map_or(1, |j| judging_lines(j, width, paint).len());
+        return (u16::try_from(rows + 1).unwrap_or(u16::MAX), 2);
     }
     let full: usize = findings.iter().map(|f| rows(f, Form::Full, width, paint)).sum();
     let selected = findings[selected.min(findings.len() - 1)];
@@ -199,6 +207,8 @@ pub struct AdvicePane<'a> {
     pub focused: bool,
     pub style: AdviceStyle,
     pub paint: &'a Paint,
+    /// What the rules watch before their first window is covered (then "Nothing looks wrong" would be premature).
+    pub judging: Option<&'a Judging>,
 }
 
 impl AdvicePane<'_> {
@@ -224,6 +234,10 @@ impl AdvicePane<'_> {
     fn strip(&self, width: u16) -> Line<'static> {
         let theme = &self.paint.theme;
         if self.findings.is_empty() {
+            if let Some(j) = self.judging {
+                let text = format!(" Judging: first verdict in {} s", j.verdict_in_s());
+                return Line::from(Span::styled(text, theme.dim));
+            }
             return Line::from(Span::styled(" Nothing looks wrong", theme.low));
         }
         let worst = self.findings.iter().max_by_key(|f| (f.severity, std::cmp::Reverse(f.since_ms)));
@@ -288,19 +302,52 @@ impl Widget for AdvicePane<'_> {
         }
         let mut lines = vec![paint.title_line("Advice", extra, area.width)];
         if n == 0 {
-            let text = if area.width >= 60 {
-                "  Nothing looks wrong: no finding held for its window."
+            if let Some(j) = self.judging {
+                lines.extend(judging_lines(j, area.width, paint));
             } else {
-                "  Nothing looks wrong."
-            };
-            lines.push(Line::from(Span::styled(text, theme.low)));
+                let text = if area.width >= 60 {
+                    "  Nothing looks wrong: no finding held for its window."
+                } else {
+                    "  Nothing looks wrong."
+                };
+                lines.push(Line::from(Span::styled(text, theme.low)));
+            }
         }
         for ((i, finding), form) in self.findings.iter().enumerate().skip(first).zip(forms) {
             lines.extend(finding_lines(finding, form, area.width, self.focused && i == selected, paint));
         }
+        if let (Some(j), true) = (self.judging, n > 0) {
+            lines.push(Line::from(Span::styled(
+                format!("  Judging: first verdict in {} s", j.verdict_in_s()),
+                theme.dim,
+            )));
+        }
         lines.truncate(room + 1);
         fill(area, buf, lines, theme.base);
     }
+}
+
+/// The lines of the pane before the first window is covered: the headline (shorter on a narrow pane), then each GPU
+/// with what is busy beside it, wrapped with a hanging indent.
+fn judging_lines(j: &Judging, width: u16, paint: &Paint) -> Vec<Line<'static>> {
+    let theme = &paint.theme;
+    let headline = if usize::from(width) >= j.headline().chars().count() + 2 {
+        j.headline()
+    } else {
+        format!("Judging: first verdict in {} s", j.verdict_in_s())
+    };
+    let mut lines = vec![Line::from(Span::styled(format!("  {headline}"), theme.dim))];
+    for gpu in &j.gpus {
+        for (i, row) in
+            wrap_hanging(&gpu.line(), usize::from(width).saturating_sub(2), usize::from(width).saturating_sub(4))
+                .into_iter()
+                .enumerate()
+        {
+            let indent = if i == 0 { "  " } else { "    " };
+            lines.push(Line::from(Span::styled(format!("{indent}{row}"), theme.base)));
+        }
+    }
+    lines
 }
 
 #[cfg(test)]
@@ -345,8 +392,14 @@ mod tests {
         let paint = Paint::new(ThemeName::Dark, false);
         let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
         let findings = [&a];
-        let pane =
-            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let pane = AdvicePane {
+            findings: &findings,
+            selected: 0,
+            focused: false,
+            style: AdviceStyle::Pane,
+            paint: &paint,
+            judging: None,
+        };
         let lines = render(pane, 40, 12);
         let text = lines.join(" ");
         assert!(!text.contains('…'), "{lines:#?}");
@@ -373,6 +426,7 @@ mod tests {
                     focused: false,
                     style: AdviceStyle::Pane,
                     paint: &paint,
+                    judging: None,
                 },
                 100,
                 h,
@@ -397,8 +451,14 @@ mod tests {
         let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
         let b = finding(Severity::Warning, "GPU 0 is power capped");
         let findings = [&a, &b];
-        let pane =
-            AdvicePane { findings: &findings, selected: 0, focused: false, style: AdviceStyle::Pane, paint: &paint };
+        let pane = AdvicePane {
+            findings: &findings,
+            selected: 0,
+            focused: false,
+            style: AdviceStyle::Pane,
+            paint: &paint,
+            judging: None,
+        };
         let area = Rect::new(0, 20, 100, 7);
         // Title line, then a: title, why, remedy; then b: title, why, remedy.
         assert_eq!(pane.finding_at(area, 20), None);
@@ -422,6 +482,7 @@ mod tests {
                     focused: false,
                     style: AdviceStyle::Strip,
                     paint: &paint,
+                    judging: None,
                 },
                 w,
                 1,

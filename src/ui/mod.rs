@@ -54,7 +54,8 @@ pub fn plan(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
 
 fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
     let findings = app.findings();
-    let (advice_full, advice_least) = advice::need(&findings, app.advice_selected, area.width, paint);
+    let judging = app.judging();
+    let (advice_full, advice_least) = advice::need(&findings, app.advice_selected, area.width, paint, judging.as_ref());
     let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).max(1);
     let mut plan = layout::plan(&LayoutInput {
         width: area.width,
@@ -114,6 +115,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
             focused: app.focus == Focus::Advice,
             style: plan.advice_style,
             paint: &paint,
+            judging: None,
         };
         return Some(pane.finding_at(plan.advice, row).map_or(Hit::Advice, Hit::Finding));
     }
@@ -170,12 +172,14 @@ impl StatefulWidget for Monitor<'_> {
                     StatefulWidget::render(ProcessTable { app, paint: &paint }, plan.table, buf, offset);
                 }
                 let findings = app.findings();
+                let judging = app.judging();
                 AdvicePane {
                     findings: &findings,
                     selected: app.advice_selected,
                     focused: app.focus == Focus::Advice,
                     style: plan.advice_style,
                     paint: &paint,
+                    judging: judging.as_ref(),
                 }
                 .render(plan.advice, buf);
             }
@@ -221,7 +225,8 @@ impl Widget for TooSmall<'_> {
 /// Draws the advice pane alone for `findings` into `buf` (for tests and other screens), as a pane.
 pub fn render_findings(findings: &[crate::advice::Finding], area: Rect, buf: &mut Buffer, paint: &Paint) {
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
-    AdvicePane { findings: &refs, selected: 0, focused: false, style: AdviceStyle::Pane, paint }.render(area, buf);
+    AdvicePane { findings: &refs, selected: 0, focused: false, style: AdviceStyle::Pane, paint, judging: None }
+        .render(area, buf);
 }
 
 /// Helpers for the widgets' buffer tests: an app on a synthetic machine and a widget drawn into a buffer.
