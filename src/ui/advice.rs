@@ -136,9 +136,10 @@ pub fn need(
 }
 
 /// What the pane shows in `room` rows below its title: the first finding shown and the form of each shown.
-/// The richest single form that shows every finding wins; else the most findings (starting early enough to
+/// Every finding whole if they fit; else every title if they fit; else the most findings (starting early enough to
 /// include the selected one) in the richest form that shows at least two, or the selected one alone. Rows left
-/// over then show more of single findings: the remedies first (the selected finding's first), then the evidence.
+/// over then show more of single findings, warnings and criticals before infos: the remedies first (the selected
+/// finding's first), then the evidence; an info grows only once every warning or critical shown has its remedy.
 fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint: &Paint) -> (usize, Vec<Form>) {
     let n = findings.len();
     let height = |i: usize, form: Form| rows(findings[i], form, width, paint);
@@ -160,7 +161,8 @@ fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint
         (first, count)
     };
     let mut chosen = None;
-    for form in [Form::Full, Form::Brief, Form::Title] {
+    // Every finding whole, or every title and then the rows handed out by severity (below).
+    for form in [Form::Full, Form::Title] {
         if heights(form).iter().sum::<usize>() <= room {
             chosen = Some((form, 0, n));
             break;
@@ -181,16 +183,25 @@ fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint
     let Some((form, first, count)) = chosen else { return (selected, Vec::new()) };
     let mut forms = vec![form; count];
     let mut used: usize = (first..first + count).map(|i| height(i, form)).sum();
-    let order: Vec<usize> =
-        std::iter::once(selected).chain(first..first + count).filter(|i| (first..first + count).contains(i)).collect();
-    for target in [Form::Brief, Form::Full] {
-        for &i in &order {
-            let k = i - first;
-            if forms[k] < target {
-                let grown = used - height(i, forms[k]) + height(i, target);
-                if grown <= room {
-                    forms[k] = target;
-                    used = grown;
+    let shown = first..first + count;
+    let order: Vec<usize> = std::iter::once(selected).chain(shown.clone()).filter(|i| shown.contains(i)).collect();
+    // Warnings and criticals get their remedy and evidence before an info gets anything more; an info grows only
+    // once every warning or critical shown has at least its remedy.
+    for urgent in [true, false] {
+        let tier: Vec<usize> =
+            order.iter().copied().filter(|&i| (findings[i].severity >= Severity::Warning) == urgent).collect();
+        if !urgent && (0..count).any(|k| findings[first + k].severity >= Severity::Warning && forms[k] < Form::Brief) {
+            break;
+        }
+        for target in [Form::Brief, Form::Full] {
+            for &i in &tier {
+                let k = i - first;
+                if forms[k] < target {
+                    let grown = used - height(i, forms[k]) + height(i, target);
+                    if grown <= room {
+                        forms[k] = target;
+                        used = grown;
+                    }
                 }
             }
         }
@@ -412,6 +423,37 @@ mod tests {
     }
 
     #[test]
+    fn a_critical_gets_its_remedy_and_why_before_an_info_grows() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let mut crit = finding(Severity::Critical, "GPU 1 hangs in a collective");
+        crit.remedy = "Find the rank that left the collective: py-spy dump --pid 3001 on each rank, then compare \
+                       where each one waits; restart the job from its last checkpoint."
+            .into();
+        crit.evidence = "no kernel progress for 3 min".into();
+        let mut info = finding(Severity::Info, "GPU 2 idles");
+        info.remedy = "Nothing to do.".into();
+        info.evidence = "idle".into();
+        let findings = [&crit, &info];
+        let lines = render(
+            AdvicePane {
+                findings: &findings,
+                selected: 1,
+                focused: false,
+                style: AdviceStyle::Pane,
+                paint: &paint,
+                judging: None,
+            },
+            60,
+            8,
+        );
+        let crit_row = lines.iter().position(|l| l.contains("CRIT")).expect("the critical");
+        let info_row = lines.iter().position(|l| l.contains("INFO")).expect("the info");
+        assert!(lines.iter().any(|l| l.contains("why")), "the critical's evidence: {lines:#?}");
+        assert!(lines[crit_row + 1..info_row].iter().any(|l| l.contains('→')), "the critical's remedy: {lines:#?}");
+        assert!(!lines.iter().skip(info_row + 1).any(|l| l.contains("Nothing to do")), "{lines:#?}");
+    }
+
+    #[test]
     fn a_short_pane_shows_less_of_each_finding_then_fewer_findings() {
         let paint = Paint::new(ThemeName::Dark, false);
         let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
@@ -432,10 +474,12 @@ mod tests {
                 h,
             )
         };
-        // Room for titles and remedies, not the evidence.
+        // Room for three titles and three more rows: the critical's and the warning's remedies, then the critical's
+        // evidence, before the info's remedy.
         let lines = pane(7);
-        assert!(lines.iter().all(|l| !l.contains("why")), "{lines:#?}");
-        assert_eq!(lines.iter().filter(|l| l.contains('→')).count(), 3, "{lines:#?}");
+        assert_eq!(lines.iter().filter(|l| l.contains("why")).count(), 1, "{lines:#?}");
+        assert_eq!(lines.iter().filter(|l| l.contains('→')).count(), 2, "{lines:#?}");
+        assert!(lines.last().is_some_and(|l| l.contains("INFO")), "{lines:#?}");
         // Room for the titles only.
         let lines = pane(4);
         assert!(lines[1].contains("CRIT") && lines[2].contains("WARN") && lines[3].contains("INFO"), "{lines:#?}");
