@@ -6,9 +6,7 @@
     reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
 )]
 
-mod common;
-
-use common::screen;
+use crate::common::screen;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

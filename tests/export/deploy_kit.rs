@@ -14,9 +14,7 @@
     reason = "tests run the deploy kit's tools and may panic on broken fixtures"
 )]
 
-mod common;
-
-use common::{KillOnDrop, find_program, free_port, poll};
+use crate::common::{KillOnDrop, find_program, free_port, poll};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

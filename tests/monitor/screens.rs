@@ -5,9 +5,7 @@
     reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
 )]
 
-mod common;
-
-use common::screen;
+use crate::common::screen;
 use std::sync::mpsc;
 
 use gpusight::advice::{Finding, Rule, Severity};

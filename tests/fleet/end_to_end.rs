@@ -11,9 +11,7 @@
     reason = "tests run servers and may panic on broken fixtures"
 )]
 
-mod common;
-
-use common::{KillOnDrop, find_program, free_port, poll};
+use crate::common::{KillOnDrop, find_program, free_port, poll};
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;

@@ -8,9 +8,7 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-mod common;
-
-use common::doctor_json as doctor;
+use crate::common::doctor_json as doctor;
 
 /// (rule, severity) of every active finding.
 fn findings(report: &serde_json::Value) -> Vec<(String, String)> {

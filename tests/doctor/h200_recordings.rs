@@ -9,12 +9,10 @@
 
 use serde_json::Value;
 
-mod common;
-
 /// `doctor --replay FIXTURE --json`: the document and the exit code.
 fn doctor(fixture: &str) -> (Value, i32) {
     let path = format!("{}/tests/fixtures/h200/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    let (output, doc) = common::doctor_json(&["--replay", &path]);
+    let (output, doc) = crate::common::doctor_json(&["--replay", &path]);
     (doc, output.status.code().expect("an exit code"))
 }
 

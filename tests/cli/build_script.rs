@@ -2,10 +2,10 @@
 //! that ask for it with `GPUSIGHT_HOT_TEXT` (scripts/release.sh), never to debug or test builds.
 
 #[allow(dead_code, reason = "the build script's `main` is not called here, only its decision")]
-#[path = "../build.rs"]
-mod build_script;
+#[path = "../../build.rs"]
+mod build_rs;
 
-use build_script::hot_text_wanted;
+use build_rs::hot_text_wanted;
 
 #[test]
 fn a_release_build_that_asks_gets_the_layout() {

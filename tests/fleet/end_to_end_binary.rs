@@ -13,9 +13,7 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-mod common;
-
-use common::{KillOnDrop, find_program, free_port, poll};
+use crate::common::{KillOnDrop, find_program, free_port, poll};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 

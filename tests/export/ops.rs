@@ -9,15 +9,13 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-mod common;
-
 use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{KillOnDrop, free_port, poll};
+use crate::common::{KillOnDrop, free_port, poll};
 use tokio_rustls::rustls;
 
 /// A running `gpusight export` on a free loopback port, its stderr in a file.

@@ -7,10 +7,8 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-mod common;
-
 fn doctor(args: &[&str]) -> serde_json::Value {
-    common::doctor_json(args).1
+    crate::common::doctor_json(args).1
 }
 
 fn findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
