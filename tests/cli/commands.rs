@@ -7,30 +7,10 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn gpusight(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .args(args)
-        .env_remove("NO_COLOR")
-        // A config in the user's home must not change what the tests see.
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .output()
-        .expect("run gpusight")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn json(output: &Output) -> serde_json::Value {
-    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
-}
+use crate::common::{BIN, gpusight, json, stderr, stdout, temp_dir};
 
 #[test]
 fn the_demo_once_prints_the_h200_and_its_processes() {
@@ -79,7 +59,7 @@ fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
 
 #[test]
 fn doctor_exits_3_when_it_cannot_check() {
-    let no_driver = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let no_driver = Command::new(BIN)
         .args(["doctor", "--duration", "1s"])
         .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
         .output()
@@ -145,7 +125,7 @@ fn synthetic_scale_lists_every_process() {
 
 #[test]
 fn without_a_driver_it_exits_2_naming_the_library_and_suggesting_the_demo() {
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let output = Command::new(BIN)
         .arg("--once")
         .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
         .output()
@@ -169,7 +149,7 @@ fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
     let scenario = gpusight(&["--synthetic", "warp-drive", "--once"]);
     assert_eq!(scenario.status.code(), Some(2));
     assert!(stderr(&scenario).contains("unknown synthetic scenario"), "{}", stderr(&scenario));
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let config = dir.path().join("bad.toml");
     // An unknown key is a warning naming it (the command goes on); a bad value is an error naming it.
     std::fs::write(&config, "[thresholds]\nwindw_s = 3\n").expect("write");
@@ -191,7 +171,7 @@ fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
 /// Starts a headless recording of a synthetic machine at 10 Hz and waits (polling, with a deadline) until it
 /// has written `lines` lines.
 fn start_recording(path: &Path, lines: usize) -> std::process::Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let child = Command::new(BIN)
         .args(["--synthetic", "mixed:2", "--interval", "0.1", "--record", path.to_str().expect("utf-8"), "--headless"])
         .stderr(Stdio::null())
         .spawn()
@@ -206,7 +186,7 @@ fn start_recording(path: &Path, lines: usize) -> std::process::Child {
 
 #[test]
 fn a_recording_killed_with_sigkill_replays_to_its_last_whole_frame() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("killed.jsonl");
     let mut child = start_recording(&path, 6);
     child.kill().expect("SIGKILL");
@@ -218,7 +198,7 @@ fn a_recording_killed_with_sigkill_replays_to_its_last_whole_frame() {
 
 #[test]
 fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("clean.jsonl");
     let child = start_recording(&path, 4);
     rustix::process::kill_process(rustix::process::Pid::from_child(&child), rustix::process::Signal::TERM)
@@ -238,9 +218,9 @@ fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
 #[test]
 fn a_crash_during_a_headless_recording_keeps_every_line() {
     use std::os::unix::process::ExitStatusExt;
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("crash.jsonl");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let out = std::process::Command::new(BIN)
         .args(["--synthetic", "compute:2", "--interval", "0.1", "--headless", "--record"])
         .arg(&path)
         .env("GPUSIGHT_SYNTHETIC_CRASH_AFTER", "12")
@@ -257,7 +237,7 @@ fn a_crash_during_a_headless_recording_keeps_every_line() {
 #[test]
 fn only_visible_reads_cuda_visible_devices() {
     let run = |value: &str| {
-        Command::new(env!("CARGO_BIN_EXE_gpusight"))
+        Command::new(BIN)
             .args(["--synthetic", "mixed:8", "--once", "--only-visible"])
             .env("CUDA_VISIBLE_DEVICES", value)
             .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")

@@ -4,10 +4,11 @@ use std::path::Path;
 
 use gpusight::config::Config;
 
+use crate::common::repo_path;
+
 #[test]
 fn the_example_config_equals_the_defaults() {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.toml"))
-        .expect("config.example.toml is readable");
+    let text = std::fs::read_to_string(repo_path("config.example.toml")).expect("config.example.toml is readable");
     let parsed = Config::parse(&text, Path::new("config.example.toml")).expect("the example parses");
     assert_eq!(parsed, Config::default());
 }

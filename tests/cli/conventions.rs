@@ -9,30 +9,9 @@
 )]
 
 use std::io::Read as _;
-use std::process::{Command, Output, Stdio};
+use std::process::Stdio;
 
-fn gpusight_cmd(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gpusight"));
-    command
-        .args(args)
-        .env_remove("NO_COLOR")
-        .env_remove("GPUSIGHT_LISTEN")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .stdin(Stdio::null());
-    command
-}
-
-fn gpusight(args: &[&str]) -> Output {
-    gpusight_cmd(args).output().expect("run gpusight")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use crate::common::{command, gpusight, stderr, stdout, temp_dir};
 
 #[test]
 fn the_status_line_is_one_short_line_per_machine() {
@@ -80,9 +59,9 @@ fn once_prints_csv_with_a_stable_header() {
 
 #[test]
 fn the_monitor_without_a_terminal_says_so_in_one_line_and_exits_3() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let out = std::fs::File::create(dir.path().join("out.txt")).expect("create");
-    let output = gpusight_cmd(&["--demo"]).stdout(out).output().expect("run");
+    let output = command(&["--demo"]).stdout(out).output().expect("run");
     assert_eq!(output.status.code(), Some(3));
     let message = stderr(&output);
     assert_eq!(message.lines().count(), 1, "{message}");
@@ -94,7 +73,7 @@ fn the_monitor_without_a_terminal_says_so_in_one_line_and_exits_3() {
 
 #[test]
 fn record_dash_streams_json_lines_to_a_pipe_and_stops_when_it_closes() {
-    let mut child = gpusight_cmd(&["--record", "-", "--headless", "--synthetic", "compute", "--interval", "0.1"])
+    let mut child = command(&["--record", "-", "--headless", "--synthetic", "compute", "--interval", "0.1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -129,10 +108,10 @@ fn record_dash_streams_json_lines_to_a_pipe_and_stops_when_it_closes() {
 
 #[test]
 fn a_gz_recording_is_gzip_and_replays() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("run.jsonl.gz");
     let path_text = path.to_str().expect("utf-8");
-    let mut child = gpusight_cmd(&["--record", path_text, "--headless", "--synthetic", "mixed:2", "--interval", "0.1"])
+    let mut child = command(&["--record", path_text, "--headless", "--synthetic", "mixed:2", "--interval", "0.1"])
         .stderr(Stdio::null())
         .spawn()
         .expect("start");
@@ -177,16 +156,13 @@ fn export_listens_where_gpusight_listen_says_and_warns_off_loopback() {
     // A port that is taken makes export fail at once, after the address was chosen and checked.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = taken.local_addr().expect("addr").to_string();
-    let output =
-        gpusight_cmd(&["export", "--synthetic", "idle"]).env("GPUSIGHT_LISTEN", &address).output().expect("run");
+    let output = command(&["export", "--synthetic", "idle"]).env("GPUSIGHT_LISTEN", &address).output().expect("run");
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains(&address), "GPUSIGHT_LISTEN is used: {}", stderr(&output));
     assert!(!stderr(&output).contains("no authentication"), "loopback gives no warning");
 
-    let output = gpusight_cmd(&["export", "--synthetic", "idle"])
-        .env("GPUSIGHT_LISTEN", "not-an-address")
-        .output()
-        .expect("run");
+    let output =
+        command(&["export", "--synthetic", "idle"]).env("GPUSIGHT_LISTEN", "not-an-address").output().expect("run");
     assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
 
     // Off loopback: a port of this machine's wildcard address that is already taken, so nothing is served.

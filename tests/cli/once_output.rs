@@ -6,20 +6,9 @@ use gpusight::advice::Thresholds;
 use gpusight::output::table::TableOptions;
 use gpusight::pipeline::Pipeline;
 use gpusight::sample::Snapshot;
-use gpusight::source::Source;
 use gpusight::source::replay::Recording;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 
-/// A pipeline over the first `n` ticks of a synthetic scenario.
-fn synthetic(spec: &str, n: u64) -> Pipeline {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let mut pipeline = Pipeline::new(&first, 900, Thresholds::default());
-    for _ in 1..n {
-        pipeline.ingest(&source.next_snapshot().expect("tick").expect("some"));
-    }
-    pipeline
-}
+use crate::common::synthetic_pipeline;
 
 /// A pipeline over the demo recording up to `seconds` from its start.
 fn demo(seconds: f64) -> Pipeline {
@@ -37,7 +26,7 @@ fn demo(seconds: f64) -> Pipeline {
 fn once_table_on_a_mixed_8_gpu_box_with_findings() {
     insta::assert_snapshot!(
         "once_mixed8",
-        gpusight::output::table::render(&synthetic("mixed:8", 40), &TableOptions::default())
+        gpusight::output::table::render(&synthetic_pipeline("mixed:8", 40, 900), &TableOptions::default())
     );
 }
 
@@ -46,7 +35,7 @@ fn once_table_on_a_lost_gpu() {
     insta::assert_snapshot!(
         "once_gpu_lost",
         gpusight::output::table::render(
-            &synthetic("gpu-lost:2", 25),
+            &synthetic_pipeline("gpu-lost:2", 25, 900),
             &TableOptions { ascii: true, ..TableOptions::default() }
         )
     );
@@ -62,7 +51,8 @@ fn once_table_on_the_demo_in_its_input_bound_phase() {
 #[test]
 fn once_json_on_a_two_gpu_box() {
     let mut json: serde_json::Value =
-        serde_json::from_str(&gpusight::output::json::render(&synthetic("loader:2", 3))).expect("valid JSON");
+        serde_json::from_str(&gpusight::output::json::render(&synthetic_pipeline("loader:2", 3, 900)))
+            .expect("valid JSON");
     assert_eq!(json["schema"], "gpusight.snapshot/1");
     // The version changes with every release; the document's shape is what the snapshot is about.
     json["gpusight_version"] = serde_json::Value::String("[version]".to_owned());
@@ -71,7 +61,7 @@ fn once_json_on_a_two_gpu_box() {
 
 #[test]
 fn once_table_filters_by_gpu_user_and_pid() {
-    let pipeline = synthetic("mixed:8", 3);
+    let pipeline = synthetic_pipeline("mixed:8", 3, 900);
     let only = |options: TableOptions| gpusight::output::table::render(&pipeline, &options);
     let text = only(TableOptions { only_gpus: vec![1, 2], ..TableOptions::default() });
     let gpu_rows: Vec<&str> = text.lines().filter(|l| l.contains(" H200 ")).collect();

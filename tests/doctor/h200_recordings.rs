@@ -9,10 +9,12 @@
 
 use serde_json::Value;
 
+use crate::common::{finding, repo_path, warnings};
+
 /// `doctor --replay FIXTURE --json`: the document and the exit code.
 fn doctor(fixture: &str) -> (Value, i32) {
-    let path = format!("{}/tests/fixtures/h200/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    let (output, doc) = crate::common::doctor_json(&["--replay", &path]);
+    let path = repo_path(&format!("tests/fixtures/h200/{fixture}"));
+    let (output, doc) = crate::common::doctor_json(&["--replay", path.to_str().expect("utf-8 path")]);
     (doc, output.status.code().expect("an exit code"))
 }
 
@@ -36,11 +38,6 @@ fn a_loader_behind_a_slow_store_is_input_bound() {
     let finding = &doc["findings"][0];
     assert_eq!(finding["pid"], 775, "the training process");
     assert!(finding["evidence"].as_str().unwrap_or("").contains("a DataLoader child in 100 %"), "{finding}");
-}
-
-/// The findings at warning or worse.
-fn warnings(doc: &Value) -> Vec<String> {
-    rules(doc).into_iter().filter(|(_, s)| s == "warning" || s == "critical").map(|(r, _)| r).collect()
 }
 
 /// Asserts the one warning a case gives (none for a healthy neighbour) and returns the document.
@@ -167,14 +164,6 @@ fn a_job_starved_by_its_own_profiler_names_no_input_cause() {
 // from its rank: their workers' counts are rewritten to what the fixed reader reads (each worker held exactly its
 // rank's 8 store and NCCL sockets, so 0 of its own); ranks-balanced and ranks-compute come from the re-run with the
 // fixed reader, whose live verdicts were the ones asserted here.
-
-/// The finding of `rule` in the document.
-fn finding<'a>(doc: &'a Value, rule: &str) -> &'a Value {
-    doc["findings"]
-        .as_array()
-        .and_then(|a| a.iter().find(|f| f["rule"] == rule))
-        .unwrap_or_else(|| panic!("no {rule}: {doc}"))
-}
 
 #[test]
 fn balanced_ranks_are_no_straggler_and_no_hang() {

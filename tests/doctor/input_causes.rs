@@ -8,29 +8,14 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-use crate::common::doctor_json as doctor;
 use serde_json::Value;
+
+use crate::common::doctor_json as doctor;
+use crate::common::{finding, warnings};
 
 fn all_findings(report: &Value) -> Vec<Value> {
     let list = |key: &str| report[key].as_array().cloned().unwrap_or_default();
     list("findings").into_iter().chain(list("cleared")).collect()
-}
-
-fn warnings(report: &Value) -> Vec<String> {
-    report["findings"]
-        .as_array()
-        .expect("findings")
-        .iter()
-        .filter(|f| f["severity"] != "info")
-        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
-        .collect()
-}
-
-fn finding<'a>(report: &'a Value, rule: &str) -> &'a Value {
-    report["findings"]
-        .as_array()
-        .and_then(|a| a.iter().find(|f| f["rule"] == rule))
-        .unwrap_or_else(|| panic!("no {rule}: {report}"))
 }
 
 fn text<'a>(f: &'a Value, key: &str) -> &'a str {

@@ -7,20 +7,14 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
+use crate::common::{command, warnings};
+
 fn doctor(args: &[&str]) -> serde_json::Value {
     crate::common::doctor_json(args).1
 }
 
 fn findings(report: &serde_json::Value) -> Vec<serde_json::Value> {
     report["findings"].as_array().expect("findings").clone()
-}
-
-fn warnings(report: &serde_json::Value) -> Vec<String> {
-    findings(report)
-        .iter()
-        .filter(|f| f["severity"] != "info")
-        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
-        .collect()
 }
 
 #[test]
@@ -59,13 +53,7 @@ fn older_scenarios_gain_no_job_finding() {
 }
 
 fn once(args: &[&str]) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .arg("--once")
-        .args(args)
-        .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .output()
-        .expect("run gpusight");
+    let output = command(&["--once"]).args(args).output().expect("run gpusight");
     String::from_utf8(output.stdout).expect("UTF-8")
 }
 

@@ -5,8 +5,9 @@
 use gpusight::advice::{Finding, Thresholds};
 use gpusight::doctor::DoctorReport;
 use gpusight::pipeline::Pipeline;
-use gpusight::source::Source;
-use gpusight::source::synthetic::{Scenario, SyntheticSource, SyntheticSpec};
+use gpusight::source::synthetic::Scenario;
+
+use crate::common::{next_snapshot, synthetic};
 
 /// What a remedy must not say given what its evidence says. Each check reads the evidence and the remedy in lower
 /// case and returns why they contradict, if they do.
@@ -58,10 +59,10 @@ fn checked(report: &DoctorReport) -> Vec<(String, String, String)> {
 }
 
 fn doctor(spec: &str, ticks: usize) -> DoctorReport {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
-    let mut pipeline = Pipeline::new(&source.next_snapshot().expect("tick").expect("some"), 900, Thresholds::default());
+    let mut source = synthetic(spec);
+    let mut pipeline = Pipeline::new(&next_snapshot(&mut source), 900, Thresholds::default());
     for _ in 1..ticks {
-        pipeline.ingest_owned(source.next_snapshot().expect("tick").expect("some"));
+        pipeline.ingest_owned(next_snapshot(&mut source));
     }
     DoctorReport::new(&pipeline)
 }

@@ -9,6 +9,7 @@
 )]
 
 use crate::common::doctor_json as doctor;
+use crate::common::warnings;
 
 /// (rule, severity) of every active finding.
 fn findings(report: &serde_json::Value) -> Vec<(String, String)> {
@@ -20,10 +21,6 @@ fn findings(report: &serde_json::Value) -> Vec<(String, String)> {
             (f["rule"].as_str().unwrap_or_default().to_owned(), f["severity"].as_str().unwrap_or_default().to_owned())
         })
         .collect()
-}
-
-fn warnings(report: &serde_json::Value) -> Vec<String> {
-    findings(report).into_iter().filter(|(_, s)| s != "info").map(|(r, _)| r).collect()
 }
 
 #[test]

@@ -14,25 +14,15 @@
     reason = "tests run the deploy kit's tools and may panic on broken fixtures"
 )]
 
-use crate::common::{KillOnDrop, find_program, free_port, poll};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
-}
-
-/// The program, or `None` (and a note) when it is not installed outside CI.
-fn required(program: &str) -> Option<PathBuf> {
-    let found = find_program(program);
-    if found.is_none() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "{program} is missing: apt-get install -y prometheus");
-        eprintln!("skipped: {program} is not installed (Debian package `prometheus`)");
-    }
-    found
-}
+use crate::common::{
+    BIN, KillOnDrop, Prometheus, find_program, free_port, poll, repo_path, required, serve, synthetic_pipeline,
+    temp_dir,
+};
 
 fn run_ok(command: &mut Command) -> String {
     let output = command.output().unwrap();
@@ -44,10 +34,10 @@ fn run_ok(command: &mut Command) -> String {
 #[test]
 fn the_alert_rules_pass_promtool_and_their_unit_tests() {
     let Some(promtool) = required("promtool") else { return };
-    let check = run_ok(Command::new(&promtool).args(["check", "rules"]).arg(repo("deploy/prometheus/alerts.yml")));
+    let check = run_ok(Command::new(&promtool).args(["check", "rules"]).arg(repo_path("deploy/prometheus/alerts.yml")));
     assert!(check.contains("SUCCESS"), "{check}");
     let test = run_ok(
-        Command::new(&promtool).args(["test", "rules", "alerts_test.yml"]).current_dir(repo("deploy/prometheus")),
+        Command::new(&promtool).args(["test", "rules", "alerts_test.yml"]).current_dir(repo_path("deploy/prometheus")),
     );
     assert!(test.contains("SUCCESS"), "{test}");
 }
@@ -65,8 +55,8 @@ fn alert_names(groups: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn every_alert_has_a_firing_and_a_silent_unit_test() {
-    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
-    let tests = &yaml_documents(&repo("deploy/prometheus/alerts_test.yml"))[0];
+    let rules = &yaml_documents(&repo_path("deploy/prometheus/alerts.yml"))[0];
+    let tests = &yaml_documents(&repo_path("deploy/prometheus/alerts_test.yml"))[0];
     assert_eq!(tests["rule_files"][0], "alerts.yml");
     let alerts = alert_names(&rules["groups"]);
     assert!(alerts.len() >= 10, "{alerts:?}");
@@ -90,7 +80,7 @@ fn every_alert_has_a_firing_and_a_silent_unit_test() {
 /// Without promtool (outside CI) the unit tests do not run; the expressions still say what they alert on.
 #[test]
 fn power_cap_alone_pages_nobody_and_a_lowered_limit_does() {
-    let rules = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let rules = &yaml_documents(&repo_path("deploy/prometheus/alerts.yml"))[0];
     let expr = |alert: &str| -> String {
         rules["groups"]
             .as_array()
@@ -135,18 +125,7 @@ fn metric_names(text: &str) -> BTreeSet<String> {
 
 /// The names `gpusight export` serves for a synthetic machine after a minute of samples.
 fn exported_names(spec: &str) -> BTreeSet<String> {
-    use gpusight::source::Source;
-    let mut source = gpusight::source::synthetic::SyntheticSource::new(
-        gpusight::source::synthetic::SyntheticSpec::parse(spec).unwrap(),
-    );
-    let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = gpusight::pipeline::Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
-    for _ in 0..60 {
-        pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
-    }
-    let handle = gpusight::export::ExportHandle::new();
-    handle.publish(&pipeline).unwrap();
-    let server = gpusight::export::ExportServer::bind("127.0.0.1:0".parse().unwrap(), handle).unwrap().spawn().unwrap();
+    let server = serve(&synthetic_pipeline(spec, 61, 600));
     let body = ureq::get(format!("http://{}/metrics", server.local_addr()))
         .call()
         .unwrap()
@@ -162,7 +141,7 @@ fn the_alert_rules_and_the_dashboard_name_only_exported_series() {
     // Absent until a Xid is seen, so a healthy synthetic machine has none.
     let event_only: BTreeSet<String> = ["DCGM_FI_DEV_XID_ERRORS".to_owned()].into();
     for file in ["deploy/prometheus/alerts.yml", "deploy/grafana/gpusight.json"] {
-        let text = std::fs::read_to_string(repo(file)).unwrap();
+        let text = std::fs::read_to_string(repo_path(file)).unwrap();
         let used = metric_names(&text);
         assert!(used.len() >= 5, "{file} names {used:?}");
         let unknown: Vec<&String> = used.difference(&exported).filter(|n| !event_only.contains(*n)).collect();
@@ -215,7 +194,7 @@ fn selectors(expr: &str) -> Vec<(String, String)> {
 #[test]
 fn every_dashboard_query_selects_the_job_and_instance_variables() {
     let dashboard: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(repo_path("deploy/grafana/gpusight.json")).unwrap()).unwrap();
     let variables = dashboard["templating"]["list"].as_array().unwrap();
     for name in ["job", "instance"] {
         let variable = variables.iter().find(|v| v["name"] == name).unwrap_or_else(|| panic!("no ${name}"));
@@ -268,7 +247,7 @@ fn the_selector_reader_finds_an_unfiltered_series() {
 fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
     let Some(prometheus) = required("prometheus") else { return };
     let dashboard: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(repo("deploy/grafana/gpusight.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(repo_path("deploy/grafana/gpusight.json")).unwrap()).unwrap();
     let queries: Vec<(String, String)> =
         dashboard_queries(&dashboard).into_iter().map(|(title, expr)| (title, concrete(&expr))).collect();
     assert!(queries.len() >= 10, "{} queries", queries.len());
@@ -278,12 +257,12 @@ fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
         }
     }
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     // Short windows so the synthetic machine's findings appear within seconds, not after 30 s.
     let config = dir.path().join("gpusight.toml");
     std::fs::write(&config, "[thresholds]\nwindow_s = 3\n").unwrap();
     let exporter_addr = format!("127.0.0.1:{}", free_port());
-    let exporter = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let exporter = Command::new(BIN)
         .args(["export", "--synthetic", "mixed:8", "--interval", "0.5", "--config"])
         .arg(&config)
         .env("GPUSIGHT_LISTEN", &exporter_addr)
@@ -293,27 +272,8 @@ fn every_dashboard_panel_returns_data_from_a_real_prometheus() {
         .spawn()
         .unwrap();
     let _exporter = KillOnDrop(exporter);
-    let prometheus_config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &prometheus_config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpusight\n    \
-             static_configs:\n      - targets: ['{exporter_addr}']\n"
-        ),
-    )
-    .unwrap();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", prometheus_config.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address={listen}"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let _prometheus = KillOnDrop(child);
+    let prometheus = Prometheus::start(&prometheus, dir.path(), &[exporter_addr]);
+    let listen = &prometheus.listen;
 
     let query = |expr: &str| -> Result<usize, String> {
         let mut response = ureq::get(format!("http://{listen}/api/v1/query"))
@@ -342,18 +302,18 @@ fn the_systemd_unit_verifies() {
         eprintln!("skipped: systemd-analyze is not installed");
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     // The unit as installed: the binary where ExecStart says, the man page its Documentation= names.
-    let unit = std::fs::read_to_string(repo("deploy/systemd/gpusight.service")).unwrap();
+    let unit = std::fs::read_to_string(repo_path("deploy/systemd/gpusight.service")).unwrap();
     assert!(unit.contains("ExecStart=/usr/local/bin/gpusight export"), "{unit}");
     assert!(unit.contains("User=gpusight") && unit.contains("NoNewPrivileges=yes"), "{unit}");
     assert!(unit.contains("Environment=GPUSIGHT_LISTEN=127.0.0.1:9400"), "loopback by default");
-    let unit = unit.replace("/usr/local/bin/gpusight", env!("CARGO_BIN_EXE_gpusight"));
+    let unit = unit.replace("/usr/local/bin/gpusight", BIN);
     let path = dir.path().join("gpusight.service");
     std::fs::write(&path, unit).unwrap();
     let man = dir.path().join("man/man1");
     std::fs::create_dir_all(&man).unwrap();
-    let page = Command::new(env!("CARGO_BIN_EXE_gpusight")).arg("man").output().unwrap();
+    let page = Command::new(BIN).arg("man").output().unwrap();
     std::fs::write(man.join("gpusight.1"), page.stdout).unwrap();
     let output =
         Command::new(analyze).arg("verify").arg(&path).env("MANPATH", dir.path().join("man")).output().unwrap();
@@ -370,7 +330,7 @@ fn yaml_documents(path: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn the_kubernetes_manifests_parse_and_agree() {
-    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let docs = yaml_documents(&repo_path("deploy/kubernetes/gpusight.yaml"));
     let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k}"));
     let daemonset = kind("DaemonSet");
     let service = kind("Service");
@@ -413,7 +373,7 @@ fn the_kubernetes_manifests_parse_and_agree() {
 
 #[test]
 fn kube_prometheus_stack_selects_the_monitor_and_the_rules() {
-    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let docs = yaml_documents(&repo_path("deploy/kubernetes/gpusight.yaml"));
     let kind = |k: &str| docs.iter().find(|d| d["kind"] == k).unwrap_or_else(|| panic!("no {k}"));
     let monitor = kind("ServiceMonitor");
     let rule = kind("PrometheusRule");
@@ -426,23 +386,23 @@ fn kube_prometheus_stack_selects_the_monitor_and_the_rules() {
 
 #[test]
 fn the_prometheus_rule_carries_exactly_the_alerts_of_alerts_yml() {
-    let docs = yaml_documents(&repo("deploy/kubernetes/gpusight.yaml"));
+    let docs = yaml_documents(&repo_path("deploy/kubernetes/gpusight.yaml"));
     let rule = docs.iter().find(|d| d["kind"] == "PrometheusRule").expect("a PrometheusRule");
-    let alerts = &yaml_documents(&repo("deploy/prometheus/alerts.yml"))[0];
+    let alerts = &yaml_documents(&repo_path("deploy/prometheus/alerts.yml"))[0];
     assert_eq!(rule["spec"]["groups"], alerts["groups"], "run deploy/prometheus/make_rule.sh");
     assert!(alert_names(&rule["spec"]["groups"]).contains(&"GpuPowerLimitLowered".to_owned()));
     // Text too (comments included), as the script writes it.
-    let output = Command::new("bash").arg(repo("deploy/prometheus/make_rule.sh")).arg("--check").output().unwrap();
+    let output = Command::new("bash").arg(repo_path("deploy/prometheus/make_rule.sh")).arg("--check").output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
 
 #[test]
 fn the_prometheus_rule_script_notices_a_stale_manifest() {
     // The script on a copy of the repository's two files, one alert renamed in alerts.yml.
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     for path in ["deploy/prometheus/make_rule.sh", "deploy/kubernetes/gpusight.yaml", "deploy/prometheus/alerts.yml"] {
         std::fs::create_dir_all(dir.path().join(path).parent().unwrap()).unwrap();
-        std::fs::copy(repo(path), dir.path().join(path)).unwrap();
+        std::fs::copy(repo_path(path), dir.path().join(path)).unwrap();
     }
     let script = dir.path().join("deploy/prometheus/make_rule.sh");
     let alerts = dir.path().join("deploy/prometheus/alerts.yml");
@@ -459,14 +419,14 @@ fn the_prometheus_rule_script_notices_a_stale_manifest() {
 
 #[test]
 fn the_dockerfile_copies_what_exists_and_runs_the_exporter() {
-    let text = std::fs::read_to_string(repo("deploy/docker/Dockerfile")).unwrap();
-    let ignored = std::fs::read_to_string(repo(".dockerignore")).unwrap();
+    let text = std::fs::read_to_string(repo_path("deploy/docker/Dockerfile")).unwrap();
+    let ignored = std::fs::read_to_string(repo_path(".dockerignore")).unwrap();
     let stages = text.lines().filter(|l| l.starts_with("FROM ")).count();
     assert_eq!(stages, 2, "multi-stage: a build and a small runtime");
     for line in text.lines().filter(|l| l.starts_with("COPY ") && !l.contains("--from=")) {
         let words: Vec<&str> = line.split_whitespace().collect();
         for source in &words[1..words.len() - 1] {
-            assert!(repo(source).exists(), "{line}: {source} is not in the repository");
+            assert!(repo_path(source).exists(), "{line}: {source} is not in the repository");
             assert!(!ignored.lines().any(|i| i.trim() == *source), "{source} is in .dockerignore");
         }
     }
@@ -484,7 +444,7 @@ struct SlurmNode {
 
 impl SlurmNode {
     fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = temp_dir();
         let node = Self { dir };
         let scontrol = format!(
             "#!/bin/sh\n[ \"$1 $2 $3 $4\" = 'show job -o 42' ] || exit 1\necho 'JobId=42 JobName=train \
@@ -516,13 +476,13 @@ impl SlurmNode {
         let uid = std::fs::metadata(self.dir.path()).unwrap().uid().to_string();
         let mut command = Command::new("bash");
         command
-            .arg(repo("deploy/slurm/epilog.sh"))
+            .arg(repo_path("deploy/slurm/epilog.sh"))
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap())
             .env("SLURM_JOB_ID", "42")
             .env("SLURM_JOB_USER", "alice")
             .env("SLURM_JOB_UID", &uid)
-            .env("GPUSIGHT", env!("CARGO_BIN_EXE_gpusight"))
+            .env("GPUSIGHT", BIN)
             .env("GPUSIGHT_DOCTOR_ARGS", "--synthetic thermal:4")
             .env("GPUSIGHT_EPILOG_DURATION", "40s")
             .env("GPUSIGHT_SCONTROL", self.path("scontrol"))

@@ -21,6 +21,8 @@ use hyper::header::HeaderMap;
 use hyper::{Request, Response};
 use prost::Message as _;
 
+use crate::common::{repo_path, temp_dir};
+
 /// What the fake kubelet answers.
 #[derive(Clone)]
 enum Answer {
@@ -125,7 +127,7 @@ fn node_pods() -> ListPodResourcesResponse {
 
 #[test]
 fn gpus_map_to_pods_through_the_fake_kubelet() {
-    let dir = tempfile::tempdir().expect("a temp dir");
+    let dir = temp_dir();
     let socket = socket_in(&dir);
     runtime().block_on(async {
         let calls = start_fake_kubelet(&socket, Answer::Pods(node_pods()));
@@ -144,7 +146,7 @@ fn gpus_map_to_pods_through_the_fake_kubelet() {
 
 #[test]
 fn the_exporter_labels_gpus_with_the_pods_the_kubelet_names() {
-    let dir = tempfile::tempdir().expect("a temp dir");
+    let dir = temp_dir();
     let socket = socket_in(&dir);
     let map = PodMap::default();
     let notes = Mutex::new(Vec::<String>::new());
@@ -169,7 +171,7 @@ fn the_exporter_labels_gpus_with_the_pods_the_kubelet_names() {
 
 #[test]
 fn an_absent_socket_is_said_once_and_labels_nothing() {
-    let dir = tempfile::tempdir().expect("a temp dir");
+    let dir = temp_dir();
     let socket = socket_in(&dir);
     let map = PodMap::default();
     map.replace(GpuPods::from_response(&node_pods()));
@@ -197,7 +199,7 @@ fn an_absent_socket_is_said_once_and_labels_nothing() {
 
 #[test]
 fn a_grpc_error_from_the_kubelet_is_an_error() {
-    let dir = tempfile::tempdir().expect("a temp dir");
+    let dir = temp_dir();
     let socket = socket_in(&dir);
     runtime().block_on(async {
         start_fake_kubelet(&socket, Answer::Status("12", "unknown service v1.PodResourcesLister"));
@@ -209,7 +211,7 @@ fn a_grpc_error_from_the_kubelet_is_an_error() {
 #[test]
 fn the_daemonset_mounts_the_kubelets_socket_read_only_where_the_exporter_asks() {
     use serde::Deserialize as _;
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/kubernetes/gpusight.yaml");
+    let path = repo_path("deploy/kubernetes/gpusight.yaml");
     let text = std::fs::read_to_string(path).expect("the manifest");
     let docs: Vec<serde_json::Value> = serde_norway::Deserializer::from_str(&text)
         .map(|doc| serde_json::Value::deserialize(doc).expect("a YAML document"))

@@ -5,6 +5,8 @@
 use clap::Parser;
 use gpusight::cli::{Cli, Command};
 
+use crate::common::BIN;
+
 #[test]
 fn export_listens_on_loopback_by_default() {
     let cli = Cli::try_parse_from(["gpusight", "export"]).expect("parses");
@@ -16,7 +18,7 @@ fn export_listens_on_loopback_by_default() {
 fn a_port_in_use_is_a_clear_error_from_the_binary() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = taken.local_addr().expect("addr").to_string();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let output = std::process::Command::new(BIN)
         .args(["--synthetic", "idle", "export", "--listen", &addr])
         .output()
         .expect("run");

@@ -15,8 +15,9 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::common::{KillOnDrop, free_port, poll};
 use tokio_rustls::rustls;
+
+use crate::common::{BIN, KillOnDrop, command, free_port, http_agent, poll, temp_dir};
 
 /// A running `gpusight export` on a free loopback port, its stderr in a file.
 struct Exporter {
@@ -29,21 +30,16 @@ struct Exporter {
 impl Exporter {
     /// Starts `gpusight ARGS export --listen ADDR EXPORT_ARGS` with `envs`, and waits until it accepts connections.
     fn start(args: &[&str], export_args: &[&str], envs: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = temp_dir();
         let stderr = dir.path().join("stderr");
         let addr = format!("127.0.0.1:{}", free_port());
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gpusight"));
-        command.args(args).args(["--interval", "0.2", "export", "--listen", &addr]).args(export_args);
-        command.env_remove("NODE_NAME").env_remove("GPUSIGHT_WEB_CONFIG_FILE").env_remove("GPUSIGHT_LISTEN");
+        let mut command = command(args);
+        command.args(["--interval", "0.2", "export", "--listen", &addr]).args(export_args);
+        command.env_remove("NODE_NAME").env_remove("GPUSIGHT_WEB_CONFIG_FILE");
         for (key, value) in envs {
             command.env(key, value);
         }
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&stderr).unwrap())
-            .spawn()
-            .unwrap();
+        let child = command.stdout(Stdio::null()).stderr(std::fs::File::create(&stderr).unwrap()).spawn().unwrap();
         let child = KillOnDrop(child);
         poll("the exporter accepts connections", Duration::from_secs(30), || {
             std::net::TcpStream::connect(&addr).map(drop).map_err(|e| e.to_string())
@@ -66,12 +62,7 @@ impl Exporter {
 
 /// A plain HTTP GET: the status and body.
 fn http_get(addr: &str, path: &str) -> (u16, String) {
-    let agent: ureq::Agent = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(5)))
-        .http_status_as_error(false)
-        .build()
-        .into();
-    match agent.get(&format!("http://{addr}{path}")).call() {
+    match http_agent(Duration::from_secs(5)).get(&format!("http://{addr}{path}")).call() {
         Ok(mut response) => (response.status().as_u16(), response.body_mut().read_to_string().unwrap_or_default()),
         Err(e) => (0, e.to_string()),
     }
@@ -131,7 +122,7 @@ fn the_healthcheck_probes_a_real_exporter() {
     let exporter = Exporter::start(&["--synthetic", "idle"], &[], &[]);
     exporter.metrics();
     let healthcheck = |args: &[&str], listen: Option<&str>| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gpusight"));
+        let mut command = Command::new(BIN);
         command.arg("healthcheck").args(args).env_remove("GPUSIGHT_WEB_CONFIG_FILE").env_remove("GPUSIGHT_LISTEN");
         if let Some(listen) = listen {
             command.env("GPUSIGHT_LISTEN", listen);
@@ -178,7 +169,7 @@ fn pki() -> Pki {
     };
     let (server, server_key) = leaf("localhost", ExtendedKeyUsagePurpose::ServerAuth);
     let (client, client_key) = leaf("prometheus", ExtendedKeyUsagePurpose::ClientAuth);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     std::fs::write(dir.path().join("server.crt"), server.pem()).unwrap();
     std::fs::write(dir.path().join("server.key"), server_key.serialize_pem()).unwrap();
     std::fs::write(dir.path().join("ca.crt"), ca.pem()).unwrap();
@@ -273,7 +264,7 @@ fn tls_and_basic_auth_from_a_web_config_file() {
     assert_eq!(https_get(&exporter.addr, "/healthz", &pki, None, false).unwrap().0, 200);
     assert_eq!(http_get(&exporter.addr, "/metrics").0, 0, "plain HTTP on a TLS port");
     // The probe trusts exactly the configured certificate.
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let output = Command::new(BIN)
         .args(["healthcheck", "--url", &format!("https://{}/healthz", exporter.addr), "--web.config.file"])
         .arg(&config)
         .output()
@@ -306,9 +297,9 @@ fn a_client_certificate_can_be_required() {
 
 #[test]
 fn a_bad_web_config_file_stops_the_exporter_naming_the_file_and_key() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let config = web_config(dir.path(), "basic_auth_users:\n  prometheus: plaintext\n");
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
+    let output = Command::new(BIN)
         .args(["--synthetic", "idle", "export", "--listen", "127.0.0.1:0", "--web.config.file"])
         .arg(&config)
         .output()
@@ -320,7 +311,7 @@ fn a_bad_web_config_file_stops_the_exporter_naming_the_file_and_key() {
 
 #[test]
 fn an_unknown_config_key_is_a_warning_for_daemons_and_an_error_for_config_check() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let config = dir.path().join("gpusight.toml");
     std::fs::write(&config, "[general]\ninterval_s = 0.5\nfrobnicate = 1\n\n[ui]\ntheme = \"purple\"\n").unwrap();
     let config_arg = config.to_str().unwrap();
@@ -331,19 +322,16 @@ fn an_unknown_config_key_is_a_warning_for_daemons_and_an_error_for_config_check(
     assert!(stderr.contains("line 3, unknown key general.frobnicate: ignored"), "{stderr}");
     assert!(stderr.contains("[ui] is ignored here"), "{stderr}");
     // --status still prints its line.
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .args(["--synthetic", "idle", "--status", "--config", config_arg])
-        .output()
-        .unwrap();
+    let output = Command::new(BIN).args(["--synthetic", "idle", "--status", "--config", config_arg]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty());
     // config check is strict: exit 1 naming each problem.
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight")).args(["config", "check", config_arg]).output().unwrap();
+    let output = Command::new(BIN).args(["config", "check", config_arg]).output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("line 3, unknown key general.frobnicate") && stderr.contains("purple"), "{stderr}");
     std::fs::write(&config, "[general]\ninterval_s = 0.5\n").unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight")).args(["config", "check", config_arg]).output().unwrap();
+    let output = Command::new(BIN).args(["config", "check", config_arg]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(String::from_utf8_lossy(&output.stdout).ends_with(": ok\n"), "{output:?}");
 }

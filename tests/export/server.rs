@@ -14,37 +14,18 @@ use std::time::Duration;
 
 use gpusight::export::metrics::CONTENT_TYPE;
 use gpusight::export::{ExportError, ExportHandle, ExportServer};
-use gpusight::pipeline::Pipeline;
-use gpusight::source::Source;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+use crate::common::{http_agent, required, synthetic_pipeline};
 
 fn loopback() -> SocketAddr {
     "127.0.0.1:0".parse().unwrap()
 }
 
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(5)))
-        .http_status_as_error(false)
-        .build()
-        .into()
-}
-
 fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
-    let mut response = agent().get(&format!("http://{addr}{path}")).call().unwrap();
+    let mut response = http_agent(Duration::from_secs(5)).get(&format!("http://{addr}{path}")).call().unwrap();
     let content_type =
         response.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()).unwrap_or_default();
     (response.status().as_u16(), content_type, response.body_mut().read_to_string().unwrap())
-}
-
-fn published_pipeline(spec: &str) -> Pipeline {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).unwrap());
-    let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
-    for _ in 0..5 {
-        pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
-    }
-    pipeline
 }
 
 #[test]
@@ -58,7 +39,7 @@ fn routes_and_first_sample() {
     let (status, _, body) = get(addr, "/healthz");
     assert_eq!((status, body.as_str()), (503, "waiting for the first sample\n"));
 
-    handle.publish(&published_pipeline("compute:2")).unwrap();
+    handle.publish(&synthetic_pipeline("compute:2", 6, 600)).unwrap();
     let (status, content_type, body) = get(addr, "/metrics");
     assert_eq!(status, 200);
     assert_eq!(content_type, CONTENT_TYPE);
@@ -79,7 +60,7 @@ fn routes_and_first_sample() {
 #[test]
 fn hostname_override() {
     let handle = ExportHandle::with_hostname("node-7");
-    handle.publish(&published_pipeline("idle:1")).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
     assert!(handle.current().unwrap().contains(r#"hostname="node-7""#));
 }
 
@@ -95,7 +76,7 @@ fn port_in_use_is_a_clear_error() {
 #[test]
 fn malformed_and_stalled_clients_do_not_block_others() {
     let handle = ExportHandle::new();
-    handle.publish(&published_pipeline("idle:1")).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
     let server = ExportServer::bind(loopback(), handle).unwrap().spawn().unwrap();
     let addr = server.local_addr();
     // A client that sends half a request line and stalls.
@@ -122,13 +103,9 @@ fn malformed_and_stalled_clients_do_not_block_others() {
 /// the `modelName` label (camelCase) and `_COUNTER` in `DCGM_FI_DEV_PCIE_REPLAY_COUNTER`.
 #[test]
 fn promtool_accepts_the_exposition() {
-    let Ok(promtool) = which("promtool") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "promtool is missing (apt-get install prometheus)");
-        eprintln!("skipped: promtool not found (Debian package `prometheus`)");
-        return;
-    };
+    let Some(promtool) = required("promtool") else { return };
     let handle = ExportHandle::new();
-    handle.publish(&published_pipeline("mixed:8")).unwrap();
+    handle.publish(&synthetic_pipeline("mixed:8", 6, 600)).unwrap();
     let text = handle.current().unwrap();
     let mut child = std::process::Command::new(promtool)
         .args(["check", "metrics"])
@@ -147,11 +124,6 @@ fn promtool_accepts_the_exposition() {
             || line == "DCGM_FI_DEV_PCIE_REPLAY_COUNTER metric name should not include type 'counter'";
         assert!(accepted, "unexpected promtool finding: {line}");
     }
-}
-
-fn which(program: &str) -> Result<std::path::PathBuf, ()> {
-    let path = std::env::var_os("PATH").ok_or(())?;
-    std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file()).ok_or(())
 }
 
 /// Sends one keep-alive `GET /healthz` on `stream` and reads its whole answer, leaving the connection idle.
@@ -184,7 +156,7 @@ fn keep_alive_request(stream: &mut TcpStream) -> String {
 #[test]
 fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
     let handle = ExportHandle::new();
-    handle.publish(&published_pipeline("idle:1")).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
     let limits = gpusight::export::server::ServerLimits::default();
     let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
     let addr = server.local_addr();
@@ -196,11 +168,7 @@ fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
             stream
         })
         .collect();
-    let scrape = ureq::Agent::config_builder()
-        .timeout_global(Some(Duration::from_secs(2)))
-        .http_status_as_error(false)
-        .build()
-        .new_agent();
+    let scrape = http_agent(Duration::from_secs(2));
     let mut response = scrape.get(&format!("http://{addr}/metrics")).call().expect("the scrape is answered");
     assert_eq!(response.status().as_u16(), 200);
     assert!(response.body_mut().read_to_string().unwrap().contains("DCGM_FI_DEV_GPU_UTIL{"));
@@ -215,7 +183,7 @@ fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
 #[test]
 fn a_connection_serves_a_bounded_number_of_requests() {
     let handle = ExportHandle::new();
-    handle.publish(&published_pipeline("idle:1")).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
     let limits = gpusight::export::server::ServerLimits { max_requests_per_connection: 3, ..Default::default() };
     let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();

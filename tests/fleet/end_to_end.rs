@@ -11,16 +11,13 @@
     reason = "tests run servers and may panic on broken fixtures"
 )]
 
-use crate::common::{KillOnDrop, find_program, free_port, poll};
-use std::net::SocketAddr;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use gpusight::export::{ExportHandle, ExportServer, RunningServer};
+use gpusight::export::RunningServer;
 use gpusight::fleet::query::{Fleet, FleetOptions, NodeState};
 use gpusight::pipeline::Pipeline;
-use gpusight::source::Source;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+use crate::common::{Prometheus, poll, required, serve, synthetic_pipeline, temp_dir};
 
 const MIB: u64 = 1 << 20;
 
@@ -31,56 +28,23 @@ struct Exporter {
 }
 
 fn start_exporter(spec: &'static str) -> Exporter {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).unwrap());
-    let first = source.next_snapshot().unwrap().unwrap();
-    let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     // A minute of virtual time, so the advice engine's windows are full.
-    for _ in 0..60 {
-        pipeline.ingest(&source.next_snapshot().unwrap().unwrap());
-    }
-    let handle = ExportHandle::new();
-    handle.publish(&pipeline).unwrap();
-    let server = ExportServer::bind("127.0.0.1:0".parse().unwrap(), handle).unwrap().spawn().unwrap();
+    let pipeline = synthetic_pipeline(spec, 61, 600);
+    let server = serve(&pipeline);
     Exporter { spec, pipeline, server }
 }
 
 #[test]
-#[expect(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_exporters_through_prometheus() {
-    let Some(prometheus) = find_program("prometheus") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");
-        eprintln!("skipped: the prometheus binary is not installed (Debian package `prometheus`)");
-        return;
-    };
+    let Some(prometheus) = required("prometheus") else { return };
     let mut exporters: Vec<Exporter> =
         ["compute:1", "input-bound:2", "mixed:8"].into_iter().map(start_exporter).collect();
-    let targets: Vec<String> = exporters.iter().map(|e| format!("'{}'", e.server.local_addr())).collect();
+    let targets: Vec<String> = exporters.iter().map(|e| e.server.local_addr().to_string()).collect();
 
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: gpusight\n    static_configs:\n      - targets: [{}]\n",
-            targets.join(", ")
-        ),
-    )
-    .unwrap();
-    let listen: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let child = Command::new(prometheus)
-        .arg(format!("--config.file={}", config.display()))
-        .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-        .arg(format!("--web.listen-address={listen}"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let _prometheus = KillOnDrop(child);
-    let url = format!("http://{listen}");
+    let dir = temp_dir();
+    let prometheus = Prometheus::start(&prometheus, dir.path(), &targets);
+    let url = prometheus.url();
     let options = FleetOptions { timeout: Duration::from_secs(2), stale_after: Duration::from_secs(30) };
-    let log_tail = || std::fs::read_to_string(dir.path().join("prometheus.log")).unwrap_or_default();
 
     let fleet = poll("3 nodes and 11 GPUs up", Duration::from_mins(1), || {
         let fleet = Fleet::query(&url, &options).map_err(|e| e.to_string())?;
@@ -90,7 +54,7 @@ fn three_exporters_through_prometheus() {
             Ok(fleet)
         } else {
             let (n, g, text) = (fleet.nodes.len(), fleet.n_gpus(), fleet.to_text());
-            Err(format!("{n} nodes, {g} GPUs so far\n{text}\nprometheus log:\n{}", log_tail()))
+            Err(format!("{n} nodes, {g} GPUs so far\n{text}\nprometheus log:\n{}", prometheus.log()))
         }
     });
 

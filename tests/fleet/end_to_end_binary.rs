@@ -13,15 +13,13 @@
     reason = "tests run the binary and may panic on broken fixtures"
 )]
 
-use crate::common::{KillOnDrop, find_program, free_port, poll};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
+use crate::common::{KillOnDrop, Prometheus, command, free_port, poll, required, temp_dir};
+
 fn fleet_json(url: &str) -> Result<serde_json::Value, String> {
-    let output = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .args(["--prometheus", url, "--once", "--json"])
-        .output()
-        .map_err(|e| e.to_string())?;
+    let output = command(&["--prometheus", url, "--once", "--json"]).output().map_err(|e| e.to_string())?;
     if !output.status.success() {
         return Err(String::from_utf8_lossy(&output.stderr).into_owned());
     }
@@ -29,52 +27,23 @@ fn fleet_json(url: &str) -> Result<serde_json::Value, String> {
 }
 
 #[test]
-#[expect(clippy::too_many_lines, reason = "one end-to-end story: start, scrape, query, check, in order")]
 fn three_export_processes_through_prometheus_and_the_fleet_command() {
-    let Some(prometheus) = find_program("prometheus") else {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "prometheus is missing: apt-get install -y prometheus");
-        eprintln!("skipped: the prometheus binary is not installed (Debian package `prometheus`)");
-        return;
-    };
+    let Some(prometheus) = required("prometheus") else { return };
     let mut exporters = Vec::new();
     let mut targets = Vec::new();
     for spec in ["compute:1", "input-bound:2", "mixed:8"] {
         let listen = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(env!("CARGO_BIN_EXE_gpusight"))
-            .args(["export", "--synthetic", spec, "--interval", "1", "--listen", &listen])
-            .stdin(Stdio::null())
+        let child = command(&["export", "--synthetic", spec, "--interval", "1", "--listen", &listen])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
         exporters.push(KillOnDrop(child));
-        targets.push(format!("'{listen}'"));
+        targets.push(listen);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: gpusight\n    \
-             static_configs:\n      - targets: [{}]\n",
-            targets.join(", ")
-        ),
-    )
-    .unwrap();
-    let listen = format!("127.0.0.1:{}", free_port());
-    let log = std::fs::File::create(dir.path().join("prometheus.log")).unwrap();
-    let _prometheus = KillOnDrop(
-        Command::new(prometheus)
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
-            .arg(format!("--web.listen-address={listen}"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
-    let url = format!("http://{listen}");
+    let dir = temp_dir();
+    let prometheus = Prometheus::start(&prometheus, dir.path(), &targets);
+    let url = prometheus.url();
     // The input-bound finding needs its 30 s window of samples on the exporter's side, so allow well over that.
     let fleet = poll("3 nodes, 11 GPUs and the input-bound finding", Duration::from_mins(2), || {
         let fleet = fleet_json(&url)?;

@@ -7,9 +7,11 @@ use std::time::Duration;
 
 use gpusight::fleet::query::{Answers, Fleet, FleetOptions, NodeState, parse_vector};
 
+use crate::common::repo_path;
+
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/prometheus/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    let path = repo_path(&format!("tests/fixtures/prometheus/{name}.json"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
 fn dcgm_only_answers() -> Answers {
@@ -109,7 +111,7 @@ fn malformed_samples_are_skipped_one_by_one() {
 /// A cheap deterministic fuzz: every prefix of every fixture, and byte flips, never panic.
 #[test]
 fn reader_never_panics_on_garbage() {
-    let dir = format!("{}/tests/fixtures/prometheus", env!("CARGO_MANIFEST_DIR"));
+    let dir = repo_path("tests/fixtures/prometheus");
     let mut state: u64 = 0x2545_F491_4F6C_DD1D;
     for entry in std::fs::read_dir(dir).unwrap() {
         let text = std::fs::read(entry.unwrap().path()).unwrap();

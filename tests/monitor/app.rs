@@ -7,7 +7,7 @@
 )]
 
 use std::os::unix::process::ExitStatusExt as _;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -16,7 +16,8 @@ use gpusight::app::{
     SortColumn,
 };
 use gpusight::source::Source;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+use crate::common::{live_app, next_snapshot, synthetic, victim};
 
 type Sent = Arc<Mutex<Vec<(u32, SignalKind)>>>;
 
@@ -39,10 +40,9 @@ fn app_with(spec: &str, readonly: bool) -> (App, Sent) {
         signal_sender: Box::new(FakeSender(Arc::clone(&sent))),
         ..AppOptions::default()
     };
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    (App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app"), sent)
+    let mut source = synthetic(spec);
+    let first = next_snapshot(&mut source);
+    (live_app(options, first), sent)
 }
 
 fn key(c: char) -> KeyEvent {
@@ -155,7 +155,7 @@ fn pause_freezes_the_live_view_while_data_arrives() {
     let (mut app, _) = app_with("compute", false);
     let at = app.tick().at_ms;
     app.update(Action::Pause);
-    let source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let source = synthetic("compute");
     let later = gpusight::sample::Snapshot { machine: source.machine(), tick: source.tick_at(5) };
     app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(later)));
     assert_eq!(app.tick().at_ms, at, "frozen");
@@ -165,7 +165,7 @@ fn pause_freezes_the_live_view_while_data_arrives() {
 
 #[test]
 fn a_recording_plays_seeks_and_rebuilds() {
-    let source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
+    let source = synthetic("compute");
     let ticks: Vec<_> = (0..300).map(|n| source.tick_at(n)).collect();
     let first_ms = ticks[0].at_ms;
     let feed = Feed::Recording { machine: source.machine(), ticks, label: "demo".into() };
@@ -208,15 +208,13 @@ fn mouse_clicks_select_and_sort() {
 
 #[test]
 fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
-    let mut child = std::process::Command::new("sleep").arg("30").spawn().expect("spawn sleep");
-    let pid = child.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let start_ticks = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let (mut child, pid, start_ticks) = victim();
+    let pid: u32 = pid.parse().expect("pid");
     let target = |start_ticks| SignalTarget {
         pid,
         start_ticks,
         user: Some("me".into()),
-        command: "sleep 30".into(),
+        command: "sleep 60".into(),
         gpu_mem_bytes: None,
     };
     let sender = PidfdSender::default();
@@ -230,7 +228,7 @@ fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
 #[test]
 fn keymap_overrides_reach_the_app_and_bad_names_fail() {
     let options = AppOptions { keys: [("quit".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
-    let source = SyntheticSource::new(SyntheticSpec::parse("idle").expect("spec"));
+    let source = synthetic("idle");
     let feed = Feed::Recording { machine: source.machine(), ticks: vec![source.tick_at(0)], label: "r".into() };
     let mut app = App::new(options, &feed).expect("app");
     assert_eq!(app.on_key(key('x')), Effect::Quit);
@@ -260,10 +258,9 @@ fn environment_scrolling_stops_at_the_end() {
         process_inspector: Box::new(FiveVars),
         ..AppOptions::default()
     };
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let mut source = synthetic("mixed:8");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options, first);
     app.update(Action::Down);
     app.update(Action::Environment);
     // The terminal loop sets this after each frame: three variables fit on the screen.
@@ -287,10 +284,10 @@ fn environment_scrolling_stops_at_the_end() {
 #[test]
 fn enter_on_a_finding_selects_its_process_so_t_acts_on_it() {
     let (mut app, sent) = app_with("mixed:8", false);
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:8").expect("spec"));
+    let mut source = synthetic("mixed:8");
     let _ = source.next_snapshot();
     for _ in 0..90 {
-        app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
+        app.on_feed(gpusight::app::FeedEvent::Snapshot(Box::new(next_snapshot(&mut source))));
     }
     let (index, pid, gpu) = app
         .findings()
@@ -404,10 +401,9 @@ impl SignalSender for GoneSender {
 #[test]
 fn a_signal_to_a_made_up_process_says_it_may_never_have_run_here() {
     let options = AppOptions { own_uid: 1001, signal_sender: Box::new(GoneSender), ..AppOptions::default() };
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("compute").expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let mut source = synthetic("compute");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options, first);
     app.update(Action::Down);
     app.on_key(key('T'));
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));

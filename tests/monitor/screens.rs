@@ -5,14 +5,12 @@
     reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
 )]
 
-use crate::common::screen;
-use std::sync::mpsc;
-
 use gpusight::advice::{Finding, Rule, Severity};
-use gpusight::app::{App, AppOptions, Feed, FeedEvent, ProcessInspector};
+use gpusight::app::{App, AppOptions, FeedEvent, ProcessInspector};
 use gpusight::sample::Snapshot;
-use gpusight::source::Source;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
+use gpusight::source::replay::Recording;
+
+use crate::common::{fed_app, live_app, next_snapshot, replay_app, screen, synthetic};
 
 #[derive(Debug)]
 struct FakeInspector;
@@ -43,17 +41,7 @@ fn app(spec: &str, n_ticks: u64) -> App {
 
 /// An app fed `n_ticks` ticks of a synthetic scenario, each changed by `edit` first.
 fn app_edited(spec: &str, n_ticks: u64, edit: impl Fn(&mut Snapshot)) -> App {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
-    let mut first = source.next_snapshot().expect("tick").expect("some");
-    edit(&mut first);
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
-    for _ in 1..n_ticks {
-        let mut snapshot: Snapshot = source.next_snapshot().expect("tick").expect("some");
-        edit(&mut snapshot);
-        app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
-    }
-    app
+    fed_app(options(), &mut synthetic(spec), n_ticks, edit)
 }
 
 #[test]
@@ -154,12 +142,11 @@ fn the_demo_opens_on_a_process_and_a_warning_with_history() {
 fn ascii_and_help_and_details() {
     let mut opts = options();
     opts.ascii = true;
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("loader").expect("spec"));
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(opts, &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let mut source = synthetic("loader");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(opts, first);
     for _ in 0..30 {
-        app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
+        app.on_feed(FeedEvent::Snapshot(Box::new(next_snapshot(&mut source))));
     }
     let text = screen(&app, 120, 40);
     assert!(text.is_ascii(), "{text}");
@@ -244,19 +231,15 @@ fn advice_pane_shows_findings() {
 
 /// The monitor on the embedded demo recording (a real H200), played to `seconds` from its start.
 fn demo_at(seconds: u64) -> App {
-    let recording = gpusight::source::replay::Recording::demo().expect("demo");
-    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
-    let mut app = App::new(options(), &feed).expect("app");
+    let mut app = replay_app(options(), Recording::demo().expect("demo"));
     app.advance_playback(std::time::Duration::from_secs(seconds));
     app
 }
 
 /// The monitor on the demo as `--demo` opens it: at the first warning, with the history up to there.
 fn demo_start() -> App {
-    let recording = gpusight::source::replay::Recording::demo().expect("demo");
-    let feed = Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
     let options = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..options() };
-    App::new(options, &feed).expect("app")
+    replay_app(options, Recording::demo().expect("demo"))
 }
 
 #[test]

@@ -5,11 +5,8 @@
 //! Also the signal path as an unprivileged user against a root-owned process, and `--readonly`.
 #![allow(clippy::expect_used, clippy::disallowed_methods, reason = "fixture helpers may panic; tests spawn children")]
 
-use std::io::{Read, Write};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
-use portable_pty::{CommandBuilder, MasterPty, PtySize, native_pty_system};
+use crate::common::pty::Session;
+use crate::common::{BIN, temp_dir, victim};
 
 const LEAVE_ALT: &[u8] = b"\x1b[?1049l";
 const ENTER_ALT: &[u8] = b"\x1b[?1049h";
@@ -17,118 +14,6 @@ const SHOW_CURSOR: &[u8] = b"\x1b[?25h";
 /// Linux termios local flags.
 const ECHO: u32 = 0o10;
 const ICANON: u32 = 0o2;
-
-struct Session {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    master: Box<dyn MasterPty + Send>,
-    writer: Box<dyn Write + Send>,
-    output: mpsc::Receiver<Vec<u8>>,
-    raw: Vec<u8>,
-    parser: vt100::Parser,
-}
-
-impl Session {
-    fn start(program: &str, args: &[&str], env: &[(&str, &str)]) -> Self {
-        let pair =
-            native_pty_system().openpty(PtySize { rows: 40, cols: 120, pixel_width: 0, pixel_height: 0 }).expect("pty");
-        let mut command = CommandBuilder::new(program);
-        command.args(args);
-        command.env("TERM", "xterm-256color");
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let child = pair.slave.spawn_command(command).expect("spawn");
-        drop(pair.slave);
-        let mut reader = pair.master.try_clone_reader().expect("reader");
-        let writer = pair.master.take_writer().expect("writer");
-        let (tx, output) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                    break;
-                }
-            }
-        });
-        Self {
-            child,
-            master: pair.master,
-            writer,
-            output,
-            raw: Vec::new(),
-            parser: vt100::Parser::new(40.try_into().expect("rows"), 120.try_into().expect("cols"), 0),
-        }
-    }
-
-    fn gpusight(args: &[&str], env: &[(&str, &str)]) -> Self {
-        Self::start(env!("CARGO_BIN_EXE_gpusight"), args, env)
-    }
-
-    fn pid(&self) -> i32 {
-        i32::try_from(self.child.process_id().expect("pid")).expect("pid fits")
-    }
-
-    fn take(&mut self, bytes: &[u8]) {
-        self.raw.extend_from_slice(bytes);
-        self.parser.process(bytes);
-    }
-
-    /// Reads output until `done` holds or 20 s pass.
-    fn wait_until(&mut self, what: &str, mut done: impl FnMut(&Self) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !done(self) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "{what} never happened; the screen was:\n{}", self.parser.screen().contents());
-            if let Ok(bytes) = self.output.recv_timeout(left.min(Duration::from_millis(100))) {
-                self.take(&bytes);
-            }
-        }
-    }
-
-    fn wait_for(&mut self, text: &str) -> String {
-        self.wait_until(&format!("'{text}' on screen"), |s| s.parser.screen().contents().contains(text));
-        self.parser.screen().contents()
-    }
-
-    fn send(&mut self, keys: &str) {
-        self.writer.write_all(keys.as_bytes()).expect("write");
-        self.writer.flush().expect("flush");
-    }
-
-    fn signal(&self, signal: rustix::process::Signal) {
-        let pid = rustix::process::Pid::from_raw(self.pid()).expect("pid");
-        rustix::process::kill_process(pid, signal).expect("kill");
-    }
-
-    /// Waits for the exit and drains the output; returns the exit status.
-    fn exit_status(&mut self) -> portable_pty::ExitStatus {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                // Drain what the child wrote before it exited.
-                while let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(200)) {
-                    self.take(&bytes);
-                }
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the child did not exit");
-            if let Ok(bytes) = self.output.recv_timeout(Duration::from_millis(100)) {
-                self.take(&bytes);
-            }
-        }
-    }
-
-    /// The pty's local flags (ECHO, ICANON...), as the line discipline has them now.
-    fn local_flags(&self) -> u32 {
-        self.master.get_termios().expect("termios").local_flags.bits()
-    }
-
-    /// The process state letter from `/proc/PID/stat`.
-    fn state(&self) -> Option<char> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).ok()?;
-        stat[stat.rfind(')')? + 1..].trim_start().chars().next()
-    }
-}
 
 fn last_index_of(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).rposition(|w| w == needle)
@@ -154,7 +39,7 @@ fn wait_drawn(session: &mut Session) {
 
 #[test]
 fn a_panic_restores_the_terminal_before_the_message() {
-    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[("GPUSIGHT_TEST_PANIC", "1")]);
+    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[("GPUSIGHT_TEST_PANIC", "1")], 120, 40);
     let status = session.exit_status();
     assert!(!status.success(), "a panic exits non-zero");
     assert_eq!(status.exit_code(), 101);
@@ -167,7 +52,7 @@ fn a_panic_restores_the_terminal_before_the_message() {
 #[test]
 fn sigterm_and_sighup_restore_the_terminal_and_exit_128_plus_the_signal() {
     for (signal, code) in [(rustix::process::Signal::TERM, 143), (rustix::process::Signal::HUP, 129)] {
-        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[], 120, 40);
         wait_drawn(&mut session);
         session.signal(signal);
         let status = session.exit_status();
@@ -178,7 +63,7 @@ fn sigterm_and_sighup_restore_the_terminal_and_exit_128_plus_the_signal() {
 
 #[test]
 fn ctrl_z_restores_and_stops_and_fg_redraws() {
-    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+    let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[], 120, 40);
     wait_drawn(&mut session);
     let before = session.raw.len();
     session.send("\x1a");
@@ -202,12 +87,10 @@ fn ctrl_z_restores_and_stops_and_fg_redraws() {
 
 #[test]
 fn readonly_k_sends_nothing_and_says_why() {
-    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
-    let pid = victim.id().to_string();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let (mut victim, pid, start) = victim();
     let attach = format!("{pid}:{start}");
-    let mut session = Session::gpusight(&["--synthetic", "compute", "--synthetic-attach", &attach, "--readonly"], &[]);
+    let mut session =
+        Session::gpusight(&["--synthetic", "compute", "--synthetic-attach", &attach, "--readonly"], &[], 120, 40);
     session.wait_for(&pid);
     session.send(&format!("/{pid}\r"));
     session.send("\x1b[B");
@@ -242,18 +125,15 @@ fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
         return;
     }
     // A copy of the binary that nobody can execute (the build tree may sit under a private directory).
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let binary = dir.path().join("gpusight");
-    std::fs::copy(env!("CARGO_BIN_EXE_gpusight"), &binary).expect("copy binary");
+    std::fs::copy(BIN, &binary).expect("copy binary");
     {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod dir");
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).expect("chmod binary");
     }
-    let mut victim = std::process::Command::new("sleep").arg("60").spawn().expect("spawn sleep");
-    let pid = victim.id().to_string();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    let (mut victim, pid, start) = victim();
     let attach = format!("{pid}:{start}");
     let binary = binary.to_str().expect("utf-8 path");
     let args = [
@@ -267,7 +147,8 @@ fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
         "--synthetic-attach",
         &attach,
     ];
-    let mut session = Session::start("/usr/bin/setpriv", &args, &[("HOME", "/tmp"), ("XDG_CONFIG_HOME", "/tmp")]);
+    let mut session =
+        Session::start("/usr/bin/setpriv", &args, &[("HOME", "/tmp"), ("XDG_CONFIG_HOME", "/tmp")], 120, 40);
     session.wait_for(&pid);
     session.send(&format!("/{pid}\r"));
     session.send("\x1b[B");
@@ -292,12 +173,14 @@ fn an_unprivileged_user_cannot_kill_a_root_process_and_is_told_who_owns_it() {
 /// shell's "Segmentation fault" are as they would be), and the recording keeps every line written before it.
 #[test]
 fn a_fatal_signal_in_a_driver_call_restores_the_terminal_names_the_call_and_keeps_the_recording() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("crash.jsonl");
     let path_text = path.to_str().expect("utf-8 path");
     let mut session = Session::gpusight(
         &["--synthetic", "mixed:2", "--interval", "0.1", "--record", path_text],
         &[("GPUSIGHT_SYNTHETIC_CRASH_AFTER", "8")],
+        120,
+        40,
     );
     let status = session.exit_status();
     assert!(!status.success(), "the process dies of the signal");
@@ -320,7 +203,7 @@ fn every_terminating_signal_restores_the_terminal() {
         (rustix::process::Signal::USR1, 138),
         (rustix::process::Signal::ALARM, 142),
     ] {
-        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[]);
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[], 120, 40);
         wait_drawn(&mut session);
         session.signal(signal);
         let status = session.exit_status();

@@ -6,21 +6,20 @@
     reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
 )]
 
-use crate::common::screen;
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use gpusight::advice::Rule;
-use gpusight::app::{App, AppOptions, Feed, FeedEvent};
+use gpusight::app::{App, AppOptions, FeedEvent};
 use gpusight::sample::GpuState;
 use gpusight::source::fault::{Fault, FaultSource, InitFault};
 use gpusight::source::sampler::{Sampler, Sink};
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 use gpusight::source::{Source, SourceError};
 
+use crate::common::{live_app, next_snapshot, repo_path, screen, synthetic};
+
 fn faulty(spec: &str, faults: Vec<Fault>) -> FaultSource {
-    FaultSource::new(SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec")), faults)
+    FaultSource::new(synthetic(spec), faults)
 }
 
 fn options() -> AppOptions {
@@ -29,11 +28,10 @@ fn options() -> AppOptions {
 
 /// An app fed `n_ticks` ticks of `source`, drawn after every tick (a panic while drawing fails the test).
 fn run_app(mut source: FaultSource, n_ticks: u64) -> App {
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options(), first);
     for _ in 1..n_ticks {
-        let snapshot = source.next_snapshot().expect("tick").expect("some");
+        let snapshot = next_snapshot(&mut source);
         app.on_feed(FeedEvent::Snapshot(Box::new(snapshot)));
         let _ = screen(&app, 120, 40);
     }
@@ -95,11 +93,10 @@ fn a_gpu_lost_mid_run_gets_a_banner_and_the_others_keep_updating() {
 fn a_lost_gpu_note_reaches_the_screen() {
     // The note that the NVML layer writes when a GPU is lost is shown once in the status line.
     let mut source = faulty("compute:2", vec![Fault::GpuLost { gpu: 1, from_tick: 3 }]);
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options(), first);
     for _ in 1..=3 {
-        app.on_feed(FeedEvent::Snapshot(Box::new(source.next_snapshot().expect("tick").expect("some"))));
+        app.on_feed(FeedEvent::Snapshot(Box::new(next_snapshot(&mut source))));
     }
     let text = screen(&app, 160, 40);
     assert!(text.contains("GPU 1: NVML reports the GPU lost"), "{text}");
@@ -224,7 +221,7 @@ fn a_hung_read_raises_the_stall_banner_and_the_ui_keeps_drawing() {
     let hang = Duration::from_millis(2_600);
     let source = faulty("compute:2", vec![Fault::Hang { at_tick: 1, duration: hang }]);
     let mut first_source = faulty("compute:2", vec![]);
-    let first = first_source.next_snapshot().expect("tick").expect("some");
+    let first = next_snapshot(&mut first_source);
     let (sink, seen) = recording_sink();
     let sampler = Sampler::spawn(Box::new(source), Duration::from_millis(50), sink, false).expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -241,8 +238,7 @@ fn a_hung_read_raises_the_stall_banner_and_the_ui_keeps_drawing() {
     sampler.stop();
     // Replay what the sampler sent into an app, drawing after each event: the banner shows while stalled and goes
     // when a sample arrives.
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let mut app = live_app(options(), first);
     let events = seen.lock().expect("lock").clone();
     let mut saw_banner = false;
     let mut cleared_after = false;
@@ -277,9 +273,8 @@ fn a_failing_source_is_said_and_the_last_readings_stay() {
         }
     }
     let mut source = Failing(faulty("compute:2", vec![]), 0);
-    let first = source.next_snapshot().expect("tick").expect("some");
-    let (_tx, rx) = mpsc::channel();
-    let mut app = App::new(options(), &Feed::Live { first: Box::new(first), backlog: Vec::new(), rx }).expect("app");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options(), first);
     loop {
         match source.next_snapshot() {
             Ok(Some(s)) => app.on_feed(FeedEvent::Snapshot(Box::new(s))),
@@ -298,10 +293,7 @@ fn a_failing_source_is_said_and_the_last_readings_stay() {
 #[test]
 fn the_host_sampler_says_exited_for_a_gpu_pid_gone_from_proc() {
     // The real reader's side of "vanished between the list and the /proc reads": a listed PID with no /proc entry.
-    let root = gpusight::host::HostRoot::under(std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/proc/tree"
-    )));
+    let root = gpusight::host::HostRoot::under(&repo_path("tests/fixtures/proc/tree"));
     let mut host = gpusight::host::HostSampler::new(root);
     let (_, processes) = host.sample(1_763_942_400_000, &[3_999_999]);
     let gone = processes.iter().find(|p| p.pid == 3_999_999).expect("the listed PID keeps a row");

@@ -11,8 +11,10 @@ use gpusight::source::replay::Recording;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
+use crate::common::repo_path;
+
 fn fixture(name: &str) -> Vec<u8> {
-    std::fs::read(format!("{}/tests/fixtures/fuzz/{name}", env!("CARGO_MANIFEST_DIR"))).expect("fixture")
+    std::fs::read(repo_path(&format!("tests/fixtures/fuzz/{name}"))).expect("fixture")
 }
 
 /// What the `recording` fuzz target does: read, feed the pipeline, open the app on it, play it, draw it.

@@ -5,36 +5,15 @@
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
 use gpusight::sample::{EventOrigin, GpuEvent, GpuEventKind, MachineInfo};
 use gpusight::source::Source;
 use gpusight::source::replay::Recorder;
-use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gpusight"));
-    command
-        .args(args)
-        .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .stdin(Stdio::null());
-    command
-}
-
-fn gpusight(args: &[&str]) -> Output {
-    command(args).output().expect("run gpusight")
-}
-
-fn stdout(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use crate::common::{command, gpusight, next_snapshot, replay_app, stderr, stdout, synthetic, temp_dir};
 
 /// What another user can put in argv, a user name, a GPU name or a host name: an OSC 52 clipboard write, a screen
 /// clear, a cursor move, a C1 CSI and a newline that would start a fake row.
@@ -42,7 +21,7 @@ const EVIL: &str = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x1b[H\u{9b}31m\nCRITICAL f
 
 /// A recording of an input-bound synthetic machine where every string from outside carries [`EVIL`].
 fn evil_recording(dir: &Path) -> PathBuf {
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("input-bound:2").expect("spec"));
+    let mut source = synthetic("input-bound:2");
     let mut machine: MachineInfo = (*source.machine()).clone();
     machine.hostname = format!("node{EVIL}");
     machine.driver_version = Some(format!("580{EVIL}"));
@@ -77,7 +56,7 @@ fn assert_no_control(what: &str, text: &str) {
 
 #[test]
 fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = evil_recording(dir.path());
     let file = path.to_str().expect("utf-8");
     for args in [
@@ -105,12 +84,10 @@ fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
 
 #[test]
 fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let recording = gpusight::source::replay::Recording::open(&evil_recording(dir.path())).expect("open");
-    let feed =
-        gpusight::app::Feed::Recording { machine: recording.machine, ticks: recording.ticks, label: recording.label };
     let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
-    let mut app = gpusight::app::App::new(options, &feed).expect("app");
+    let mut app = replay_app(options, recording);
     app.advance_playback(Duration::from_mins(1));
     for (width, height) in [(200, 60), (80, 24)] {
         let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
@@ -243,7 +220,7 @@ fn item7_at_is_bounded() {
 }
 
 fn with_config(text: &str, args: &[&str]) -> Output {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = dir.path().join("config.toml");
     std::fs::write(&path, text).expect("write");
     let mut full = vec!["--config", path.to_str().expect("utf-8")];
@@ -291,7 +268,7 @@ fn item15_config_values_are_range_checked() {
 
 #[test]
 fn item15_a_dangling_symlink_at_the_default_config_path_is_a_warning() {
-    let home = tempfile::tempdir().expect("tempdir");
+    let home = temp_dir();
     let dir = home.path().join("gpusight");
     std::fs::create_dir_all(&dir).expect("mkdir");
     std::os::unix::fs::symlink("/nonexistent/dotfiles/gpusight.toml", dir.join("config.toml")).expect("symlink");
@@ -359,7 +336,7 @@ fn item16_term_dumb_gets_the_ascii_colourless_view() {
 
 #[test]
 fn item16_a_byte_order_mark_before_a_recording_is_accepted() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let path = evil_recording(dir.path());
     let mut bytes = "\u{feff}".as_bytes().to_vec();
     bytes.extend(std::fs::read(&path).expect("read"));
@@ -370,7 +347,7 @@ fn item16_a_byte_order_mark_before_a_recording_is_accepted() {
 
 #[test]
 fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let dir = temp_dir();
     let plain = std::fs::read(evil_recording(dir.path())).expect("read");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
     gz.write_all(&plain).expect("gz");
@@ -417,8 +394,8 @@ fn item12_absurd_fleet_values_neither_wrap_nor_print_309_digits() {
 /// An exporter on 127.0.0.1 with small limits, serving one synthetic sample.
 fn small_exporter() -> gpusight::export::server::RunningServer {
     use gpusight::export::server::{ExportHandle, ExportServer, ServerLimits};
-    let mut source = SyntheticSource::new(SyntheticSpec::parse("compute:1").expect("spec"));
-    let snapshot = source.next_snapshot().expect("tick").expect("some");
+    let mut source = synthetic("compute:1");
+    let snapshot = next_snapshot(&mut source);
     let handle = ExportHandle::new();
     handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
     let limits = ServerLimits {
