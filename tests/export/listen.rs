@@ -1,5 +1,5 @@
 //! `export` faults at the command line: it listens on loopback unless told otherwise, and a port in use is a
-//! one-line error naming the address, not a hang or a panic. (Malformed and stalled clients: tests/export_server.rs.)
+//! one-line error naming the address, not a hang or a panic. (Malformed and stalled clients: tests/export/server.rs.)
 #![allow(clippy::disallowed_methods, reason = "the test runs the binary")]
 
 use clap::Parser;

@@ -55,7 +55,7 @@ fn assert_no_control(what: &str, text: &str) {
 }
 
 #[test]
-fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
+fn no_escape_sequence_from_outside_reaches_any_text_output() {
     let dir = temp_dir();
     let path = evil_recording(dir.path());
     let file = path.to_str().expect("utf-8");
@@ -83,7 +83,7 @@ fn item1_no_escape_sequence_from_outside_reaches_any_text_output() {
 }
 
 #[test]
-fn item1_the_monitor_never_puts_a_control_character_in_a_cell() {
+fn the_monitor_never_puts_a_control_character_in_a_cell() {
     let dir = temp_dir();
     let recording = gpusight::source::replay::Recording::open(&evil_recording(dir.path())).expect("open");
     let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
@@ -138,7 +138,7 @@ fn fake_prometheus(requests: usize) -> (String, std::thread::JoinHandle<Vec<Stri
 }
 
 #[test]
-fn item1_and_item3_fleet_once_shows_labels_made_visible_and_never_the_password() {
+fn fleet_once_shows_labels_made_visible_and_never_the_password() {
     let queries = gpusight::fleet::query::QUERIES.len();
     let (url, server) = fake_prometheus(queries * 2);
     let with_password = url.replace("http://", "http://admin:s3cr3t-pw@");
@@ -162,7 +162,7 @@ fn item1_and_item3_fleet_once_shows_labels_made_visible_and_never_the_password()
 }
 
 #[test]
-fn item4_https_prometheus_is_refused_plainly() {
+fn https_prometheus_is_refused_plainly() {
     let output = gpusight(&["--prometheus", "https://user:pw@prometheus.example:9090", "--once"]);
     assert_eq!(output.status.code(), Some(2));
     let err = stderr(&output);
@@ -172,7 +172,7 @@ fn item4_https_prometheus_is_refused_plainly() {
 }
 
 #[test]
-fn item5_a_closed_pipe_ends_quietly() {
+fn a_closed_pipe_ends_quietly() {
     let mut child = command(&["--synthetic", "scale:8x1000", "--once", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -187,7 +187,7 @@ fn item5_a_closed_pipe_ends_quietly() {
 }
 
 #[test]
-fn item5_a_full_disk_is_one_line() {
+fn a_full_disk_is_one_line() {
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
     let output = command(&["--demo", "--once"]).stdout(full).output().expect("run");
     let err = stderr(&output);
@@ -197,7 +197,7 @@ fn item5_a_full_disk_is_one_line() {
 }
 
 #[test]
-fn item6_replaying_dev_zero_is_refused_naming_the_line() {
+fn replaying_dev_zero_is_refused_naming_the_line() {
     let output = gpusight(&["--replay", "/dev/zero", "--once"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(1), "{err}");
@@ -205,7 +205,7 @@ fn item6_replaying_dev_zero_is_refused_naming_the_line() {
 }
 
 #[test]
-fn item7_at_is_bounded() {
+fn at_is_bounded() {
     let output = gpusight(&["--synthetic", "idle", "--at", "1e9", "--once"]);
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
@@ -232,7 +232,7 @@ fn with_config(text: &str, args: &[&str]) -> Output {
 /// (`config.rs`'s tests and `config check`); the commands that draw nothing warn and go on with the default keys,
 /// so a cosmetic mistake never stops a daemon or blanks `--status`.
 #[test]
-fn item10_a_keymap_with_no_way_out_is_named_by_every_command() {
+fn a_keymap_with_no_way_out_is_named_by_every_command() {
     for args in
         [&["--demo", "--once"][..], &["doctor", "--demo"], &["report", "--demo", "--json"], &["--demo", "--status"]]
     {
@@ -250,7 +250,7 @@ fn item10_a_keymap_with_no_way_out_is_named_by_every_command() {
 }
 
 #[test]
-fn item15_config_values_are_range_checked() {
+fn config_values_are_range_checked() {
     for (text, says) in [
         ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = null: not a finite number"),
         ("[thresholds]\nenter_share = 1.5\n", "is a share"),
@@ -267,7 +267,7 @@ fn item15_config_values_are_range_checked() {
 }
 
 #[test]
-fn item15_a_dangling_symlink_at_the_default_config_path_is_a_warning() {
+fn a_dangling_symlink_at_the_default_config_path_is_a_warning() {
     let home = temp_dir();
     let dir = home.path().join("gpusight");
     std::fs::create_dir_all(&dir).expect("mkdir");
@@ -279,7 +279,7 @@ fn item15_a_dangling_symlink_at_the_default_config_path_is_a_warning() {
 }
 
 #[test]
-fn item15_flags_that_would_be_ignored_are_said() {
+fn flags_that_would_be_ignored_are_said() {
     for (args, code, says) in [
         (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 2, "--record with --once records nothing"),
         (&["--demo", "--record", "x.jsonl", "--headless"][..], 2, "recorded already"),
@@ -304,7 +304,7 @@ fn item15_flags_that_would_be_ignored_are_said() {
 }
 
 #[test]
-fn item16_negative_numbers_get_a_real_message_and_localhost_is_an_address() {
+fn negative_numbers_get_a_real_message_and_localhost_is_an_address() {
     for (args, says) in [
         (&["--demo", "--once", "--interval", "-1"][..], "interval -1 s is out of range"),
         (&["--demo", "--once", "--at", "-5"][..], "--at -5: give the seconds from the start, 0 or more"),
@@ -327,7 +327,7 @@ fn item16_negative_numbers_get_a_real_message_and_localhost_is_an_address() {
 }
 
 #[test]
-fn item16_term_dumb_gets_the_ascii_colourless_view() {
+fn term_dumb_gets_the_ascii_colourless_view() {
     let output = command(&["doctor", "--demo"]).env("TERM", "dumb").output().expect("run");
     assert!(!stdout(&output).contains('\x1b'), "{}", stdout(&output));
     let output = command(&["--demo", "--once"]).env("TERM", "dumb").output().expect("run");
@@ -335,7 +335,7 @@ fn item16_term_dumb_gets_the_ascii_colourless_view() {
 }
 
 #[test]
-fn item16_a_byte_order_mark_before_a_recording_is_accepted() {
+fn a_byte_order_mark_before_a_recording_is_accepted() {
     let dir = temp_dir();
     let path = evil_recording(dir.path());
     let mut bytes = "\u{feff}".as_bytes().to_vec();
@@ -346,7 +346,7 @@ fn item16_a_byte_order_mark_before_a_recording_is_accepted() {
 }
 
 #[test]
-fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
+fn a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
     let dir = temp_dir();
     let plain = std::fs::read(evil_recording(dir.path())).expect("read");
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
@@ -361,7 +361,7 @@ fn item13_a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
 }
 
 #[test]
-fn item12_absurd_fleet_values_neither_wrap_nor_print_309_digits() {
+fn absurd_fleet_values_neither_wrap_nor_print_309_digits() {
     use gpusight::fleet::query::{Answers, Fleet, FleetOptions, VectorSample};
     let sample = |value: f64| VectorSample {
         labels: [("instance", "n1:9400"), ("Hostname", "n1"), ("gpu", "0"), ("modelName", "H200")]
@@ -435,7 +435,7 @@ fn scrape(addr: std::net::SocketAddr) -> String {
 }
 
 #[test]
-fn item2_slow_idle_and_oversized_clients_are_closed_and_real_scrapes_are_served() {
+fn slow_idle_and_oversized_clients_are_closed_and_real_scrapes_are_served() {
     let server = small_exporter();
     let addr = server.local_addr();
     // A flood of half-sent requests, five times the connection cap.
@@ -469,7 +469,7 @@ fn item2_slow_idle_and_oversized_clients_are_closed_and_real_scrapes_are_served(
 }
 
 #[test]
-fn item14_healthz_says_503_on_stale_data() {
+fn healthz_says_503_on_stale_data() {
     use axum::http::StatusCode;
     use gpusight::export::server::{health, stale_after};
     let limit = Some(stale_after(Duration::from_secs(1)));

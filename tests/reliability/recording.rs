@@ -1,6 +1,6 @@
 //! Recording faults on the real binary: the recording's reader goes away mid-run (a write error, as a full disk
 //! gives), and the monitor says so and goes on sampling. (SIGKILL'd recordings, SIGTERM, never overwriting and
-//! corrupt lines are in tests/cli.rs.)
+//! corrupt lines are in tests/cli/commands.rs.)
 #![allow(clippy::expect_used, clippy::disallowed_methods, reason = "fixture helpers may panic; tests spawn children")]
 
 use std::io::{BufRead, BufReader};
