@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the `prometheus` and `promtool` binaries that tests/fleet_e2e.rs and tests/export_server.rs use
+# Installs the `prometheus` and `promtool` binaries that tests/fleet/end_to_end.rs and tests/export/server.rs use
 # (Debian/Ubuntu package `prometheus`). With CI=true those tests fail when the binaries are missing.
 set -euo pipefail
 if command -v prometheus >/dev/null && command -v promtool >/dev/null; then

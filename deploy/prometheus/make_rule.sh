@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes the PrometheusRule at the end of deploy/kubernetes/gpusight.yaml from deploy/prometheus/alerts.yml, so
 # that the Prometheus Operator loads the same alerts as a plain Prometheus. alerts.yml is the one to edit; run
-# this after, or `--check` to fail when the manifest is out of date (tests/deploy_kit.rs runs that).
+# this after, or `--check` to fail when the manifest is out of date (tests/export/deploy_kit.rs runs that).
 #
 #   deploy/prometheus/make_rule.sh           # rewrite the PrometheusRule document
 #   deploy/prometheus/make_rule.sh --check   # exit 1 and show the difference when it is not what alerts.yml gives

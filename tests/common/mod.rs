@@ -1,16 +1,96 @@
-//! Helpers shared by the integration tests: programs they start (Prometheus, exporters) and the monitor drawn
-//! into a test terminal.
+//! The scaffolding every integration-test binary shares (each includes this file with `#[path]`): the binary and
+//! its outputs, temp dirs and repository paths, helper programs (Prometheus, a process to signal), the monitor
+//! built on a synthetic machine or a recording (`app`), pipelines and exporters in-process (`export`), and the
+//! binary in a pseudo-terminal (`pty`).
 #![allow(
     dead_code,
+    unused_imports,
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::disallowed_methods,
-    reason = "each test file uses some of them"
+    reason = "each test binary uses some of the helpers; they start programs and panic on broken fixtures"
 )]
 
-use std::path::PathBuf;
-use std::process::Child;
+pub mod app;
+pub mod export;
+pub mod pty;
+
+pub use app::{fed_app, live_app, next_snapshot, replay_app, screen, synthetic};
+pub use export::{Prometheus, http_agent, serve, synthetic_pipeline};
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
+
+/// The gpusight binary cargo built for the tests.
+pub const BIN: &str = env!("CARGO_BIN_EXE_gpusight");
+
+/// `gpusight ARGS` with no config file, colour allowed, no listen address from the environment and no stdin.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .args(args)
+        .env_remove("NO_COLOR")
+        .env_remove("GPUSIGHT_LISTEN")
+        // A config in the user's home must not change what the tests see.
+        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        .stdin(Stdio::null());
+    command
+}
+
+/// Runs `gpusight ARGS` as [`command`] sets it up, to the end.
+pub fn gpusight(args: &[&str]) -> Output {
+    command(args).output().expect("run gpusight")
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The JSON document on stdout.
+pub fn json(output: &Output) -> serde_json::Value {
+    serde_json::from_slice(&output.stdout).expect("stdout is JSON")
+}
+
+/// `gpusight doctor ARGS --json` with no config file and colour allowed: its output and the document it printed.
+pub fn doctor_json(args: &[&str]) -> (Output, serde_json::Value) {
+    let output = command(&["doctor"]).args(args).args(["--json"]).output().expect("run gpusight");
+    let json = json(&output);
+    (output, json)
+}
+
+/// The rules of a doctor document's active findings at warning or worse.
+pub fn warnings(report: &serde_json::Value) -> Vec<String> {
+    report["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["severity"] != "info")
+        .map(|f| f["rule"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// The active finding of `rule` in a doctor document (panics naming the document when there is none).
+pub fn finding<'a>(report: &'a serde_json::Value, rule: &str) -> &'a serde_json::Value {
+    report["findings"]
+        .as_array()
+        .and_then(|a| a.iter().find(|f| f["rule"] == rule))
+        .unwrap_or_else(|| panic!("no {rule}: {report}"))
+}
+
+/// A path in the repository (`tests/fixtures/...`, `deploy/...`).
+pub fn repo_path(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(path)
+}
+
+/// A fresh temporary directory, removed when dropped.
+pub fn temp_dir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
 
 /// Kills a child process when the test ends, on every path.
 pub struct KillOnDrop(pub Child);
@@ -26,6 +106,17 @@ impl Drop for KillOnDrop {
 pub fn find_program(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join(program)).find(|p| p.is_file())
+}
+
+/// `prometheus` or `promtool` (Debian's `prometheus` package), or `None` (and a note) when it is not installed
+/// outside CI; in CI (`CI=true`) a missing one fails the test.
+pub fn required(program: &str) -> Option<PathBuf> {
+    let found = find_program(program);
+    if found.is_none() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "{program} is missing: apt-get install -y prometheus");
+        eprintln!("skipped: {program} is not installed (Debian package `prometheus`)");
+    }
+    found
 }
 
 /// A loopback port that was free a moment ago.
@@ -45,30 +136,12 @@ pub fn poll<T>(what: &str, deadline: Duration, mut check: impl FnMut() -> Result
     }
 }
 
-/// The monitor drawn into a `width` x `height` test terminal, as text (trailing spaces trimmed).
-pub fn screen(app: &gpusight::app::App, width: u16, height: u16) -> String {
-    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).unwrap();
-    terminal.draw(|frame| gpusight::ui::draw_view(frame, app)).unwrap();
-    let buffer = terminal.backend().buffer();
-    let mut out = String::new();
-    for y in 0..height {
-        let line: String = (0..width).map(|x| buffer[(x, y)].symbol()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
-
-/// `gpusight doctor ARGS --json` with no config file and colour allowed: its output and the document it printed.
-pub fn doctor_json(args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_gpusight"))
-        .arg("doctor")
-        .args(args)
-        .args(["--json"])
-        .env_remove("NO_COLOR")
-        .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
-        .output()
-        .expect("run gpusight");
-    let json = serde_json::from_slice(&output.stdout).expect("stdout is JSON");
-    (output, json)
+/// A process to signal: `sleep 60`, this test's own child (not the live system's state), with its PID and its
+/// start ticks from /proc.
+pub fn victim() -> (Child, String, u64) {
+    let child = Command::new("sleep").arg("60").spawn().expect("spawn sleep");
+    let pid = child.id().to_string();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
+    let start = gpusight::app::signal::parse_start_ticks(&stat).expect("start ticks");
+    (child, pid, start)
 }

@@ -321,7 +321,7 @@ fn util_misleading_is_the_named_cause_when_no_host_side_cause_holds() {
     assert!(umbrella.title.contains("its kernels leave the SMs idle"), "{}", umbrella.title);
     assert_eq!(umbrella.cause, Some(Rule::UtilMisleading));
     // Its neighbour: with a host-side cause on the GPU (eager tiny ops, gaps between kernels), util-misleading is
-    // secondary to it (the H200 h2d-pinned recording in tests/h200_recordings.rs).
+    // secondary to it (the H200 h2d-pinned recording in tests/doctor/h200_recordings.rs).
 }
 
 #[test]

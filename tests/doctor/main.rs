@@ -1,0 +1,12 @@
+//! `gpusight doctor`'s verdicts: why a GPU waits (`why_waiting`), the input side (`input_causes`), multi-GPU jobs
+//! (`jobs`), recordings from real H200s replayed (`h200_recordings`), and no remedy contradicting its evidence
+//! (`remedy_consistency`).
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod h200_recordings;
+mod input_causes;
+mod jobs;
+mod remedy_consistency;
+mod why_waiting;

@@ -1,0 +1,337 @@
+//! Whole screens of the monitor drawn on synthetic machines at fixed sizes, as insta snapshots. The time on
+//! screen comes from the ticks, so these are stable.
+#![allow(
+    clippy::expect_used,
+    reason = "helpers outside #[test] functions build fixtures; failing there fails the test"
+)]
+
+use gpusight::advice::{Finding, Rule, Severity};
+use gpusight::app::{App, AppOptions, FeedEvent, ProcessInspector};
+use gpusight::sample::Snapshot;
+use gpusight::source::replay::Recording;
+
+use crate::common::{fed_app, live_app, next_snapshot, replay_app, screen, synthetic};
+
+#[derive(Debug)]
+struct FakeInspector;
+
+impl ProcessInspector for FakeInspector {
+    fn cuda_libraries(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(vec![("libcudart.so".into(), "12.8.90".into()), ("libnccl.so".into(), "2.26.2".into())])
+    }
+    fn environment(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(vec![("CUDA_VISIBLE_DEVICES".into(), "0".into())])
+    }
+}
+
+fn options() -> AppOptions {
+    AppOptions {
+        own_uid: 1001,
+        own_user: Some("alice".into()),
+        process_inspector: Box::new(FakeInspector),
+        history_capacity: 600,
+        ..AppOptions::default()
+    }
+}
+
+/// An app fed `n_ticks` ticks of a synthetic scenario.
+fn app(spec: &str, n_ticks: u64) -> App {
+    app_edited(spec, n_ticks, |_| {})
+}
+
+/// An app fed `n_ticks` ticks of a synthetic scenario, each changed by `edit` first.
+fn app_edited(spec: &str, n_ticks: u64, edit: impl Fn(&mut Snapshot)) -> App {
+    fed_app(options(), &mut synthetic(spec), n_ticks, edit)
+}
+
+#[test]
+fn mixed_8_gpus_at_three_sizes() {
+    let app = app("mixed:8", 90);
+    insta::assert_snapshot!("mixed8_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("mixed8_120x40", screen(&app, 120, 40));
+    insta::assert_snapshot!("mixed8_200x60", screen(&app, 200, 60));
+}
+
+#[test]
+fn long_process_list_at_200x60() {
+    let app = app("scale:8x200", 5);
+    let text = screen(&app, 200, 60);
+    assert!(text.contains("Processes (2"), "{text}");
+    insta::assert_snapshot!("scale8x200_200x60", text);
+}
+
+#[test]
+fn input_bound() {
+    let app = app("input-bound", 60);
+    insta::assert_snapshot!("input_bound_120x40", screen(&app, 120, 40));
+    insta::assert_snapshot!("input_bound_80x24", screen(&app, 80, 24));
+}
+
+#[test]
+fn lost_gpu_shows_a_banner_while_the_others_update() {
+    let app = app("gpu-lost:2", 40);
+    let text = screen(&app, 120, 40);
+    assert!(text.contains("GPU LOST"), "{text}");
+    insta::assert_snapshot!("gpu_lost_120x40", text);
+    insta::assert_snapshot!("gpu_lost_80x24", screen(&app, 80, 24));
+}
+
+#[test]
+fn too_small_says_what_is_needed() {
+    let app = app("mixed:8", 2);
+    let text = screen(&app, 36, 8);
+    assert!(text.contains("needs 40x10") && text.contains("36x8"), "{text}");
+    insta::assert_snapshot!("too_small_36x8", text);
+}
+
+/// The advice pane's rows: from its title line to the row before the footer (or the screen's end).
+fn advice_text(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| l.starts_with(" Advice ")) else {
+        // The one-line strip is the last row.
+        return lines.last().copied().unwrap_or_default().to_owned();
+    };
+    lines[start..].join(" ")
+}
+
+/// No finding is cut: no ellipsis in the advice pane, and each finding's title and remedy are either on screen
+/// whole (across wrapped lines) or not at all.
+fn assert_findings_whole(app: &App, text: &str, what: &str) {
+    assert!(!text.contains("Terminal too small"), "{what}: refused\n{text}");
+    let pane = advice_text(text);
+    assert!(!pane.contains('…'), "{what}: a cut in the advice pane\n{text}");
+    let flat = pane.split_whitespace().collect::<Vec<_>>().join(" ");
+    for finding in app.findings() {
+        for sentence in [&finding.title, &finding.remedy] {
+            let words: Vec<&str> = sentence.split_whitespace().collect();
+            let head = words.iter().take(6).copied().collect::<Vec<_>>().join(" ");
+            if flat.contains(&head) {
+                assert!(flat.contains(&words.join(" ")), "{what}: \"{sentence}\" is cut\n{text}");
+            }
+        }
+    }
+}
+
+const SIZES: [(u16, u16); 6] = [(40, 10), (60, 20), (100, 15), (80, 24), (160, 50), (200, 60)];
+
+#[test]
+fn every_size_from_40x10_draws_with_findings_whole() {
+    let mixed = app("mixed:8", 90);
+    let demo = demo_start();
+    assert!(!demo.findings().is_empty(), "the demo opens on a finding");
+    for (name, app) in [("mixed8", &mixed), ("demo", &demo)] {
+        for (w, h) in SIZES {
+            let text = screen(app, w, h);
+            assert_findings_whole(app, &text, &format!("{name} {w}x{h}"));
+            insta::assert_snapshot!(format!("{name}_sizes_{w}x{h}"), text);
+        }
+    }
+}
+
+#[test]
+fn the_demo_opens_on_a_process_and_a_warning_with_history() {
+    let app = demo_start();
+    let text = screen(&app, 80, 24);
+    assert!(text.contains("WARN") || text.contains("CRIT"), "{text}");
+    assert!(!text.contains("no GPU processes"), "{text}");
+    assert!(text.contains("python3 "), "a process row: {text}");
+    assert!(app.view().history.n_ticks() > 60, "a minute and more of history already");
+}
+
+#[test]
+fn ascii_and_help_and_details() {
+    let mut opts = options();
+    opts.ascii = true;
+    let mut source = synthetic("loader");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(opts, first);
+    for _ in 0..30 {
+        app.on_feed(FeedEvent::Snapshot(Box::new(next_snapshot(&mut source))));
+    }
+    let text = screen(&app, 120, 40);
+    assert!(text.is_ascii(), "{text}");
+    insta::assert_snapshot!("loader_ascii_120x40", text);
+    app.update(gpusight::keys::Action::Tree);
+    insta::assert_snapshot!("loader_tree_120x40", screen(&app, 120, 40));
+    app.update(gpusight::keys::Action::Tree);
+    app.update(gpusight::keys::Action::Down);
+    app.update(gpusight::keys::Action::Details);
+    let text = screen(&app, 120, 40);
+    assert!(text.contains("libcudart.so"), "{text}");
+    insta::assert_snapshot!("loader_details_120x40", text);
+    app.update(gpusight::keys::Action::Back);
+    app.update(gpusight::keys::Action::Help);
+    insta::assert_snapshot!("help_120x40", screen(&app, 120, 40));
+}
+
+#[test]
+fn the_dialog_names_the_process() {
+    let mut app = app("compute", 5);
+    app.update(gpusight::keys::Action::Down);
+    app.update(gpusight::keys::Action::SignalKill);
+    let text = screen(&app, 100, 30);
+    assert!(text.contains("[ SIGKILL ]") && text.contains("PID 2001"), "{text}");
+    insta::assert_snapshot!("dialog_100x30", text);
+}
+
+#[test]
+fn advice_pane_shows_findings() {
+    // The advice engine is filled elsewhere; the pane renders whatever findings it is given. Build them here.
+    let findings = vec![
+        Finding {
+            rule: Rule::InputBound,
+            severity: Severity::Critical,
+            gpu_index: Some(1),
+            pid: Some(3001),
+            title: "Input pipeline starves GPU 1".into(),
+            evidence: "SM util 4 % (median, 30 s); PSI io 36.8 %; PID 3001 in D 40 % of samples".into(),
+            remedy: "Raise DataLoader num_workers, use pinned memory, or move the data to local NVMe".into(),
+            explanation: "The GPU waits for batches.".into(),
+            since_ms: 1_763_942_430_000,
+            cause: None,
+            also: Vec::new(),
+        },
+        Finding {
+            rule: Rule::PowerCapped,
+            severity: Severity::Warning,
+            gpu_index: Some(0),
+            pid: None,
+            title: "GPU 0 is power capped".into(),
+            evidence: "pwr-cap active 62 % of 2 min".into(),
+            remedy: "Check the power limit (nvidia-smi -q -d POWER)".into(),
+            explanation: "The board hit its power limit.".into(),
+            since_ms: 1_763_942_430_000,
+            cause: None,
+            also: Vec::new(),
+        },
+    ];
+    let paint = gpusight::ui::Paint::new(gpusight::ui::config::ThemeName::Dark, false);
+    let render = |width: u16, height: u16| {
+        let area = ratatui::layout::Rect::new(0, 0, width, height);
+        let mut buffer = ratatui::buffer::Buffer::empty(area);
+        gpusight::ui::render_findings(&findings, area, &mut buffer, &paint);
+        (0..area.height)
+            .map(|y| (0..area.width).map(|x| buffer[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
+            .collect::<Vec<String>>()
+    };
+    // Room for everything: title, evidence and remedy of each.
+    let lines = render(110, 7);
+    insta::assert_snapshot!("advice_pane", lines.join("\n"));
+    assert!(lines.iter().any(|l| l.contains("CRIT") && l.contains("GPU 1") && l.contains("PID 3001")));
+    assert!(lines.iter().any(|l| l.contains("→ Raise DataLoader")), "the remedy has its own line");
+    assert!(lines.iter().any(|l| l.contains("why SM util 4 %")), "{lines:?}");
+    // At 80x6: no room for the evidence, so each finding keeps its title and its remedy, whole.
+    let lines = render(80, 6);
+    insta::assert_snapshot!("advice_pane_80", lines.join("\n"));
+    assert!(lines[1].contains("CRIT") && lines[1].contains("Input pipeline starves GPU 1"), "{lines:?}");
+    assert!(lines[2].contains("→ Raise") && lines[5].contains("→ Check the power limit"), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains("why")), "{lines:?}");
+    assert!(lines.iter().all(|l| !l.contains('…')), "{lines:?}");
+}
+
+/// The monitor on the embedded demo recording (a real H200), played to `seconds` from its start.
+fn demo_at(seconds: u64) -> App {
+    let mut app = replay_app(options(), Recording::demo().expect("demo"));
+    app.advance_playback(std::time::Duration::from_secs(seconds));
+    app
+}
+
+/// The monitor on the demo as `--demo` opens it: at the first warning, with the history up to there.
+fn demo_start() -> App {
+    let options = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..options() };
+    replay_app(options, Recording::demo().expect("demo"))
+}
+
+#[test]
+fn demo_frames_at_three_sizes() {
+    // 150 s: the input-bound phase beside the idle holder; 200 s: the DataLoader tree; 300 s: the holder alone.
+    for (seconds, name) in [(150, "input"), (200, "loader"), (300, "holder")] {
+        let app = demo_at(seconds);
+        let small = screen(&app, 80, 24);
+        assert!(small.contains("REC"), "{small}");
+        insta::assert_snapshot!(format!("demo_{name}_80x24"), small);
+        insta::assert_snapshot!(format!("demo_{name}_120x40"), screen(&app, 120, 40));
+        insta::assert_snapshot!(format!("demo_{name}_200x60"), screen(&app, 200, 60));
+    }
+}
+
+#[test]
+fn any_size_draws_without_a_panic_and_without_a_cut_finding() {
+    let mixed = app("mixed:8", 90);
+    let demo = demo_start();
+    // The last finding selected: the pane starts late enough to show it.
+    let mut focused = app("mixed:8", 90);
+    focused.update(gpusight::keys::Action::FocusNext);
+    focused.update(gpusight::keys::Action::Last);
+    for app in [&mixed, &demo, &focused] {
+        for w in (1..=160).step_by(9) {
+            for h in (1..=60).step_by(7) {
+                let text = screen(app, w, h);
+                if w >= 40 && h >= 10 {
+                    assert_findings_whole(app, &text, &format!("{w}x{h}"));
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_status_on_a_short_screen_takes_its_own_row() {
+    let mut app = app("mixed:8", 90);
+    app.status = Some("sorted by %SM".into());
+    let text = screen(&app, 100, 15);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.last().map(|l| l.trim()), Some("sorted by %SM"), "{text}");
+    // The rest is laid out above it: the findings (here the strip) are whole.
+    let above = lines[..lines.len() - 1].join("\n");
+    assert_findings_whole(&app, &above, "100x15 with a status");
+    assert!(lines[lines.len() - 2].contains("WARN"), "{text}");
+}
+
+#[test]
+fn jobs_view_on_the_straggler_collapsed_and_expanded() {
+    let mut app = app("straggler", 90);
+    app.update(gpusight::keys::Action::Jobs);
+    insta::assert_snapshot!("jobs_straggler_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("jobs_straggler_160x50", screen(&app, 160, 50));
+    app.update(gpusight::keys::Action::Details);
+    insta::assert_snapshot!("jobs_straggler_expanded_80x24", screen(&app, 80, 24));
+    insta::assert_snapshot!("jobs_straggler_expanded_160x50", screen(&app, 160, 50));
+    app.update(gpusight::keys::Action::SignalTerm);
+    insta::assert_snapshot!("jobs_straggler_dialog_80x24", screen(&app, 80, 24));
+}
+
+/// The straggler's ranks as another user's processes: their environments cannot be read, so they are grouped by
+/// their launcher (torchrun) without ranks, and the jobs view says so in one dim line at its foot.
+#[test]
+fn jobs_view_says_when_environments_were_unreadable() {
+    let app_unreadable = |n_ticks| {
+        let mut app = app_edited("straggler", n_ticks, |snapshot| {
+            for p in &mut snapshot.tick.processes {
+                if let Some(job) = p.job.as_mut() {
+                    *job = gpusight::sample::JobInfo {
+                        key: "launcher:2000".to_owned(),
+                        launcher: Some("torchrun".to_owned()),
+                        note: Some("environment unreadable (permission denied): rank unknown".to_owned()),
+                        ..gpusight::sample::JobInfo::default()
+                    };
+                }
+            }
+        });
+        app.update(gpusight::keys::Action::Jobs);
+        app
+    };
+    let unreadable = app_unreadable(90);
+    assert_eq!(unreadable.unreadable_environments(), 2);
+    let text = screen(&unreadable, 120, 40);
+    let note = "environment of 2 processes unreadable (not yours; run as their user or root): grouped by launcher and \
+                cgroup only";
+    assert!(text.contains(note), "{text}");
+    assert!(text.contains("torchrun 2000"), "grouped by the launcher: {text}");
+    assert!(unreadable.status.is_none() && unreadable.dialog.is_none(), "a note, never an error or a popup");
+    insta::assert_snapshot!("jobs_unreadable_environment_120x40", text);
+    // Every environment read (the plain straggler): no such line.
+    let mut plain = app("straggler", 90);
+    plain.update(gpusight::keys::Action::Jobs);
+    assert!(!screen(&plain, 120, 40).contains("unreadable"));
+}

@@ -1,0 +1,484 @@
+//! The adversarial hardening pass: each defect it found, through the binary where that is where it showed. The
+//! unit-level ones live next to their code; docs/reliability.md ("Hardening") lists every one with its test.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::disallowed_methods, reason = "tests run the binary")]
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Output, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gpusight::sample::{EventOrigin, GpuEvent, GpuEventKind, MachineInfo};
+use gpusight::source::Source;
+use gpusight::source::replay::Recorder;
+
+use crate::common::{command, gpusight, next_snapshot, replay_app, stderr, stdout, synthetic, temp_dir};
+
+/// What another user can put in argv, a user name, a GPU name or a host name: an OSC 52 clipboard write, a screen
+/// clear, a cursor move, a C1 CSI and a newline that would start a fake row.
+const EVIL: &str = "\x1b]52;c;cm0gLXJmIH4K\x07\x1b[2J\x1b[H\u{9b}31m\nCRITICAL fake";
+
+/// A recording of an input-bound synthetic machine where every string from outside carries [`EVIL`].
+fn evil_recording(dir: &Path) -> PathBuf {
+    let mut source = synthetic("input-bound:2");
+    let mut machine: MachineInfo = (*source.machine()).clone();
+    machine.hostname = format!("node{EVIL}");
+    machine.driver_version = Some(format!("580{EVIL}"));
+    for gpu in &mut machine.gpus {
+        gpu.name = format!("H200{EVIL}");
+    }
+    let path = dir.join("evil.jsonl");
+    let mut recorder = Recorder::create(&path, &Arc::new(machine), false).expect("create");
+    for _ in 0..40 {
+        let mut tick = source.next_tick().expect("tick").expect("some");
+        for process in &mut tick.processes {
+            process.cmdline = format!("python train.py {EVIL}");
+            process.name = format!("python{EVIL}");
+            process.user = Some(format!("mallory{EVIL}"));
+        }
+        tick.events.push(GpuEvent {
+            at_ms: tick.at_ms,
+            gpu_index: Some(0),
+            kind: GpuEventKind::Xid { code: 79, pid: None, process_name: Some(format!("python{EVIL}")) },
+            origin: EventOrigin::KernelLog,
+            message: format!("NVRM: Xid 79 {EVIL}"),
+        });
+        recorder.write(&tick).expect("write");
+    }
+    path
+}
+
+fn assert_no_control(what: &str, text: &str) {
+    let bad: Vec<char> = text.chars().filter(|c| c.is_control() && *c != '\n').collect();
+    assert!(bad.is_empty(), "{what}: control characters {bad:?} reach the terminal:\n{text}");
+}
+
+#[test]
+fn no_escape_sequence_from_outside_reaches_any_text_output() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let file = path.to_str().expect("utf-8");
+    for args in [
+        vec!["--replay", file, "--once"],
+        vec!["doctor", "--replay", file],
+        vec!["doctor", "--replay", file, "--no-color"],
+        vec!["report", "--replay", file],
+    ] {
+        let output = gpusight(&args);
+        let mut text = stdout(&output);
+        // doctor's own colours on its severities are the only escapes allowed.
+        for ours in ["\x1b[1;31m", "\x1b[1;33m", "\x1b[1;36m", "\x1b[0m"] {
+            text = text.replace(ours, "");
+        }
+        assert_no_control(&args.join(" "), &text);
+        assert!(text.contains("^[]52;c;"), "{args:?}: the sequence is shown, made visible:\n{text}");
+        assert!(!text.lines().any(|l| l.starts_with("CRITICAL fake")), "{args:?}: a newline made a fake row:\n{text}");
+    }
+    // JSON stays exact: the bytes of the command line come back as they were.
+    let output = gpusight(&["--replay", file, "--once", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    let first = &doc["tick"]["processes"][0]["cmdline"];
+    assert_eq!(first.as_str(), Some(format!("python train.py {EVIL}").as_str()));
+}
+
+#[test]
+fn the_monitor_never_puts_a_control_character_in_a_cell() {
+    let dir = temp_dir();
+    let recording = gpusight::source::replay::Recording::open(&evil_recording(dir.path())).expect("open");
+    let options = gpusight::app::AppOptions { history_capacity: 120, ..gpusight::app::AppOptions::default() };
+    let mut app = replay_app(options, recording);
+    app.advance_playback(Duration::from_mins(1));
+    for (width, height) in [(200, 60), (80, 24)] {
+        let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height)).expect("terminal");
+        terminal.draw(|frame| gpusight::ui::draw_view(frame, &app)).expect("draw");
+        let buffer = terminal.backend().buffer();
+        for cell in &buffer.content {
+            assert!(!cell.symbol().contains(char::is_control), "cell {:?}", cell.symbol());
+        }
+    }
+}
+
+/// A stand-in Prometheus on 127.0.0.1 that answers every query with one `up` sample whose labels carry
+/// [`EVIL`], and remembers the Authorization headers it saw.
+fn fake_prometheus(requests: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let handle = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        for _ in 0..requests {
+            let Ok((mut stream, _)) = listener.accept() else { break };
+            stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+            let mut request = Vec::new();
+            let mut buf = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buf[..n]),
+                }
+            }
+            let text = String::from_utf8_lossy(&request).into_owned();
+            seen.extend(
+                text.lines().filter(|l| l.to_ascii_lowercase().starts_with("authorization")).map(str::to_owned),
+            );
+            let labels = serde_json::json!({"instance": format!("node-a{EVIL}:9400"), "job": "gpusight",
+                "Hostname": format!("node-a{EVIL}"), "gpu": "0", "modelName": format!("H200{EVIL}")});
+            let body = serde_json::json!({"status": "success", "data": {"resultType": "vector",
+                "result": [{"metric": labels, "value": [1_700_000_000.0, "1"]}]}})
+            .to_string();
+            let response = format!(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+        seen
+    });
+    (format!("http://{addr}"), handle)
+}
+
+#[test]
+fn fleet_once_shows_labels_made_visible_and_never_the_password() {
+    let queries = gpusight::fleet::query::QUERIES.len();
+    let (url, server) = fake_prometheus(queries * 2);
+    let with_password = url.replace("http://", "http://admin:s3cr3t-pw@");
+    let text = gpusight(&["--prometheus", &with_password, "--once"]);
+    assert_eq!(text.status.code(), Some(0), "{}", stderr(&text));
+    let json = gpusight(&["--prometheus", &with_password, "--once", "--json"]);
+    let seen = server.join().expect("server");
+    assert!(seen.iter().all(|h| h.contains("Basic")), "the password is still sent: {seen:?}");
+    let shown = stdout(&text);
+    assert_no_control("fleet --once", &shown);
+    assert!(shown.contains("node-a^[]52"), "{shown}");
+    for output in [&text, &json] {
+        let all = stdout(output) + &stderr(output);
+        assert!(!all.contains("s3cr3t-pw"), "the password is printed:\n{all}");
+    }
+    assert!(stdout(&json).contains("admin:***@"), "{}", stdout(&json));
+    // And in an error: nothing listens on port 1.
+    let error = gpusight(&["--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:1", "--once"]);
+    assert_eq!(error.status.code(), Some(1));
+    assert!(!stderr(&error).contains("s3cr3t-pw") && stderr(&error).contains("admin:***@"), "{}", stderr(&error));
+}
+
+#[test]
+fn https_prometheus_is_refused_plainly() {
+    let output = gpusight(&["--prometheus", "https://user:pw@prometheus.example:9090", "--once"]);
+    assert_eq!(output.status.code(), Some(2));
+    let err = stderr(&output);
+    assert!(err.contains("https is not supported") && err.contains("http://"), "{err}");
+    assert!(!err.contains("pw@"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    let mut child = command(&["--synthetic", "scale:8x1000", "--once", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // The reader goes away before the first byte is written, as `| head -1` does after its line.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().expect("wait");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(!err.contains("panicked") && err.is_empty(), "{err}");
+}
+
+#[test]
+fn a_full_disk_is_one_line() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+    let output = command(&["--demo", "--once"]).stdout(full).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn replaying_dev_zero_is_refused_naming_the_line() {
+    let output = gpusight(&["--replay", "/dev/zero", "--once"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert!(err.contains("/dev/zero, line 1") && err.contains("without a line break"), "{err}");
+}
+
+#[test]
+fn at_is_bounded() {
+    let output = gpusight(&["--synthetic", "idle", "--at", "1e9", "--once"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--at 1000000000 is past what a synthetic machine is run to"), "{err}");
+    // On a recording, past the end is the last frame.
+    let last: serde_json::Value = serde_json::from_slice(&gpusight(&["--demo", "--once", "--json"]).stdout).unwrap();
+    for at in ["inf", "1e17"] {
+        let output = gpusight(&["--demo", "--once", "--json", "--at", at]);
+        let frame: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+        assert_eq!(frame["tick"]["at_ms"], last["tick"]["at_ms"], "--at {at}");
+    }
+}
+
+fn with_config(text: &str, args: &[&str]) -> Output {
+    let dir = temp_dir();
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).expect("write");
+    let mut full = vec!["--config", path.to_str().expect("utf-8")];
+    full.extend_from_slice(args);
+    gpusight(&full)
+}
+
+/// A keymap with no way out is named by every command. The monitor and the fleet view, which use it, refuse it
+/// (`config.rs`'s tests and `config check`); the commands that draw nothing warn and go on with the default keys,
+/// so a cosmetic mistake never stops a daemon or blanks `--status`.
+#[test]
+fn a_keymap_with_no_way_out_is_named_by_every_command() {
+    for args in
+        [&["--demo", "--once"][..], &["doctor", "--demo"], &["report", "--demo", "--json"], &["--demo", "--status"]]
+    {
+        let output = with_config("[keys]\nquit = []\n", args);
+        let err = stderr(&output);
+        assert!(err.contains("quit = []") && err.contains("no key to quit"), "{args:?}: {err}");
+        assert!(err.contains("[keys] is ignored here"), "{args:?}: {err}");
+        assert!(!output.stdout.is_empty(), "{args:?}: the command still ran");
+    }
+    let output = with_config("[keys]\nexplain = [\"z\"]\nquit = [\"z\"]\n", &["--demo", "--once"]);
+    assert!(stderr(&output).contains("'z' is given to both explain and quit"), "{}", stderr(&output));
+    let output = with_config("[keys]\nquit = []\n", &["config", "check"]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("no key to quit"), "{}", stderr(&output));
+}
+
+#[test]
+fn config_values_are_range_checked() {
+    for (text, says) in [
+        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = null: not a finite number"),
+        ("[thresholds]\nenter_share = 1.5\n", "is a share"),
+        ("[thresholds]\nstarved_util_pct = -3.0\n", "must not be negative"),
+        ("[thresholds]\nwindow_s = 0\n", "is a window"),
+        ("[thresholds]\nexit_share = 0.9\n", "exit_share = 0.9 is above enter_share"),
+        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s"),
+    ] {
+        let output = with_config(text, &["--demo", "--once"]);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{text}: {err}");
+        assert!(err.contains(says), "{text}: {err}");
+    }
+}
+
+#[test]
+fn a_dangling_symlink_at_the_default_config_path_is_a_warning() {
+    let home = temp_dir();
+    let dir = home.path().join("gpusight");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    std::os::unix::fs::symlink("/nonexistent/dotfiles/gpusight.toml", dir.join("config.toml")).expect("symlink");
+    let output = command(&["--demo", "--once"]).env("XDG_CONFIG_HOME", home.path()).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("is a symlink to /nonexistent/dotfiles/gpusight.toml, which does not exist"), "{err}");
+}
+
+#[test]
+fn flags_that_would_be_ignored_are_said() {
+    for (args, code, says) in [
+        (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 2, "--record with --once records nothing"),
+        (&["--demo", "--record", "x.jsonl", "--headless"][..], 2, "recorded already"),
+        (&["--demo", "--json"][..], 2, "add --once"),
+        (&["--demo", "--at", "5"][..], 2, "add --once"),
+        (&["--demo", "--prometheus", "http://127.0.0.1:1"][..], 2, "do not apply"),
+        (&["--demo", "--once", "--only", "99"][..], 2, "there is no GPU 99; the GPUs are 0"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(!Path::new("x.jsonl").exists());
+    }
+    for (args, says) in [
+        (&["--demo", "--once", "--theme", "light"][..], "--theme has no effect"),
+        (&["doctor", "--demo", "--duration", "1m"][..], "--duration has no effect on a recording"),
+    ] {
+        let output = gpusight(args);
+        assert!(output.status.code() != Some(2) && stderr(&output).contains(says), "{args:?}: {}", stderr(&output));
+    }
+}
+
+#[test]
+fn negative_numbers_get_a_real_message_and_localhost_is_an_address() {
+    for (args, says) in [
+        (&["--demo", "--once", "--interval", "-1"][..], "interval -1 s is out of range"),
+        (&["--demo", "--once", "--at", "-5"][..], "--at -5: give the seconds from the start, 0 or more"),
+        (&["--demo", "--once", "--only", "-1"][..], "'-1' is negative"),
+        (&["doctor", "--demo", "--duration", "-5s"][..], "'-5s' is negative"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        // A bad argument: 2 as clap has it, 3 ("could not check") for doctor.
+        let code = if args[0] == "doctor" { 3 } else { 2 };
+        assert_eq!(output.status.code(), Some(code), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let cli =
+        <gpusight::cli::Cli as clap::Parser>::try_parse_from(["gpusight", "export", "--listen", "localhost:9400"])
+            .expect("localhost:9400 parses");
+    let Some(gpusight::cli::Command::Export { listen, .. }) = cli.command else { panic!("export") };
+    assert!(listen.ip().is_loopback() && listen.port() == 9400, "{listen}");
+    assert!(gpusight::cli::parse_listen("localhost").expect_err("no port").contains("no port"));
+}
+
+#[test]
+fn term_dumb_gets_the_ascii_colourless_view() {
+    let output = command(&["doctor", "--demo"]).env("TERM", "dumb").output().expect("run");
+    assert!(!stdout(&output).contains('\x1b'), "{}", stdout(&output));
+    let output = command(&["--demo", "--once"]).env("TERM", "dumb").output().expect("run");
+    assert!(stdout(&output).is_ascii(), "{}", stdout(&output));
+}
+
+#[test]
+fn a_byte_order_mark_before_a_recording_is_accepted() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let mut bytes = "\u{feff}".as_bytes().to_vec();
+    bytes.extend(std::fs::read(&path).expect("read"));
+    std::fs::write(&path, bytes).expect("write");
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+}
+
+#[test]
+fn a_gzip_recording_cut_short_replays_and_says_where_it_stopped() {
+    let dir = temp_dir();
+    let plain = std::fs::read(evil_recording(dir.path())).expect("read");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(&plain).expect("gz");
+    let whole = gz.finish().expect("finish");
+    let path = dir.path().join("cut.jsonl.gz");
+    std::fs::write(&path, &whole[..whole.len() * 3 / 4]).expect("write");
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--json"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.contains("cut.jsonl.gz: the compressed data ends early at line"), "{err}");
+}
+
+#[test]
+fn absurd_fleet_values_neither_wrap_nor_print_309_digits() {
+    use gpusight::fleet::query::{Answers, Fleet, FleetOptions, VectorSample};
+    let sample = |value: f64| VectorSample {
+        labels: [("instance", "n1:9400"), ("Hostname", "n1"), ("gpu", "0"), ("modelName", "H200")]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+        at_s: 1_700_000_000.0,
+        value: Some(value),
+    };
+    let answers = Answers::from([
+        ("up".to_owned(), vec![sample(1.0)]),
+        ("DCGM_FI_DEV_FB_USED".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_FB_FREE".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_FB_RESERVED".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_POWER_USAGE".to_owned(), vec![sample(1e308)]),
+        ("DCGM_FI_DEV_GPU_TEMP".to_owned(), vec![sample(f64::INFINITY)]),
+        ("DCGM_FI_DEV_GPU_UTIL".to_owned(), vec![sample(1e300)]),
+    ]);
+    let fleet = Fleet::from_answers("http://p:9090", &answers, 1_700_000_000.0, &FleetOptions::default());
+    let gpu = &fleet.nodes[0].gpus[0];
+    if let (Some(used), Some(total)) = (gpu.mem_used_bytes, gpu.mem_total_bytes) {
+        assert!(total >= used, "the total wrapped below used: {used} {total}");
+    }
+    let text = fleet.to_text();
+    assert!(text.contains("absurd"), "{text}");
+    let longest_number = text.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
+    assert!(longest_number < 20, "{text}");
+}
+
+/// An exporter on 127.0.0.1 with small limits, serving one synthetic sample.
+fn small_exporter() -> gpusight::export::server::RunningServer {
+    use gpusight::export::server::{ExportHandle, ExportServer, ServerLimits};
+    let mut source = synthetic("compute:1");
+    let snapshot = next_snapshot(&mut source);
+    let handle = ExportHandle::new();
+    handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
+    let limits = ServerLimits {
+        header_read_timeout: Duration::from_millis(300),
+        max_request_bytes: 8192,
+        max_connections: 8,
+        ..ServerLimits::default()
+    };
+    ExportServer::bind("127.0.0.1:0".parse().expect("addr"), handle)
+        .expect("bind")
+        .with_limits(limits)
+        .spawn()
+        .expect("spawn")
+}
+
+/// Reads until the server closes the connection or `within` passes; true when it closed.
+fn closed_by_server(stream: &mut std::net::TcpStream, within: Duration) -> bool {
+    stream.set_read_timeout(Some(within)).expect("timeout");
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+            Err(_) => return false,
+        }
+    }
+}
+
+fn scrape(addr: std::net::SocketAddr) -> String {
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").expect("send");
+    let mut response = String::new();
+    let _ = stream.read_to_string(&mut response);
+    response
+}
+
+#[test]
+fn slow_idle_and_oversized_clients_are_closed_and_real_scrapes_are_served() {
+    let server = small_exporter();
+    let addr = server.local_addr();
+    // A flood of half-sent requests, five times the connection cap.
+    let mut slow: Vec<std::net::TcpStream> = (0..40)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(addr).expect("connect");
+            s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ").expect("send");
+            s
+        })
+        .collect();
+    // A real scrape is answered during the flood.
+    let response = scrape(addr);
+    assert!(response.starts_with("HTTP/1.1 200") && response.contains("DCGM_FI_DEV_GPU_UTIL"), "{response}");
+    // The half-sent ones are closed by the server, not held forever.
+    assert!(closed_by_server(&mut slow[0], Duration::from_secs(5)), "a half-sent request is held open");
+    assert!(closed_by_server(&mut slow[39], Duration::from_secs(5)), "a half-sent request is held open");
+    // An idle keep-alive connection is closed too.
+    let mut idle = std::net::TcpStream::connect(addr).expect("connect");
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").expect("send");
+    assert!(closed_by_server(&mut idle, Duration::from_secs(5)), "an idle keep-alive connection is held open");
+    // Headers past the byte cap are refused at once, not buffered (350 KB each took RSS to 412 MB).
+    let mut big = std::net::TcpStream::connect(addr).expect("connect");
+    let _ = big.write_all(b"GET /metrics HTTP/1.1\r\nX-Big: ");
+    let _ = big.write_all(&vec![b'a'; 64 << 10]);
+    big.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+    let mut answer = String::new();
+    let _ = big.read_to_string(&mut answer);
+    assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    drop(slow);
+    server.stop().expect("stop");
+}
+
+#[test]
+fn healthz_says_503_on_stale_data() {
+    use axum::http::StatusCode;
+    use gpusight::export::server::{health, stale_after};
+    let limit = Some(stale_after(Duration::from_secs(1)));
+    assert_eq!(limit, Some(Duration::from_secs(5)));
+    assert_eq!(stale_after(Duration::from_secs(10)), Duration::from_secs(30));
+    assert_eq!(health(Some((Duration::from_secs(1), 7)), limit, false).0, StatusCode::OK);
+    let (status, text) = health(Some((Duration::from_mins(1), 7)), limit, false);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{text}");
+    assert!(text.starts_with("stale\nlast sample 60.0 s ago"), "{text}");
+    assert_eq!(health(Some((Duration::from_mins(1), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
+    assert_eq!(health(None, limit, false).0, StatusCode::SERVICE_UNAVAILABLE);
+}
