@@ -22,7 +22,8 @@ pub struct Judging {
     pub watched_ms: u64,
     /// Milliseconds of samples the shortest window needs (`window_s` × `min_window_coverage`).
     pub needs_ms: u64,
-    /// Each GPU of the newest sample, in index order.
+    /// The GPUs of the newest sample that wait (mean utilization under `WAITING_UTIL_PCT`), those with a busy
+    /// process beside them first, then by index.
     pub gpus: Vec<GpuJudging>,
 }
 
@@ -60,14 +61,14 @@ impl Judging {
             return None;
         }
         let latest = history.latest();
+        // The GPUs that wait (a busy GPU has nothing to say before its verdict), with what is busy beside each.
         let mut gpus: Vec<GpuJudging> = latest
             .gpus
             .iter()
-            .map(|g| {
+            .filter_map(|g| {
                 let util_pct = history.gpu(g.index).and_then(|s| mean(s.util_pct.iter().flatten().copied()));
-                // A busy process is worth naming beside a GPU that waits, not beside a busy one.
                 let waiting = util_pct.is_some_and(|u| u < WAITING_UTIL_PCT);
-                GpuJudging { gpu_index: g.index, util_pct, busiest: busiest(latest, g.index).filter(|_| waiting) }
+                waiting.then(|| GpuJudging { gpu_index: g.index, util_pct, busiest: busiest(latest, g.index) })
             })
             .collect();
         // The GPUs that wait while something beside them is busy first: what a verdict is likely to be about.
