@@ -161,6 +161,34 @@ impl Pipeline {
         seen
     }
 
+    /// The warnings and criticals that cleared within the last `keep_ms`, most recent first: what the pane keeps a
+    /// dim trace of, so a problem that ended is not forgotten the moment it does.
+    #[must_use]
+    pub fn recently_cleared(&self, keep_ms: u64) -> Vec<Cleared> {
+        let now = self.history.now_ms().unwrap_or(0);
+        let active = self.advisor.verdicts();
+        let mut out: Vec<Cleared> = self
+            .seen
+            .iter()
+            .filter(|(f, until)| {
+                *until < now
+                    && now - *until <= keep_ms
+                    && f.severity >= crate::advice::Severity::Warning
+                    && !active.iter().any(|a| a.covers(f.key()))
+            })
+            .map(|(f, until)| Cleared {
+                rule: f.rule,
+                severity: f.severity,
+                gpu_index: f.gpu_index,
+                pid: f.pid,
+                held_ms: until.saturating_sub(f.since_ms),
+                ago_ms: now - *until,
+            })
+            .collect();
+        out.sort_by_key(|c| c.ago_ms);
+        out
+    }
+
     /// What the rules watch before their first window is covered; `None` once they judge.
     #[must_use]
     pub fn judging(&self) -> Option<crate::advice::judging::Judging> {
@@ -196,6 +224,19 @@ fn refresh(slot: &mut Finding, from: &Finding) {
     slot.since_ms = *since_ms;
     slot.cause = *cause;
     slot.also.clone_from(also);
+}
+
+/// A finding that held and cleared: what, for how long, and how long ago.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cleared {
+    pub rule: crate::advice::Rule,
+    pub severity: crate::advice::Severity,
+    pub gpu_index: Option<u32>,
+    pub pid: Option<u32>,
+    /// From its start to the last sample it held at.
+    pub held_ms: u64,
+    /// From the last sample it held at to the newest sample.
+    pub ago_ms: u64,
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@
 #                                                            # scraped by a real Prometheus
 #   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
 #                                                            # after it (also the last case of host)
-#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.5 min: a healthy ResNet-50, doctor 7.5 min
+#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
@@ -1077,18 +1077,16 @@ epilog() {
     cp "$E"/fallback/* "$R/" 2>/dev/null
 }
 
-# long: a healthy ResNet-50 on 8 DataLoader workers for 8.5 minutes; doctor watches 7.5 min of it (no finding expected
-# above info) and a recording of it all comes back.
+# long: a healthy ResNet-50 (12 DataLoader workers, no profiler in the job) for 9.5 minutes; doctor watches 9 min
+# of it (no warning expected) and nvidia-smi is read every 30 s beside it; a recording of it all comes back.
 group_long() {
     jpegs
-    ts "case long-healthy: ResNet-50, 8 workers, local JPEGs; doctor 450 s once warm"
-    job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 8 --batch 128 --seconds 500 --warm-steps 4 --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
+    ts "case long-healthy: ResNet-50, 12 workers, local JPEGs, no profiler; doctor 540 s once warm"
+    job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 12 --batch 128 --seconds 560 --warm-steps 4 --no-profiler --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
     for _ in $(seq 1 60); do [ -e "$W/long.ready" ] && break; sleep 1; done
     record long-healthy
-    watch long-healthy 450
-    sleep 225
-    smi long-healthy
-    sleep 227
+    watch long-healthy 540
+    for _ in $(seq 1 18); do sleep 30; smi long-healthy; done
     stop_record
     end_job
     settle

@@ -158,6 +158,9 @@ def train_files_main(argv):
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--batch", type=int, default=128)
     ap.add_argument("--warm-steps", type=int, default=15, help="steps before the job counts as warm")
+    ap.add_argument("--no-profiler", action="store_true",
+                    help="no torch.profiler (its CPU cost in the main thread can set the pace of a long run): the "
+                         "ground truth is the wall-clock split alone")
     ap.add_argument("--seconds", type=float, default=55, help="how long to run once warm")
     ap.add_argument("--ckpt-every", type=float, default=0, help="seconds between checkpoint saves (0: none)")
     ap.add_argument("--ckpt-gib", type=float, default=2.0, help="extra GiB written with each checkpoint")
@@ -233,6 +236,7 @@ def train_files_main(argv):
         if warm_at is None and steps >= a.warm_steps:
             warm_at = now
             open(a.ready, "w").close()
+        if prof is None and warm_at == now and not a.no_profiler:
             prof = profile(
                 activities=[ProfilerActivity.CPU],
                 schedule=schedule(wait=4, warmup=1, active=5, repeat=0),

@@ -28,6 +28,11 @@ pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTar
 
 use player::Player;
 
+/// How long the advice pane keeps a dim line for a warning or critical that cleared.
+pub const CLEARED_KEPT_MS: u64 = 5 * 60 * 1000;
+/// The most such lines it shows.
+pub const CLEARED_SHOWN: usize = 3;
+
 /// Why the monitor could not start. The messages are for people.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AppError {
@@ -394,6 +399,18 @@ impl App {
     #[must_use]
     pub fn judging(&self) -> Option<crate::advice::judging::Judging> {
         self.view().judging()
+    }
+
+    /// The warnings and criticals that cleared in the last [`CLEARED_KEPT_MS`], on the GPUs shown, most recent
+    /// first.
+    #[must_use]
+    pub fn cleared(&self) -> Vec<crate::pipeline::Cleared> {
+        let mut cleared = self.view().recently_cleared(CLEARED_KEPT_MS);
+        if let Some(only) = &self.fixed.gpus {
+            cleared.retain(|c| c.gpu_index.is_none_or(|g| only.contains(&g)));
+        }
+        cleared.truncate(CLEARED_SHOWN);
+        cleared
     }
 
     /// The tick the screen shows.

@@ -12,6 +12,8 @@ use super::layout::AdviceStyle;
 use super::paint::{Paint, fill};
 use crate::advice::judging::Judging;
 use crate::advice::{Finding, Severity};
+use crate::pipeline::Cleared;
+use crate::units::duration_label;
 
 /// Columns the continuation, evidence and remedy lines are indented by.
 const INDENT: usize = 8;
@@ -123,12 +125,13 @@ pub fn need(
     width: u16,
     paint: &Paint,
     judging: Option<&Judging>,
+    cleared: usize,
 ) -> (u16, u16) {
     if findings.is_empty() {
         let rows = judging.map_or(1, |j| judging_lines(j, width, paint).len());
-        return (u16::try_from(rows + 1).unwrap_or(u16::MAX), 2);
+        return (u16::try_from(rows + 1 + cleared).unwrap_or(u16::MAX), 2);
     }
-    let full: usize = findings.iter().map(|f| rows(f, Form::Full, width, paint)).sum();
+    let full: usize = findings.iter().map(|f| rows(f, Form::Full, width, paint)).sum::<usize>() + cleared;
     let selected = findings[selected.min(findings.len() - 1)];
     let least = rows(selected, Form::Title, width, paint);
     let to_u16 = |n: usize| u16::try_from(n + 1).unwrap_or(u16::MAX);
@@ -220,6 +223,8 @@ pub struct AdvicePane<'a> {
     pub paint: &'a Paint,
     /// What the rules watch before their first window is covered (then "Nothing looks wrong" would be premature).
     pub judging: Option<&'a Judging>,
+    /// Warnings and criticals that cleared lately, most recent first: a dim line each, under the findings.
+    pub cleared: &'a [Cleared],
 }
 
 impl AdvicePane<'_> {
@@ -248,6 +253,10 @@ impl AdvicePane<'_> {
             if let Some(j) = self.judging {
                 let text = format!(" Judging: first verdict in {} s", j.verdict_in_s());
                 return Line::from(Span::styled(text, theme.dim));
+            }
+            if let Some(c) = self.cleared.first() {
+                let text = format!(" Nothing now; {} cleared {} ago", c.rule.name(), duration_label(c.ago_ms / 1000));
+                return Line::from(Span::styled(text, theme.low));
             }
             return Line::from(Span::styled(" Nothing looks wrong", theme.low));
         }
@@ -327,6 +336,9 @@ impl Widget for AdvicePane<'_> {
         for ((i, finding), form) in self.findings.iter().enumerate().skip(first).zip(forms) {
             lines.extend(finding_lines(finding, form, area.width, self.focused && i == selected, paint));
         }
+        for c in self.cleared {
+            lines.push(cleared_line(c, area.width, paint));
+        }
         if let (Some(j), true) = (self.judging, n > 0) {
             lines.push(Line::from(Span::styled(
                 format!("  Judging: first verdict in {} s", j.verdict_in_s()),
@@ -336,6 +348,25 @@ impl Widget for AdvicePane<'_> {
         lines.truncate(room + 1);
         fill(area, buf, lines, theme.base);
     }
+}
+
+/// "cleared 12 s ago: warning input-bound GPU 0 PID 999, held 1 min", dim, cut to the pane's width.
+fn cleared_line(c: &Cleared, width: u16, paint: &Paint) -> Line<'static> {
+    let about = match (c.gpu_index, c.pid) {
+        (Some(g), Some(p)) => format!(" GPU {g} PID {p}"),
+        (Some(g), None) => format!(" GPU {g}"),
+        (None, Some(p)) => format!(" PID {p}"),
+        (None, None) => String::new(),
+    };
+    let text = format!(
+        "  cleared {} ago: {} {}{about}, held {}",
+        duration_label(c.ago_ms / 1000),
+        c.severity.name(),
+        c.rule.name(),
+        duration_label(c.held_ms / 1000)
+    );
+    let text: String = text.chars().take(usize::from(width)).collect();
+    Line::from(Span::styled(text, paint.theme.dim))
 }
 
 /// The lines of the pane before the first window is covered: the headline (shorter on a narrow pane), then each GPU
@@ -410,6 +441,7 @@ mod tests {
             style: AdviceStyle::Pane,
             paint: &paint,
             judging: None,
+            cleared: &[],
         };
         let lines = render(pane, 40, 12);
         let text = lines.join(" ");
@@ -442,6 +474,7 @@ mod tests {
                 style: AdviceStyle::Pane,
                 paint: &paint,
                 judging: None,
+                cleared: &[],
             },
             60,
             8,
@@ -469,6 +502,7 @@ mod tests {
                     style: AdviceStyle::Pane,
                     paint: &paint,
                     judging: None,
+                    cleared: &[],
                 },
                 100,
                 h,
@@ -502,6 +536,7 @@ mod tests {
             style: AdviceStyle::Pane,
             paint: &paint,
             judging: None,
+            cleared: &[],
         };
         let area = Rect::new(0, 20, 100, 7);
         // Title line, then a: title, why, remedy; then b: title, why, remedy.
@@ -527,6 +562,7 @@ mod tests {
                     style: AdviceStyle::Strip,
                     paint: &paint,
                     judging: None,
+                    cleared: &[],
                 },
                 w,
                 1,

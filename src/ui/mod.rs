@@ -55,7 +55,9 @@ pub fn plan(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
 fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
     let findings = app.findings();
     let judging = app.judging();
-    let (advice_full, advice_least) = advice::need(&findings, app.advice_selected, area.width, paint, judging.as_ref());
+    let cleared = app.cleared().len();
+    let (advice_full, advice_least) =
+        advice::need(&findings, app.advice_selected, area.width, paint, judging.as_ref(), cleared);
     let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX).max(1);
     let mut plan = layout::plan(&LayoutInput {
         width: area.width,
@@ -116,6 +118,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
             style: plan.advice_style,
             paint: &paint,
             judging: None,
+            cleared: &[],
         };
         return Some(pane.finding_at(plan.advice, row).map_or(Hit::Advice, Hit::Finding));
     }
@@ -173,6 +176,7 @@ impl StatefulWidget for Monitor<'_> {
                 }
                 let findings = app.findings();
                 let judging = app.judging();
+                let cleared = app.cleared();
                 AdvicePane {
                     findings: &findings,
                     selected: app.advice_selected,
@@ -180,6 +184,7 @@ impl StatefulWidget for Monitor<'_> {
                     style: plan.advice_style,
                     paint: &paint,
                     judging: judging.as_ref(),
+                    cleared: &cleared,
                 }
                 .render(plan.advice, buf);
             }
@@ -225,8 +230,16 @@ impl Widget for TooSmall<'_> {
 /// Draws the advice pane alone for `findings` into `buf` (for tests and other screens), as a pane.
 pub fn render_findings(findings: &[crate::advice::Finding], area: Rect, buf: &mut Buffer, paint: &Paint) {
     let refs: Vec<&crate::advice::Finding> = findings.iter().collect();
-    AdvicePane { findings: &refs, selected: 0, focused: false, style: AdviceStyle::Pane, paint, judging: None }
-        .render(area, buf);
+    AdvicePane {
+        findings: &refs,
+        selected: 0,
+        focused: false,
+        style: AdviceStyle::Pane,
+        paint,
+        judging: None,
+        cleared: &[],
+    }
+    .render(area, buf);
 }
 
 /// Helpers for the widgets' buffer tests: an app on a synthetic machine and a widget drawn into a buffer.
