@@ -30,7 +30,7 @@
 #                                                            # scraped by a real Prometheus
 #   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
 #                                                            # after it (also the last case of host)
-#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min
+#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min (LONG_S)
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
@@ -1077,16 +1077,18 @@ epilog() {
     cp "$E"/fallback/* "$R/" 2>/dev/null
 }
 
-# long: a healthy ResNet-50 (12 DataLoader workers, no profiler in the job) for 9.5 minutes; doctor watches 9 min
-# of it (no warning expected) and nvidia-smi is read every 30 s beside it; a recording of it all comes back.
+# long: a healthy ResNet-50 (12 DataLoader workers, no profiler in the job); doctor watches LONG_S seconds of it
+# (default 540: 9 min; no warning expected) with nvidia-smi read every 30 s beside it; a recording comes back.
 group_long() {
+    local watch_s=${LONG_S:-540}
     jpegs
-    ts "case long-healthy: ResNet-50, 12 workers, local JPEGs, no profiler; doctor 540 s once warm"
-    job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 12 --batch 128 --seconds 560 --warm-steps 4 --no-profiler --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
+    ts "case long-healthy: ResNet-50, 12 workers, local JPEGs, no profiler; doctor ${watch_s} s once warm"
+    job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 12 --batch 128 --seconds $((watch_s + 20)) --warm-steps 4 --no-profiler --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
     for _ in $(seq 1 60); do [ -e "$W/long.ready" ] && break; sleep 1; done
     record long-healthy
-    watch long-healthy 540
-    for _ in $(seq 1 18); do sleep 30; smi long-healthy; done
+    watch long-healthy "$watch_s"
+    for _ in $(seq 1 $((watch_s / 30))); do sleep 30; smi long-healthy; done
+    sleep $((watch_s % 30 + 1))
     stop_record
     end_job
     settle
