@@ -4,4 +4,5 @@
 pub mod csv;
 pub mod json;
 pub mod status;
+pub mod status_file;
 pub mod table;

@@ -7,7 +7,8 @@
 //! | Mode | Module |
 //! |---|---|
 //! | the interactive monitor | `run/monitor.rs` |
-//! | `--once` and `--status` | `run/once.rs` |
+//! | `--once` | `run/once.rs` |
+//! | `--status` | `run/status.rs` |
 //! | `doctor` | `run/doctor.rs` |
 //! | `report` | `run/report.rs` |
 //! | `--record FILE --headless` | `run/record.rs` |
@@ -29,6 +30,7 @@ mod monitor;
 mod once;
 mod record;
 mod report;
+mod status;
 mod watch;
 
 use std::io::Write as _;
@@ -130,7 +132,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             Ok(0)
         }
         None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
-        None if cli.view.status => once::status(&data, cli, &config, interval),
+        None if cli.view.status => status::run(&data, cli, &config, interval),
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
         None if cli.view.prometheus.is_some() => fleet::run(cli, &config, interval),
         None if cli.view.once => once::run(&data, cli, &config, interval),
