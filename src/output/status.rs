@@ -443,4 +443,71 @@ mod tests {
         assert!(line.chars().count() < 120, "{} chars: {line}", line.chars().count());
         assert!(line.starts_with("0:") && line.contains(" 7:"), "{line}");
     }
+
+    #[test]
+    fn double_braces_are_literal_braces() {
+        let template = StatusTemplate::parse("{{{index}}} a}b {{").expect("ok");
+        assert_eq!(
+            template.parts,
+            vec![Part::Text("{".into()), Part::Field(Field::Index), Part::Text("} a}b {".into())]
+        );
+        let line = render(&pipeline("idle:1", 1), &StatusOptions { template, ..StatusOptions::default() });
+        assert_eq!(line, "{0} a}b {");
+        assert_eq!(StatusTemplate::parse("{{index}").expect("ok").parts, vec![Part::Text("{index}".into())]);
+        assert!(StatusTemplate::parse("{util").expect_err("open").to_string().contains("'{{'"), "says how");
+    }
+
+    #[test]
+    fn names_and_labels_cannot_style_or_expand_in_tmux() {
+        assert_eq!(safe_text("H200 #[fg=red]#{pane_current_path}", false), "H200 ##[fg=red]##{pane_current_path}");
+        assert_eq!(safe_text("a\x1b[31mb\nc\u{7f}", false), "a[31mbc");
+        assert_eq!(safe_text("Grüße", true), "Gr??e");
+        let line = StatusLine {
+            gpus: vec![GpuStatus {
+                name: "#(reboot)\x07".into(),
+                finding: Some(Badge { label: "#[bg=red]".into(), severity: Severity::Warning }),
+                ..GpuStatus::default()
+            }],
+            judged: true,
+            machine_finding: None,
+        };
+        let options = StatusOptions {
+            template: StatusTemplate::parse("#[bold]{name} {finding}").expect("ok"),
+            ..StatusOptions::default()
+        };
+        assert_eq!(render_line(&line, &options), "#[bold]##(reboot) ⚠##[bg=red]", "the template's own text is kept");
+    }
+
+    #[test]
+    fn a_gpu_that_does_not_answer_reads_a_question_mark() {
+        use crate::source::fault::{Fault, FaultSource};
+        let inner = SyntheticSource::new(SyntheticSpec::parse("compute:2").expect("spec"));
+        let mut source = FaultSource::new(inner, vec![Fault::NotAnswering { gpu: 1, from_tick: 0 }]);
+        let first = source.next_snapshot().expect("ok").expect("some");
+        let pipeline = Pipeline::new(&first, 60, crate::advice::thresholds::Thresholds::default());
+        let line = render(&pipeline, &StatusOptions::default());
+        assert!(line.starts_with("0:") && line.ends_with(" 1:?"), "{line}");
+        assert!(!line.contains("-%") && !line.contains("-C"), "{line}");
+        let machine = pipeline.history.machine();
+        assert_eq!(render_line(&StatusLine::unanswered(machine), &StatusOptions::default()), "0:? 1:?");
+    }
+
+    #[test]
+    fn before_the_rules_judge_an_empty_finding_reads_a_question_mark() {
+        let one = render(&pipeline("compute:1", 1), &StatusOptions::default());
+        assert!(one.ends_with("C ?"), "one sample judges nothing: {one}");
+        let judged = render(&pipeline("compute:1", 120), &StatusOptions::default());
+        assert!(judged.ends_with('C'), "judged and healthy: {judged}");
+    }
+
+    #[test]
+    fn only_a_utf8_locale_gets_the_symbols() {
+        assert!(utf8_locale(None, None, Some("en_US.UTF-8")));
+        assert!(utf8_locale(None, Some("C.utf8"), Some("C")));
+        assert!(!utf8_locale(Some("C"), None, Some("en_US.UTF-8")), "LC_ALL wins");
+        assert!(utf8_locale(Some(""), None, Some("en_US.UTF-8")), "empty is unset");
+        assert!(!utf8_locale(None, None, None), "no locale is C");
+        assert!(!utf8_locale(None, None, Some("POSIX")));
+        assert!(!utf8_locale(None, None, Some("de_DE.ISO-8859-1")));
+    }
 }

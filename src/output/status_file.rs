@@ -253,3 +253,99 @@ impl StateWriter {
 pub fn read_fresh(key: &str) -> Option<StatusState> {
     read_state(&default_dir(), &file_name(key)).filter(|s| s.is_fresh(now_unix_ms()))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    use super::*;
+    use crate::advice::Severity;
+    use crate::output::status::{Badge, GpuStatus};
+
+    fn state(written_unix_ms: u64, interval_ms: u64) -> StatusState {
+        let line = StatusLine {
+            gpus: vec![GpuStatus {
+                index: 0,
+                name: "NVIDIA H200".into(),
+                util_pct: Some(98),
+                temp_c: Some(71),
+                finding: Some(Badge { label: "input".into(), severity: Severity::Warning }),
+                ..GpuStatus::default()
+            }],
+            machine_finding: None,
+            judged: true,
+        };
+        StatusState::new(line, written_unix_ms, Duration::from_millis(interval_ms), "monitor")
+    }
+
+    #[test]
+    fn the_document_round_trips_and_refuses_what_it_does_not_know() {
+        let written = state(1_000, 1_000);
+        let text = written.to_json();
+        assert!(!text.contains('\n') && text.contains(SCHEMA), "{text}");
+        assert_eq!(StatusState::parse(&text).expect("parses"), written);
+        let other = text.replace(SCHEMA, "gpusight.status-state/9");
+        assert!(matches!(StatusState::parse(&other), Err(StateError::Schema(_))));
+        assert!(StatusState::parse("{\"line\": 3").is_err());
+        assert!(StatusState::parse("").is_err());
+    }
+
+    #[test]
+    fn a_state_is_fresh_for_three_intervals_and_at_least_five_seconds() {
+        let fast = state(100_000, 1_000);
+        assert_eq!(fast.stale_after(), MIN_STALE_AFTER);
+        assert!(fast.is_fresh(105_000) && !fast.is_fresh(105_001));
+        let slow = state(100_000, 10_000);
+        assert_eq!(slow.stale_after(), Duration::from_secs(30));
+        assert!(slow.is_fresh(130_000) && !slow.is_fresh(130_001));
+        assert!(!fast.is_fresh(90_000), "written in the future: a clock set back");
+    }
+
+    #[test]
+    fn the_directory_is_the_runtime_one_else_a_private_one_in_tmp() {
+        assert_eq!(runtime_dir(Some(OsStr::new("/run/user/1000")), 1000), Path::new("/run/user/1000/gpusight"));
+        assert_eq!(runtime_dir(Some(OsStr::new("relative")), 1000), Path::new("/tmp/gpusight-1000"));
+        assert_eq!(runtime_dir(Some(OsStr::new("")), 7), Path::new("/tmp/gpusight-7"));
+        assert_eq!(runtime_dir(None, 0), Path::new("/tmp/gpusight-0"));
+        assert_eq!(file_name("synthetic-input-bound-1"), "status-synthetic-input-bound-1.json");
+        assert_eq!(file_name("../../etc/passwd"), "status-etcpasswd.json");
+    }
+
+    #[test]
+    fn the_file_is_written_whole_private_and_read_back() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("gpusight");
+        let name = file_name("live");
+        assert!(read_state(&dir, &name).is_none(), "nothing yet");
+        write_state(&dir, &name, &state(1, 1_000)).expect("written");
+        write_state(&dir, &name, &state(2, 1_000)).expect("replaced");
+        assert_eq!(read_state(&dir, &name).expect("read").written_unix_ms, 2);
+        let mode = |p: &Path| std::fs::metadata(p).expect("meta").permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join(&name)), 0o600);
+        let names: Vec<_> = std::fs::read_dir(&dir).expect("list").map(|e| e.expect("entry").file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from(&name)], "no temporary file left");
+        std::fs::write(dir.join(&name), "not json").expect("garbage");
+        assert!(read_state(&dir, &name).is_none(), "garbage is no state");
+    }
+
+    #[test]
+    fn a_directory_open_to_others_or_a_linked_file_is_not_trusted() {
+        let temp = tempfile::tempdir().expect("temp dir");
+        let dir = temp.path().join("gpusight");
+        let name = file_name("live");
+        write_state(&dir, &name, &state(1, 1_000)).expect("written");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        assert!(read_state(&dir, &name).is_none(), "others could have put it there");
+        assert!(write_state(&dir, &name, &state(2, 1_000)).is_err(), "nor is it written there");
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        let elsewhere = temp.path().join("elsewhere.json");
+        std::fs::write(&elsewhere, state(3, 1_000).to_json()).expect("write");
+        std::fs::remove_file(dir.join(&name)).expect("remove");
+        std::os::unix::fs::symlink(&elsewhere, dir.join(&name)).expect("link");
+        assert!(read_state(&dir, &name).is_none(), "a link is not followed");
+        let linked_dir = temp.path().join("linked");
+        std::os::unix::fs::symlink(&dir, &linked_dir).expect("link");
+        assert!(read_state(&linked_dir, &name).is_none(), "nor is a linked directory");
+    }
+}
