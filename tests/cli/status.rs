@@ -104,7 +104,7 @@ fn write_input_state(runtime: &Path, age: Duration) {
 fn a_stale_state_is_ignored_and_a_fresh_one_is_read() {
     let runtime = temp_dir();
     let args = ["--synthetic", "input-bound", "--status"];
-    write_input_state(runtime.path(), Duration::from_secs(60));
+    write_input_state(runtime.path(), Duration::from_mins(1));
     let stale = stdout(&status_in(runtime.path(), &args));
     assert!(!stale.contains("⚠input") && stale.trim_end().ends_with('?'), "a watcher gone a minute: {stale}");
     write_input_state(runtime.path(), Duration::ZERO);
