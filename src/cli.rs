@@ -73,16 +73,19 @@ pub struct ViewArgs {
     /// Print one snapshot as a table and exit.
     #[arg(short = '1', long)]
     pub once: bool,
-    /// With --once (or doctor/report): print JSON.
+    /// With --once or --status (or doctor/report): print JSON.
     #[arg(long, global = true)]
     pub json: bool,
     /// With --once: table (default), json or csv (one row per GPU).
     #[arg(long, value_name = "FORMAT", value_enum, requires = "once")]
     pub format: Option<OnceFormat>,
-    /// Print one short line for a status bar (tmux status-right) from a single sample, and exit.
+    /// Print one short line for a status bar (tmux status-right) and exit: the findings of a gpusight watching
+    /// this machine (the monitor or export), else one sample with '?' for the findings; within 2 s, '0:?' for a
+    /// GPU that did not answer. --json prints it as JSON.
     #[arg(long, conflicts_with = "once")]
     pub status: bool,
-    /// With --status: the template for each GPU: {index} {name} {util} {mem} {temp} {power} {finding}.
+    /// With --status: the template for each GPU: {index} {name} {util} {mem} {temp} {power} {finding}; {{ and }}
+    /// are literal braces.
     #[arg(long, value_name = "TEMPLATE", requires = "status")]
     pub status_format: Option<String>,
     /// On a recording or a synthetic machine: start at SECONDS from its start, with the history up to there

@@ -41,7 +41,10 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
             return Err("--record goes with the monitor or --headless, not with doctor, report or export".into());
         }
     }
-    if view.json && cli.command.is_none() && !view.once {
+    if view.status && view.format.is_some() {
+        return Err("--format goes with --once; --status prints one line (as JSON with --status --json)".into());
+    }
+    if view.json && cli.command.is_none() && !view.once && !view.status {
         return Err("--json prints one snapshot: add --once (doctor and report take --json too)".into());
     }
     if let Some(at) = view.at {
@@ -99,6 +102,7 @@ mod tests {
             (&["--demo", "--record", "x"][..], "recorded already"),
             (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
             (&["--demo", "--json"][..], "--json prints one snapshot"),
+            (&["--demo", "--status", "--format", "csv"][..], "--format goes with --once"),
             (&["--demo", "--at", "5"][..], "add --once"),
             (&["--demo", "--prometheus", "http://p:9090"][..], "do not apply"),
             (&["--once", "--at", "-5"][..], "0 or more"),

@@ -395,6 +395,12 @@ impl App {
         self.frozen.as_deref().unwrap_or(&self.pipeline)
     }
 
+    /// The pipeline of every sample taken in, frozen view or not.
+    #[must_use]
+    pub fn live_pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
     /// What the rules watch before their first window is covered, for the samples the screen shows.
     #[must_use]
     pub fn judging(&self) -> Option<crate::advice::judging::Judging> {

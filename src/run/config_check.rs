@@ -14,8 +14,7 @@ pub(super) fn run(file: Option<&Path>) -> i32 {
         return 0;
     };
     if file.is_none() && !path.exists() {
-        println!("no config file at {}: the defaults apply", path.display());
-        return 0;
+        return super::emit_or_fail(&format!("no config file at {}: the defaults apply\n", path.display()), 0);
     }
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -25,10 +24,7 @@ pub(super) fn run(file: Option<&Path>) -> i32 {
         }
     };
     match Config::check_text(&text, &path) {
-        Ok(_) => {
-            println!("{}: ok", path.display());
-            0
-        }
+        Ok(_) => super::emit_or_fail(&format!("{}: ok\n", path.display()), 0),
         Err(problems) => {
             for problem in problems {
                 warn(&problem);

@@ -13,7 +13,7 @@ use crate::source::{OptionalReadings, Source, live::LiveSource};
 use super::{RunError, warn};
 
 /// Where the data comes from, resolved from the flags.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Data {
     /// A recording in memory (a file or the embedded demo).
     Recording(Recording),
@@ -111,6 +111,16 @@ impl Data {
             return Ok(Self::Synthetic(spec, only));
         }
         Ok(Self::Live(only, naming))
+    }
+
+    /// Which watcher's state (`output::status_file`) speaks for this data: live data's, or a synthetic machine's
+    /// of the same scenario and size; a recording has none (it is not happening now).
+    pub(super) fn status_key(&self) -> Option<String> {
+        match self {
+            Self::Live(..) => Some("live".to_owned()),
+            Self::Synthetic(spec, _) => Some(format!("synthetic-{}-{}", spec.scenario_name, spec.n_gpus)),
+            Self::Recording(_) => None,
+        }
     }
 
     /// A source that produces ticks in real time (live or synthetic; a recording is played frame by frame).

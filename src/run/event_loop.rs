@@ -14,6 +14,7 @@ use ratatui::layout::Rect;
 
 use crate::app::{App, AppOptions, Effect, Feed, FeedEvent};
 use crate::keys::{Action, KeyBinding};
+use crate::output::status_file::StateWriter;
 use crate::terminal;
 use crate::ui;
 
@@ -34,7 +35,7 @@ pub(crate) enum LoopEvent {
 ///
 /// # Errors
 /// The config's keys are invalid, the recording is empty, or the terminal cannot be used.
-pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
+pub fn run(options: AppOptions, feed: Feed, mut status: Option<StateWriter>) -> color_eyre::Result<i32> {
     let mut app = App::new(options, &feed).map_err(|e| color_eyre::eyre::eyre!(e))?;
     let (tx, rx) = mpsc::channel::<LoopEvent>();
     spawn_signal_thread(tx.clone())?;
@@ -82,7 +83,7 @@ pub fn run(options: AppOptions, feed: Feed) -> color_eyre::Result<i32> {
         }
     })?;
     let mut tui = terminal::init(app.mouse)?;
-    let result = event_loop_with(&mut tui, &mut app, &rx, terminal::suspend, &quick);
+    let result = event_loop_with(&mut tui, &mut app, &rx, terminal::suspend, &quick, &mut status);
     terminal::restore();
     Ok(result?)
 }
@@ -141,16 +142,18 @@ pub(crate) fn event_loop<B: Backend>(
     rx: &Receiver<LoopEvent>,
     suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
 ) -> std::io::Result<i32> {
-    event_loop_with(terminal, app, rx, suspend, &QuickQuit::default())
+    event_loop_with(terminal, app, rx, suspend, &QuickQuit::default(), &mut None)
 }
 
-/// The loop, telling the input thread what it needs to quit by itself.
+/// The loop, telling the input thread what it needs to quit by itself, and writing the state `--status` reads
+/// after each sample when `status` is given.
 fn event_loop_with<B: Backend>(
     terminal: &mut Terminal<B>,
     app: &mut App,
     rx: &Receiver<LoopEvent>,
     mut suspend: impl FnMut(&mut Terminal<B>) -> std::io::Result<()>,
     quick: &QuickQuit,
+    status: &mut Option<StateWriter>,
 ) -> std::io::Result<i32> {
     quick.armed.store(app.quit_key_quits(), Ordering::SeqCst);
     let mut last_frame = Instant::now();
@@ -201,6 +204,9 @@ fn event_loop_with<B: Backend>(
         }
         if let Some(newest) = snapshot.and_then(|latest| latest.take()) {
             app.on_feed(FeedEvent::Snapshot(newest));
+            if let Some(status) = status.as_mut() {
+                status.publish(app.live_pipeline());
+            }
         }
     }
 }

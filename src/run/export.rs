@@ -1,6 +1,7 @@
 //! `gpusight export`: the sampler feeds a pipeline whose every snapshot is rendered once for `/metrics`, and the
 //! server answers until SIGINT or SIGTERM. On a live machine the kubelet's pod-resources API is asked, on the
-//! server's runtime, which pod holds each GPU ([`crate::export::kubelet`]).
+//! server's runtime, which pod holds each GPU ([`crate::export::kubelet`]). Each snapshot also leaves the state
+//! `--status` reads ([`crate::output::status_file`]).
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -9,6 +10,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::export::web_config::WebConfig;
 use crate::export::{ExportHandle, ExportServer, kubelet};
+use crate::output::status_file::StateWriter;
 use crate::pipeline::Pipeline;
 use crate::source::OptionalReadings;
 
@@ -40,10 +42,10 @@ pub(super) fn run(
 ) -> Result<i32, RunError> {
     let web = web_config.map(WebConfig::load).transpose().map_err(crate::export::ExportError::from)?;
     if !listen.ip().is_loopback() && !web.as_ref().is_some_and(WebConfig::authenticates) {
-        eprintln!(
-            "gpusight: warning: serving {listen}: /metrics has no authentication; firewall it, use loopback, or \
-             set basic_auth_users in a --web.config.file"
-        );
+        warn(&format!(
+            "warning: serving {listen}: /metrics has no authentication; firewall it, use loopback, or set \
+             basic_auth_users in a --web.config.file"
+        ));
     }
     if let Data::Live(_, naming) = data
         && let Some(note) = &naming.note
@@ -63,9 +65,10 @@ pub(super) fn run(
     }
     let feed = LiveFeed::new(spawn_feed(source, interval, false, None)?, &machine);
     let (capacity, thresholds) = (capacity(config, interval), config.thresholds.clone());
+    let status = data.status_key().map(|key| StateWriter::new(&key, interval, "export"));
     let publisher = std::thread::Builder::new()
         .name("gpusight-publish".into())
-        .spawn(move || publish(feed, &handle, capacity, &thresholds))
+        .spawn(move || publish(feed, &handle, capacity, &thresholds, status))
         .map_err(RunError::Thread)?;
     warn(&format!("serving {scheme}://{}/metrics (and /healthz); stop with Ctrl-C", server.local_addr()));
     // The kubelet knows this node's pods: it is asked for live data only, never for a recording or a synthetic one.
@@ -77,8 +80,15 @@ pub(super) fn run(
     result.map(|()| 0).map_err(RunError::from)
 }
 
-/// Takes each snapshot into the pipeline and renders it once for `/metrics`, until the feed ends.
-fn publish(mut feed: LiveFeed, handle: &ExportHandle, capacity: usize, thresholds: &crate::advice::Thresholds) {
+/// Takes each snapshot into the pipeline and renders it once for `/metrics` (and for `--status`, when `status`
+/// is given), until the feed ends.
+fn publish(
+    mut feed: LiveFeed,
+    handle: &ExportHandle,
+    capacity: usize,
+    thresholds: &crate::advice::Thresholds,
+    mut status: Option<StateWriter>,
+) {
     let mut pipeline: Option<Pipeline> = None;
     loop {
         match feed.next(Duration::from_hours(1), &warn) {
@@ -92,6 +102,9 @@ fn publish(mut feed: LiveFeed, handle: &ExportHandle, capacity: usize, threshold
                 };
                 if let Err(e) = handle.publish(pipeline) {
                     warn(&format!("cannot render metrics: {e}"));
+                }
+                if let Some(status) = status.as_mut() {
+                    status.publish(pipeline);
                 }
             }
             Next::Failed(message) => {

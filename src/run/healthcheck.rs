@@ -30,10 +30,7 @@ pub struct Target {
 /// answer, a file or URL that cannot be used), with one line on stderr saying which.
 pub(super) fn run(url: Option<&str>, web_config: Option<&Path>, timeout: Duration) -> i32 {
     match probe_once(url, web_config, timeout) {
-        Ok((200, first_line)) => {
-            println!("healthy: {first_line}");
-            0
-        }
+        Ok((200, first_line)) => super::emit_or_fail(&format!("healthy: {first_line}\n"), 0),
         Ok((status, first_line)) => {
             warn(&format!("unhealthy: HTTP {status}: {first_line}"));
             EXIT_FAILURE

@@ -7,7 +7,8 @@
 //! | Mode | Module |
 //! |---|---|
 //! | the interactive monitor | `run/monitor.rs` |
-//! | `--once` and `--status` | `run/once.rs` |
+//! | `--once` | `run/once.rs` |
+//! | `--status` | `run/status.rs` |
 //! | `doctor` | `run/doctor.rs` |
 //! | `report` | `run/report.rs` |
 //! | `--record FILE --headless` | `run/record.rs` |
@@ -29,6 +30,7 @@ mod monitor;
 mod once;
 mod record;
 mod report;
+mod status;
 mod watch;
 
 use std::io::Write as _;
@@ -64,13 +66,10 @@ pub fn main() -> i32 {
     let args: Vec<String> = std::env::args().collect();
     let cli = match crate::cli::parse(&args) {
         Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => return print_help(&e),
         Err(e) => {
             let _ = e.print();
-            return match (e.use_stderr(), crate::cli::asks_for_doctor(&args)) {
-                (false, _) => 0,
-                (true, true) => EXIT_DOCTOR_UNKNOWN,
-                (true, false) => EXIT_NO_DRIVER,
-            };
+            return if crate::cli::asks_for_doctor(&args) { EXIT_DOCTOR_UNKNOWN } else { EXIT_NO_DRIVER };
         }
     };
     match run(&cli) {
@@ -130,7 +129,7 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
             Ok(0)
         }
         None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
-        None if cli.view.status => once::status(&data, cli, &config, interval),
+        None if cli.view.status => status::run(&data, cli, &config, interval),
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),
         None if cli.view.prometheus.is_some() => fleet::run(cli, &config, interval),
         None if cli.view.once => once::run(&data, cli, &config, interval),
@@ -174,6 +173,27 @@ pub fn warn(message: &str) {
     let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(message));
 }
 
+/// `--help` or `--version` on stdout, checked as every output is: 0 once written (or when the reader went away),
+/// else one line on stderr and [`EXIT_FAILURE`].
+fn print_help(e: &clap::Error) -> i32 {
+    use std::io::IsTerminal as _;
+    let styled = e.render();
+    let styles = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let text = if styles && !dumb_terminal() { styled.ansi().to_string() } else { styled.to_string() };
+    emit_or_fail(&text, 0)
+}
+
+/// Writes `text` to stdout as [`emit`] does: `code` once written, else the error on stderr and [`EXIT_FAILURE`].
+fn emit_or_fail(text: &str, code: i32) -> i32 {
+    match emit(text) {
+        Ok(()) => code,
+        Err(e) => {
+            warn(&e.to_string());
+            EXIT_FAILURE
+        }
+    }
+}
+
 /// Writes a one-shot output to stdout. A reader that went away (`| head -1`) ends the command quietly, as it
 /// does for other command-line tools; any other write error (a full disk) is one line, not a panic.
 fn emit(text: &str) -> Result<(), RunError> {
@@ -206,9 +226,9 @@ fn has_terminal() -> bool {
 
 /// One line instead of the terminal library's "No such device or address" (ssh without -t, cron, a pipe).
 fn no_terminal() -> i32 {
-    eprintln!(
-        "gpusight: the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], \
-         --status, or `gpusight doctor` (ssh: use ssh -t)"
+    warn(
+        "the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], --status, \
+         or `gpusight doctor` (ssh: use ssh -t)",
     );
     EXIT_NO_TERMINAL
 }

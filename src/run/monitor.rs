@@ -1,5 +1,6 @@
 //! The interactive monitor: a recording is played by the app; live and synthetic data come from the sampler
-//! thread, recorded on the way when `--record` is given.
+//! thread, recorded on the way when `--record` is given, and each of their samples leaves the state `--status`
+//! reads (`output::status_file`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use crate::app::{AppOptions, Feed, HostInspector, PidfdSender, PlaybackStart};
 use crate::cli::Cli;
 use crate::config::Config;
+use crate::output::status_file::StateWriter;
 use crate::sample::Snapshot;
 use crate::source::replay::Recorder;
 use crate::source::{OptionalReadings, Source};
@@ -21,6 +23,7 @@ use super::{Data, RunError, capacity, only_visible, use_ascii, use_color};
 /// Runs the monitor until the user quits; returns its exit code.
 pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let mut options = options(cli, config, interval)?;
+    let status = data.status_key().map(|key| StateWriter::new(&key, interval, "monitor"));
     let (feed, sampler) = match data {
         Data::Recording(recording) => {
             if recording.ticks.is_empty() {
@@ -55,7 +58,7 @@ pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) ->
         };
         options.only_gpus = Some(only_visible(&machine)?);
     }
-    let code = super::event_loop::run(options, feed).map_err(RunError::Interactive);
+    let code = super::event_loop::run(options, feed, status).map_err(RunError::Interactive);
     drop(sampler);
     code
 }

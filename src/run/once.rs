@@ -1,14 +1,14 @@
-//! `--once` (a table, JSON or CSV) and `--status` (one line for a status bar): one frame and exit.
+//! `--once` (a table, JSON or CSV): one frame and exit. `--status` reads the same pipeline (`run/status.rs`).
 
 use std::time::Duration;
 
 use crate::cli::{Cli, OnceFormat};
 use crate::config::Config;
 use crate::pipeline::Pipeline;
-use crate::source::{OptionalReadings, SourceError};
+use crate::source::OptionalReadings;
 
 use super::data::{collect, next_snapshot};
-use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii};
+use super::{Data, RunError, capacity, emit, only_visible, replay_into, use_ascii};
 
 /// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
 const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
@@ -42,36 +42,8 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -
     Ok(0)
 }
 
-/// `--status`: one line for a status bar from a single sample (a recording: its last frame; synthetic: the
-/// same ticks as `--once`). Without a driver it prints the no-GPU marker instead of an error.
-pub(super) fn status(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
-    use crate::output::status::{NO_GPU_MARKER, StatusOptions, StatusTemplate};
-
-    let template = match &cli.view.status_format {
-        Some(text) => StatusTemplate::parse(text).map_err(|e| RunError::Usage(e.to_string()))?,
-        None => StatusTemplate::default(),
-    };
-    let options = StatusOptions { template, only_gpus: cli.data.only.clone(), ascii: use_ascii(cli) };
-    let pipeline = match data {
-        Data::Live(..) => match data.open_source(config, interval, OptionalReadings::ALL) {
-            Ok(mut source) => {
-                let first = next_snapshot(source.as_mut())?;
-                Pipeline::new(&first, capacity(config, interval), config.thresholds.clone())
-            }
-            Err(RunError::Source(SourceError::NoDriver(_))) => {
-                println!("{NO_GPU_MARKER}");
-                return Ok(EXIT_NO_DRIVER);
-            }
-            Err(e) => return Err(e),
-        },
-        _ => once_pipeline(data, cli, config, interval)?,
-    };
-    println!("{}", crate::output::status::render(&pipeline, &options));
-    Ok(0)
-}
-
 /// The pipeline `--once` shows: a recording up to `--at`, a few synthetic ticks, or two live samples.
-fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<Pipeline, RunError> {
+pub(super) fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<Pipeline, RunError> {
     let capacity = capacity(config, interval);
     match data {
         Data::Recording(recording) => {

@@ -1,6 +1,7 @@
 //! `doctor` and `report` watch for a while: live in real time (with progress on a terminal, Ctrl-C ending it
 //! early with what it has), synthetic in virtual time, a recording over its whole length.
 
+use std::io::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -125,13 +126,13 @@ impl Progress {
     fn show(&self, left: Duration, pipeline: Option<&Pipeline>) {
         if self.on {
             let findings = pipeline.map_or(0, |p| p.findings().len());
-            eprint!("\r\x1b[2K{}", progress_line(self.watcher.name(), left, findings));
+            let _ = write!(std::io::stderr(), "\r\x1b[2K{}", progress_line(self.watcher.name(), left, findings));
         }
     }
 
     fn clear(&self) {
         if self.on {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -34,7 +34,7 @@ fn the_status_line_is_one_short_line_per_machine() {
 
 #[test]
 fn the_status_line_on_a_recording_shows_its_finding() {
-    let text = stdout(&gpusight(&["--status", "--demo"]));
+    let text = stdout(&command(&["--status", "--demo"]).env("LC_ALL", "C.UTF-8").output().expect("run"));
     assert!(text.starts_with("0:") && text.contains('⚠'), "the demo's last frame has a warning: {text}");
     let ascii = stdout(&gpusight(&["--status", "--demo", "--ascii"]));
     assert!(ascii.is_ascii() && ascii.contains('!'), "{ascii}");

@@ -25,6 +25,10 @@ use std::time::{Duration, Instant};
 /// The gpusight binary cargo built for the tests.
 pub const BIN: &str = env!("CARGO_BIN_EXE_gpusight");
 
+/// The runtime directory tests give gpusight unless they make their own: it does not exist, so no watcher leaves
+/// a state there and `--status` finds none.
+pub const NO_RUNTIME_DIR: &str = "/nonexistent-gpusight-test-runtime";
+
 /// `gpusight ARGS` with no config file, colour allowed, no listen address from the environment and no stdin.
 pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(BIN);
@@ -34,6 +38,8 @@ pub fn command(args: &[&str]) -> Command {
         .env_remove("GPUSIGHT_LISTEN")
         // A config in the user's home must not change what the tests see.
         .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")
+        // Nor may a gpusight the user runs (the state --status reads), and no test leaves one behind.
+        .env("XDG_RUNTIME_DIR", NO_RUNTIME_DIR)
         .stdin(Stdio::null());
     command
 }

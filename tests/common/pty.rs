@@ -21,12 +21,14 @@ pub struct Session {
 }
 
 impl Session {
-    /// Starts `program ARGS` with `TERM=xterm-256color` and `env` in a `cols` x `rows` pseudo-terminal.
+    /// Starts `program ARGS` with `TERM=xterm-256color`, no runtime directory (`NO_RUNTIME_DIR`) and `env` in a
+    /// `cols` x `rows` pseudo-terminal.
     pub fn start(program: &str, args: &[&str], env: &[(&str, &str)], cols: u16, rows: u16) -> Self {
         let pair = native_pty_system().openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 }).expect("pty");
         let mut command = CommandBuilder::new(program);
         command.args(args);
         command.env("TERM", "xterm-256color");
+        command.env("XDG_RUNTIME_DIR", super::NO_RUNTIME_DIR);
         for (k, v) in env {
             command.env(k, v);
         }

@@ -196,6 +196,64 @@ fn a_full_disk_is_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
 }
 
+/// The commands that print to stdout and end, one of each kind of output.
+const PRINTING: [&[&str]; 7] = [
+    &["--demo", "--status"],
+    &["--demo", "--status", "--json"],
+    &["--help"],
+    &["--version"],
+    &["completions", "bash"],
+    &["config", "check", "--config", "/dev/null"],
+    &["--demo", "--once"],
+];
+
+#[test]
+fn every_printing_command_ends_quietly_when_its_reader_is_gone() {
+    for args in PRINTING {
+        // The reading end is closed before the command starts: its first write gets EPIPE, every time.
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let output = command(args).stdout(writer).output().expect("run");
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn every_printing_command_says_a_full_disk_and_fails() {
+    for args in PRINTING {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
+        let output = command(args).stdout(full).output().expect("run");
+        let err = stderr(&output);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_status_line_keeps_tmux_formats_from_outside_inert() {
+    let dir = temp_dir();
+    let mut source = synthetic("input-bound:1");
+    let mut machine: MachineInfo = (*source.machine()).clone();
+    machine.gpus[0].name = format!("H200 #[fg=red]#{{pane_current_path}}#(reboot){EVIL}");
+    let path = dir.path().join("tmux.jsonl");
+    let mut recorder = Recorder::create(&path, &Arc::new(machine), false).expect("create");
+    recorder.write(&source.next_tick().expect("tick").expect("some")).expect("write");
+    drop(recorder);
+    let file = path.to_str().expect("utf-8");
+    // The template's own `#[...]` is the user's styling and stays; the GPU's name is made inert.
+    let output = gpusight(&["--replay", file, "--status", "--status-format", "#[bold]{name}#[default] {util}%"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_no_control("--status", &text);
+    let name = text.strip_prefix("#[bold]").and_then(|t| t.split("#[default]").next()).expect("the name");
+    assert!(name.starts_with("H200 ##[fg=red]##{pane_current_path}##(reboot)"), "{text}");
+    let single_hash = name.split("##").any(|part| part.contains('#'));
+    assert!(!single_hash, "a single # tmux would read: {text}");
+}
+
 #[test]
 fn replaying_dev_zero_is_refused_naming_the_line() {
     let output = gpusight(&["--replay", "/dev/zero", "--once"]);
