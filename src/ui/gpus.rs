@@ -12,6 +12,7 @@ use super::graph;
 use super::layout::GpuStyle;
 use super::paint::{Paint, fill};
 use super::theme::Level;
+use crate::advice::Severity;
 use crate::app::App;
 use crate::history::GpuSeries;
 use crate::sample::{GpuInfo, GpuState, GpuTick, throttle};
@@ -30,6 +31,8 @@ pub(super) struct Gpu<'a> {
     tick: Option<&'a GpuTick>,
     series: Option<&'a GpuSeries>,
     window_start: usize,
+    /// The worst severity of the findings about this GPU, for its chip.
+    worst: Option<Severity>,
 }
 
 impl Gpu<'_> {
@@ -171,8 +174,11 @@ impl Gpu<'_> {
         ))
     }
 
-    /// Throttle badges: reasons active now (loud) and those active earlier in the window (dim), each with the
-    /// share of the window's samples it was set in.
+    /// Throttle badges: each reason set in the window (or now), with the share of the window's samples it was set
+    /// in, styled by what the reason means and how much of the window it held, never by the bit of this one
+    /// sample (so a badge keeps its style from one second to the next): a budget the GPU runs at (power cap,
+    /// clock settings, sync boost) stays quiet; a thermal or hardware slowdown is loud when it held in at least
+    /// `LOUD_SHARE_PCT` of the window, dim below.
     fn badges<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let now = self.tick.and_then(|t| t.throttle_bits).unwrap_or(0);
         let Some(series) = self.series else { return Vec::new() };
@@ -188,7 +194,7 @@ impl Gpu<'_> {
                 continue;
             }
             let share = if n == 0 { 0.0 } else { set as f64 * 100.0 / n as f64 };
-            let style = if now & bit != 0 { paint.theme.badge } else { paint.theme.dim };
+            let style = badge_style(bit, share, paint);
             spans.push(Span::raw(" "));
             spans.push(Span::styled(format!("{name} {share:.0}%"), style));
         }
@@ -203,11 +209,13 @@ impl Gpu<'_> {
     /// The first line of a GPU's row: index, utilization and memory bars, power and temperature, and the throttle
     /// badges when `with_badges` (a later line has them otherwise).
     fn compact_line<'s>(&self, width: u16, with_badges: bool, paint: &Paint) -> Line<'s> {
-        let index = Span::styled(format!("{:>2} ", self.info.index), paint.theme.title);
+        let index = Span::styled(format!("{:>2}", self.info.index), paint.theme.title);
+        let chip = chip(self.worst, paint);
         let name = Span::raw(if width >= 100 { format!("{:<9.9}", self.short_name()) } else { String::new() });
         if self.lost() {
             return Line::from(vec![
                 index,
+                chip,
                 name,
                 Span::styled(self.down_label().0, paint.theme.alarm),
                 Span::styled(self.down_label().1, paint.theme.high),
@@ -220,6 +228,7 @@ impl Gpu<'_> {
             // No bars: the numbers alone, and the power draw without its limit.
             let mut spans = vec![
                 index,
+                chip,
                 Span::styled("UTL ", paint.theme.label),
                 Span::styled(format!("{:>4} ", units::pct(util)), paint.load_style(util)),
                 Span::styled("MEM ", paint.theme.label),
@@ -244,6 +253,7 @@ impl Gpu<'_> {
         let bw = usize::from(width.saturating_sub(fixed) / 2).clamp(4, 20);
         let mut spans = vec![
             index,
+            chip,
             name,
             Span::styled("UTL ", paint.theme.label),
             Span::styled(paint.bar(util, bw), paint.load_style(util)),
@@ -400,7 +410,13 @@ impl Widget for GpuArea<'_> {
         let tick = app.tick();
         let gpus: Vec<Gpu<'_>> = shown(app)
             .into_iter()
-            .map(|info| Gpu { info, tick: tick.gpu(info.index), series: history.gpu(info.index), window_start })
+            .map(|info| Gpu {
+                info,
+                tick: tick.gpu(info.index),
+                series: history.gpu(info.index),
+                window_start,
+                worst: worst_on_gpu(&app.findings(), info.index),
+            })
             .collect();
         match self.style {
             GpuStyle::Lines { per_gpu, titled } => {
@@ -442,6 +458,49 @@ impl Widget for GpuArea<'_> {
     }
 }
 
+/// The worst severity among the warnings and criticals of `findings` about GPU `index` (an info is no chip: it
+/// is not something wrong).
+pub(super) fn worst_on_gpu(findings: &[&crate::advice::Finding], index: u32) -> Option<Severity> {
+    findings.iter().filter(|f| f.gpu_index == Some(index)).map(|f| f.severity).max().filter(|s| *s >= Severity::Warning)
+}
+
+/// A one-cell chip for a severity beside a GPU's index or a process row: `X` critical, `!` warning (`i` info,
+/// which the rows do not show), in the severity's style (each differs from the others by more than its colour); a
+/// space when there is none.
+pub(super) fn chip<'s>(worst: Option<Severity>, paint: &Paint) -> Span<'s> {
+    match worst {
+        Some(Severity::Critical) => Span::styled("X", paint.theme.critical),
+        Some(Severity::Warning) => Span::styled("!", paint.theme.warning),
+        Some(Severity::Info) => Span::styled("i", paint.theme.info),
+        None => Span::raw(" "),
+    }
+}
+
+/// Share (%) of the window's samples from which a slowdown's badge is loud.
+const LOUD_SHARE_PCT: f64 = 5.0;
+
+/// The style of a throttle reason's badge: by its kind (a budget the GPU runs at, a thermal slowdown, a hardware
+/// slowdown or power brake) and its share of the window.
+fn badge_style(bit: u64, share_pct: f64, paint: &Paint) -> ratatui::style::Style {
+    let theme = &paint.theme;
+    let loud = share_pct >= LOUD_SHARE_PCT;
+    match bit {
+        throttle::HW_SLOWDOWN | throttle::HW_THERMAL_SLOWDOWN | throttle::HW_POWER_BRAKE_SLOWDOWN if loud => {
+            theme.alarm
+        }
+        throttle::SW_THERMAL_SLOWDOWN if loud => theme.high,
+        throttle::SW_POWER_CAP
+        | throttle::APPLICATIONS_CLOCKS_SETTING
+        | throttle::SYNC_BOOST
+        | throttle::DISPLAY_CLOCK_SETTING
+            if loud =>
+        {
+            theme.base
+        }
+        _ => theme.dim,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,6 +522,44 @@ mod tests {
         assert!(short[0].contains('%') && short[0].contains('W') && !short[0].contains('░'), "{short:?}");
         let two = render(area(GpuStyle::Lines { per_gpu: 2, titled: true }), 120, 17);
         assert!(two[2].contains("MHz") && two[2].contains("PCIe"), "{two:?}");
+    }
+
+    /// The style of the first cell of `word` in `widget` drawn at `width` x `height`.
+    fn style_of(widget: impl Widget, width: u16, height: u16, word: &str) -> Option<ratatui::style::Style> {
+        let area = Rect::new(0, 0, width, height);
+        let mut buf = Buffer::empty(area);
+        widget.render(area, &mut buf);
+        for y in 0..height {
+            let line: String = (0..width).map(|x| buf[(x, y)].symbol().chars().next().unwrap_or(' ')).collect();
+            if let Some(at) = line.find(word) {
+                let x = u16::try_from(line[..at].chars().count()).unwrap_or(0);
+                return Some(buf[(x, y)].style());
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn badges_keep_their_style_while_the_throttle_bit_flickers() {
+        // The thermal scenario sets the thermal bits three samples in four and the power cap the fourth.
+        let paint = Paint::new(ThemeName::Dark, false);
+        let mut styles = Vec::new();
+        for n in 40..50 {
+            let app = app("thermal", n);
+            let area = GpuArea { app: &app, paint: &paint, style: GpuStyle::Lines { per_gpu: 1, titled: false } };
+            styles.push((style_of(area, 160, 1, "hw-therm"), n));
+        }
+        let first = styles[0].0.expect("a hw-therm badge");
+        let colours = |s: ratatui::style::Style| (s.fg, s.bg, s.add_modifier);
+        assert_eq!(colours(first), colours(paint.theme.alarm), "a hardware thermal slowdown in most of the window");
+        for (style, n) in &styles {
+            assert_eq!(*style, Some(first), "tick {n}: {styles:?}");
+        }
+        let app = app("thermal", 45);
+        let area = GpuArea { app: &app, paint: &paint, style: GpuStyle::Lines { per_gpu: 1, titled: false } };
+        let cap = style_of(area, 160, 1, "pwr-cap").expect("a pwr-cap badge");
+        assert_ne!(cap.bg, paint.theme.alarm.bg, "a power cap is never an alarm");
+        assert_eq!(cap.fg, paint.theme.base.fg, "{cap:?}");
     }
 
     #[test]

@@ -130,10 +130,19 @@ impl StatefulWidget for ProcessTable<'_> {
             };
             lines.push(Line::from(Span::styled(format!("  {why}"), theme.dim)));
         }
+        let findings = app.findings();
         for (i, row) in rows.iter().enumerate().skip(*offset).take(usize::from(area.height - 2)) {
             let tagged = table.tagged.contains(&row.key);
-            let marker = if tagged { "* " } else { "  " };
-            let text = format!("{marker}{}", self.row_text(row, &cols, area.width.saturating_sub(2)));
+            let marker = if tagged { "*" } else { " " };
+            let worst = row.pid.and_then(|pid| {
+                findings
+                    .iter()
+                    .filter(|f| f.pid == Some(pid) || f.also.iter().any(|a| a.pid == Some(pid)))
+                    .map(|f| f.severity)
+                    .max()
+                    .filter(|s| *s >= crate::advice::Severity::Warning)
+            });
+            let text = self.row_text(row, &cols, area.width.saturating_sub(2));
             let mut style = theme.base;
             let own = row.host.and_then(|h| h.uid) == Some(app.own_uid);
             if !own {
@@ -151,8 +160,9 @@ impl StatefulWidget for ProcessTable<'_> {
             if Some(i) == selected && app.focus == Focus::Processes {
                 style = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
             }
-            let text = format!("{text:<width$}", width = usize::from(area.width));
-            lines.push(Line::from(Span::styled(text, style)));
+            let text = format!("{text:<width$}", width = usize::from(area.width.saturating_sub(2)));
+            let chip = if worst.is_some() { super::gpus::chip(worst, paint) } else { Span::styled(" ", style) };
+            lines.push(Line::from(vec![Span::styled(marker, style), chip, Span::styled(text, style)]));
         }
         fill(area, buf, lines, theme.base);
     }

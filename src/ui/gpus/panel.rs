@@ -145,19 +145,24 @@ impl Gpu<'_> {
 pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, paint: &Paint) {
     let pstate = gpu.tick.and_then(|t| t.pstate).map_or_else(|| units::NA.to_owned(), |p| format!("P{p}"));
     let numa = units::num(gpu.info.numa_node, "");
-    let title = format!(
-        " GPU {} {sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
-        gpu.info.index,
+    let rest = format!(
+        "{sep} {} {sep} {} {sep} NUMA {numa} {sep} {pstate} ",
         gpu.info.name,
         gpu.info.pci_bus_id,
         sep = paint.glyphs.sep
     );
+    let mut title = vec![Span::styled(format!(" GPU {} ", gpu.info.index), paint.theme.title)];
+    if gpu.worst.is_some() {
+        title.push(super::chip(gpu.worst, paint));
+        title.push(Span::styled(" ", paint.theme.title));
+    }
+    title.push(Span::styled(rest, paint.theme.title));
     let border_style = if gpu.lost() { paint.theme.high } else { paint.theme.border };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_set(paint.glyphs.border)
         .border_style(border_style)
-        .title(Span::styled(title, paint.theme.title));
+        .title(Line::from(title));
     let inner = block.inner(area);
     block.render(area, buf);
     if gpu.lost() {
