@@ -2,6 +2,7 @@
 //! the `--status` line. All read the same `Pipeline` as the monitor.
 
 pub mod csv;
+pub mod fit;
 pub mod json;
 pub mod status;
 pub mod table;

@@ -217,6 +217,21 @@ fn use_color(cli: &Cli) -> bool {
     !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
 }
 
+/// How a one-shot text output (`--once`, `doctor`) fits where it goes: the width from `COLUMNS`, else the
+/// terminal's when stdout is one, else none (a pipe gets full lines); colour when `color` allows it and stdout is
+/// a terminal.
+fn text_fit(color: bool) -> crate::output::fit::Fit {
+    use std::io::IsTerminal as _;
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let size = if terminal { rustix::termios::tcgetwinsize(&stdout).ok().map(|w| w.ws_col) } else { None };
+    let columns = std::env::var("COLUMNS").ok();
+    crate::output::fit::Fit {
+        width: crate::output::fit::width_from(columns.as_deref(), size),
+        color: color && terminal,
+    }
+}
+
 /// `--ascii`, or a terminal that says it is dumb.
 fn use_ascii(cli: &Cli) -> bool {
     cli.view.ascii || dumb_terminal()

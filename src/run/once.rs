@@ -8,7 +8,7 @@ use crate::pipeline::Pipeline;
 use crate::source::{OptionalReadings, SourceError};
 
 use super::data::{collect, next_snapshot};
-use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii};
+use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii, use_color};
 
 /// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
 const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
@@ -35,6 +35,7 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -
                 only_gpus,
                 user: cli.view.user.clone(),
                 pids: cli.view.pid.clone(),
+                fit: super::text_fit(use_color(cli)),
             };
             emit(&crate::output::table::render(&pipeline, &options))?;
         }
