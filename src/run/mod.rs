@@ -237,6 +237,37 @@ fn use_ascii(cli: &Cli) -> bool {
     cli.view.ascii || dumb_terminal()
 }
 
+/// The most samples `--at` may ask a synthetic machine to run through (the longest history kept).
+const MAX_AT_SAMPLES: u64 = 100_000;
+/// The most work `--at` may ask a synthetic machine for: samples times processes, each process read, stored and
+/// judged once per sample (about 5 µs in a release build, so some 25 s at most).
+const MAX_AT_WORK: u64 = 5_000_000;
+
+/// How many samples a synthetic machine runs through to reach `at` seconds (two without it: rates need a previous
+/// sample). Refused, with the largest `--at` that would do, when it is past [`MAX_AT_SAMPLES`] or the samples
+/// times the processes are past [`MAX_AT_WORK`]: the frame is built by running every sample before it, and
+/// `scale:64x100000 --at 99999` would take hours.
+fn synthetic_at_samples(spec: &crate::source::synthetic::SyntheticSpec, at: Option<f64>) -> Result<u64, RunError> {
+    let interval_ms = spec.interval_ms.max(1);
+    let Some(seconds) = at else { return Ok(2) };
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a non-negative count, bounded below")]
+    let samples = (seconds.max(0.0) * 1000.0 / interval_ms as f64).min(u64::MAX as f64 / 2.0) as u64 + 1;
+    // The scenario's own processes (a few per GPU) and the extra ones of GPUSxPROCS.
+    let processes = u64::from(spec.n_gpus) * (u64::from(spec.processes_per_gpu) + 4);
+    let most = (MAX_AT_WORK / processes.max(1)).min(MAX_AT_SAMPLES).max(2);
+    if samples <= most {
+        return Ok(samples);
+    }
+    let largest = (most - 1) * interval_ms / 1000;
+    let fewer = if most < MAX_AT_SAMPLES { ", or fewer processes" } else { "" };
+    Err(RunError::Usage(format!(
+        "--at {seconds} is past what a synthetic machine is run to here: the frame needs about {samples} samples of \
+         about {processes} processes ({} process-samples) run before it, and gpusight runs at most {MAX_AT_SAMPLES} \
+         samples and {MAX_AT_WORK} process-samples: give --at {largest} or less{fewer}",
+        samples.saturating_mul(processes),
+    )))
+}
+
 /// The samples the history keeps: `history_s` at this interval, at least 60 and at most 100,000.
 fn capacity(config: &Config, interval: Duration) -> usize {
     let samples = config.general.history_s as f64 / interval.as_secs_f64().max(0.01);

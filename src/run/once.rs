@@ -10,9 +10,6 @@ use crate::source::{OptionalReadings, SourceError};
 use super::data::{collect, next_snapshot};
 use super::{Data, EXIT_NO_DRIVER, RunError, capacity, emit, only_visible, replay_into, use_ascii, use_color};
 
-/// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
-const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
-
 /// `--once`: one frame as a table, JSON or CSV.
 pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let format = match (cli.view.format, cli.view.json) {
@@ -84,7 +81,7 @@ fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) ->
             replay_into(recording, last, config, capacity)
         }
         Data::Synthetic(spec, _) => {
-            let n = synthetic_samples(cli.view.at, spec.interval_ms)?;
+            let n = super::synthetic_at_samples(spec, cli.view.at)?;
             let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             collect(source.as_mut(), n, capacity, config.thresholds.clone())
         }
@@ -98,21 +95,4 @@ fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: Duration) ->
                 .ok_or(RunError::NoFirstSample)
         }
     }
-}
-
-/// How many samples a synthetic machine runs for to reach `--at` (two without it: rates need a previous one).
-fn synthetic_samples(at: Option<f64>, interval_ms: u64) -> Result<u64, RunError> {
-    let interval_ms = interval_ms.max(1) as f64;
-    let seconds = at.unwrap_or(0.0);
-    let most_samples = MAX_SYNTHETIC_AT_SAMPLES as f64;
-    if seconds * 1000.0 / interval_ms >= most_samples {
-        let most = (most_samples - 1.0) * interval_ms / 1000.0;
-        return Err(RunError::Usage(format!(
-            "--at {seconds} is past what a synthetic machine is run to: at most {most} s at this interval \
-             ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
-        )));
-    }
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked below the maximum above")]
-    let n = at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
-    Ok(n)
 }
