@@ -256,6 +256,9 @@ pub fn parse_at(text: &str) -> Result<f64, String> {
         // `inf` is past any end: a recording's last frame.
         return if seconds >= 0.0 { Ok(seconds) } else { Err(bad()) };
     }
+    if text.is_empty() {
+        return Err(bad());
+    }
     let mut rest = text;
     let mut seconds = 0.0;
     while !rest.is_empty() {

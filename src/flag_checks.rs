@@ -99,7 +99,7 @@ mod tests {
             (&["--demo", "--record", "x"][..], "recorded already"),
             (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
             (&["--demo", "--json"][..], "--json prints one snapshot"),
-            (&["doctor", "--demo", "--at", "5"][..], "doctor, report"),
+            (&["--synthetic", "idle", "--record", "x", "--headless", "--at", "5"][..], "--headless read from"),
             (&["--demo", "--status", "--at", "5"][..], "--status"),
             (&["--demo", "--prometheus", "http://p:9090"][..], "do not apply"),
             (&["--once", "--at", "-5"][..], "0 or more"),
