@@ -190,16 +190,13 @@ fn gpus_fitted(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &T
     let titles: Vec<String> = GPU_FIELDS.iter().map(|f| f.title.to_owned()).collect();
     let _ = writeln!(out, "\n{}", line(&titles));
     for ((info, _), cells) in rows.iter().zip(&cells) {
-        match cells {
-            Some(cells) => {
-                let _ = writeln!(out, "{}", line(cells));
-            }
-            None => {
-                let name = if keep.contains(&1) { format!(" {:<14}", gpu_name(info)) } else { String::new() };
-                let first = format!("{:>3}{name} ", info.index);
-                let indent = display_width(&first);
-                put(out, &hanging(&first, indent, LOST, Some(width)));
-            }
+        if let Some(cells) = cells {
+            let _ = writeln!(out, "{}", line(cells));
+        } else {
+            let name = if keep.contains(&1) { format!(" {:<14}", gpu_name(info)) } else { String::new() };
+            let first = format!("{:>3}{name} ", info.index);
+            let indent = display_width(&first);
+            put(out, &hanging(&first, indent, LOST, Some(width)));
         }
     }
 }

@@ -254,7 +254,7 @@ fn synthetic_at_samples(spec: &crate::source::synthetic::SyntheticSpec, at: Opti
     let samples = (seconds.max(0.0) * 1000.0 / interval_ms as f64).min(u64::MAX as f64 / 2.0) as u64 + 1;
     // The scenario's own processes (a few per GPU) and the extra ones of GPUSxPROCS.
     let processes = u64::from(spec.n_gpus) * (u64::from(spec.processes_per_gpu) + 4);
-    let most = (MAX_AT_WORK / processes.max(1)).min(MAX_AT_SAMPLES).max(2);
+    let most = (MAX_AT_WORK / processes.max(1)).clamp(2, MAX_AT_SAMPLES);
     if samples <= most {
         return Ok(samples);
     }
