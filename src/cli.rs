@@ -88,9 +88,10 @@ pub struct ViewArgs {
     /// are literal braces.
     #[arg(long, value_name = "TEMPLATE", requires = "status")]
     pub status_format: Option<String>,
-    /// On a recording or a synthetic machine: start at SECONDS from its start, with the history up to there
-    /// (--once: that frame; default the last frame, or for --demo the first warning).
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
+    /// On a recording or a synthetic machine: start at TIME from its start (seconds, or 90s, 1m30s, 2m), with the
+    /// history up to there (--once: that frame, default the last; the monitor: default the start, or for --demo
+    /// the first warning).
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true, value_parser = parse_at)]
     pub at: Option<f64>,
     /// Show only processes of this user.
     #[arg(long, value_name = "USER", value_hint = ValueHint::Username)]
@@ -246,6 +247,42 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// Parses `--at`: a time from the start, as plain seconds (`90`, `2.5`) or a duration of one or more parts
+/// (`90s`, `2m`, `1m30s`, `1h2m`, `500ms`); 0 is the start. Returns seconds.
+///
+/// # Errors
+/// Text that is not such a time, or a negative one, phrased for a person.
+pub fn parse_at(text: &str) -> Result<f64, String> {
+    let text = text.trim();
+    let bad = || format!("--at {text}: give the seconds from the start, 0 or more (or a time such as 90s, 2m, 1m30s)");
+    if let Ok(seconds) = text.parse::<f64>() {
+        // `inf` is past any end: a recording's last frame.
+        return if seconds >= 0.0 { Ok(seconds) } else { Err(bad()) };
+    }
+    if text.is_empty() {
+        return Err(bad());
+    }
+    let mut rest = text;
+    let mut seconds = 0.0;
+    while !rest.is_empty() {
+        let split = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).ok_or_else(bad)?;
+        let (number, tail) = rest.split_at(split);
+        let value: f64 = number.parse().map_err(|_| bad())?;
+        let unit_len = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
+        let (unit, tail) = tail.split_at(unit_len);
+        seconds += value
+            * match unit {
+                "h" => 3600.0,
+                "m" | "min" => 60.0,
+                "s" => 1.0,
+                "ms" => 0.001,
+                _ => return Err(bad()),
+            };
+        rest = tail;
+    }
+    if seconds.is_finite() { Ok(seconds) } else { Err(bad()) }
+}
+
 /// Parses a GPU index or a PID, saying plainly what a negative number or a word is not.
 ///
 /// # Errors
@@ -307,6 +344,21 @@ mod tests {
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("5y").is_err());
         assert!(parse_duration("0s").is_err());
+    }
+
+    #[test]
+    fn at_takes_seconds_and_durations() {
+        assert_eq!(parse_at("90"), Ok(90.0));
+        assert_eq!(parse_at("2.5"), Ok(2.5));
+        assert_eq!(parse_at("0"), Ok(0.0));
+        assert_eq!(parse_at("90s"), Ok(90.0));
+        assert_eq!(parse_at("1m"), Ok(60.0));
+        assert_eq!(parse_at("1m30s"), Ok(90.0));
+        assert_eq!(parse_at("1h2m3s"), Ok(3723.0));
+        assert_eq!(parse_at("500ms"), Ok(0.5));
+        for bad in ["-5", "NaN", "-inf", "soon", "1y", "m", "1m30", ""] {
+            assert!(parse_at(bad).is_err_and(|e| e.contains("0 or more")), "{bad}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@ use crate::advice::window::duration_label;
 use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
 use crate::history::History;
 use crate::host::OUTSIDE_NAMESPACE;
+use crate::output::fit::{Fit, hanging, paint};
 use crate::pipeline::Pipeline;
 use crate::sample::{ProcessKind, UnixMs};
 use crate::text::visible;
@@ -192,14 +193,21 @@ impl DoctorReport {
         format!("{crit} critical, {warn} warning{} on {on}: {}{also}", plural(warn), list.join("; "))
     }
 
-    /// The report for people; `color` adds ANSI colours to the severities.
+    /// The report for people; `color` adds ANSI colours to the severities. Full lines, as a pipe gets them.
     #[must_use]
     pub fn to_text(&self, color: bool) -> String {
+        self.to_text_fitted(Fit { width: None, color })
+    }
+
+    /// The report for people fitted to `fit`: with a width, every line wrapped at word boundaries with a hanging
+    /// indent (evidence and remedy under their text); without one, full lines.
+    #[must_use]
+    pub fn to_text_fitted(&self, fit: Fit) -> String {
+        let width = fit.width;
         let mut out = String::new();
         let n = self.gpus.len();
-        let _ = writeln!(
-            out,
-            "gpusight doctor: {} ({}), driver {}: watched {n} GPU{} for {} ({} samples)",
+        let head = format!(
+            "{} ({}), driver {}: watched {n} GPU{} for {} ({} samples)",
             visible(&self.hostname),
             visible(&self.source_label),
             visible(self.driver_version.as_deref().unwrap_or("unknown")),
@@ -207,15 +215,16 @@ impl DoctorReport {
             duration_label(self.duration_s()),
             self.samples,
         );
+        put(&mut out, &hanging("gpusight doctor: ", 2, &head, width));
         if let Some(asked) = self.cut_short_of_s {
-            let _ = writeln!(
-                out,
-                "CUT SHORT by Ctrl-C after {} of the {} asked for: what follows is what was seen so far.",
+            let text = format!(
+                "by Ctrl-C after {} of the {} asked for: what follows is what was seen so far.",
                 duration_label(self.duration_s()),
                 duration_label(asked)
             );
+            put(&mut out, &hanging("CUT SHORT ", 2, &text, width));
         }
-        let _ = writeln!(out, "Summary: {}", visible(&self.summary()));
+        put(&mut out, &hanging("Summary: ", 9, &visible(&self.summary()), width));
         out.push('\n');
         let mut step = None;
         for f in &self.findings {
@@ -223,7 +232,7 @@ impl DoctorReport {
                 step = Some(f.rule.step());
                 let _ = writeln!(out, "{}", f.rule.step().title());
             }
-            push_finding(&mut out, f, color, None);
+            push_finding(&mut out, f, fit, None);
         }
         if !self.cleared.is_empty() {
             let _ = writeln!(
@@ -234,13 +243,13 @@ impl DoctorReport {
             for c in &self.cleared {
                 let span =
                     format!("from {} to {} of the watch", self.offset(c.finding.since_ms), self.offset(c.until_ms));
-                push_finding(&mut out, &c.finding, color, Some(&span));
+                push_finding(&mut out, &c.finding, fit, Some(&span));
             }
         }
         if !self.not_judged.is_empty() {
             out.push_str("Not judged:\n");
             for line in &self.not_judged {
-                let _ = writeln!(out, "  - {}", visible(line));
+                put(&mut out, &hanging("  - ", 4, &visible(line), width));
             }
             out.push('\n');
         }
@@ -259,7 +268,7 @@ impl DoctorReport {
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n");
             for note in &self.notes {
-                let _ = writeln!(out, "  - {}", visible(note));
+                put(&mut out, &hanging("  - ", 4, &visible(note), width));
             }
         }
         out
@@ -331,13 +340,13 @@ fn sort_worst_first_in_diagnosis_order(findings: &mut [Finding]) {
     findings.sort_by_key(|f| std::cmp::Reverse(f.severity));
 }
 
-fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) {
-    let (label, code) = match f.severity {
-        Severity::Critical => ("CRITICAL", "1;31"),
-        Severity::Warning => ("WARNING ", "1;33"),
-        Severity::Info => ("INFO    ", "1;36"),
+fn push_finding(out: &mut String, f: &Finding, fit: Fit, span: Option<&str>) {
+    let label = match f.severity {
+        Severity::Critical => "CRITICAL",
+        Severity::Warning => "WARNING ",
+        Severity::Info => "INFO    ",
     };
-    let label = if color { format!("\x1b[{code}m{label}\x1b[0m") } else { label.to_owned() };
+    let label = paint(label, f.severity, fit.color);
     let mut about = Vec::new();
     if let Some(g) = f.gpu_index {
         about.push(format!("GPU {g}"));
@@ -346,15 +355,24 @@ fn push_finding(out: &mut String, f: &Finding, color: bool, span: Option<&str>) 
         about.push(format!("PID {p}"));
     }
     let about = if about.is_empty() { "host".to_owned() } else { about.join(" ") };
-    let _ = writeln!(out, "{label} [{}] {about}: {}", f.rule.name(), visible(&f.title));
+    let width = fit.width;
+    put(out, &hanging(&format!("{label} [{}] ", f.rule.name()), 9, &format!("{about}: {}", visible(&f.title)), width));
     if let Some(span) = span {
-        let _ = writeln!(out, "         held:     {span}");
+        put(out, &hanging("         held:     ", 19, span, width));
     }
-    let _ = writeln!(out, "         evidence: {}", visible(&f.evidence));
+    put(out, &hanging("         evidence: ", 19, &visible(&f.evidence), width));
     for also in &f.also {
-        let _ = writeln!(out, "         also seen: {}", visible(&also.line()));
+        put(out, &hanging("         also seen: ", 20, &visible(&also.line()), width));
     }
-    let _ = write!(out, "         remedy:   {}\n\n", visible(&f.remedy));
+    put(out, &hanging("         remedy:   ", 19, &visible(&f.remedy), width));
+    out.push('\n');
+}
+
+/// Writes `lines`, each on its own line.
+fn put(out: &mut String, lines: &[String]) {
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
 }
 
 /// The rules whose window is longer than the watch.
@@ -620,6 +638,22 @@ mod tests {
         assert!(text.contains("WARNING  [input-bound] GPU 1 PID 3001: "), "{text}");
         assert!(!text.contains('\x1b'));
         assert!(report.to_text(true).contains("\x1b[1;33mWARNING"));
+    }
+
+    #[test]
+    fn fitted_text_wraps_every_line_at_words_with_a_hanging_indent() {
+        use crate::output::fit::display_width;
+        let report = watch("mixed:8", 40);
+        let full = report.to_text(false);
+        for width in [40, 80, 120] {
+            let text = report.to_text_fitted(Fit { width: Some(width), color: false });
+            assert!(text.lines().all(|l| display_width(l) <= width), "{width}:\n{text}");
+            assert_eq!(text.split_whitespace().collect::<Vec<_>>(), full.split_whitespace().collect::<Vec<_>>());
+        }
+        let text = report.to_text_fitted(Fit { width: Some(80), color: false });
+        let evidence = text.lines().position(|l| l.starts_with("         evidence: ")).expect("evidence");
+        let next = text.lines().nth(evidence + 1).expect("a second line");
+        assert!(next.starts_with(&" ".repeat(19)) && !next.starts_with(&" ".repeat(20)), "{text}");
     }
 
     #[test]

@@ -88,6 +88,30 @@ pub fn doctor_help() -> String {
     help("Exit status", &DOCTOR)
 }
 
+/// Both tables in Markdown, as README's "Exit status" section holds them between its markers (a test checks
+/// that the README says exactly this).
+#[must_use]
+pub fn markdown() -> String {
+    let table = |statuses: &[ExitStatus]| {
+        let mut text = String::from("| Status | Meaning |\n|---|---|\n");
+        for status in statuses {
+            let _ = writeln!(text, "| `{}` | {} |", status.shown, status.meaning);
+        }
+        text
+    };
+    format!(
+        "Every command but `doctor`:\n\n{}\n`doctor`, by the monitoring-plugin convention (Nagios, Icinga, Sensu), so \
+         that \"could not check\" is never read as \"critical\":\n\n{}",
+        table(&GENERAL),
+        table(&DOCTOR)
+    )
+}
+
+/// The marker lines around the generated tables in README.md.
+pub const README_BEGIN: &str = "<!-- exit-status: generated from src/exit.rs; a test checks it -->";
+/// The line after the generated tables in README.md.
+pub const README_END: &str = "<!-- end of exit-status -->";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,10 +48,10 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
         return Err("--json prints one snapshot: add --once (doctor and report take --json too)".into());
     }
     if let Some(at) = view.at {
-        if cli.command.is_some() || !view.once {
-            return Err(
-                "--at picks the frame --once prints: add --once (in the monitor, seek with Left and Right)".into()
-            );
+        if cli.command.is_some() || view.status || data.headless {
+            return Err("--at picks where the monitor starts or the frame --once prints; doctor, report, export, \
+                        --status and --headless read from the start"
+                .into());
         }
         if at.is_nan() || at < 0.0 {
             return Err(format!("--at {at}: give the seconds from the start, 0 or more"));
@@ -103,7 +103,8 @@ mod tests {
             (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
             (&["--demo", "--json"][..], "--json prints one snapshot"),
             (&["--demo", "--status", "--format", "csv"][..], "--format goes with --once"),
-            (&["--demo", "--at", "5"][..], "add --once"),
+            (&["--synthetic", "idle", "--record", "x", "--headless", "--at", "5"][..], "--headless read from"),
+            (&["--demo", "--status", "--at", "5"][..], "--status"),
             (&["--demo", "--prometheus", "http://p:9090"][..], "do not apply"),
             (&["--once", "--at", "-5"][..], "0 or more"),
             (&["--once", "--at", "NaN", "--demo"][..], "0 or more"),
@@ -120,9 +121,12 @@ mod tests {
         let warnings = check_args(&["--prometheus", "http://p:9090", "--once", "--hostname", "n"]).expect("a warning");
         assert!(warnings[0].contains("--hostname has no effect with --prometheus"), "{warnings:?}");
         assert_eq!(check_args(&["export", "--synthetic", "idle", "--hostname", "n"]), Ok(vec![]));
-        for fine in
-            [&["--demo", "--once", "--json", "--at", "60"][..], &["doctor", "--demo", "--json"][..], &["--demo"]]
-        {
+        for fine in [
+            &["--demo", "--once", "--json", "--at", "60"][..],
+            &["doctor", "--demo", "--json"][..],
+            &["--demo"],
+            &["--demo", "--at", "2m"],
+        ] {
             assert_eq!(check_args(fine), Ok(vec![]), "{fine:?}");
         }
     }

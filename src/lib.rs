@@ -26,8 +26,9 @@
 //!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
 //! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]); [`terminal`]: the
 //!   only owner of raw mode and the alternate screen.
-//! - [`output`]: `--once`, JSON and the `--status` line with the state file watchers leave for it
-//!   ([`output::status_file`]); [`doctor`] and [`report`]: the one-shot diagnosis and record; [`export`]:
+//! - [`output`]: `--once` and JSON (fitted to a terminal by [`output::fit`], which doctor uses too) and the
+//!   `--status` line with the state file watchers leave for it ([`output::status_file`]); [`doctor`] and
+//!   [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
 //!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]).
 //! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,

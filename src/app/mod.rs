@@ -160,7 +160,8 @@ pub enum PlaybackStart {
     /// At its first sample.
     #[default]
     Beginning,
-    /// At this many seconds from its start (`--at`), with the history up to there.
+    /// At the sample nearest this many seconds from its start (`--at`), with the history up to there; past the
+    /// end, at the end, with a status line that says so.
     At(f64),
     /// At the first sample where a warning or critical finding is active and a GPU has a process (`--demo`),
     /// with the history up to there; the start when there is none.
@@ -353,7 +354,20 @@ impl App {
                     reason = "a non-negative offset in milliseconds"
                 )]
                 let target = first + (seconds.max(0.0) * 1000.0) as u64;
-                playback.ticks.partition_point(|t| t.at_ms <= target).max(1)
+                let last = playback.ticks.last().map_or(first, |t| t.at_ms);
+                if target > last {
+                    // Past the end: start at the end, and say so rather than pretend.
+                    let length = crate::units::clock(std::time::Duration::from_millis(last.saturating_sub(first)));
+                    self.status = Some(format!("recording is {length} long; starting at {length}"));
+                }
+                // The sample nearest the time asked for (a recording's samples are rarely on the second).
+                let after = playback.ticks.partition_point(|t| t.at_ms <= target);
+                let nearer_next = after > 0
+                    && playback
+                        .ticks
+                        .get(after)
+                        .is_some_and(|next| next.at_ms - target < target - playback.ticks[after - 1].at_ms);
+                (after + usize::from(nearer_next)).max(1)
             }
             PlaybackStart::FirstWarning => {
                 // Feed samples one by one until a warning holds with a process on screen.

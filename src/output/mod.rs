@@ -3,6 +3,7 @@
 //! state file a watcher leaves ([`status_file`]).
 
 pub mod csv;
+pub mod fit;
 pub mod json;
 pub mod status;
 pub mod status_file;

@@ -7,16 +7,21 @@ use crate::advice::judging::Judging;
 use crate::advice::{Finding, Severity};
 use crate::pipeline::Pipeline;
 use crate::sample::{GpuInfo, GpuState, GpuTick, MachineInfo, Tick, throttle};
-use crate::table::columns::{COLUMNS, CellContext, Column, header_text, row_text};
+use crate::table::columns::{self, COLUMNS, CellContext, Column, header_text, row_text};
 use crate::table::{FixedFilters, TableState};
 
 use crate::text::{visible, visible_lines};
+
+use super::fit::{Fit, display_width, hanging, packed, paint};
 use crate::units::{NA, bytes_spaced as bytes, cuda_version, opt, truncate, utc};
 
-/// What the table shows: `--only`, `--user`, `--pid` and `--ascii`.
+/// What the table shows: `--only`, `--user`, `--pid` and `--ascii`, and the width and colours it fits to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TableOptions {
     pub ascii: bool,
+    /// The width to fit and whether to colour the severities; the default (no width, no colour) is the full
+    /// lines a pipe gets.
+    pub fit: Fit,
     /// Only these GPUs (empty: all).
     pub only_gpus: Vec<u32>,
     /// Only processes of this user.
@@ -37,29 +42,70 @@ pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     let history = &pipeline.history;
     let machine = history.machine();
     let tick = history.latest();
+    let width = options.fit.width;
     let mut out = String::new();
-    header(&mut out, machine, tick);
+    header(&mut out, machine, tick, width);
     gpus(&mut out, machine, tick, options);
-    host(&mut out, tick);
+    host(&mut out, tick, width);
     processes(&mut out, tick, options);
-    jobs(&mut out, tick);
+    jobs(&mut out, tick, width);
     let shown: Vec<Finding> =
         pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
-    findings(&mut out, &shown, pipeline.judging().as_ref());
+    findings(&mut out, &shown, pipeline.judging().as_ref(), width);
     // Every field from outside is made visible where it is written; this is the net under them.
-    visible_lines(&out).into_owned()
+    let out = visible_lines(&out).into_owned();
+    if options.fit.color { paint_severities(&out) } else { out }
 }
 
-fn header(out: &mut String, machine: &MachineInfo, tick: &Tick) {
+/// Writes `lines`, each on its own line.
+fn put(out: &mut String, lines: &[String]) {
+    for line in lines {
+        let _ = writeln!(out, "{line}");
+    }
+}
+
+/// The severity that opens each finding's first line, in its colour (after the net, which would make an ESC
+/// visible): only below the "Findings:" line, where every line is ours or indented.
+fn paint_severities(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut in_findings = false;
+    for line in text.split_inclusive('\n') {
+        in_findings |= line.starts_with("Findings:");
+        let severity = [Severity::Critical, Severity::Warning, Severity::Info]
+            .into_iter()
+            .find(|s| in_findings && line.starts_with(&format!("  {} ", severity_word(*s))));
+        match severity {
+            Some(s) => {
+                let word = severity_word(s);
+                out.push_str("  ");
+                out.push_str(&paint(word, s, true));
+                out.push_str(&line[2 + word.len()..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+fn severity_word(severity: Severity) -> &'static str {
+    match severity {
+        Severity::Critical => "CRITICAL",
+        Severity::Warning => "WARNING",
+        Severity::Info => "info",
+    }
+}
+
+fn header(out: &mut String, machine: &MachineInfo, tick: &Tick, width: Option<usize>) {
     let driver = visible(machine.driver_version.as_deref().unwrap_or(NA));
     let cuda = opt(machine.cuda_driver_version, cuda_version);
-    let _ = writeln!(
-        out,
-        "gpusight {} | {} | driver {driver} | CUDA driver {cuda} | {}",
-        env!("CARGO_PKG_VERSION"),
-        visible(&machine.source_label),
-        utc(tick.at_ms)
-    );
+    let parts = [
+        format!("gpusight {}", env!("CARGO_PKG_VERSION")),
+        visible(&machine.source_label).into_owned(),
+        format!("driver {driver}"),
+        format!("CUDA driver {cuda}"),
+        utc(tick.at_ms),
+    ];
+    put(out, &packed("", &parts, " | ", 2, width));
 }
 
 fn pct(value: Option<u32>) -> String {
@@ -67,6 +113,10 @@ fn pct(value: Option<u32>) -> String {
 }
 
 fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOptions) {
+    if let Some(width) = options.fit.width {
+        gpus_fitted(out, machine, tick, options, width);
+        return;
+    }
     let _ = writeln!(
         out,
         "\n{:>3} {:<14} {:>5} {:>22} {:>13} {:>9} {:>11} {:>6} {:>11} {:>4}  THROTTLE",
@@ -87,10 +137,94 @@ fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOpt
     }
 }
 
+/// One field of a GPU line when it is fitted: its title, width (0: as wide as its widest cell, the last field),
+/// and which to drop first when the line is too wide (the highest; 0 never).
+struct GpuField {
+    title: &'static str,
+    width: usize,
+    left: bool,
+    drop_order: u8,
+}
+
+/// The GPU line's fields, left to right, as the full table lays them out.
+const GPU_FIELDS: [GpuField; 11] = [
+    GpuField { title: "GPU", width: 3, left: false, drop_order: 0 },
+    GpuField { title: "NAME", width: 14, left: true, drop_order: 5 },
+    GpuField { title: "UTIL", width: 5, left: false, drop_order: 0 },
+    GpuField { title: "MEMORY USED/TOTAL", width: 22, left: false, drop_order: 0 },
+    GpuField { title: "POWER/LIMIT", width: 13, left: false, drop_order: 3 },
+    GpuField { title: "TEMP/SLOW", width: 9, left: false, drop_order: 4 },
+    GpuField { title: "SM MHz/MAX", width: 11, left: false, drop_order: 7 },
+    GpuField { title: "SM ACT", width: 6, left: false, drop_order: 6 },
+    GpuField { title: "PCIe NOW/MAX", width: 11, left: false, drop_order: 8 },
+    GpuField { title: "NUMA", width: 4, left: false, drop_order: 9 },
+    GpuField { title: " THROTTLE", width: 0, left: true, drop_order: 2 },
+];
+
+/// The GPU lines fitted to `width`: whole fields dropped, the highest [`GpuField::drop_order`] first, until the
+/// widest line fits; a lost GPU's message wrapped under its name.
+fn gpus_fitted(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOptions, width: usize) {
+    let shown = machine.gpus.iter().filter(|g| options.shows_gpu(g.index));
+    let rows: Vec<(&GpuInfo, &GpuTick)> = shown.filter_map(|info| tick.gpu(info.index).map(|g| (info, g))).collect();
+    let cells: Vec<Option<Vec<String>>> = rows.iter().map(|(info, gpu)| gpu_cells(info, gpu)).collect();
+    let last = cells.iter().flatten().map(|c| display_width(&c[10]) + 1).chain([9]).max().unwrap_or(9);
+    let widths: Vec<usize> = GPU_FIELDS.iter().map(|f| if f.width == 0 { last } else { f.width }).collect();
+    let mut limit = u8::MAX;
+    let keep = loop {
+        let keep: Vec<usize> = (0..GPU_FIELDS.len()).filter(|i| GPU_FIELDS[*i].drop_order < limit).collect();
+        let used = keep.iter().map(|i| widths[*i] + 1).sum::<usize>() - 1;
+        match keep.iter().map(|i| GPU_FIELDS[*i].drop_order).max() {
+            Some(highest) if used > width && highest > 0 => limit = highest,
+            _ => break keep,
+        }
+    };
+    let line = |texts: &[String]| {
+        let mut line = String::new();
+        for i in &keep {
+            let (field, w) = (&GPU_FIELDS[*i], widths[*i]);
+            let text = texts.get(*i).map_or("", String::as_str);
+            let _ = if field.left { write!(line, "{text:<w$} ") } else { write!(line, "{text:>w$} ") };
+        }
+        line.trim_end().to_owned()
+    };
+    let titles: Vec<String> = GPU_FIELDS.iter().map(|f| f.title.to_owned()).collect();
+    let _ = writeln!(out, "\n{}", line(&titles));
+    for ((info, _), cells) in rows.iter().zip(&cells) {
+        if let Some(cells) = cells {
+            let _ = writeln!(out, "{}", line(cells));
+        } else {
+            let name = if keep.contains(&1) { format!(" {:<14}", gpu_name(info)) } else { String::new() };
+            let first = format!("{:>3}{name} ", info.index);
+            let indent = display_width(&first);
+            put(out, &hanging(&first, indent, LOST, Some(width)));
+        }
+    }
+}
+
+/// What a lost GPU's line says.
+const LOST: &str = "GPU LOST: NVML reports it fell off the bus or needs a reset";
+
+fn gpu_name(info: &GpuInfo) -> String {
+    truncate(&visible(info.name.trim_start_matches("NVIDIA ")), 14, true)
+}
+
 fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
-    let name = truncate(&visible(info.name.trim_start_matches("NVIDIA ")), 14, true);
+    let Some(cells) = gpu_cells(info, gpu) else {
+        return format!("{:>3} {:<14} {LOST}", info.index, gpu_name(info));
+    };
+    let [index, name, util, memory, power, temp, clocks, sm_active, pcie, numa, throttle] = &cells[..] else {
+        return String::new();
+    };
+    format!(
+        "{index:>3} {name:<14} {util:>5} {memory:>22} {power:>13} {temp:>9} {clocks:>11} {sm_active:>6} {pcie:>11} \
+         {numa:>4} {throttle}"
+    )
+}
+
+/// A GPU's cells in [`GPU_FIELDS`]' order (THROTTLE with its leading space); `None` for a lost GPU.
+fn gpu_cells(info: &GpuInfo, gpu: &GpuTick) -> Option<Vec<String>> {
     if gpu.state == GpuState::Lost {
-        return format!("{:>3} {name:<14} GPU LOST: NVML reports it fell off the bus or needs a reset", info.index);
+        return None;
     }
     let memory = match (gpu.mem_used_bytes, info.mem_total_bytes) {
         (Some(used), Some(total)) if total > 0 => {
@@ -128,12 +262,19 @@ fn gpu_row(info: &GpuInfo, gpu: &GpuTick) -> String {
         }
     };
     let state = if gpu.state == GpuState::NotAnswering { "  (not answering)" } else { "" };
-    format!(
-        "{:>3} {name:<14} {:>5} {memory:>22} {power:>13} {temp:>9} {clocks:>11} {sm_active:>6} {pcie:>11} {numa:>4}  \
-         {throttle_text}{state}",
-        info.index,
-        pct(gpu.util_pct)
-    )
+    Some(vec![
+        info.index.to_string(),
+        gpu_name(info),
+        pct(gpu.util_pct),
+        memory,
+        power,
+        temp,
+        clocks,
+        sm_active,
+        pcie,
+        numa,
+        format!(" {throttle_text}{state}"),
+    ])
 }
 
 /// GiB without the unit, for "used / total" pairs.
@@ -141,7 +282,7 @@ fn gib_short(value: u64) -> String {
     format!("{:.1}", value as f64 / f64::from(1u32 << 30))
 }
 
-fn host(out: &mut String, tick: &Tick) {
+fn host(out: &mut String, tick: &Tick, width: Option<usize>) {
     let host = &tick.host;
     let cpu =
         opt(host.cpu, |c| format!("CPU {:.1}% (iowait {:.1}%, steal {:.1}%)", c.busy_pct, c.iowait_pct, c.steal_pct));
@@ -161,7 +302,8 @@ fn host(out: &mut String, tick: &Tick) {
         let f = |v: Option<f32>| opt(v, |v| format!("{v:.1}"));
         format!("PSI some cpu {} io {} mem {}", f(p.cpu_some_avg10), f(p.io_some_avg10), f(p.memory_some_avg10))
     });
-    let _ = writeln!(out, "\nHost: {cpu} | {mem} | {swap} | {load} | {psi}");
+    out.push('\n');
+    put(out, &packed("Host: ", &[cpu, mem, swap, load, psi], " | ", 6, width));
 }
 
 /// The processes with the monitor's columns (one list of them, `table::columns`), in the monitor's default order.
@@ -173,21 +315,29 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
         ..FixedFilters::default()
     };
     let rows = TableState::default().rows(tick, &fixed);
-    let all: Vec<&Column> = COLUMNS.iter().collect();
+    // Narrow: the monitor's columns for that width (dropped in its order), the command cut last.
+    let (all, command_width): (Vec<&Column>, usize) = match options.fit.width {
+        None => (COLUMNS.iter().collect(), COMMAND_WIDTH),
+        Some(width) => {
+            let shown = columns::fit(u16::try_from(width).unwrap_or(u16::MAX));
+            let used: usize = shown.iter().filter(|c| c.width > 0).map(|c| usize::from(c.width) + 1).sum();
+            (shown, width.saturating_sub(used).clamp(1, COMMAND_WIDTH))
+        }
+    };
     let ctx = CellContext { now_ms: tick.at_ms, tree: false };
-    let _ = writeln!(out, "\n{}", header_text(&all, COMMAND_WIDTH, options.ascii));
+    let _ = writeln!(out, "\n{}", header_text(&all, command_width, options.ascii));
     if rows.is_empty() {
         let _ = writeln!(out, "  No GPU processes{}.", if tick.gpu_processes.is_empty() { "" } else { " match" });
         return;
     }
     for row in &rows {
-        let _ = writeln!(out, "{}", row_text(row, &all, &ctx, COMMAND_WIDTH, options.ascii));
+        let _ = writeln!(out, "{}", row_text(row, &all, &ctx, command_width, options.ascii));
     }
 }
 
 /// The jobs over several processes (multi-GPU jobs), one line each with its ranks, and the GPU processes whose job
 /// could not be read; nothing when no process shares a job and no environment was unreadable.
-fn jobs(out: &mut String, tick: &Tick) {
+fn jobs(out: &mut String, tick: &Tick, width: Option<usize>) {
     let mut lines: Vec<(String, Vec<String>)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for p in tick.processes.iter().filter(|p| p.role == crate::sample::ProcessRole::Gpu) {
@@ -223,47 +373,41 @@ fn jobs(out: &mut String, tick: &Tick) {
     }
     let _ = writeln!(out, "\nJobs:");
     for (head, ranks) in &lines {
-        let _ = writeln!(out, "  {head}: {}", ranks.join("; "));
+        put(out, &hanging(&format!("  {head}: "), 4, &ranks.join("; "), width));
     }
     for note in &notes {
-        let _ = writeln!(out, "  job unknown for {note}");
+        put(out, &hanging("  job unknown for ", 4, note, width));
     }
 }
 
 /// Characters of the command line shown.
 const COMMAND_WIDTH: usize = 60;
 
-fn findings(out: &mut String, findings: &[Finding], judging: Option<&Judging>) {
+fn findings(out: &mut String, findings: &[Finding], judging: Option<&Judging>, width: Option<usize>) {
     if findings.is_empty() {
-        match judging {
-            Some(j) => {
-                let _ = writeln!(
-                    out,
-                    "\nFindings: none judged yet (the rules need {} s of samples; this is {} s: run gpusight doctor)",
-                    j.needs_s(),
-                    j.watched_ms / 1000
-                );
-            }
-            None => {
-                let _ = writeln!(out, "\nFindings: none (no finding held for its window)");
-            }
-        }
+        let text = match judging {
+            Some(j) => format!(
+                "none judged yet (the rules need {} s of samples; this is {} s: run gpusight doctor)",
+                j.needs_s(),
+                j.watched_ms / 1000
+            ),
+            None => "none (no finding held for its window)".to_owned(),
+        };
+        out.push('\n');
+        put(out, &hanging("Findings: ", 10, &text, width));
         return;
     }
     let _ = writeln!(out, "\nFindings:");
     for finding in findings {
-        let severity = match finding.severity {
-            Severity::Critical => "CRITICAL",
-            Severity::Warning => "WARNING",
-            Severity::Info => "info",
-        };
+        let severity = severity_word(finding.severity);
         let gpu = opt(finding.gpu_index, |g| format!("GPU {g}"));
         let pid = finding.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-        let _ = writeln!(out, "  {severity:<8} {gpu}{pid}: {}", visible(&finding.title));
-        let _ = writeln!(out, "           evidence: {}", visible(&finding.evidence));
+        let title = format!("{gpu}{pid}: {}", visible(&finding.title));
+        put(out, &hanging(&format!("  {severity:<8} "), 11, &title, width));
+        put(out, &hanging("           evidence: ", 21, &visible(&finding.evidence), width));
         for also in &finding.also {
-            let _ = writeln!(out, "           also seen: {}", visible(&also.line()));
+            put(out, &hanging("           also seen: ", 22, &visible(&also.line()), width));
         }
-        let _ = writeln!(out, "           do: {}", visible(&finding.remedy));
+        put(out, &hanging("           do: ", 15, &visible(&finding.remedy), width));
     }
 }

@@ -32,7 +32,7 @@ pub(super) fn run(
     if cli.view.json {
         emit_json(&report.to_json())?;
     } else {
-        emit(&report.to_text(color(cli, options.color)))?;
+        emit(&report.to_text_fitted(super::text_fit(true).with_color(color(cli, options.color))))?;
     }
     Ok(report.exit_code())
 }

@@ -237,9 +237,55 @@ fn use_color(cli: &Cli) -> bool {
     !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
 }
 
+/// How a one-shot text output (`--once`, `doctor`) fits where it goes: the width from `COLUMNS`, else the
+/// terminal's when stdout is one, else none (a pipe gets full lines); colour when `color` allows it and stdout is
+/// a terminal.
+fn text_fit(color: bool) -> crate::output::fit::Fit {
+    use std::io::IsTerminal as _;
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let size = if terminal { rustix::termios::tcgetwinsize(&stdout).ok().map(|w| w.ws_col) } else { None };
+    let columns = std::env::var("COLUMNS").ok();
+    crate::output::fit::Fit {
+        width: crate::output::fit::width_from(columns.as_deref(), size),
+        color: color && terminal,
+    }
+}
+
 /// `--ascii`, or a terminal that says it is dumb.
 fn use_ascii(cli: &Cli) -> bool {
     cli.view.ascii || dumb_terminal()
+}
+
+/// The most samples `--at` may ask a synthetic machine to run through (the longest history kept).
+const MAX_AT_SAMPLES: u64 = 100_000;
+/// The most work `--at` may ask a synthetic machine for: samples times processes, each process read, stored and
+/// judged once per sample (about 5 µs in a release build, so some 25 s at most).
+const MAX_AT_WORK: u64 = 5_000_000;
+
+/// How many samples a synthetic machine runs through to reach `at` seconds (two without it: rates need a previous
+/// sample). Refused, with the largest `--at` that would do, when it is past [`MAX_AT_SAMPLES`] or the samples
+/// times the processes are past [`MAX_AT_WORK`]: the frame is built by running every sample before it, and
+/// `scale:64x100000 --at 99999` would take hours.
+fn synthetic_at_samples(spec: &crate::source::synthetic::SyntheticSpec, at: Option<f64>) -> Result<u64, RunError> {
+    let interval_ms = spec.interval_ms.max(1);
+    let Some(seconds) = at else { return Ok(2) };
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a non-negative count, bounded below")]
+    let samples = (seconds.max(0.0) * 1000.0 / interval_ms as f64).min(u64::MAX as f64 / 2.0) as u64 + 1;
+    // The scenario's own processes (a few per GPU) and the extra ones of GPUSxPROCS.
+    let processes = u64::from(spec.n_gpus) * (u64::from(spec.processes_per_gpu) + 4);
+    let most = (MAX_AT_WORK / processes.max(1)).clamp(2, MAX_AT_SAMPLES);
+    if samples <= most {
+        return Ok(samples);
+    }
+    let largest = (most - 1) * interval_ms / 1000;
+    let fewer = if most < MAX_AT_SAMPLES { ", or fewer processes" } else { "" };
+    Err(RunError::Usage(format!(
+        "--at {seconds} is past what a synthetic machine is run to here: the frame needs about {samples} samples of \
+         about {processes} processes ({} process-samples) run before it, and gpusight runs at most {MAX_AT_SAMPLES} \
+         samples and {MAX_AT_WORK} process-samples: give --at {largest} or less{fewer}",
+        samples.saturating_mul(processes),
+    )))
 }
 
 /// The samples the history keeps: `history_s` at this interval, at least 60 and at most 100,000.

@@ -63,17 +63,14 @@ pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) ->
     code
 }
 
-/// `--at` on a synthetic machine: the samples up to there go first (its time is virtual); none otherwise.
+/// `--at` on a synthetic machine: the samples up to there go first (its time is virtual), as many as
+/// `--once --at` runs through and bounded the same way; none otherwise.
 fn synthetic_backlog(data: &Data, source: &mut dyn Source, at: Option<f64>) -> Result<Vec<Snapshot>, RunError> {
     let mut backlog = Vec::new();
-    if let (Data::Synthetic(spec, _), Some(seconds)) = (data, at) {
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "a non-negative count of samples, capped below"
-        )]
-        let n = (seconds.max(0.0) * 1000.0 / spec.interval_ms.max(1) as f64) as u64;
-        for _ in 0..n.min(100_000) {
+    if let (Data::Synthetic(spec, _), Some(_)) = (data, at) {
+        // The first sample is taken already.
+        let n = super::synthetic_at_samples(spec, at)?.saturating_sub(1);
+        for _ in 0..n {
             match source.next_snapshot()? {
                 Some(snapshot) => backlog.push(snapshot),
                 None => break,

@@ -8,10 +8,7 @@ use crate::pipeline::Pipeline;
 use crate::source::OptionalReadings;
 
 use super::data::{collect, next_snapshot};
-use super::{Data, RunError, capacity, emit, only_visible, replay_into, use_ascii};
-
-/// The most samples `--at` may ask a synthetic machine to run for (the longest history kept).
-const MAX_SYNTHETIC_AT_SAMPLES: u64 = 100_000;
+use super::{Data, RunError, capacity, emit, only_visible, replay_into, use_ascii, use_color};
 
 /// `--once`: one frame as a table, JSON or CSV.
 pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
@@ -35,6 +32,7 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -
                 only_gpus,
                 user: cli.view.user.clone(),
                 pids: cli.view.pid.clone(),
+                fit: super::text_fit(use_color(cli)),
             };
             emit(&crate::output::table::render(&pipeline, &options))?;
         }
@@ -55,7 +53,7 @@ pub(super) fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: D
             replay_into(recording, last, config, capacity)
         }
         Data::Synthetic(spec, _) => {
-            let n = synthetic_samples(cli.view.at, spec.interval_ms)?;
+            let n = super::synthetic_at_samples(spec, cli.view.at)?;
             let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             collect(source.as_mut(), n, capacity, config.thresholds.clone())
         }
@@ -69,21 +67,4 @@ pub(super) fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: D
                 .ok_or(RunError::NoFirstSample)
         }
     }
-}
-
-/// How many samples a synthetic machine runs for to reach `--at` (two without it: rates need a previous one).
-fn synthetic_samples(at: Option<f64>, interval_ms: u64) -> Result<u64, RunError> {
-    let interval_ms = interval_ms.max(1) as f64;
-    let seconds = at.unwrap_or(0.0);
-    let most_samples = MAX_SYNTHETIC_AT_SAMPLES as f64;
-    if seconds * 1000.0 / interval_ms >= most_samples {
-        let most = (most_samples - 1.0) * interval_ms / 1000.0;
-        return Err(RunError::Usage(format!(
-            "--at {seconds} is past what a synthetic machine is run to: at most {most} s at this interval \
-             ({MAX_SYNTHETIC_AT_SAMPLES} samples)"
-        )));
-    }
-    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "checked below the maximum above")]
-    let n = at.map_or(2, |s| (s * 1000.0 / interval_ms) as u64 + 1).max(1);
-    Ok(n)
 }

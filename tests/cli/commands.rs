@@ -252,3 +252,42 @@ fn only_visible_reads_cuda_visible_devices() {
     assert_ne!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("names no GPU"), "{}", stderr(&output));
 }
+
+/// README's exit-status tables are the ones `--help` and the man page print, from `src/exit.rs`.
+#[test]
+fn the_readme_exit_table_is_the_generated_one() {
+    use gpusight::exit::{README_BEGIN, README_END, markdown};
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).expect("README");
+    let start = readme.find(README_BEGIN).expect("the begin marker") + README_BEGIN.len() + 1;
+    let end = readme.find(README_END).expect("the end marker");
+    assert_eq!(&readme[start..end], markdown(), "README.md's exit table differs; put this between the markers");
+}
+
+/// The same cause gives the same status in every command: no driver is 2, a bad config file 1, a bad command
+/// line 2, everywhere but doctor, which says 3 ("could not check") for each, as the tables say.
+#[test]
+fn every_command_exits_with_the_tables_status_for_each_cause() {
+    use gpusight::exit::{DOCTOR_UNKNOWN, FAILURE, NO_DRIVER};
+    let dir = crate::common::temp_dir();
+    let bad_config = dir.path().join("config.toml");
+    std::fs::write(&bad_config, "[general]\ninterval_s = -1\n").expect("write");
+    let bad_config = bad_config.to_str().expect("utf-8");
+    let commands: [&[&str]; 5] =
+        [&["--once"], &["--once", "--json"], &["report", "--duration", "1s"], &["export"], &["doctor"]];
+    for command in commands {
+        let doctor = command[0] == "doctor";
+        let no_driver = crate::common::command(command)
+            .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
+            .output()
+            .expect("run");
+        assert_eq!(
+            no_driver.status.code(),
+            Some(if doctor { DOCTOR_UNKNOWN } else { NO_DRIVER }),
+            "{command:?} no driver"
+        );
+        let config = crate::common::command(command).args(["--demo", "--config", bad_config]).output().expect("run");
+        assert_eq!(config.status.code(), Some(if doctor { DOCTOR_UNKNOWN } else { FAILURE }), "{command:?} bad config");
+        let usage = crate::common::command(command).arg("--frobnicate").output().expect("run");
+        assert_eq!(usage.status.code(), Some(if doctor { DOCTOR_UNKNOWN } else { NO_DRIVER }), "{command:?} bad usage");
+    }
+}

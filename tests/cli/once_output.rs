@@ -74,3 +74,96 @@ fn once_table_filters_by_gpu_user_and_pid() {
     let text = only(TableOptions { user: Some("nobody".to_owned()), ..TableOptions::default() });
     assert!(text.contains("No GPU processes match."), "{text}");
 }
+
+/// The text with its SGR colour sequences taken out.
+fn plain(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn widest(text: &str) -> usize {
+    plain(text).lines().map(gpusight::output::fit::display_width).max().unwrap_or(0)
+}
+
+#[test]
+fn fitted_once_tables_keep_every_line_within_the_width_and_drop_columns_whole() {
+    use gpusight::output::fit::Fit;
+    let pipeline = synthetic_pipeline("mixed:8", 40, 900);
+    let full = gpusight::output::table::render(&pipeline, &TableOptions::default());
+    for width in [40, 60, 80, 100, 120, 200] {
+        let fit = Fit { width: Some(width), color: false };
+        let text = gpusight::output::table::render(&pipeline, &TableOptions { fit, ..TableOptions::default() });
+        assert!(widest(&text) <= width, "{width}:\n{text}");
+        // Findings are wrapped, never cut: every word of the full text's findings is there.
+        let findings = |t: &str| t[t.find("Findings:").expect("findings")..].split_whitespace().collect::<String>();
+        assert_eq!(findings(&text), findings(&full), "{width}");
+    }
+    let fit = Fit { width: Some(80), color: false };
+    let text = gpusight::output::table::render(&pipeline, &TableOptions { fit, ..TableOptions::default() });
+    let gpu_header = text.lines().find(|l| l.starts_with("GPU ") && l.contains("UTIL")).expect("GPU header");
+    assert!(gpu_header.contains("MEMORY USED/TOTAL") && !gpu_header.contains("NUMA"), "{gpu_header}");
+    let table_header = text.lines().find(|l| l.contains("COMMAND")).expect("process header");
+    assert!(!table_header.contains("CPID") && table_header.contains("%SM"), "{table_header}");
+    // Fields are dropped whole: each GPU line's tokens are a subset of the full line's, in order.
+    for (fitted, full_line) in
+        text.lines().filter(|l| l.contains(" GiB ")).zip(full.lines().filter(|l| l.contains(" GiB ")))
+    {
+        let tokens: Vec<&str> = full_line.split_whitespace().collect();
+        let mut rest = tokens.iter();
+        for token in fitted.split_whitespace() {
+            assert!(rest.any(|t| t == &token), "{token} of {fitted:?} not in {full_line:?}");
+        }
+    }
+    let colored = gpusight::output::table::render(
+        &pipeline,
+        &TableOptions { fit: Fit { width: Some(80), color: true }, ..TableOptions::default() },
+    );
+    assert!(colored.contains("  \x1b[1;33mWARNING\x1b[0m  GPU 1"), "{colored}");
+    assert!(colored.contains("  \x1b[1;36minfo\x1b[0m     GPU 0"), "{colored}");
+    assert_eq!(plain(&colored), text);
+}
+
+#[test]
+fn once_on_an_80_column_terminal_fits_and_colours() {
+    for args in [&["--synthetic", "mixed:8", "--once"][..], &["--synthetic", "mixed:8", "--once", "--at", "60"]] {
+        let mut session = crate::common::pty::Session::gpusight(args, &[("COLUMNS", ""), ("NO_COLOR", "")], 80, 60);
+        assert_eq!(session.exit_code(), 0);
+        let text = String::from_utf8_lossy(&session.raw).replace('\r', "");
+        assert!(text.contains("GPU-MEM") && text.contains("Host: "), "{text}");
+        assert!(widest(&text) <= 80, "{args:?}:\n{text}");
+        if args.contains(&"--at") {
+            assert!(text.contains("\x1b[1;33mWARNING\x1b[0m"), "{text}");
+        }
+    }
+}
+
+#[test]
+fn once_to_a_pipe_keeps_full_lines_and_columns_fits_it() {
+    use gpusight::output::fit::Fit;
+    let pipeline = synthetic_pipeline("mixed:8", 40, 900);
+    let full = gpusight::output::table::render(&pipeline, &TableOptions::default());
+    let fitted = |width| {
+        gpusight::output::table::render(
+            &pipeline,
+            &TableOptions { fit: Fit { width: Some(width), color: false }, ..TableOptions::default() },
+        )
+    };
+    assert!(widest(&full) > 200, "the full table is one line per row");
+    assert!(!full.contains('\x1b'));
+    // The binary: a pipe gets the full lines; COLUMNS fits them on a pipe too.
+    let args = ["--synthetic", "mixed:8", "--once", "--at", "60"];
+    let piped = crate::common::gpusight(&args);
+    assert!(widest(&crate::common::stdout(&piped)) > 200);
+    let narrow = crate::common::command(&args).env("COLUMNS", "72").output().expect("run");
+    let narrow = crate::common::stdout(&narrow);
+    assert!(widest(&narrow) <= 72 && !narrow.contains('\x1b'), "{narrow}");
+    assert!(widest(&fitted(72)) <= 72);
+}

@@ -35,6 +35,8 @@ pub fn command(args: &[&str]) -> Command {
     command
         .args(args)
         .env_remove("NO_COLOR")
+        // A width from the environment would fit the text outputs; tests read full lines unless they set it.
+        .env_remove("COLUMNS")
         .env_remove("GPUSIGHT_LISTEN")
         // A config in the user's home must not change what the tests see.
         .env("XDG_CONFIG_HOME", "/nonexistent-gpusight-test-config")

@@ -362,6 +362,14 @@ fn a_recording_starts_where_asked() {
     let (position, _) = app.playback.as_ref().expect("playback").player.position();
     assert!((99..=101).contains(&position.as_secs()), "{position:?}");
     assert!(app.view().history.n_ticks() > 50, "the history up to there");
+    assert_eq!(app.status, None, "inside the recording nothing is said");
+    // Past the end: the last frame, and a line that says so.
+    let past = AppOptions { start: gpusight::app::PlaybackStart::At(1e9), ..AppOptions::default() };
+    let app = App::new(past, &feed).expect("app");
+    let (position, length) = app.playback.as_ref().expect("playback").player.position();
+    assert_eq!(position, length);
+    let length = gpusight::units::clock(length);
+    assert_eq!(app.status, Some(format!("recording is {length} long; starting at {length}")));
     let first = AppOptions { start: gpusight::app::PlaybackStart::FirstWarning, ..AppOptions::default() };
     let app = App::new(first, &feed).expect("app");
     assert!(app.findings().iter().any(|f| f.severity >= gpusight::advice::Severity::Warning));

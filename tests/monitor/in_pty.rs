@@ -161,3 +161,19 @@ fn a_reused_pid_is_refused_and_nothing_is_sent() {
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }
+
+#[test]
+fn at_opens_the_monitor_at_that_time_and_says_when_it_clamps() {
+    for at in ["120", "2m", "1m60s"] {
+        let mut session = Session::gpusight(&["--demo", "--at", at], &[], 120, 40);
+        let screen = session.wait_for("Processes");
+        assert!(screen.contains("02:00/") || screen.contains("02:01/"), "--at {at}:\n{screen}");
+        session.send("q");
+        assert_eq!(session.exit_code(), 0);
+    }
+    let mut session = Session::gpusight(&["--demo", "--at", "99999"], &[], 120, 40);
+    let screen = session.wait_for("long; starting at");
+    assert!(screen.contains("recording is 05:"), "{screen}");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}

@@ -268,6 +268,16 @@ fn at_is_bounded() {
     let err = stderr(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("--at 1000000000 is past what a synthetic machine is run to"), "{err}");
+    // The bound is on the work (samples times processes), so a huge machine is refused at once, saying how far
+    // it can go, instead of running for hours.
+    let started = std::time::Instant::now();
+    let output = gpusight(&["--synthetic", "scale:64x100000", "--at", "99999", "--once"]);
+    let err = stderr(&output);
+    assert!(started.elapsed() < std::time::Duration::from_secs(10), "{err}");
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("process-samples") && err.contains("or fewer processes"), "{err}");
+    let largest: u64 = err.split("give --at ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
+    assert!(largest < 100, "{err}");
     // On a recording, past the end is the last frame.
     let last: serde_json::Value = serde_json::from_slice(&gpusight(&["--demo", "--once", "--json"]).stdout).unwrap();
     for at in ["inf", "1e17"] {
@@ -342,7 +352,7 @@ fn flags_that_would_be_ignored_are_said() {
         (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 2, "--record with --once records nothing"),
         (&["--demo", "--record", "x.jsonl", "--headless"][..], 2, "recorded already"),
         (&["--demo", "--json"][..], 2, "add --once"),
-        (&["--demo", "--at", "5"][..], 2, "add --once"),
+        (&["--demo", "--status", "--at", "5"][..], 2, "--status and --headless read from the start"),
         (&["--demo", "--prometheus", "http://127.0.0.1:1"][..], 2, "do not apply"),
         (&["--demo", "--once", "--only", "99"][..], 2, "there is no GPU 99; the GPUs are 0"),
     ] {
