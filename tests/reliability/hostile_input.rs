@@ -482,3 +482,50 @@ fn healthz_says_503_on_stale_data() {
     assert_eq!(health(Some((Duration::from_mins(1), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
     assert_eq!(health(None, limit, false).0, StatusCode::SERVICE_UNAVAILABLE);
 }
+
+#[test]
+fn csv_cells_from_a_recording_neither_reach_the_terminal_raw_nor_run_as_formulas() {
+    let dir = temp_dir();
+    let mut source = synthetic("mixed:2");
+    let mut machine: MachineInfo = (*source.machine()).clone();
+    machine.gpus[0].name = format!("=HYPERLINK(\"http://x\",\"H200\"){EVIL}\r\x07");
+    machine.gpus[0].uuid = format!("@SUM(A1){EVIL}");
+    machine.gpus[1].pci_bus_id = format!("+1,-2{EVIL}");
+    let path = dir.path().join("formula.jsonl");
+    let mut recorder = Recorder::create(&path, &Arc::new(machine), false).expect("create");
+    for _ in 0..3 {
+        recorder.write(&source.next_tick().expect("tick").expect("some")).expect("write");
+    }
+    drop(recorder);
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--format", "csv"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_no_control("--once --format csv", &text);
+    assert_eq!(text.lines().count(), 3, "one row per GPU, no row broken by a newline:\n{text}");
+    for cell in ["\"'=HYPERLINK(\"\"http://x\"\",\"\"H200\"\")^[]52;c;", "\"'@SUM(A1)^[]52;", "\"'+1,-2^[]52;"] {
+        assert!(text.contains(cell), "{cell} missing:\n{text}");
+    }
+    for line in text.lines() {
+        for cell in csv_cells(line) {
+            assert!(!cell.starts_with(['=', '+', '-', '@']), "a formula cell: {cell} in {line}");
+        }
+    }
+}
+
+/// One CSV line's cells as a spreadsheet reads them (RFC 4180: quoted cells, doubled quotes).
+fn csv_cells(line: &str) -> Vec<String> {
+    let (mut cells, mut cell, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cell.push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    cells.push(cell);
+    cells
+}
