@@ -86,6 +86,9 @@ impl Data {
             if let Some(note) = &recording.stopped_early {
                 warn(note);
             }
+            if let Some(note) = recording.dropped_note() {
+                warn(&note);
+            }
             Some(recording)
         } else {
             None

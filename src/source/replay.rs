@@ -42,11 +42,18 @@ pub struct ReadLimits {
     pub max_total_bytes: u64,
     /// The most GPUs in the machine or in any tick.
     pub max_gpus: usize,
+    /// The most ticks kept in memory: a longer recording is streamed through and its last `max_ticks_kept` are
+    /// kept, so what the reader holds is bounded whatever the file's length.
+    pub max_ticks_kept: usize,
 }
+
+/// The most ticks a recording keeps by default: the most samples the history holds (`history_s / interval`,
+/// capped at 100,000), so every mode gets all the history it can show.
+pub const MAX_TICKS_KEPT: usize = 100_000;
 
 impl Default for ReadLimits {
     fn default() -> Self {
-        Self { max_line_bytes: 64 << 20, max_total_bytes: 4 << 30, max_gpus: 1024 }
+        Self { max_line_bytes: 64 << 20, max_total_bytes: 4 << 30, max_gpus: 1024, max_ticks_kept: MAX_TICKS_KEPT }
     }
 }
 
@@ -62,6 +69,10 @@ pub struct Recording {
     pub stopped_early: Option<String>,
     /// A name for messages and the header: the file name or "demo".
     pub label: String,
+    /// The ticks read and not kept, from the start (the recording was longer than [`ReadLimits::max_ticks_kept`]).
+    pub dropped_ticks: u64,
+    /// When the recording's first tick was taken, kept or not: `--at` counts from it.
+    pub first_at_ms: Option<u64>,
 }
 
 impl Recording {
@@ -122,7 +133,7 @@ impl Recording {
         let err = |line_no: usize, what: &str| SourceError::Recording(format!("{name}, line {line_no}: {what}"));
         let mut total: u64 = 0;
         let mut header: Option<Header> = None;
-        let mut ticks = Vec::new();
+        let mut ticks = Kept::new(limits.max_ticks_kept);
         let mut truncated_tail = false;
         let mut stopped_early = None;
         for line_no in 1.. {
@@ -190,14 +201,36 @@ impl Recording {
         let mut machine = header.machine;
         machine.source = SourceKind::Replay;
         machine.source_label.clone_from(&label);
-        Ok(Self { machine: Arc::new(machine), ticks, truncated_tail, stopped_early, label })
+        let Kept { ticks, dropped: dropped_ticks, first_at_ms, .. } = ticks;
+        Ok(Self {
+            machine: Arc::new(machine),
+            ticks: ticks.into(),
+            truncated_tail,
+            stopped_early,
+            label,
+            dropped_ticks,
+            first_at_ms,
+        })
+    }
+
+    /// A note when the recording was longer than what is kept, naming what was kept; `None` when all was.
+    #[must_use]
+    pub fn dropped_note(&self) -> Option<String> {
+        (self.dropped_ticks > 0).then(|| {
+            format!(
+                "{}: {} samples, more than gpusight keeps in memory; replaying the last {}",
+                self.label,
+                self.dropped_ticks + self.ticks.len() as u64,
+                self.ticks.len()
+            )
+        })
     }
 
     /// The index of the last tick at or before `seconds` after the first tick. Past the end (or `inf`) is the last
     /// tick; before the start (or NaN) is the first.
     #[must_use]
     pub fn index_at(&self, seconds: f64) -> Option<usize> {
-        let first = self.ticks.first()?.at_ms;
+        let first = self.first_at_ms.or_else(|| Some(self.ticks.first()?.at_ms))?;
         let ms = if seconds.is_nan() { 0.0 } else { (seconds * 1000.0).clamp(0.0, u64::MAX as f64) };
         #[expect(
             clippy::cast_possible_truncation,
@@ -207,6 +240,33 @@ impl Recording {
         let target = first.saturating_add(ms as u64);
         let after = self.ticks.partition_point(|t| t.at_ms <= target);
         Some(after.saturating_sub(1))
+    }
+}
+
+/// The ticks a reader keeps: the last `max` of them, with how many went before and when the first was taken.
+struct Kept {
+    ticks: std::collections::VecDeque<Tick>,
+    max: usize,
+    dropped: u64,
+    first_at_ms: Option<u64>,
+}
+
+impl Kept {
+    fn new(max: usize) -> Self {
+        Self { ticks: std::collections::VecDeque::new(), max: max.max(1), dropped: 0, first_at_ms: None }
+    }
+
+    fn push(&mut self, tick: Tick) {
+        self.first_at_ms.get_or_insert(tick.at_ms);
+        if self.ticks.len() == self.max {
+            self.ticks.pop_front();
+            self.dropped += 1;
+        }
+        self.ticks.push_back(tick);
+    }
+
+    fn len(&self) -> usize {
+        self.ticks.len()
     }
 }
 
@@ -634,7 +694,8 @@ mod tests {
         gz.finish().expect("finish")
     }
 
-    const SMALL: ReadLimits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 8 };
+    const SMALL: ReadLimits =
+        ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 8, max_ticks_kept: MAX_TICKS_KEPT };
 
     #[test]
     fn a_line_without_end_is_refused_naming_it_not_read_into_memory_whole() {
@@ -713,6 +774,28 @@ mod tests {
         bytes.extend(std::fs::read(&path).expect("read"));
         let recording = Recording::from_reader(bytes.as_slice(), "bom", "bom".into()).expect("bom");
         assert_eq!(recording.ticks, ticks);
+    }
+
+    #[test]
+    fn a_long_recording_is_streamed_keeping_only_its_last_ticks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 2_000);
+        let limits = ReadLimits { max_ticks_kept: 50, ..ReadLimits::default() };
+        let file = File::open(&path).expect("open");
+        let recording = Recording::from_reader_with_limits(file, "long", "long".into(), limits).expect("read");
+        assert_eq!(recording.ticks.len(), 50);
+        assert!(recording.ticks.capacity() <= 64, "the reader held more: {}", recording.ticks.capacity());
+        assert_eq!(recording.ticks, ticks[ticks.len() - 50..]);
+        assert_eq!(recording.dropped_ticks, 1_950);
+        let note = recording.dropped_note().expect("a note");
+        assert!(note.contains("2000 samples") && note.contains("the last 50"), "{note}");
+        // --at still counts from the recording's first tick, kept or not.
+        assert_eq!(recording.first_at_ms, Some(ticks[0].at_ms));
+        let seconds = (ticks[1_990].at_ms - ticks[0].at_ms) as f64 / 1000.0;
+        assert_eq!(recording.index_at(seconds).map(|i| recording.ticks[i].at_ms), Some(ticks[1_990].at_ms));
+        assert_eq!(recording.index_at(0.0), Some(0), "before what is kept is the first tick kept");
+        let whole = Recording::open(&path).expect("read");
+        assert_eq!((whole.ticks.len(), whole.dropped_ticks, whole.dropped_note()), (2_000, 0, None));
     }
 
     #[test]
