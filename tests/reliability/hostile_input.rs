@@ -529,3 +529,30 @@ fn csv_cells(line: &str) -> Vec<String> {
     cells.push(cell);
     cells
 }
+
+/// A synthetic machine's PID can be any local process's: the environment screen reads nothing from /proc for it.
+/// Root may read every process's environment, so that is where it showed (the check is `run::monitor`'s unit test
+/// for everyone else).
+#[test]
+fn the_environment_screen_reads_no_local_process_for_a_synthetic_one() {
+    if !rustix::process::getuid().is_root() {
+        println!("skipped: runs as root, who may read any process's environment");
+        return;
+    }
+    let mut session = crate::common::pty::Session::gpusight(
+        &["--synthetic", "mixed:2"],
+        &[("HOME", "/tmp"), ("XDG_CONFIG_HOME", "/tmp")],
+        120,
+        40,
+    );
+    session.wait_for("Processes (");
+    session.send("\x1b[B");
+    session.send("e");
+    let screen = session.wait_for("not available for a synthetic process");
+    assert!(!screen.contains("PATH="), "a local process's environment was shown:\n{screen}");
+    // q closes the environment screen, then quits.
+    session.send("q");
+    session.wait_screen("the environment screen closes", |s| !s.contains("not available for a synthetic"));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
