@@ -556,3 +556,18 @@ fn the_environment_screen_reads_no_local_process_for_a_synthetic_one() {
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }
+
+#[test]
+fn a_keymap_that_takes_an_only_key_or_binds_keys_no_terminal_sends_is_refused() {
+    for (keys, said) in [
+        ("quit = [\"F24\"]", "no terminal sends F24"),
+        ("quit = [\"/\"]", "takes '/', the only key of filter"),
+        ("pause = [\"ctrl-c\"]", "ctrl-c always quits"),
+    ] {
+        let output = with_config(&format!("[keys]\n{keys}\n"), &["config", "check"]);
+        assert_eq!(output.status.code(), Some(1), "{keys}: {}", stderr(&output));
+        assert!(stderr(&output).contains(said), "{keys}: {}", stderr(&output));
+    }
+    let output = with_config("[keys]\nquit = [\"F12\"]\n", &["config", "check"]);
+    assert_eq!(output.status.code(), Some(0), "a key terminals send: {}", stderr(&output));
+}
