@@ -352,8 +352,37 @@ impl Source for ReplaySource {
 pub enum RecordError {
     #[error("{path} already exists; pass --overwrite to replace it, or choose another file")]
     Exists { path: PathBuf },
+    #[error(
+        "{parts} from an earlier recording exist and rotation would replace them; pass --overwrite to remove them, or choose another file"
+    )]
+    PartsExist { parts: String },
     #[error("cannot write recording {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+}
+
+/// `FILE.n`, the `n`th rotated part of a recording (1 the newest).
+fn part_path(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.to_owned().into_os_string();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
+/// The rotated parts of an earlier recording at `path` (`FILE.1` … `FILE.9`): refused without `overwrite`, removed
+/// with it, so rotation never shifts out an earlier run's parts unasked.
+fn clear_earlier_parts(path: &Path, overwrite: bool) -> Result<(), RecordError> {
+    let parts: Vec<PathBuf> =
+        (1..=ROTATED_PARTS_KEPT).map(|n| part_path(path, n)).filter(|p| p.symlink_metadata().is_ok()).collect();
+    if parts.is_empty() {
+        return Ok(());
+    }
+    if !overwrite {
+        let names: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
+        return Err(RecordError::PartsExist { parts: names.join(", ") });
+    }
+    for part in parts {
+        std::fs::remove_file(&part).map_err(|source| RecordError::Io { path: part.clone(), source })?;
+    }
+    Ok(())
 }
 
 /// Where a recording goes and how it is encoded, chosen from the `--record` argument.
@@ -501,6 +530,9 @@ impl Recorder {
             writer: env!("CARGO_PKG_VERSION").to_owned(),
             machine: machine.clone(),
         };
+        if target != RecordTarget::Stdout {
+            clear_earlier_parts(path, overwrite)?;
+        }
         let out = Output::open(path, target, overwrite)?;
         let mut recorder = Self { path: path.to_owned(), target, out: Some(out), header, max_bytes: None, n_ticks: 0 };
         let header = recorder.header.clone();
@@ -549,18 +581,17 @@ impl Recorder {
         if let Some(out) = self.out.take() {
             out.finish().map_err(|e| self.io(e))?;
         }
-        let numbered = |n: u32| {
-            let mut name = self.path.clone().into_os_string();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
+        // An error names the part it could not make (a directory at FILE.9 is FILE.9's fault, not FILE's).
+        let shift = |from: &Path, to: PathBuf| {
+            std::fs::rename(from, &to).map_err(|source| RecordError::Io { path: to, source })
         };
         for n in (1..ROTATED_PARTS_KEPT).rev() {
-            let from = numbered(n);
+            let from = part_path(&self.path, n);
             if from.exists() {
-                std::fs::rename(&from, numbered(n + 1)).map_err(|e| self.io(e))?;
+                shift(&from, part_path(&self.path, n + 1))?;
             }
         }
-        std::fs::rename(&self.path, numbered(1)).map_err(|e| self.io(e))?;
+        shift(&self.path, part_path(&self.path, 1))?;
         self.out = Some(Output::open(&self.path, self.target, false)?);
         let header = self.header.clone();
         self.write_line(&header)
@@ -877,6 +908,39 @@ mod tests {
         assert!(!dir.path().join(format!("run.jsonl.{}", ROTATED_PARTS_KEPT + 1)).exists(), "and no further");
         assert!(replayed.len() < ticks.len(), "the oldest parts were dropped: {} of {}", replayed.len(), ticks.len());
         assert_eq!(replayed[..], ticks[ticks.len() - replayed.len()..], "the newest ticks survive in order");
+    }
+
+    #[test]
+    fn an_earlier_runs_parts_are_never_rotated_out_unasked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let machine = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec")).machine();
+        for n in [1, 3] {
+            std::fs::write(part_path(&path, n), format!("earlier part {n}")).expect("write");
+        }
+        let error = Recorder::create(&path, &machine, false).expect_err("earlier parts").to_string();
+        assert!(error.contains("run.jsonl.1, ") && error.contains("run.jsonl.3 from an earlier"), "{error}");
+        assert!(error.contains("--overwrite"), "{error}");
+        assert!(!path.exists(), "nothing was created");
+        assert_eq!(std::fs::read_to_string(part_path(&path, 3)).expect("kept"), "earlier part 3");
+        // --overwrite removes the earlier parts, then writes.
+        drop(Recorder::create(&path, &machine, true).expect("overwrite"));
+        assert!(!part_path(&path, 1).exists() && !part_path(&path, 3).exists());
+        assert_eq!(Recording::open(&path).expect("replays").ticks.len(), 0);
+        // A directory at FILE.9 is named as FILE.9, at start and when rotation reaches it.
+        std::fs::create_dir(part_path(&path, 9)).expect("mkdir");
+        std::fs::write(part_path(&path, 9).join("x"), "x").expect("write");
+        let error = Recorder::create(&path, &machine, true).expect_err("a directory").to_string();
+        assert!(error.contains("run.jsonl.9:"), "{error}");
+        std::fs::remove_dir_all(part_path(&path, 9)).expect("rm");
+        let mut recorder = Recorder::create(&path, &machine, true).expect("create").with_max_bytes(Some(1));
+        std::fs::create_dir(part_path(&path, 9)).expect("mkdir");
+        std::fs::write(part_path(&path, 9).join("x"), "x").expect("write");
+        std::fs::write(part_path(&path, 8), "x").expect("write");
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec"));
+        let tick = source.next_tick().expect("tick").expect("some");
+        let error = (0..3).find_map(|_| recorder.write(&tick).err()).expect("rotation fails").to_string();
+        assert!(error.contains("run.jsonl.9:"), "{error}");
     }
 
     #[test]
