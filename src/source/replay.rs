@@ -446,6 +446,9 @@ impl Output {
             return Ok(Self::Stdout(std::io::stdout()));
         }
         let mut options = OpenOptions::new();
+        // Owner only: a recording holds every user's job environment fields and the kernel log's lines. An
+        // existing file (with --overwrite) keeps its mode.
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         options.write(true);
         if overwrite {
             options.create(true).truncate(true);
@@ -941,6 +944,27 @@ mod tests {
         let tick = source.next_tick().expect("tick").expect("some");
         let error = (0..3).find_map(|_| recorder.write(&tick).err()).expect("rotation fails").to_string();
         assert!(error.contains("run.jsonl.9:"), "{error}");
+    }
+
+    #[test]
+    fn a_recording_is_created_for_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let machine = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec")).machine();
+        for name in ["run.jsonl", "run.jsonl.gz"] {
+            let path = dir.path().join(name);
+            let mut recorder = Recorder::create(&path, &machine, false).expect("create").with_max_bytes(Some(1));
+            let tick = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec"))
+                .next_tick()
+                .expect("tick")
+                .expect("some");
+            recorder.write(&tick).expect("write (rotates)");
+            drop(recorder);
+            for file in [path.clone(), part_path(&path, 1)] {
+                let mode = std::fs::metadata(&file).expect("exists").permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}: {mode:o}", file.display());
+            }
+        }
     }
 
     #[test]
