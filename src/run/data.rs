@@ -89,6 +89,9 @@ impl Data {
             if let Some(note) = recording.dropped_note() {
                 warn(&note);
             }
+            for note in &recording.notes {
+                warn(note);
+            }
             Some(recording)
         } else {
             None

@@ -73,6 +73,8 @@ pub struct Recording {
     pub dropped_ticks: u64,
     /// When the recording's first tick was taken, kept or not: `--at` counts from it.
     pub first_at_ms: Option<u64>,
+    /// What a person should know about how the file was read (parts joined into one file), one line each.
+    pub notes: Vec<String>,
 }
 
 impl Recording {
@@ -135,20 +137,12 @@ impl Recording {
         let mut header: Option<Header> = None;
         let mut ticks = Kept::new(limits.max_ticks_kept);
         let mut truncated_tail = false;
-        let mut stopped_early = None;
+        let (mut stopped_early, mut joined_parts) = (None, 0_usize);
         for line_no in 1.. {
             let (bytes, had_newline) = match read_line(&mut reader, limits.max_line_bytes) {
                 Ok(None) => break,
                 Ok(Some(line)) => line,
-                Err(LineError::TooLong) => {
-                    return Err(err(
-                        line_no,
-                        &format!(
-                            "longer than {} without a line break: not a gpusight recording (or damaged)",
-                            size_label(limits.max_line_bytes as u64)
-                        ),
-                    ));
-                }
+                Err(LineError::TooLong) => return Err(err(line_no, &too_long(limits))),
                 // A gzip cut short (a copy that stopped, a writer killed before the compressor finished): what
                 // came before the cut is whole; replay it and say where it stopped.
                 Err(LineError::Io(e)) if header.is_some() && gzip => {
@@ -178,13 +172,11 @@ impl Recording {
             if text.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Tick>(&text) {
-                Ok(tick) if tick.gpus.len() > limits.max_gpus.max(machine_header.machine.gpus.len()) => {
-                    return Err(err(line_no, &format!("{} GPUs in one sample is not a real machine", tick.gpus.len())));
-                }
-                Ok(tick) => ticks.push(tick),
+            match parse_tick_line(&text, &machine_header.machine, limits) {
+                Ok(TickLine::Tick(tick)) => ticks.push(*tick),
+                Ok(TickLine::JoinedPart) => joined_parts += 1,
                 // A last line without a newline is where a killed writer stopped: replay what came before.
-                Err(_) if !had_newline => {
+                Err((_, LineFault::Unreadable)) if !had_newline => {
                     truncated_tail = true;
                     stopped_early = Some(format!(
                         "{name}: line {line_no} was cut short (the writer stopped mid-line); replaying the {} \
@@ -192,7 +184,7 @@ impl Recording {
                         ticks.len()
                     ));
                 }
-                Err(e) => return Err(err(line_no, &format!("corrupt tick ({e})"))),
+                Err((what, _)) => return Err(err(line_no, &what)),
             }
         }
         let Some(header) = header else {
@@ -207,6 +199,7 @@ impl Recording {
             ticks: ticks.into(),
             truncated_tail,
             stopped_early,
+            notes: joined_note(name, joined_parts).into_iter().collect(),
             label,
             dropped_ticks,
             first_at_ms,
@@ -270,6 +263,67 @@ impl Kept {
     }
 }
 
+fn too_long(limits: ReadLimits) -> String {
+    format!(
+        "longer than {} without a line break: not a gpusight recording (or damaged)",
+        size_label(limits.max_line_bytes as u64)
+    )
+}
+
+/// The note on a recording with more headers of its machine inside (parts joined with `cat`).
+fn joined_note(name: &str, joined_parts: usize) -> Option<String> {
+    (joined_parts > 0).then(|| {
+        format!(
+            "{name}: {joined_parts} more recording header(s) of the same machine inside (parts joined with cat); \
+             read on as one recording"
+        )
+    })
+}
+
+/// Whether a bad line could be one cut short by a killed writer (`Unreadable`), or is whole and wrong.
+enum LineFault {
+    Unreadable,
+    Refused,
+}
+
+/// A line after the header: a tick, or the header of a part joined on (`cat a.gz b.gz`) of the same machine.
+enum TickLine {
+    Tick(Box<Tick>),
+    JoinedPart,
+}
+
+/// Reads a line after the header. Every field of a tick has a default, so any JSON value would parse as one: a
+/// line must be an object with `at_ms`; a second header of the same machine is a part joined on, of another
+/// machine an error.
+fn parse_tick_line(text: &str, machine: &MachineInfo, limits: ReadLimits) -> Result<TickLine, (String, LineFault)> {
+    let tick: Tick = serde_json::from_str(text).map_err(|e| (format!("corrupt tick ({e})"), LineFault::Unreadable))?;
+    let body = text.trim_start();
+    if let Some(header) = text.contains(FORMAT_NAME).then(|| serde_json::from_str::<Header>(text).ok()).flatten() {
+        return if header.machine == *machine {
+            Ok(TickLine::JoinedPart)
+        } else {
+            Err((
+                "a second recording header, of another machine: two recordings joined into one file; replay each on \
+                 its own"
+                    .to_owned(),
+                LineFault::Refused,
+            ))
+        };
+    }
+    if !body.starts_with('{') || !body.contains("\"at_ms\"") {
+        let shown = crate::text::bounded(body, 40);
+        let what = format!(
+            "not a sample: '{}' is not a JSON object with at_ms (a gpusight tick)",
+            crate::text::visible(&shown)
+        );
+        return Err((what, LineFault::Unreadable));
+    }
+    if tick.gpus.len() > limits.max_gpus.max(machine.gpus.len()) {
+        return Err((format!("{} GPUs in one sample is not a real machine", tick.gpus.len()), LineFault::Refused));
+    }
+    Ok(TickLine::Tick(Box::new(tick)))
+}
+
 fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
     let header: Header = serde_json::from_str(text).map_err(|e| format!("not a gpusight recording header ({e})"))?;
     if header.format != FORMAT_NAME {
@@ -287,6 +341,16 @@ fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
             "the machine has {} GPUs; gpusight reads recordings of at most {}",
             header.machine.gpus.len(),
             limits.max_gpus
+        ));
+    }
+    let mut indices: Vec<u32> = header.machine.gpus.iter().map(|g| g.index).collect();
+    indices.sort_unstable();
+    if let Some(twice) = indices.windows(2).find_map(|w| match w {
+        [a, b] if a == b => Some(*a),
+        _ => None,
+    }) {
+        return Err(format!(
+            "the machine lists GPU {twice} twice; a recording names each GPU once (an edited or damaged header)"
         ));
     }
     Ok(header)
@@ -965,6 +1029,64 @@ mod tests {
                 assert_eq!(mode, 0o600, "{}: {mode:o}", file.display());
             }
         }
+    }
+
+    #[test]
+    fn a_json_value_that_is_not_a_tick_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, _) = record(dir.path(), 2);
+        let whole = std::fs::read_to_string(&path).expect("read");
+        for bad in ["{}", "[]", "{\"foo\":1}", "3", "\"tick\"", "null"] {
+            let text = format!("{whole}{bad}\n");
+            let error = Recording::from_reader(text.as_bytes(), "r.jsonl", "r".into()).expect_err(bad).to_string();
+            assert!(error.contains("r.jsonl, line 4: "), "{bad}: {error}");
+            if bad.starts_with(['{', '[']) {
+                assert!(error.contains("not a sample"), "{bad}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn parts_joined_with_cat_read_on_and_another_machines_header_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 3);
+        let part = std::fs::read(&path).expect("read");
+        let joined = [gzip(&part), gzip(&part)].concat();
+        let recording = Recording::from_reader(joined.as_slice(), "j.gz", "j".into()).expect("joined parts");
+        assert_eq!(recording.ticks.len(), 6);
+        assert_eq!(recording.ticks[3..], ticks[..]);
+        assert_eq!(recording.notes.len(), 1, "{:?}", recording.notes);
+        assert!(recording.notes[0].contains("1 more recording header(s) of the same machine"), "{:?}", recording.notes);
+        let mut other = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
+        let other_path = dir.path().join("other.jsonl");
+        let mut recorder = Recorder::create(&other_path, &other.machine(), false).expect("create");
+        recorder.write(&other.next_tick().expect("tick").expect("some")).expect("write");
+        drop(recorder);
+        let joined = [part, std::fs::read(&other_path).expect("read")].concat();
+        let error = Recording::from_reader(joined.as_slice(), "j.jsonl", "j".into()).expect_err("two machines");
+        assert!(
+            error.to_string().contains("j.jsonl, line 5: a second recording header, of another machine"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_gpu_listed_twice_in_the_header_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, machine) = record(dir.path(), 1);
+        let mut twice = (*machine).clone();
+        twice.gpus[2].index = 1;
+        let text = std::fs::read_to_string(&path).expect("read");
+        let body = text.split_once('\n').expect("header line").1;
+        let header = Header {
+            format: FORMAT_NAME.to_owned(),
+            schema: SCHEMA_VERSION,
+            writer: "test".to_owned(),
+            machine: twice,
+        };
+        let text = format!("{}\n{body}", serde_json::to_string(&header).expect("json"));
+        let error = Recording::from_reader(text.as_bytes(), "d.jsonl", "d".into()).expect_err("GPU 1 twice");
+        assert!(error.to_string().contains("d.jsonl, line 1: the machine lists GPU 1 twice"), "{error}");
     }
 
     #[test]

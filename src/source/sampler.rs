@@ -176,6 +176,7 @@ mod tests {
             label: "t".into(),
             dropped_ticks: 0,
             first_at_ms: None,
+            notes: Vec::new(),
         };
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink: Sink = {

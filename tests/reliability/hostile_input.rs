@@ -571,3 +571,24 @@ fn a_keymap_that_takes_an_only_key_or_binds_keys_no_terminal_sends_is_refused() 
     let output = with_config("[keys]\nquit = [\"F12\"]\n", &["config", "check"]);
     assert_eq!(output.status.code(), Some(0), "a key terminals send: {}", stderr(&output));
 }
+
+#[test]
+fn a_line_that_is_no_tick_is_refused_and_joined_parts_read_on() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let file = path.to_str().expect("utf-8");
+    let whole = std::fs::read_to_string(&path).expect("read");
+    let lines = whole.lines().count();
+    for bad in ["{}", "[]", "{\"foo\":1}"] {
+        std::fs::write(&path, format!("{whole}{bad}\n")).expect("write");
+        let output = gpusight(&["--replay", file, "--once"]);
+        assert_ne!(output.status.code(), Some(0), "{bad}: {}", stdout(&output));
+        assert!(stderr(&output).contains(&format!("line {}: not a sample", lines + 1)), "{bad}: {}", stderr(&output));
+    }
+    // `cat a a`: the same machine's header again is a part joined on; the GPUs are shown.
+    std::fs::write(&path, format!("{whole}{whole}")).expect("write");
+    let output = gpusight(&["--replay", file, "--once"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("of the same machine inside (parts joined with cat)"), "{}", stderr(&output));
+    assert!(stdout(&output).contains("H200"), "the GPUs are shown:\n{}", stdout(&output));
+}
