@@ -252,12 +252,12 @@ fn a_keymap_with_no_way_out_is_named_by_every_command() {
 #[test]
 fn config_values_are_range_checked() {
     for (text, says) in [
-        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = null: not a finite number"),
+        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = nan: NaN is not allowed for enter_share"),
         ("[thresholds]\nenter_share = 1.5\n", "is a share"),
         ("[thresholds]\nstarved_util_pct = -3.0\n", "must not be negative"),
         ("[thresholds]\nwindow_s = 0\n", "is a window"),
         ("[thresholds]\nexit_share = 0.9\n", "exit_share = 0.9 is above enter_share"),
-        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s"),
+        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s = inf: infinity is not allowed"),
     ] {
         let output = with_config(text, &["--demo", "--once"]);
         let err = stderr(&output);
@@ -591,4 +591,51 @@ fn a_line_that_is_no_tick_is_refused_and_joined_parts_read_on() {
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     assert!(stderr(&output).contains("of the same machine inside (parts joined with cat)"), "{}", stderr(&output));
     assert!(stdout(&output).contains("H200"), "the GPUs are shown:\n{}", stdout(&output));
+}
+
+#[test]
+fn a_config_path_that_is_a_fifo_a_loop_or_a_huge_key_gets_a_short_clear_message() {
+    let dir = temp_dir();
+    // A FIFO nobody writes to: reading it would block every command for ever.
+    let fifo = dir.path().join("fifo.toml");
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::RWXU, 0).expect("mkfifo");
+    let mut child = command(&["--config", fifo.to_str().expect("utf-8"), "--demo", "--once"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            child.kill().expect("kill");
+            panic!("reading a FIFO config blocked");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("output");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("is not a regular file (it is a FIFO)"), "{}", stderr(&output));
+    // A symlink loop is said as one, not as a missing file.
+    let looped = dir.path().join("loop.toml");
+    std::os::unix::fs::symlink(&looped, &looped).expect("symlink");
+    let output = gpusight(&["--config", looped.to_str().expect("utf-8"), "--demo", "--once"]);
+    assert!(stderr(&output).contains("symbolic links"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("No such file"), "{}", stderr(&output));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("gpusight")).expect("mkdir");
+    std::os::unix::fs::symlink(home.join("gpusight/config.toml"), home.join("gpusight/config.toml")).expect("loop");
+    let output = command(&["--demo", "--once"]).env("XDG_CONFIG_HOME", &home).output().expect("run");
+    assert!(stderr(&output).contains("is a symlink loop"), "{}", stderr(&output));
+    // A 100 KB key name is cut in the message.
+    let huge = "k".repeat(100_000);
+    for args in [&["--demo", "--once"][..], &["config", "check"]] {
+        let output = with_config(&format!("[general]\n{huge} = 1\n"), args);
+        let err = stderr(&output);
+        assert!(
+            err.len() < 400 && err.contains("kkk…"),
+            "{args:?}: {} bytes: {}",
+            err.len(),
+            &err[..err.len().min(300)]
+        );
+    }
 }
