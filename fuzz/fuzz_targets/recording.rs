@@ -11,7 +11,7 @@ use gpusight::source::replay::{ReadLimits, Recording};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 64 };
+    let limits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 64, max_ticks_kept: 1_000 };
     let Ok(recording) = Recording::from_reader_with_limits(data, "fuzz input", "fuzz".to_owned(), limits) else {
         return;
     };

@@ -28,6 +28,24 @@ impl ProcessInspector for NoInspector {
     }
 }
 
+/// The inspector of a synthetic or recorded machine: its processes do not run here, so a PID it shows may be
+/// any local process's; nothing is read from `/proc`.
+#[derive(Debug, Clone, Copy)]
+pub struct NotOnThisMachine {
+    /// "synthetic" or "recorded".
+    pub what: &'static str,
+}
+
+impl ProcessInspector for NotOnThisMachine {
+    fn cuda_libraries(&self, _pid: u32) -> Pairs {
+        Err(format!("not available for a {} process: it does not run on this machine", self.what))
+    }
+
+    fn environment(&self, _pid: u32) -> Pairs {
+        Err(format!("not available for a {} process: it does not run on this machine", self.what))
+    }
+}
+
 /// The real inspector: reads `/proc/PID/maps` and `/proc/PID/environ` through `host`.
 #[derive(Debug, Clone, Default)]
 pub struct HostInspector {
@@ -42,5 +60,23 @@ impl ProcessInspector for HostInspector {
 
     fn environment(&self, pid: u32) -> Pairs {
         crate::host::environment(&self.root, pid)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_synthetic_or_recorded_process_reads_nothing_from_proc() {
+        // Our own PID: a real process whose environment the host inspector can read.
+        let own = std::process::id();
+        assert!(HostInspector::default().environment(own).is_ok());
+        for what in ["synthetic", "recorded"] {
+            let inspector = NotOnThisMachine { what };
+            let said = inspector.environment(own).expect_err("nothing read");
+            assert_eq!(said, format!("not available for a {what} process: it does not run on this machine"));
+            assert!(inspector.cuda_libraries(own).is_err());
+        }
     }
 }

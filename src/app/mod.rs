@@ -23,7 +23,7 @@ mod update;
 mod update_jobs;
 
 pub use feed::{Feed, FeedEvent};
-pub use inspect::{HostInspector, NoInspector, ProcessInspector};
+pub use inspect::{HostInspector, NoInspector, NotOnThisMachine, ProcessInspector};
 pub use signal::{PidfdSender, SignalKind, SignalOutcome, SignalSender, SignalTarget};
 
 use player::Player;

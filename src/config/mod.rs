@@ -67,6 +67,9 @@ impl Default for General {
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
     Read { path: PathBuf, source: std::io::Error },
+    /// A FIFO, a device or a directory: reading it could block for ever or mean nothing.
+    #[error("config file {path} is not a regular file (it is {what}); give the path of a TOML file")]
+    NotRegular { path: PathBuf, what: &'static str },
     #[error("config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     /// The file parses, but a value cannot be meant ([`Config::check`]).
@@ -202,15 +205,16 @@ impl Config {
     /// The first bad value, naming its section and key.
     pub fn check(&self) -> Result<(), CheckError> {
         crate::keys::Keymap::with_overrides(&self.keys)?;
+        // TOML values, not JSON: serde_json writes a NaN or an infinity as null, which would be shown as "= null".
         let mut sections = Vec::new();
-        if let Ok(value) = serde_json::to_value(&self.general) {
+        if let Ok(value) = toml::Value::try_from(&self.general) {
             sections.push(("general", value));
         }
-        if let Ok(value) = serde_json::to_value(&self.thresholds) {
+        if let Ok(value) = toml::Value::try_from(&self.thresholds) {
             sections.push(("thresholds", value));
         }
         for (section, value) in &sections {
-            let Some(fields) = value.as_object() else { continue };
+            let Some(fields) = value.as_table() else { continue };
             for (key, value) in fields {
                 check_value(key, value).map_err(|why| CheckError::OutOfRange {
                     section,
@@ -232,9 +236,7 @@ impl Config {
     /// # Errors
     /// The file cannot be read or parsed.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-        Self::parse(&text, path)
+        Self::parse(&read_config(path)?, path)
     }
 
     /// Reads the file at `path` leniently (see [`Config::parse_lenient`]).
@@ -242,9 +244,7 @@ impl Config {
     /// # Errors
     /// The file cannot be read, or has a syntax error or a bad value the command reads.
     pub fn load_lenient(path: &Path, draws: bool) -> Result<Loaded, ConfigError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
-        Self::parse_lenient(&text, path, draws)
+        Self::parse_lenient(&read_config(path)?, path, draws)
     }
 
     /// [`Config::load_or_default`], leniently: the explicit file if given, else the platform file if it exists,
@@ -274,8 +274,18 @@ impl Config {
     pub fn default_path_warning() -> Option<String> {
         let path = Self::default_path()?;
         let link = std::fs::symlink_metadata(&path).ok()?;
-        if path.exists() || !link.file_type().is_symlink() {
+        if !link.file_type().is_symlink() {
             return None;
+        }
+        match std::fs::metadata(&path) {
+            Ok(_) => return None,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) => {
+                return Some(format!("config {} is a symlink loop ({e}); using the defaults", path.display()));
+            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Some(format!("config {} cannot be followed ({e}); using the defaults", path.display()));
+            }
+            Err(_) => {}
         }
         let target = std::fs::read_link(&path).map(|t| t.display().to_string()).unwrap_or_default();
         Some(format!("config {} is a symlink to {target}, which does not exist; using the defaults", path.display()))
@@ -296,6 +306,32 @@ impl Config {
     }
 }
 
+/// The text of the config file at `path`, refusing what is not a regular file (a FIFO would block every command for
+/// ever); an error says the operating system's reason (a symlink loop is "Too many levels of symbolic links").
+fn read_config(path: &Path) -> Result<String, ConfigError> {
+    let read_error = |source| ConfigError::Read { path: path.to_owned(), source };
+    let kind = std::fs::metadata(path).map_err(read_error)?.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt as _;
+        let what = if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_dir() {
+            "a directory"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "a device"
+        };
+        return Err(ConfigError::NotRegular { path: path.to_owned(), what });
+    }
+    std::fs::read_to_string(path).map_err(read_error)
+}
+
+/// A key from the file as it is shown in a message: control characters made visible, cut to about 60 bytes.
+fn shown_key(key: &str) -> String {
+    crate::text::visible(&crate::text::bounded(key, 60)).into_owned()
+}
+
 /// Takes the keys `schema` (the defaults, as JSON) does not have out of `table`, noting each with its line, and
 /// goes down into the tables it does have (not into free-form ones such as `[keys]`).
 fn prune_unknown(
@@ -314,7 +350,7 @@ fn prune_unknown(
         .collect();
     for (key, at) in strays {
         table.remove(key.as_str());
-        unknown.push(UnknownKey { line: line_of(text, at), key: join(&key) });
+        unknown.push(UnknownKey { line: line_of(text, at), key: shown_key(&join(&key)) });
     }
     for (key, value) in table.iter_mut() {
         let full = join(key.get_ref());
@@ -350,9 +386,18 @@ fn line_of(text: &str, at: usize) -> usize {
 
 /// The range a setting may take, by the unit in its name: shares and fits from 0 to 1, percentages from 0 to
 /// 100, windows from 1 s to 30 days, everything else finite and not negative.
-fn check_value(key: &str, value: &serde_json::Value) -> Result<(), String> {
-    // serde_json writes a NaN or an infinity as null.
-    let Some(number) = value.as_f64() else { return Err("not a finite number".to_owned()) };
+fn check_value(key: &str, value: &toml::Value) -> Result<(), String> {
+    let number = match value {
+        toml::Value::Float(number) => *number,
+        toml::Value::Integer(number) => *number as f64,
+        _ => return Err("not a number".to_owned()),
+    };
+    if number.is_nan() {
+        return Err(format!("NaN is not allowed for {key}"));
+    }
+    if number.is_infinite() {
+        return Err(format!("infinity is not allowed for {key}; give a finite number"));
+    }
     if number < 0.0 {
         return Err("must not be negative".to_owned());
     }
@@ -384,7 +429,9 @@ fn one_line(error: &toml::de::Error, text: &str) -> String {
         .map(|l| format!("{l} "))
         .unwrap_or_default();
     match line.split_once('=') {
-        Some((key, _)) if !line.starts_with('[') => format!("line {line_no}, {section}{}: {message}", key.trim()),
+        Some((key, _)) if !line.starts_with('[') => {
+            format!("line {line_no}, {}{}: {message}", shown_key(&section), shown_key(key.trim()))
+        }
         _ => format!("line {line_no}: {message}"),
     }
 }

@@ -28,6 +28,31 @@ pub enum KeymapError {
     NoWayOut(String, &'static str, String),
     #[error("[keys]: '{key}' is given to both {first} and {second}; a key can do one thing")]
     TwoActions { key: String, first: String, second: String },
+    #[error(
+        "[keys] {action}: no terminal sends {keys}; that leaves no key to {what}; bind at least one key a terminal sends (the default is {default})"
+    )]
+    NotSent { action: String, keys: String, what: &'static str, default: String },
+    #[error("[keys] {action} = [\"{key}\"]: ctrl-c always quits the monitor and cannot be given to another action")]
+    CtrlC { action: String, key: String },
+    #[error(
+        "[keys] {by} takes '{key}', the only key of {action}; give {action} a key of its own ({action} = [\"...\"]) or choose another key for {by}"
+    )]
+    TakesOnlyKey { by: String, key: String, action: String },
+}
+
+/// Ctrl-C: it always quits, whatever `[keys]` says, so no keymap can trap the user.
+const CTRL_C: KeyBinding = KeyBinding { code: KeyCode::Char('c'), modifiers: KeyModifiers::CONTROL };
+
+/// Whether a terminal can send this key at all: F13–F24 have no key on a PC keyboard and terminals do not send
+/// them; a control character exists only for letters and `@ [ \ ] ^ _` and space.
+fn terminals_send(key: KeyBinding) -> bool {
+    match key.code {
+        KeyCode::F(n) => n <= 12,
+        KeyCode::Char(c) if key.modifiers.contains(KeyModifiers::CONTROL) => {
+            c.is_ascii_lowercase() || "@[\\]^_ ".contains(c)
+        }
+        _ => true,
+    }
 }
 
 const NAMED: [(&str, KeyCode); 17] = [
@@ -195,6 +220,20 @@ fn defaults(action: Action) -> &'static [&'static str] {
 /// Key config overrides: action name to the keys that replace its defaults.
 pub type KeyOverrides = BTreeMap<String, Vec<String>>;
 
+/// The keys given to one action in `[keys]`, parsed; ctrl-c is for quit only.
+fn parse_keys(name: &str, keys: &[String]) -> Result<Vec<KeyBinding>, KeymapError> {
+    keys.iter()
+        .map(|key| {
+            let binding = KeyBinding::parse(key)
+                .ok_or_else(|| KeymapError::UnknownKey { action: name.to_owned(), key: key.clone() })?;
+            if binding == CTRL_C && name != Action::Quit.name() {
+                return Err(KeymapError::CtrlC { action: name.to_owned(), key: key.clone() });
+            }
+            Ok(binding)
+        })
+        .collect()
+}
+
 /// The bindings in force: for each action, its keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Keymap {
@@ -220,15 +259,11 @@ impl Keymap {
     pub fn with_overrides(overrides: &KeyOverrides) -> Result<Self, KeymapError> {
         let mut keymap = Self::default();
         let mut given: Vec<(KeyBinding, Scope, &str, &str)> = Vec::new();
+        // Keys taken from an action the config does not name: (the action, the key, the one that took it).
+        let mut taken: Vec<(Action, &str, &str)> = Vec::new();
         for (name, keys) in overrides {
             let action = Action::from_name(name).ok_or_else(|| KeymapError::UnknownAction(name.clone()))?;
-            let parsed = keys
-                .iter()
-                .map(|key| {
-                    KeyBinding::parse(key)
-                        .ok_or_else(|| KeymapError::UnknownKey { action: name.clone(), key: key.clone() })
-                })
-                .collect::<Result<Vec<_>, _>>()?;
+            let parsed = parse_keys(name, keys)?;
             for (binding, key) in parsed.iter().zip(keys) {
                 if let Some((_, _, first, _)) =
                     given.iter().find(|(b, scope, other, _)| b == binding && *scope == action.scope() && other != name)
@@ -243,6 +278,11 @@ impl Keymap {
             }
             for (other, other_keys) in &mut keymap.bindings {
                 if *other != action && other.scope() == action.scope() {
+                    for (binding, key) in parsed.iter().zip(keys) {
+                        if other_keys.contains(binding) && !overrides.contains_key(other.name()) {
+                            taken.push((*other, key, name));
+                        }
+                    }
                     other_keys.retain(|k| !parsed.contains(k));
                 }
             }
@@ -252,13 +292,37 @@ impl Keymap {
                 }
             }
         }
-        // A keymap with no way out traps the user: q, Ctrl-C and Esc all ignored.
-        for (action, what) in [(Action::Quit, "quit the monitor"), (Action::DialogCancel, "cancel a dialog")] {
-            if keymap.keys(action).is_empty() {
-                return Err(KeymapError::NoWayOut(action.name().to_owned(), what, defaults(action).join(" ")));
+        if let Some((action, key, by)) = taken.iter().find(|(action, ..)| keymap.keys(*action).is_empty()) {
+            return Err(KeymapError::TakesOnlyKey {
+                by: (*by).to_owned(),
+                key: (*key).to_owned(),
+                action: action.name().to_owned(),
+            });
+        }
+        keymap.check_ways_out(overrides)?;
+        // Ctrl-C always quits: no `[keys]` table can take it away.
+        for (action, keys) in &mut keymap.bindings {
+            if *action == Action::Quit && !keys.contains(&CTRL_C) {
+                keys.push(CTRL_C);
             }
         }
         Ok(keymap)
+    }
+
+    /// A keymap with no way out traps the user: quit and dialog-cancel each keep a key a terminal sends.
+    fn check_ways_out(&self, overrides: &KeyOverrides) -> Result<(), KeymapError> {
+        for (action, what) in [(Action::Quit, "quit the monitor"), (Action::DialogCancel, "cancel a dialog")] {
+            let keys = self.keys(action);
+            let default = defaults(action).join(" ");
+            if keys.is_empty() {
+                return Err(KeymapError::NoWayOut(action.name().to_owned(), what, default));
+            }
+            if !keys.iter().any(|k| terminals_send(*k)) {
+                let named = overrides.get(action.name()).map_or_else(String::new, |keys| keys.join(" "));
+                return Err(KeymapError::NotSent { action: action.name().to_owned(), keys: named, what, default });
+            }
+        }
+        Ok(())
     }
 
     /// The action for a key: in a dialog the dialog bindings come first, then the normal ones.
@@ -321,11 +385,51 @@ mod tests {
 
     #[test]
     fn an_override_replaces_the_keys_and_frees_them_elsewhere() {
-        let overrides = KeyOverrides::from([("quit".to_owned(), vec!["x".to_owned()])]);
+        let overrides = KeyOverrides::from([
+            ("quit".to_owned(), vec!["x".to_owned()]),
+            ("explain".to_owned(), vec!["X".to_owned()]),
+        ]);
         let keymap = Keymap::with_overrides(&overrides).expect("valid");
         assert_eq!(keymap.lookup(key("x"), false), Some(Action::Quit));
         assert_eq!(keymap.lookup(key("q"), false), None);
-        assert_eq!(keymap.describe(Action::Explain), "", "x was taken from explain");
+        assert_eq!(keymap.describe(Action::Explain), "X", "x was taken from explain, which has its own key");
+        // A key taken from an action that keeps another: help keeps ?.
+        let overrides = KeyOverrides::from([("quit".to_owned(), vec!["h".to_owned()])]);
+        assert_eq!(Keymap::with_overrides(&overrides).expect("valid").describe(Action::Help), "?");
+    }
+
+    #[test]
+    fn ctrl_c_always_quits_and_a_binding_that_takes_an_only_key_or_no_terminal_sends_is_refused() {
+        let overrides = KeyOverrides::from([("quit".to_owned(), vec!["x".to_owned()])]);
+        let error = Keymap::with_overrides(&overrides).expect_err("takes explain's only key").to_string();
+        assert!(error.contains("'x', the only key of explain") && error.contains("explain = ["), "{error}");
+        let error = Keymap::with_overrides(&KeyOverrides::from([("quit".to_owned(), vec!["/".to_owned()])]))
+            .expect_err("takes the filter's only key")
+            .to_string();
+        assert_eq!(
+            error,
+            "[keys] quit takes '/', the only key of filter; give filter a key of its own (filter = [\"...\"]) or \
+             choose another key for quit"
+        );
+        let error = Keymap::with_overrides(&KeyOverrides::from([("quit".to_owned(), vec!["F24".to_owned()])]))
+            .expect_err("no terminal sends F24")
+            .to_string();
+        assert!(error.contains("no terminal sends F24") && error.contains("no key to quit"), "{error}");
+        for unsent in ["ctrl-1", "F13"] {
+            let overrides = KeyOverrides::from([("dialog-cancel".to_owned(), vec![unsent.to_owned()])]);
+            assert!(Keymap::with_overrides(&overrides).is_err(), "{unsent}");
+        }
+        // Ctrl-C quits whatever quit is bound to, and cannot be given to another action.
+        let overrides = KeyOverrides::from([("quit".to_owned(), vec!["Q".to_owned()])]);
+        let keymap = Keymap::with_overrides(&overrides).expect("valid");
+        assert_eq!(keymap.lookup(key("ctrl-c"), false), Some(Action::Quit));
+        assert_eq!(keymap.lookup(key("ctrl-c"), true), Some(Action::Quit));
+        assert_eq!(keymap.describe(Action::Quit), "Q ^C");
+        let error = Keymap::with_overrides(&KeyOverrides::from([("pause".to_owned(), vec!["ctrl-c".to_owned()])]))
+            .expect_err("ctrl-c is quit's")
+            .to_string();
+        assert!(error.contains("ctrl-c always quits"), "{error}");
+        assert_eq!(Keymap::with_overrides(&KeyOverrides::new()).expect("defaults"), Keymap::default());
     }
 
     #[test]

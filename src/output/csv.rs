@@ -1,5 +1,10 @@
 //! `--once --format csv`: one row per GPU under a stable header (RFC 4180 quoting), for spreadsheets and
 //! scripts. An absent reading is an empty cell, never a zero. New columns are only ever added at the end.
+//!
+//! A text cell (GPU name, UUID, bus id) comes from the machine or a recording, so it is made safe twice over: its
+//! control characters are shown as [`crate::text::visible`] shows them (a CSV is often read on a terminal), and a
+//! cell a spreadsheet would run as a formula (starting with `=`, `+`, `-` or `@`) gets a `'` before it and is
+//! quoted, as OWASP's "CSV injection" advice says.
 
 use std::fmt::Write as _;
 
@@ -68,9 +73,13 @@ fn cell<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// Quotes a text cell when it holds a comma, a quote or a line break (doubling quotes).
+/// A text cell: control characters made visible, a formula neutralised with a leading `'`, quoted (quotes
+/// doubled) when it holds a comma or a quote or was neutralised.
 fn quote(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) { format!("\"{}\"", text.replace('"', "\"\"")) } else { text.to_owned() }
+    let shown = crate::text::visible(text);
+    let formula = shown.starts_with(['=', '+', '-', '@']);
+    let shown = if formula { format!("'{shown}") } else { shown.into_owned() };
+    if formula || shown.contains([',', '"']) { format!("\"{}\"", shown.replace('"', "\"\"")) } else { shown }
 }
 
 #[cfg(test)]
@@ -108,5 +117,16 @@ mod tests {
         assert_eq!(quote("a,b"), "\"a,b\"");
         assert_eq!(quote("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(cell::<u32>(None), "");
+    }
+
+    #[test]
+    fn text_cells_show_controls_and_neutralise_formulas() {
+        assert_eq!(quote("H200\x1b]52;c;x\x07\r\n"), "H200^[]52;c;x^G^M^J");
+        assert_eq!(quote("=cmd|' /C calc'!A0"), "\"'=cmd|' /C calc'!A0\"");
+        for lead in ["+1", "-1", "@SUM(A1)"] {
+            assert_eq!(quote(lead), format!("\"'{lead}\""));
+        }
+        assert_eq!(quote("=HYPERLINK(\"x\",\"y\")"), "\"'=HYPERLINK(\"\"x\"\",\"\"y\"\")\"");
+        assert_eq!(quote("a-b"), "a-b");
     }
 }

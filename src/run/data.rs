@@ -86,6 +86,12 @@ impl Data {
             if let Some(note) = &recording.stopped_early {
                 warn(note);
             }
+            if let Some(note) = recording.dropped_note() {
+                warn(&note);
+            }
+            for note in &recording.notes {
+                warn(note);
+            }
             Some(recording)
         } else {
             None

@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::app::{AppOptions, Feed, HostInspector, PidfdSender, PlaybackStart};
+use crate::app::{AppOptions, Feed, HostInspector, NotOnThisMachine, PidfdSender, PlaybackStart, ProcessInspector};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::output::status_file::StateWriter;
@@ -20,10 +20,21 @@ use crate::config::ui::ThemeName;
 
 use super::{Data, RunError, capacity, only_visible, use_ascii, use_color};
 
+/// What reads a process's environment and libraries: `/proc` for a live source only. A synthetic or recorded
+/// process does not run here, and its PID may be any local process's.
+fn inspector(data: &Data) -> Box<dyn ProcessInspector> {
+    match data {
+        Data::Live(..) => Box::new(HostInspector::default()),
+        Data::Synthetic(..) => Box::new(NotOnThisMachine { what: "synthetic" }),
+        Data::Recording(_) => Box::new(NotOnThisMachine { what: "recorded" }),
+    }
+}
+
 /// Runs the monitor until the user quits; returns its exit code.
 pub(super) fn run(data: Data, cli: &Cli, config: &Config, interval: Duration) -> Result<i32, RunError> {
     let mut options = options(cli, config, interval)?;
     let status = data.status_key().map(|key| StateWriter::new(&key, interval, "monitor"));
+    options.process_inspector = inspector(&data);
     let (feed, sampler) = match data {
         Data::Recording(recording) => {
             if recording.ticks.is_empty() {
@@ -118,4 +129,23 @@ fn options(cli: &Cli, config: &Config, interval: Duration) -> Result<AppOptions,
             (None, false) => PlaybackStart::Beginning,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::synthetic::SyntheticSpec;
+
+    #[test]
+    fn only_a_live_source_reads_proc_for_the_environment() {
+        let own = std::process::id();
+        let synthetic = Data::Synthetic(SyntheticSpec::parse("compute").expect("spec"), None);
+        let said = inspector(&synthetic).environment(own).expect_err("nothing read from /proc");
+        assert!(said.starts_with("not available for a synthetic process"), "{said}");
+        let recording = Data::Recording(crate::source::replay::Recording::demo().expect("demo"));
+        let said = inspector(&recording).environment(own).expect_err("nothing read from /proc");
+        assert!(said.starts_with("not available for a recorded process"), "{said}");
+        let live = Data::Live(None, super::super::data::HostNaming::resolve(None, None, false));
+        assert!(inspector(&live).environment(own).is_ok(), "a live process's environment is read");
+    }
 }

@@ -42,11 +42,18 @@ pub struct ReadLimits {
     pub max_total_bytes: u64,
     /// The most GPUs in the machine or in any tick.
     pub max_gpus: usize,
+    /// The most ticks kept in memory: a longer recording is streamed through and its last `max_ticks_kept` are
+    /// kept, so what the reader holds is bounded whatever the file's length.
+    pub max_ticks_kept: usize,
 }
+
+/// The most ticks a recording keeps by default: the most samples the history holds (`history_s / interval`,
+/// capped at 100,000), so every mode gets all the history it can show.
+pub const MAX_TICKS_KEPT: usize = 100_000;
 
 impl Default for ReadLimits {
     fn default() -> Self {
-        Self { max_line_bytes: 64 << 20, max_total_bytes: 4 << 30, max_gpus: 1024 }
+        Self { max_line_bytes: 64 << 20, max_total_bytes: 4 << 30, max_gpus: 1024, max_ticks_kept: MAX_TICKS_KEPT }
     }
 }
 
@@ -62,6 +69,12 @@ pub struct Recording {
     pub stopped_early: Option<String>,
     /// A name for messages and the header: the file name or "demo".
     pub label: String,
+    /// The ticks read and not kept, from the start (the recording was longer than [`ReadLimits::max_ticks_kept`]).
+    pub dropped_ticks: u64,
+    /// When the recording's first tick was taken, kept or not: `--at` counts from it.
+    pub first_at_ms: Option<u64>,
+    /// What a person should know about how the file was read (parts joined into one file), one line each.
+    pub notes: Vec<String>,
 }
 
 impl Recording {
@@ -122,22 +135,14 @@ impl Recording {
         let err = |line_no: usize, what: &str| SourceError::Recording(format!("{name}, line {line_no}: {what}"));
         let mut total: u64 = 0;
         let mut header: Option<Header> = None;
-        let mut ticks = Vec::new();
+        let mut ticks = Kept::new(limits.max_ticks_kept);
         let mut truncated_tail = false;
-        let mut stopped_early = None;
+        let (mut stopped_early, mut joined_parts) = (None, 0_usize);
         for line_no in 1.. {
             let (bytes, had_newline) = match read_line(&mut reader, limits.max_line_bytes) {
                 Ok(None) => break,
                 Ok(Some(line)) => line,
-                Err(LineError::TooLong) => {
-                    return Err(err(
-                        line_no,
-                        &format!(
-                            "longer than {} without a line break: not a gpusight recording (or damaged)",
-                            size_label(limits.max_line_bytes as u64)
-                        ),
-                    ));
-                }
+                Err(LineError::TooLong) => return Err(err(line_no, &too_long(limits))),
                 // A gzip cut short (a copy that stopped, a writer killed before the compressor finished): what
                 // came before the cut is whole; replay it and say where it stopped.
                 Err(LineError::Io(e)) if header.is_some() && gzip => {
@@ -167,13 +172,11 @@ impl Recording {
             if text.trim().is_empty() {
                 continue;
             }
-            match serde_json::from_str::<Tick>(&text) {
-                Ok(tick) if tick.gpus.len() > limits.max_gpus.max(machine_header.machine.gpus.len()) => {
-                    return Err(err(line_no, &format!("{} GPUs in one sample is not a real machine", tick.gpus.len())));
-                }
-                Ok(tick) => ticks.push(tick),
+            match parse_tick_line(&text, &machine_header.machine, limits) {
+                Ok(TickLine::Tick(tick)) => ticks.push(*tick),
+                Ok(TickLine::JoinedPart) => joined_parts += 1,
                 // A last line without a newline is where a killed writer stopped: replay what came before.
-                Err(_) if !had_newline => {
+                Err((_, LineFault::Unreadable)) if !had_newline => {
                     truncated_tail = true;
                     stopped_early = Some(format!(
                         "{name}: line {line_no} was cut short (the writer stopped mid-line); replaying the {} \
@@ -181,7 +184,7 @@ impl Recording {
                         ticks.len()
                     ));
                 }
-                Err(e) => return Err(err(line_no, &format!("corrupt tick ({e})"))),
+                Err((what, _)) => return Err(err(line_no, &what)),
             }
         }
         let Some(header) = header else {
@@ -190,14 +193,37 @@ impl Recording {
         let mut machine = header.machine;
         machine.source = SourceKind::Replay;
         machine.source_label.clone_from(&label);
-        Ok(Self { machine: Arc::new(machine), ticks, truncated_tail, stopped_early, label })
+        let Kept { ticks, dropped: dropped_ticks, first_at_ms, .. } = ticks;
+        Ok(Self {
+            machine: Arc::new(machine),
+            ticks: ticks.into(),
+            truncated_tail,
+            stopped_early,
+            notes: joined_note(name, joined_parts).into_iter().collect(),
+            label,
+            dropped_ticks,
+            first_at_ms,
+        })
+    }
+
+    /// A note when the recording was longer than what is kept, naming what was kept; `None` when all was.
+    #[must_use]
+    pub fn dropped_note(&self) -> Option<String> {
+        (self.dropped_ticks > 0).then(|| {
+            format!(
+                "{}: {} samples, more than gpusight keeps in memory; replaying the last {}",
+                self.label,
+                self.dropped_ticks + self.ticks.len() as u64,
+                self.ticks.len()
+            )
+        })
     }
 
     /// The index of the last tick at or before `seconds` after the first tick. Past the end (or `inf`) is the last
     /// tick; before the start (or NaN) is the first.
     #[must_use]
     pub fn index_at(&self, seconds: f64) -> Option<usize> {
-        let first = self.ticks.first()?.at_ms;
+        let first = self.first_at_ms.or_else(|| Some(self.ticks.first()?.at_ms))?;
         let ms = if seconds.is_nan() { 0.0 } else { (seconds * 1000.0).clamp(0.0, u64::MAX as f64) };
         #[expect(
             clippy::cast_possible_truncation,
@@ -208,6 +234,94 @@ impl Recording {
         let after = self.ticks.partition_point(|t| t.at_ms <= target);
         Some(after.saturating_sub(1))
     }
+}
+
+/// The ticks a reader keeps: the last `max` of them, with how many went before and when the first was taken.
+struct Kept {
+    ticks: std::collections::VecDeque<Tick>,
+    max: usize,
+    dropped: u64,
+    first_at_ms: Option<u64>,
+}
+
+impl Kept {
+    fn new(max: usize) -> Self {
+        Self { ticks: std::collections::VecDeque::new(), max: max.max(1), dropped: 0, first_at_ms: None }
+    }
+
+    fn push(&mut self, tick: Tick) {
+        self.first_at_ms.get_or_insert(tick.at_ms);
+        if self.ticks.len() == self.max {
+            self.ticks.pop_front();
+            self.dropped += 1;
+        }
+        self.ticks.push_back(tick);
+    }
+
+    fn len(&self) -> usize {
+        self.ticks.len()
+    }
+}
+
+fn too_long(limits: ReadLimits) -> String {
+    format!(
+        "longer than {} without a line break: not a gpusight recording (or damaged)",
+        size_label(limits.max_line_bytes as u64)
+    )
+}
+
+/// The note on a recording with more headers of its machine inside (parts joined with `cat`).
+fn joined_note(name: &str, joined_parts: usize) -> Option<String> {
+    (joined_parts > 0).then(|| {
+        format!(
+            "{name}: {joined_parts} more recording header(s) of the same machine inside (parts joined with cat); \
+             read on as one recording"
+        )
+    })
+}
+
+/// Whether a bad line could be one cut short by a killed writer (`Unreadable`), or is whole and wrong.
+enum LineFault {
+    Unreadable,
+    Refused,
+}
+
+/// A line after the header: a tick, or the header of a part joined on (`cat a.gz b.gz`) of the same machine.
+enum TickLine {
+    Tick(Box<Tick>),
+    JoinedPart,
+}
+
+/// Reads a line after the header. Every field of a tick has a default, so any JSON value would parse as one: a
+/// line must be an object with `at_ms`; a second header of the same machine is a part joined on, of another
+/// machine an error.
+fn parse_tick_line(text: &str, machine: &MachineInfo, limits: ReadLimits) -> Result<TickLine, (String, LineFault)> {
+    let tick: Tick = serde_json::from_str(text).map_err(|e| (format!("corrupt tick ({e})"), LineFault::Unreadable))?;
+    let body = text.trim_start();
+    if let Some(header) = text.contains(FORMAT_NAME).then(|| serde_json::from_str::<Header>(text).ok()).flatten() {
+        return if header.machine == *machine {
+            Ok(TickLine::JoinedPart)
+        } else {
+            Err((
+                "a second recording header, of another machine: two recordings joined into one file; replay each on \
+                 its own"
+                    .to_owned(),
+                LineFault::Refused,
+            ))
+        };
+    }
+    if !body.starts_with('{') || !body.contains("\"at_ms\"") {
+        let shown = crate::text::bounded(body, 40);
+        let what = format!(
+            "not a sample: '{}' is not a JSON object with at_ms (a gpusight tick)",
+            crate::text::visible(&shown)
+        );
+        return Err((what, LineFault::Unreadable));
+    }
+    if tick.gpus.len() > limits.max_gpus.max(machine.gpus.len()) {
+        return Err((format!("{} GPUs in one sample is not a real machine", tick.gpus.len()), LineFault::Refused));
+    }
+    Ok(TickLine::Tick(Box::new(tick)))
 }
 
 fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
@@ -227,6 +341,16 @@ fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
             "the machine has {} GPUs; gpusight reads recordings of at most {}",
             header.machine.gpus.len(),
             limits.max_gpus
+        ));
+    }
+    let mut indices: Vec<u32> = header.machine.gpus.iter().map(|g| g.index).collect();
+    indices.sort_unstable();
+    if let Some(twice) = indices.windows(2).find_map(|w| match w {
+        [a, b] if a == b => Some(*a),
+        _ => None,
+    }) {
+        return Err(format!(
+            "the machine lists GPU {twice} twice; a recording names each GPU once (an edited or damaged header)"
         ));
     }
     Ok(header)
@@ -292,8 +416,37 @@ impl Source for ReplaySource {
 pub enum RecordError {
     #[error("{path} already exists; pass --overwrite to replace it, or choose another file")]
     Exists { path: PathBuf },
+    #[error(
+        "{parts} from an earlier recording exist and rotation would replace them; pass --overwrite to remove them, or choose another file"
+    )]
+    PartsExist { parts: String },
     #[error("cannot write recording {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+}
+
+/// `FILE.n`, the `n`th rotated part of a recording (1 the newest).
+fn part_path(path: &Path, n: u32) -> PathBuf {
+    let mut name = path.to_owned().into_os_string();
+    name.push(format!(".{n}"));
+    PathBuf::from(name)
+}
+
+/// The rotated parts of an earlier recording at `path` (`FILE.1` … `FILE.9`): refused without `overwrite`, removed
+/// with it, so rotation never shifts out an earlier run's parts unasked.
+fn clear_earlier_parts(path: &Path, overwrite: bool) -> Result<(), RecordError> {
+    let parts: Vec<PathBuf> =
+        (1..=ROTATED_PARTS_KEPT).map(|n| part_path(path, n)).filter(|p| p.symlink_metadata().is_ok()).collect();
+    if parts.is_empty() {
+        return Ok(());
+    }
+    if !overwrite {
+        let names: Vec<String> = parts.iter().map(|p| p.display().to_string()).collect();
+        return Err(RecordError::PartsExist { parts: names.join(", ") });
+    }
+    for part in parts {
+        std::fs::remove_file(&part).map_err(|source| RecordError::Io { path: part.clone(), source })?;
+    }
+    Ok(())
 }
 
 /// Where a recording goes and how it is encoded, chosen from the `--record` argument.
@@ -357,6 +510,9 @@ impl Output {
             return Ok(Self::Stdout(std::io::stdout()));
         }
         let mut options = OpenOptions::new();
+        // Owner only: a recording holds every user's job environment fields and the kernel log's lines. An
+        // existing file (with --overwrite) keeps its mode.
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         options.write(true);
         if overwrite {
             options.create(true).truncate(true);
@@ -441,6 +597,9 @@ impl Recorder {
             writer: env!("CARGO_PKG_VERSION").to_owned(),
             machine: machine.clone(),
         };
+        if target != RecordTarget::Stdout {
+            clear_earlier_parts(path, overwrite)?;
+        }
         let out = Output::open(path, target, overwrite)?;
         let mut recorder = Self { path: path.to_owned(), target, out: Some(out), header, max_bytes: None, n_ticks: 0 };
         let header = recorder.header.clone();
@@ -489,18 +648,17 @@ impl Recorder {
         if let Some(out) = self.out.take() {
             out.finish().map_err(|e| self.io(e))?;
         }
-        let numbered = |n: u32| {
-            let mut name = self.path.clone().into_os_string();
-            name.push(format!(".{n}"));
-            PathBuf::from(name)
+        // An error names the part it could not make (a directory at FILE.9 is FILE.9's fault, not FILE's).
+        let shift = |from: &Path, to: PathBuf| {
+            std::fs::rename(from, &to).map_err(|source| RecordError::Io { path: to, source })
         };
         for n in (1..ROTATED_PARTS_KEPT).rev() {
-            let from = numbered(n);
+            let from = part_path(&self.path, n);
             if from.exists() {
-                std::fs::rename(&from, numbered(n + 1)).map_err(|e| self.io(e))?;
+                shift(&from, part_path(&self.path, n + 1))?;
             }
         }
-        std::fs::rename(&self.path, numbered(1)).map_err(|e| self.io(e))?;
+        shift(&self.path, part_path(&self.path, 1))?;
         self.out = Some(Output::open(&self.path, self.target, false)?);
         let header = self.header.clone();
         self.write_line(&header)
@@ -634,7 +792,8 @@ mod tests {
         gz.finish().expect("finish")
     }
 
-    const SMALL: ReadLimits = ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 8 };
+    const SMALL: ReadLimits =
+        ReadLimits { max_line_bytes: 64 << 10, max_total_bytes: 1 << 20, max_gpus: 8, max_ticks_kept: MAX_TICKS_KEPT };
 
     #[test]
     fn a_line_without_end_is_refused_naming_it_not_read_into_memory_whole() {
@@ -716,6 +875,28 @@ mod tests {
     }
 
     #[test]
+    fn a_long_recording_is_streamed_keeping_only_its_last_ticks() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 2_000);
+        let limits = ReadLimits { max_ticks_kept: 50, ..ReadLimits::default() };
+        let file = File::open(&path).expect("open");
+        let recording = Recording::from_reader_with_limits(file, "long", "long".into(), limits).expect("read");
+        assert_eq!(recording.ticks.len(), 50);
+        assert!(recording.ticks.capacity() <= 64, "the reader held more: {}", recording.ticks.capacity());
+        assert_eq!(recording.ticks, ticks[ticks.len() - 50..]);
+        assert_eq!(recording.dropped_ticks, 1_950);
+        let note = recording.dropped_note().expect("a note");
+        assert!(note.contains("2000 samples") && note.contains("the last 50"), "{note}");
+        // --at still counts from the recording's first tick, kept or not.
+        assert_eq!(recording.first_at_ms, Some(ticks[0].at_ms));
+        let seconds = (ticks[1_990].at_ms - ticks[0].at_ms) as f64 / 1000.0;
+        assert_eq!(recording.index_at(seconds).map(|i| recording.ticks[i].at_ms), Some(ticks[1_990].at_ms));
+        assert_eq!(recording.index_at(0.0), Some(0), "before what is kept is the first tick kept");
+        let whole = Recording::open(&path).expect("read");
+        assert_eq!((whole.ticks.len(), whole.dropped_ticks, whole.dropped_note()), (2_000, 0, None));
+    }
+
+    #[test]
     fn at_past_the_end_or_infinite_is_the_last_frame() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (path, _, _) = record(dir.path(), 5);
@@ -794,6 +975,118 @@ mod tests {
         assert!(!dir.path().join(format!("run.jsonl.{}", ROTATED_PARTS_KEPT + 1)).exists(), "and no further");
         assert!(replayed.len() < ticks.len(), "the oldest parts were dropped: {} of {}", replayed.len(), ticks.len());
         assert_eq!(replayed[..], ticks[ticks.len() - replayed.len()..], "the newest ticks survive in order");
+    }
+
+    #[test]
+    fn an_earlier_runs_parts_are_never_rotated_out_unasked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.jsonl");
+        let machine = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec")).machine();
+        for n in [1, 3] {
+            std::fs::write(part_path(&path, n), format!("earlier part {n}")).expect("write");
+        }
+        let error = Recorder::create(&path, &machine, false).expect_err("earlier parts").to_string();
+        assert!(error.contains("run.jsonl.1, ") && error.contains("run.jsonl.3 from an earlier"), "{error}");
+        assert!(error.contains("--overwrite"), "{error}");
+        assert!(!path.exists(), "nothing was created");
+        assert_eq!(std::fs::read_to_string(part_path(&path, 3)).expect("kept"), "earlier part 3");
+        // --overwrite removes the earlier parts, then writes.
+        drop(Recorder::create(&path, &machine, true).expect("overwrite"));
+        assert!(!part_path(&path, 1).exists() && !part_path(&path, 3).exists());
+        assert_eq!(Recording::open(&path).expect("replays").ticks.len(), 0);
+        // A directory at FILE.9 is named as FILE.9, at start and when rotation reaches it.
+        std::fs::create_dir(part_path(&path, 9)).expect("mkdir");
+        std::fs::write(part_path(&path, 9).join("x"), "x").expect("write");
+        let error = Recorder::create(&path, &machine, true).expect_err("a directory").to_string();
+        assert!(error.contains("run.jsonl.9:"), "{error}");
+        std::fs::remove_dir_all(part_path(&path, 9)).expect("rm");
+        let mut recorder = Recorder::create(&path, &machine, true).expect("create").with_max_bytes(Some(1));
+        std::fs::create_dir(part_path(&path, 9)).expect("mkdir");
+        std::fs::write(part_path(&path, 9).join("x"), "x").expect("write");
+        std::fs::write(part_path(&path, 8), "x").expect("write");
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec"));
+        let tick = source.next_tick().expect("tick").expect("some");
+        let error = (0..3).find_map(|_| recorder.write(&tick).err()).expect("rotation fails").to_string();
+        assert!(error.contains("run.jsonl.9:"), "{error}");
+    }
+
+    #[test]
+    fn a_recording_is_created_for_its_owner_only() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let machine = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec")).machine();
+        for name in ["run.jsonl", "run.jsonl.gz"] {
+            let path = dir.path().join(name);
+            let mut recorder = Recorder::create(&path, &machine, false).expect("create").with_max_bytes(Some(1));
+            let tick = SyntheticSource::new(SyntheticSpec::parse("mixed:1").expect("spec"))
+                .next_tick()
+                .expect("tick")
+                .expect("some");
+            recorder.write(&tick).expect("write (rotates)");
+            drop(recorder);
+            for file in [path.clone(), part_path(&path, 1)] {
+                let mode = std::fs::metadata(&file).expect("exists").permissions().mode() & 0o777;
+                assert_eq!(mode, 0o600, "{}: {mode:o}", file.display());
+            }
+        }
+    }
+
+    #[test]
+    fn a_json_value_that_is_not_a_tick_is_refused_naming_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, _) = record(dir.path(), 2);
+        let whole = std::fs::read_to_string(&path).expect("read");
+        for bad in ["{}", "[]", "{\"foo\":1}", "3", "\"tick\"", "null"] {
+            let text = format!("{whole}{bad}\n");
+            let error = Recording::from_reader(text.as_bytes(), "r.jsonl", "r".into()).expect_err(bad).to_string();
+            assert!(error.contains("r.jsonl, line 4: "), "{bad}: {error}");
+            if bad.starts_with(['{', '[']) {
+                assert!(error.contains("not a sample"), "{bad}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn parts_joined_with_cat_read_on_and_another_machines_header_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, _) = record(dir.path(), 3);
+        let part = std::fs::read(&path).expect("read");
+        let joined = [gzip(&part), gzip(&part)].concat();
+        let recording = Recording::from_reader(joined.as_slice(), "j.gz", "j".into()).expect("joined parts");
+        assert_eq!(recording.ticks.len(), 6);
+        assert_eq!(recording.ticks[3..], ticks[..]);
+        assert_eq!(recording.notes.len(), 1, "{:?}", recording.notes);
+        assert!(recording.notes[0].contains("1 more recording header(s) of the same machine"), "{:?}", recording.notes);
+        let mut other = SyntheticSource::new(SyntheticSpec::parse("mixed:2").expect("spec"));
+        let other_path = dir.path().join("other.jsonl");
+        let mut recorder = Recorder::create(&other_path, &other.machine(), false).expect("create");
+        recorder.write(&other.next_tick().expect("tick").expect("some")).expect("write");
+        drop(recorder);
+        let joined = [part, std::fs::read(&other_path).expect("read")].concat();
+        let error = Recording::from_reader(joined.as_slice(), "j.jsonl", "j".into()).expect_err("two machines");
+        assert!(
+            error.to_string().contains("j.jsonl, line 5: a second recording header, of another machine"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_gpu_listed_twice_in_the_header_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, _, machine) = record(dir.path(), 1);
+        let mut twice = (*machine).clone();
+        twice.gpus[2].index = 1;
+        let text = std::fs::read_to_string(&path).expect("read");
+        let body = text.split_once('\n').expect("header line").1;
+        let header = Header {
+            format: FORMAT_NAME.to_owned(),
+            schema: SCHEMA_VERSION,
+            writer: "test".to_owned(),
+            machine: twice,
+        };
+        let text = format!("{}\n{body}", serde_json::to_string(&header).expect("json"));
+        let error = Recording::from_reader(text.as_bytes(), "d.jsonl", "d".into()).expect_err("GPU 1 twice");
+        assert!(error.to_string().contains("d.jsonl, line 1: the machine lists GPU 1 twice"), "{error}");
     }
 
     #[test]

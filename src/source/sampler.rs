@@ -168,7 +168,16 @@ mod tests {
         let mut synthetic = SyntheticSource::new(SyntheticSpec::parse("idle:2").expect("spec"));
         let machine = synthetic.machine();
         let ticks: Vec<_> = (0..5).map(|_| synthetic.next_tick().expect("tick").expect("some")).collect();
-        let recording = Recording { machine, ticks, truncated_tail: false, stopped_early: None, label: "t".into() };
+        let recording = Recording {
+            machine,
+            ticks,
+            truncated_tail: false,
+            stopped_early: None,
+            label: "t".into(),
+            dropped_ticks: 0,
+            first_at_ms: None,
+            notes: Vec::new(),
+        };
         let seen = Arc::new(Mutex::new(Vec::new()));
         let sink: Sink = {
             let seen = Arc::clone(&seen);

@@ -55,7 +55,7 @@ fn a_lenient_load_ignores_unknown_keys_naming_file_line_and_key() {
         ]
     );
     // A clean file says nothing; [keys] is free-form (the keymap checks it), not unknown.
-    let loaded = Config::parse_lenient("[keys]\nquit = [\"x\"]\n", Path::new("my.toml"), true).expect("clean");
+    let loaded = Config::parse_lenient("[keys]\nquit = [\"X\"]\n", Path::new("my.toml"), true).expect("clean");
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
 }
 

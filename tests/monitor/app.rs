@@ -228,11 +228,11 @@ fn real_sender_terminates_a_child_and_reports_exits_and_reuse() {
 
 #[test]
 fn keymap_overrides_reach_the_app_and_bad_names_fail() {
-    let options = AppOptions { keys: [("quit".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
+    let options = AppOptions { keys: [("quit".to_owned(), vec!["X".to_owned()])].into(), ..AppOptions::default() };
     let source = synthetic("idle");
     let feed = Feed::Recording { machine: source.machine(), ticks: vec![source.tick_at(0)], label: "r".into() };
     let mut app = App::new(options, &feed).expect("app");
-    assert_eq!(app.on_key(key('x')), Effect::Quit);
+    assert_eq!(app.on_key(key('X')), Effect::Quit);
     assert_eq!(app.on_key(key('q')), Effect::None);
     let bad = AppOptions { keys: [("frobnicate".to_owned(), vec!["x".to_owned()])].into(), ..AppOptions::default() };
     let error = App::new(bad, &feed).expect_err("unknown action");

@@ -320,12 +320,12 @@ fn a_keymap_with_no_way_out_is_named_by_every_command() {
 #[test]
 fn config_values_are_range_checked() {
     for (text, says) in [
-        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = null: not a finite number"),
+        ("[thresholds]\nenter_share = nan\n", "[thresholds] enter_share = nan: NaN is not allowed for enter_share"),
         ("[thresholds]\nenter_share = 1.5\n", "is a share"),
         ("[thresholds]\nstarved_util_pct = -3.0\n", "must not be negative"),
         ("[thresholds]\nwindow_s = 0\n", "is a window"),
         ("[thresholds]\nexit_share = 0.9\n", "exit_share = 0.9 is above enter_share"),
-        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s"),
+        ("[general]\nhealth_period_s = inf\n", "[general] health_period_s = inf: infinity is not allowed"),
     ] {
         let output = with_config(text, &["--demo", "--once"]);
         let err = stderr(&output);
@@ -549,4 +549,161 @@ fn healthz_says_503_on_stale_data() {
     assert!(text.starts_with("stale\nlast sample 60.0 s ago"), "{text}");
     assert_eq!(health(Some((Duration::from_mins(1), 7)), limit, true).0, StatusCode::OK, "a recording that ended");
     assert_eq!(health(None, limit, false).0, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+#[test]
+fn csv_cells_from_a_recording_neither_reach_the_terminal_raw_nor_run_as_formulas() {
+    let dir = temp_dir();
+    let mut source = synthetic("mixed:2");
+    let mut machine: MachineInfo = (*source.machine()).clone();
+    machine.gpus[0].name = format!("=HYPERLINK(\"http://x\",\"H200\"){EVIL}\r\x07");
+    machine.gpus[0].uuid = format!("@SUM(A1){EVIL}");
+    machine.gpus[1].pci_bus_id = format!("+1,-2{EVIL}");
+    let path = dir.path().join("formula.jsonl");
+    let mut recorder = Recorder::create(&path, &Arc::new(machine), false).expect("create");
+    for _ in 0..3 {
+        recorder.write(&source.next_tick().expect("tick").expect("some")).expect("write");
+    }
+    drop(recorder);
+    let output = gpusight(&["--replay", path.to_str().expect("utf-8"), "--once", "--format", "csv"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let text = stdout(&output);
+    assert_no_control("--once --format csv", &text);
+    assert_eq!(text.lines().count(), 3, "one row per GPU, no row broken by a newline:\n{text}");
+    for cell in ["\"'=HYPERLINK(\"\"http://x\"\",\"\"H200\"\")^[]52;c;", "\"'@SUM(A1)^[]52;", "\"'+1,-2^[]52;"] {
+        assert!(text.contains(cell), "{cell} missing:\n{text}");
+    }
+    for line in text.lines() {
+        for cell in csv_cells(line) {
+            assert!(!cell.starts_with(['=', '+', '-', '@']), "a formula cell: {cell} in {line}");
+        }
+    }
+}
+
+/// One CSV line's cells as a spreadsheet reads them (RFC 4180: quoted cells, doubled quotes).
+fn csv_cells(line: &str) -> Vec<String> {
+    let (mut cells, mut cell, mut quoted, mut chars) = (Vec::new(), String::new(), false, line.chars().peekable());
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                chars.next();
+                cell.push('"');
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => cells.push(std::mem::take(&mut cell)),
+            _ => cell.push(c),
+        }
+    }
+    cells.push(cell);
+    cells
+}
+
+/// A synthetic machine's PID can be any local process's: the environment screen reads nothing from /proc for it.
+/// Root may read every process's environment, so that is where it showed (the check is `run::monitor`'s unit test
+/// for everyone else).
+#[test]
+fn the_environment_screen_reads_no_local_process_for_a_synthetic_one() {
+    if !rustix::process::getuid().is_root() {
+        println!("skipped: runs as root, who may read any process's environment");
+        return;
+    }
+    let mut session = crate::common::pty::Session::gpusight(
+        &["--synthetic", "mixed:2"],
+        &[("HOME", "/tmp"), ("XDG_CONFIG_HOME", "/tmp")],
+        120,
+        40,
+    );
+    session.wait_for("Processes (");
+    session.send("\x1b[B");
+    session.send("e");
+    let screen = session.wait_for("not available for a synthetic process");
+    assert!(!screen.contains("PATH="), "a local process's environment was shown:\n{screen}");
+    // q closes the environment screen, then quits.
+    session.send("q");
+    session.wait_screen("the environment screen closes", |s| !s.contains("not available for a synthetic"));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn a_keymap_that_takes_an_only_key_or_binds_keys_no_terminal_sends_is_refused() {
+    for (keys, said) in [
+        ("quit = [\"F24\"]", "no terminal sends F24"),
+        ("quit = [\"/\"]", "takes '/', the only key of filter"),
+        ("pause = [\"ctrl-c\"]", "ctrl-c always quits"),
+    ] {
+        let output = with_config(&format!("[keys]\n{keys}\n"), &["config", "check"]);
+        assert_eq!(output.status.code(), Some(1), "{keys}: {}", stderr(&output));
+        assert!(stderr(&output).contains(said), "{keys}: {}", stderr(&output));
+    }
+    let output = with_config("[keys]\nquit = [\"F12\"]\n", &["config", "check"]);
+    assert_eq!(output.status.code(), Some(0), "a key terminals send: {}", stderr(&output));
+}
+
+#[test]
+fn a_line_that_is_no_tick_is_refused_and_joined_parts_read_on() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let file = path.to_str().expect("utf-8");
+    let whole = std::fs::read_to_string(&path).expect("read");
+    let lines = whole.lines().count();
+    for bad in ["{}", "[]", "{\"foo\":1}"] {
+        std::fs::write(&path, format!("{whole}{bad}\n")).expect("write");
+        let output = gpusight(&["--replay", file, "--once"]);
+        assert_ne!(output.status.code(), Some(0), "{bad}: {}", stdout(&output));
+        assert!(stderr(&output).contains(&format!("line {}: not a sample", lines + 1)), "{bad}: {}", stderr(&output));
+    }
+    // `cat a a`: the same machine's header again is a part joined on; the GPUs are shown.
+    std::fs::write(&path, format!("{whole}{whole}")).expect("write");
+    let output = gpusight(&["--replay", file, "--once"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stderr(&output).contains("of the same machine inside (parts joined with cat)"), "{}", stderr(&output));
+    assert!(stdout(&output).contains("H200"), "the GPUs are shown:\n{}", stdout(&output));
+}
+
+#[test]
+fn a_config_path_that_is_a_fifo_a_loop_or_a_huge_key_gets_a_short_clear_message() {
+    let dir = temp_dir();
+    // A FIFO nobody writes to: reading it would block every command for ever.
+    let fifo = dir.path().join("fifo.toml");
+    rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, rustix::fs::Mode::RWXU, 0).expect("mkfifo");
+    let mut child = command(&["--config", fifo.to_str().expect("utf-8"), "--demo", "--once"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let started = std::time::Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > Duration::from_secs(20) {
+            child.kill().expect("kill");
+            panic!("reading a FIFO config blocked");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().expect("output");
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(stderr(&output).contains("is not a regular file (it is a FIFO)"), "{}", stderr(&output));
+    // A symlink loop is said as one, not as a missing file.
+    let looped = dir.path().join("loop.toml");
+    std::os::unix::fs::symlink(&looped, &looped).expect("symlink");
+    let output = gpusight(&["--config", looped.to_str().expect("utf-8"), "--demo", "--once"]);
+    assert!(stderr(&output).contains("symbolic links"), "{}", stderr(&output));
+    assert!(!stderr(&output).contains("No such file"), "{}", stderr(&output));
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(home.join("gpusight")).expect("mkdir");
+    std::os::unix::fs::symlink(home.join("gpusight/config.toml"), home.join("gpusight/config.toml")).expect("loop");
+    let output = command(&["--demo", "--once"]).env("XDG_CONFIG_HOME", &home).output().expect("run");
+    assert!(stderr(&output).contains("is a symlink loop"), "{}", stderr(&output));
+    // A 100 KB key name is cut in the message.
+    let huge = "k".repeat(100_000);
+    for args in [&["--demo", "--once"][..], &["config", "check"]] {
+        let output = with_config(&format!("[general]\n{huge} = 1\n"), args);
+        let err = stderr(&output);
+        assert!(
+            err.len() < 400 && err.contains("kkk…"),
+            "{args:?}: {} bytes: {}",
+            err.len(),
+            &err[..err.len().min(300)]
+        );
+    }
 }
