@@ -177,3 +177,19 @@ fn at_opens_the_monitor_at_that_time_and_says_when_it_clamps() {
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }
+
+#[test]
+fn the_first_screen_says_what_is_judged_not_that_nothing_is_wrong() {
+    // From the first frame, before any rule has had its window: how long until a verdict, and the waiting GPU.
+    for (cols, rows) in [(40, 10), (80, 24), (200, 60)] {
+        let mut session = Session::gpusight(&["--synthetic", "input-bound"], &[], cols, rows);
+        let screen = session.wait_screen("the first frame", |s| s.contains("Judging"));
+        assert!(!screen.contains("Nothing looks wrong"), "{cols}x{rows}:\n{screen}");
+        assert!(screen.contains("first verdict in"), "{cols}x{rows}:\n{screen}");
+        if rows >= 24 {
+            assert!(screen.contains("GPU 0: ") && screen.contains("% busy"), "{cols}x{rows}:\n{screen}");
+        }
+        session.send("q");
+        assert_eq!(session.exit_code(), 0);
+    }
+}
