@@ -16,7 +16,7 @@ const WAITING_UTIL_PCT: f64 = 50.0;
 const BUSY_CPU_PCT: f32 = 50.0;
 
 /// The rules' view before their first window is covered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Judging {
     /// Milliseconds of samples so far (newest minus oldest).
     pub watched_ms: u64,
@@ -28,7 +28,7 @@ pub struct Judging {
 }
 
 /// One GPU as it looks so far.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct GpuJudging {
     pub gpu_index: u32,
     /// Mean utilization over the samples so far.
@@ -38,7 +38,7 @@ pub struct GpuJudging {
 }
 
 /// A busy process beside a GPU.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Busy {
     pub pid: u32,
     pub name: String,

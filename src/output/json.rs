@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::advice::Finding;
+use crate::advice::judging::Judging;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Tick};
 
@@ -18,6 +19,9 @@ pub struct SnapshotDocument<'a> {
     pub machine: &'a MachineInfo,
     pub tick: &'a Tick,
     pub findings: &'a [Finding],
+    /// Before the rules' first window is covered: what they watch and when a verdict can come (absent after).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judging: Option<Judging>,
 }
 
 /// The pipeline's latest snapshot as the pretty-printed JSON document.
@@ -30,6 +34,7 @@ pub fn render(pipeline: &Pipeline) -> String {
         machine: history.machine(),
         tick: history.latest(),
         findings: pipeline.findings(),
+        judging: pipeline.judging(),
     };
     // Serializing plain data to a String cannot fail; fall back to an error object rather than panic.
     serde_json::to_string_pretty(&document).unwrap_or_else(|e| format!("{{\"error\": \"{e}\"}}"))
