@@ -57,6 +57,13 @@ pub enum FleetError {
     /// Prometheus did not answer (connection refused, timeout, DNS).
     #[error("cannot reach Prometheus at {url}: {why}; check the URL given to --prometheus and that the server runs")]
     Unreachable { url: String, why: String },
+    /// Prometheus did not answer a query within the deadline (`others`: how many more did not either).
+    #[error(
+        "Prometheus at {url} did not answer `{query}` within {within}{}; check the server's load, or query a \
+         closer one",
+        if *others == 0 { String::new() } else { format!(" (nor {others} other queries)") }
+    )]
+    Slow { url: String, query: String, within: String, others: usize },
     /// Prometheus answered, but not with a query result we understand.
     #[error("Prometheus at {url} gave an unusable answer to '{query}': {why}")]
     BadAnswer { url: String, query: String, why: String },
@@ -165,7 +172,7 @@ fn parse_sample(item: &serde_json::Value) -> Option<VectorSample> {
 /// How to read the fleet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetOptions {
-    /// How long to wait for each answer.
+    /// How long to wait for the answers: one deadline for every query, which run at once.
     pub timeout: Duration,
     /// A node whose last scrape is older than this is stale (a few scrape intervals).
     pub stale_after: Duration,
@@ -581,11 +588,13 @@ impl Fleet {
         Self { source: source.to_owned(), nodes, missing_columns }
     }
 
-    /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`).
+    /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`): every query of
+    /// [`QUERIES`] at once, under one deadline ([`FleetOptions::timeout`]), so a slow server costs one timeout per
+    /// refresh, not one per query.
     ///
     /// # Errors
-    /// [`FleetError::Unreachable`] naming the URL when the server does not answer; [`FleetError::BadAnswer`] when an
-    /// answer is not a query result.
+    /// [`FleetError::Unreachable`] naming the URL when the server does not answer, [`FleetError::Slow`] naming the
+    /// first query not answered within the deadline, [`FleetError::BadAnswer`] when an answer is not a query result.
     pub fn query(base_url: &str, options: &FleetOptions) -> Result<Self, FleetError> {
         check_url(base_url)?;
         let base = base_url.trim_end_matches('/');
@@ -595,33 +604,47 @@ impl Fleet {
             .http_status_as_error(false)
             .build()
             .into();
-        let mut answers = Answers::new();
-        let mut now_s = None;
-        for query in QUERIES {
-            let url = format!("{base}/api/v1/query");
-            let mut response = agent.get(&url).query("query", query).call().map_err(|e| FleetError::Unreachable {
-                url: shown.clone(),
-                why: hide_password(&e.to_string(), base),
-            })?;
-            let status = response.status();
-            let text = response.body_mut().read_to_string().map_err(|e| FleetError::Unreachable {
-                url: shown.clone(),
-                why: hide_password(&format!("reading the answer failed: {e}"), base),
-            })?;
-            let bad = |why: String| FleetError::BadAnswer {
-                url: shown.clone(),
-                query: query.to_owned(),
-                why: hide_password(&why, base),
-            };
-            let samples = parse_vector(&text).map_err(|why| bad(format!("HTTP {status}: {why}")))?;
-            if now_s.is_none() && query == "up" {
-                now_s = samples.first().map(|s| s.at_s);
-            }
-            answers.insert(query.to_owned(), samples);
-        }
-        let now_s = now_s.unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+        let results: Vec<Result<Vec<VectorSample>, FleetError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = QUERIES
+                .iter()
+                .map(|query| {
+                    let (agent, shown) = (&agent, shown.as_str());
+                    scope.spawn(move || query_one(agent, base, shown, query, options.timeout))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(FleetError::Unreachable { url: shown.clone(), why: "the query thread failed".to_owned() })
+                    })
+                })
+                .collect()
         });
+        let mut answers = Answers::new();
+        let mut first_error = None;
+        let mut slow = 0_usize;
+        for (query, result) in QUERIES.iter().zip(results) {
+            match result {
+                Ok(samples) => {
+                    answers.insert((*query).to_owned(), samples);
+                }
+                Err(e) => {
+                    slow += usize::from(matches!(e, FleetError::Slow { .. }));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(mut error) = first_error {
+            if let FleetError::Slow { others, .. } = &mut error {
+                *others = slow.saturating_sub(1);
+            }
+            return Err(error);
+        }
+        let now_s = answers.get("up").and_then(|up| up.first()).map_or_else(
+            || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+            |s| s.at_s,
+        );
         Ok(Self::from_answers(&shown, &answers, now_s, options))
     }
 
@@ -630,6 +653,43 @@ impl Fleet {
     pub fn n_gpus(&self) -> usize {
         self.nodes.iter().map(|n| n.gpus.len()).sum()
     }
+}
+
+/// Seconds for a message: "3 s", "1.5 s".
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s:.1} s") }
+}
+
+/// One instant query, its answer parsed.
+fn query_one(
+    agent: &ureq::Agent,
+    base: &str,
+    shown: &str,
+    query: &str,
+    timeout: Duration,
+) -> Result<Vec<VectorSample>, FleetError> {
+    let url = format!("{base}/api/v1/query");
+    let failed = |e: ureq::Error| match e {
+        ureq::Error::Timeout(_) => {
+            FleetError::Slow { url: shown.to_owned(), query: query.to_owned(), within: seconds(timeout), others: 0 }
+        }
+        e => FleetError::Unreachable { url: shown.to_owned(), why: hide_password(&e.to_string(), base) },
+    };
+    let mut response = agent.get(&url).query("query", query).call().map_err(failed)?;
+    let status = response.status();
+    let text = response.body_mut().read_to_string().map_err(|e| match e {
+        e @ ureq::Error::Timeout(_) => failed(e),
+        e => FleetError::Unreachable {
+            url: shown.to_owned(),
+            why: hide_password(&format!("reading the answer failed: {e}"), base),
+        },
+    })?;
+    parse_vector(&text).map_err(|why| FleetError::BadAnswer {
+        url: shown.to_owned(),
+        query: query.to_owned(),
+        why: hide_password(&format!("HTTP {status}: {why}"), base),
+    })
 }
 
 #[cfg(test)]

@@ -707,3 +707,74 @@ fn a_config_path_that_is_a_fifo_a_loop_or_a_huge_key_gets_a_short_clear_message(
         );
     }
 }
+
+/// What a scripted stand-in Prometheus answers to one request: after `delay`, the raw HTTP response.
+struct Scripted {
+    delay: Duration,
+    response: String,
+}
+
+/// A 200 answer with `body` as JSON.
+fn json_response(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An empty instant vector, as Prometheus answers a query with no series.
+const EMPTY_VECTOR: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+
+/// A stand-in Prometheus on 127.0.0.1 that answers each request on its own thread, as `script` says from the
+/// decoded query; it serves until the test process ends.
+fn scripted_prometheus(script: fn(&str) -> Scripted) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            std::thread::spawn(move || {
+                stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                let target = text.split_whitespace().nth(1).unwrap_or_default();
+                let query = target.split_once("query=").map_or("", |(_, q)| q);
+                let query = query.replace("%28", "(").replace("%29", ")");
+                let scripted = script(&query);
+                std::thread::sleep(scripted.delay);
+                let _ = stream.write_all(scripted.response.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn a_slow_prometheus_costs_one_deadline_and_the_slow_query_is_named() {
+    use gpusight::fleet::query::{Fleet, FleetOptions};
+    let options = FleetOptions { timeout: Duration::from_secs(1), ..FleetOptions::default() };
+    // Every query answered just inside the deadline: one after the other that was 14 x 0.7 s per refresh.
+    let url =
+        scripted_prometheus(|_| Scripted { delay: Duration::from_millis(700), response: json_response(EMPTY_VECTOR) });
+    let started = std::time::Instant::now();
+    let fleet = Fleet::query(&url, &options);
+    assert!(fleet.is_ok(), "{fleet:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}: the queries ran one by one", started.elapsed());
+    // One query past the deadline: named, in plain words, within about one deadline.
+    let url = scripted_prometheus(|query| Scripted {
+        delay: if query == "gpusight_finding" { Duration::from_secs(4) } else { Duration::ZERO },
+        response: json_response(EMPTY_VECTOR),
+    });
+    let started = std::time::Instant::now();
+    let err = Fleet::query(&url, &options).expect_err("the finding query is too slow").to_string();
+    assert!(err.contains("did not answer `gpusight_finding` within 1 s"), "{err}");
+    assert!(!err.contains("timeout: global"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+}
