@@ -228,7 +228,7 @@ pub struct FleetProcess {
 }
 
 /// A finding's severity as a node's `severity` label gives it, read once: one gpusight knows, or the label as it
-/// came (an exporter newer than this reader; "unknown" where the label is missing).
+/// came (an exporter newer than this reader); an empty `Other` where the label is missing (JSON `null`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FleetSeverity {
     Known(Severity),
@@ -266,20 +266,36 @@ impl std::fmt::Display for FleetSeverity {
 
 impl Serialize for FleetSeverity {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
+        match self.name() {
+            "" => serializer.serialize_none(),
+            name => serializer.serialize_str(name),
+        }
     }
 }
 
 /// One active finding on a node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct FleetFinding {
-    pub rule: String,
+    /// The `rule` label; `None` where the series has none.
+    pub rule: Option<String>,
     pub severity: FleetSeverity,
     pub gpu_index: Option<u32>,
     pub pid: Option<u32>,
 }
 
 impl FleetFinding {
+    /// Severity and rule as people read them ("warning input-bound"), saying which label is missing rather than
+    /// "unknown".
+    #[must_use]
+    pub fn title(&self) -> String {
+        match (self.severity.name(), self.rule.as_deref()) {
+            ("", None) => "a finding without rule or severity labels".to_owned(),
+            ("", Some(rule)) => format!("{rule} (no severity label)"),
+            (severity, None) => format!("{severity} finding without a rule label"),
+            (severity, Some(rule)) => format!("{severity} {rule}"),
+        }
+    }
+
     /// Ordering weight: critical first.
     #[must_use]
     pub fn rank(&self) -> u8 {
@@ -295,11 +311,13 @@ impl FleetFinding {
 /// One node: what Prometheus scrapes as one target.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
-    /// The `hostname` (or older `Hostname`) label, else the target's `instance`.
+    /// The `hostname` (or older `Hostname`) label, else the target's `instance`; every hostname joined with " / "
+    /// when the instance's series give more than one.
     pub name: String,
     pub instance: String,
     pub state: NodeState,
-    /// Seconds since the last scrape of this target, when known.
+    /// Seconds since the last scrape of this target, when known; negative when the scrape's time is ahead of the
+    /// query's (a clock ahead).
     pub last_scrape_age_s: Option<f64>,
     pub gpus: Vec<FleetGpu>,
     pub processes: Vec<FleetProcess>,
@@ -344,7 +362,9 @@ fn node_name(s: &VectorSample) -> Option<&str> {
 
 #[derive(Debug, Default)]
 struct NodeBuilder {
-    name: Option<String>,
+    /// Every hostname the instance's series give, in the order seen (one instance can carry two: a renamed host,
+    /// or two exporters behind one address).
+    names: Vec<String>,
     up: Option<bool>,
     scraped_at_s: Option<f64>,
     gpus: BTreeMap<u32, FleetGpu>,
@@ -353,11 +373,17 @@ struct NodeBuilder {
 }
 
 impl NodeBuilder {
+    fn name_from(&mut self, s: &VectorSample) {
+        if let Some(name) = node_name(s)
+            && !self.names.iter().any(|n| n == name)
+        {
+            self.names.push(name.to_owned());
+        }
+    }
+
     fn gpu(&mut self, s: &VectorSample) -> Option<&mut FleetGpu> {
         let index: u32 = label(s, "gpu")?.parse().ok()?;
-        if self.name.is_none() {
-            self.name = node_name(s).map(str::to_owned);
-        }
+        self.name_from(s);
         let gpu = self.gpus.entry(index).or_insert_with(|| FleetGpu {
             index,
             uuid: None,
@@ -442,9 +468,7 @@ fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a Vecto
             continue;
         };
         let node = nodes.entry(instance(s)).or_default();
-        if node.name.is_none() {
-            node.name = node_name(s).map(str::to_owned);
-        }
+        node.name_from(s);
         let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
             gpu_index: gpu,
             pid,
@@ -468,8 +492,8 @@ fn read_findings(nodes: &mut Nodes, samples: &[VectorSample]) {
         }
         let node = nodes.entry(instance(s)).or_default();
         let finding = FleetFinding {
-            rule: label(s, "rule").unwrap_or("unknown").to_owned(),
-            severity: FleetSeverity::from(label(s, "severity").unwrap_or("unknown")),
+            rule: label(s, "rule").map(str::to_owned),
+            severity: FleetSeverity::from(label(s, "severity").unwrap_or_default()),
             gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
             pid: label(s, "pid").and_then(|p| p.parse().ok()),
         };
@@ -534,7 +558,8 @@ impl Fleet {
             (FB_USED, |g, v| g.mem_used_bytes = Some(mib_to_bytes(v))),
             (POWER_USAGE, |g, v| g.power_w = Some(v)),
             (GPU_TEMP, |g, v| g.temp_c = Some(v)),
-            (GPU_UP, |g, v| g.answering = Some(v >= 1.0)),
+            // Only 0 is a lost GPU; a negative value is garbage, not a verdict.
+            (GPU_UP, |g, v| g.answering = (v >= 0.0).then_some(v > 0.0)),
             (POWER_LIMIT, |g, v| g.power_limit_w = Some(v)),
         ];
         for (query, set) in gpu_queries {
@@ -564,7 +589,8 @@ impl Fleet {
                             .and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
                     }
                 }
-                let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));
+                // Negative when the scrape's time is ahead of the query's: a clock ahead, said as such.
+                let age = b.scraped_at_s.map(|at| now_s - at);
                 let state = match (b.up, age) {
                     (Some(false), _) => NodeState::Down,
                     (_, Some(age)) if age > stale_after_s => NodeState::Stale,
@@ -573,7 +599,7 @@ impl Fleet {
                     _ => NodeState::Up,
                 };
                 Node {
-                    name: b.name.unwrap_or_else(|| instance.clone()),
+                    name: if b.names.is_empty() { instance.clone() } else { b.names.join(" / ") },
                     instance,
                     state,
                     last_scrape_age_s: age,
@@ -748,7 +774,7 @@ mod tests {
         let newer = finding(r#","rule":"input-bound","severity":"fatal""#);
         assert_eq!(newer, (FleetSeverity::Other("fatal".to_owned()), 3, "fatal".into()));
         let unlabelled = finding(r#","rule":"input-bound""#);
-        assert_eq!(unlabelled, (FleetSeverity::Other("unknown".to_owned()), 3, "unknown".into()));
+        assert_eq!(unlabelled, (FleetSeverity::Other(String::new()), 3, serde_json::Value::Null));
     }
 
     #[test]

@@ -778,3 +778,40 @@ fn a_slow_prometheus_costs_one_deadline_and_the_slow_query_is_named() {
     assert!(!err.contains("timeout: global"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
 }
+
+#[test]
+fn fleet_readings_at_the_edges_are_shown_as_they_are() {
+    use gpusight::fleet::query::{Answers, Fleet, FleetOptions, VectorSample};
+    const NOW: f64 = 1_700_000_000.0;
+    let sample = |labels: &[(&str, &str)], value: f64| VectorSample {
+        labels: [("instance", "n1:9400")]
+            .iter()
+            .chain(labels)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        at_s: NOW,
+        value: Some(value),
+    };
+    let answers = Answers::from([
+        ("up".to_owned(), vec![sample(&[], 1.0)]),
+        // The scrape's time 30 s after the query's: a clock ahead.
+        ("timestamp(up)".to_owned(), vec![sample(&[], NOW + 30.0)]),
+        ("DCGM_FI_DEV_GPU_UTIL".to_owned(), vec![sample(&[("gpu", "0"), ("Hostname", "alpha")], -0.0)]),
+        // One instance, two hostnames.
+        ("DCGM_FI_DEV_GPU_TEMP".to_owned(), vec![sample(&[("gpu", "1"), ("Hostname", "beta")], 40.0)]),
+        ("gpusight_gpu_up".to_owned(), vec![sample(&[("gpu", "0")], 5e-324), sample(&[("gpu", "1")], 0.0)]),
+        ("gpusight_finding".to_owned(), vec![sample(&[], 1.0), sample(&[("rule", "input-bound")], 1.0)]),
+    ]);
+    let fleet = Fleet::from_answers("http://p:9090", &answers, NOW, &FleetOptions::default());
+    let text = fleet.to_text();
+    assert!(!text.contains("-0"), "a negative zero is 0: {text}");
+    assert!(text.contains("  0 %"), "{text}");
+    let gpu_lines: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with(['0', '1'])).collect();
+    assert!(gpu_lines.iter().any(|l| l.trim_start().starts_with("0 ") && !l.contains("LOST")), "{text}");
+    assert!(gpu_lines.iter().any(|l| l.trim_start().starts_with("1 LOST")), "only 0 is lost: {text}");
+    assert!(text.contains("clock ahead by 30 s") && !text.contains("scraped 0 s ago"), "{text}");
+    assert!(!text.contains("unknown"), "{text}");
+    assert!(text.contains("a finding without rule or severity labels"), "{text}");
+    assert!(text.contains("input-bound (no severity label)"), "{text}");
+    assert!(text.contains("alpha / beta"), "both hostnames are shown: {text}");
+}
