@@ -40,6 +40,9 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
         if cli.command.is_some() {
             return Err("--record goes with the monitor or --headless, not with doctor, report or export".into());
         }
+        if data.record.as_deref() == Some(std::path::Path::new("-")) && data.record_max_mb.is_some() {
+            return Err("--record-max-mb rotates a file; --record - is a stream and cannot rotate: drop one".into());
+        }
     }
     if view.status && view.format.is_some() {
         return Err("--format goes with --once; --status prints one line (as JSON with --status --json)".into());
@@ -99,6 +102,7 @@ mod tests {
     fn flags_that_do_nothing_are_errors_or_warnings() {
         for (args, says) in [
             (&["--synthetic", "idle", "--record", "x", "--once"][..], "--record with --once"),
+            (&["--synthetic", "idle", "--record", "-", "--record-max-mb", "1", "--headless"][..], "cannot rotate"),
             (&["--demo", "--record", "x"][..], "recorded already"),
             (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
             (&["--demo", "--json"][..], "--json prints one snapshot"),

@@ -815,3 +815,19 @@ fn fleet_readings_at_the_edges_are_shown_as_they_are() {
     assert!(text.contains("input-bound (no severity label)"), "{text}");
     assert!(text.contains("alpha / beta"), "both hostnames are shown: {text}");
 }
+
+#[test]
+fn a_recording_stream_ends_quietly_when_its_reader_is_gone_and_never_rotates() {
+    // `--record - | true`: the reader is gone before the header is written.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let output = command(&["--synthetic", "idle", "--record", "-", "--headless"]).stdout(writer).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "a closed pipe is a quiet end: {err}");
+    // A stream cannot rotate: refused, not ignored.
+    let output = gpusight(&["--synthetic", "idle", "--record", "-", "--record-max-mb", "1", "--headless"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--record-max-mb") && err.contains("cannot rotate"), "{err}");
+}
