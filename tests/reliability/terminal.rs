@@ -76,3 +76,19 @@ fn a_fault_signal_sent_with_kill_names_its_sender_not_a_bug() {
         assert!(!text.contains("gpusight bug"), "a signal sent by kill is no bug: {text}");
     }
 }
+
+#[test]
+fn a_terminal_without_colour_or_box_drawing_gets_neither() {
+    // An empty TERM is TERM unset.
+    for term in ["", "vt100", "vt220", "xterm-mono"] {
+        let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[("TERM", term)], 120, 40);
+        session.wait_for("Processes");
+        session.send("q");
+        let _ = session.exit_status();
+        let text = String::from_utf8_lossy(&session.raw).to_string();
+        for sgr in ["\x1b[38;5;", "\x1b[48;5;", "\x1b[38;2;", "\x1b[48;2;"] {
+            assert!(!text.contains(sgr), "TERM={term:?}: 256-colour or true-colour SGR sent");
+        }
+        assert!(!text.contains(['─', '│', '┌', '┐', '└', '┘', '╭', '╮']), "TERM={term:?}: box drawing sent");
+    }
+}
