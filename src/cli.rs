@@ -242,7 +242,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         other => return Err(format!("unknown unit '{other}' in '{text}'; use ms, s, m or h")),
     };
     if !seconds.is_finite() || seconds <= 0.0 || seconds > 7.0 * 86_400.0 {
-        return Err(format!("'{text}' is out of range (more than 0, at most 7 days)"));
+        return Err(format!("'{}' is out of range (more than 0, at most 7 days)", crate::text::echo(text)));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -254,7 +254,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Text that is not such a time, or a negative one, phrased for a person.
 pub fn parse_at(text: &str) -> Result<f64, String> {
     let text = text.trim();
-    let bad = || format!("--at {text}: give the seconds from the start, 0 or more (or a time such as 90s, 2m, 1m30s)");
+    let bad = || {
+        let text = crate::text::echo(text);
+        format!("--at {text}: give the seconds from the start, 0 or more (or a time such as 90s, 2m, 1m30s)")
+    };
     if let Ok(seconds) = text.parse::<f64>() {
         // `inf` is past any end: a recording's last frame.
         return if seconds >= 0.0 { Ok(seconds) } else { Err(bad()) };

@@ -57,7 +57,7 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
                 .into());
         }
         if at.is_nan() || at < 0.0 {
-            return Err(format!("--at {at}: give the seconds from the start, 0 or more"));
+            return Err(format!("--at {}: give the seconds from the start, 0 or more", crate::text::echo_number(at)));
         }
         if !on_recording(cli) && data.synthetic.is_none() {
             return Err("--at needs a recording (--replay, --demo) or --synthetic: live data has only now".into());

@@ -130,6 +130,12 @@ pub struct VectorSample {
     pub value: Option<f64>,
 }
 
+/// The most bytes of Prometheus's own error message that a message echoes.
+const MAX_ERROR_BYTES: usize = 300;
+
+/// How many redirects (to http URLs) a query follows.
+const MAX_REDIRECTS: usize = 5;
+
 /// Parses the JSON text of a `/api/v1/query` answer into samples.
 ///
 /// # Errors
@@ -142,7 +148,9 @@ pub fn parse_vector(text: &str) -> Result<Vec<VectorSample>, String> {
         Some("error") => {
             let kind = root.get("errorType").and_then(serde_json::Value::as_str).unwrap_or("error");
             let message = root.get("error").and_then(serde_json::Value::as_str).unwrap_or("no message");
-            return Err(format!("{kind}: {message}"));
+            // Cut: a proxy or a broken server can put a page of text in it.
+            let message = crate::text::bounded(message, MAX_ERROR_BYTES);
+            return Err(format!("{}: {message}", crate::text::bounded(kind, 40)));
         }
         _ => return Err("no \"status\" field: not a Prometheus API answer".to_owned()),
     }
@@ -628,6 +636,9 @@ impl Fleet {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(options.timeout))
             .http_status_as_error(false)
+            // Followed by hand in `query_one`, so a redirect to a non-HTTP URL is said as such.
+            .max_redirects(0)
+            .max_redirects_will_error(false)
             .build()
             .into();
         let results: Vec<Result<Vec<VectorSample>, FleetError>> = std::thread::scope(|scope| {
@@ -681,6 +692,35 @@ impl Fleet {
     }
 }
 
+/// A query's text as a URL's query value: every byte but the unreserved ones percent-encoded.
+fn query_escape(query: &str) -> String {
+    query
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Where a redirect from `from` to `location` goes: an http URL, or a path on the same server. Anything else
+/// (`file://`, `https://` without TLS, `ftp://`) is refused, saying so.
+fn redirect_target(from: &str, location: &str) -> Result<String, String> {
+    let lower = location.trim().to_ascii_lowercase();
+    if lower.starts_with("http://") {
+        return Ok(location.trim().to_owned());
+    }
+    if location.starts_with('/') && !location.starts_with("//") {
+        let after_scheme = from.find("://").map_or(0, |i| i + 3);
+        let authority_end = from[after_scheme..].find('/').map_or(from.len(), |i| after_scheme + i);
+        return Ok(format!("{}{location}", &from[..authority_end]));
+    }
+    Err(format!("redirect to a non-HTTP URL refused ({})", crate::text::bounded(location, MAX_ERROR_BYTES)))
+}
+
 /// Seconds for a message: "3 s", "1.5 s".
 fn seconds(d: Duration) -> String {
     let s = d.as_secs_f64();
@@ -695,14 +735,25 @@ fn query_one(
     query: &str,
     timeout: Duration,
 ) -> Result<Vec<VectorSample>, FleetError> {
-    let url = format!("{base}/api/v1/query");
     let failed = |e: ureq::Error| match e {
         ureq::Error::Timeout(_) => {
             FleetError::Slow { url: shown.to_owned(), query: query.to_owned(), within: seconds(timeout), others: 0 }
         }
         e => FleetError::Unreachable { url: shown.to_owned(), why: hide_password(&e.to_string(), base) },
     };
-    let mut response = agent.get(&url).query("query", query).call().map_err(failed)?;
+    let mut url = format!("{base}/api/v1/query?query={}", query_escape(query));
+    let mut response = agent.get(&url).call().map_err(failed)?;
+    for _ in 0..MAX_REDIRECTS {
+        if !response.status().is_redirection() {
+            break;
+        }
+        let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or_default();
+        url = match redirect_target(&url, location) {
+            Ok(next) => next,
+            Err(why) => return Err(FleetError::Unreachable { url: shown.to_owned(), why: hide_password(&why, base) }),
+        };
+        response = agent.get(&url).call().map_err(failed)?;
+    }
     let status = response.status();
     let text = response.body_mut().read_to_string().map_err(|e| match e {
         e @ ureq::Error::Timeout(_) => failed(e),

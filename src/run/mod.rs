@@ -162,6 +162,7 @@ pub fn effective_config(data: &DataArgs, draws: bool) -> Result<Config, RunError
     }
     let interval = config.general.interval_s;
     if !(0.1..=60.0).contains(&interval) {
+        let interval = crate::text::echo_number(interval);
         return Err(RunError::Usage(format!("interval {interval} s is out of range: use 0.1 to 60 seconds")));
     }
     Ok(config)
@@ -280,6 +281,7 @@ fn synthetic_at_samples(spec: &crate::source::synthetic::SyntheticSpec, at: Opti
     }
     let largest = (most - 1) * interval_ms / 1000;
     let fewer = if most < MAX_AT_SAMPLES { ", or fewer processes" } else { "" };
+    let seconds = crate::text::echo_number(seconds);
     Err(RunError::Usage(format!(
         "--at {seconds} is past what a synthetic machine is run to here: the frame needs about {samples} samples of \
          about {processes} processes ({} process-samples) run before it, and gpusight runs at most {MAX_AT_SAMPLES} \

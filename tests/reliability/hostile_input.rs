@@ -831,3 +831,72 @@ fn a_recording_stream_ends_quietly_when_its_reader_is_gone_and_never_rotates() {
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("--record-max-mb") && err.contains("cannot rotate"), "{err}");
 }
+
+#[test]
+fn a_prometheus_redirect_off_http_or_a_huge_error_gets_a_short_plain_message() {
+    use gpusight::fleet::query::{Fleet, FleetOptions};
+    let options = FleetOptions { timeout: Duration::from_secs(2), ..FleetOptions::default() };
+    let url = scripted_prometheus(|_| Scripted {
+        delay: Duration::ZERO,
+        response:
+            "HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned(),
+    });
+    let err = Fleet::query(&url, &options).expect_err("a redirect to a file is refused").to_string();
+    assert!(err.contains("redirect to a non-HTTP URL refused"), "{err}");
+    assert!(!err.contains("too many redirects"), "{err}");
+    // A redirect to a path on the same server is followed.
+    let url = scripted_prometheus(|query| Scripted {
+        delay: Duration::ZERO,
+        response: if query.contains("moved") {
+            json_response(EMPTY_VECTOR)
+        } else {
+            "HTTP/1.1 301 Moved\r\nLocation: /api/v1/query?query=moved\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned()
+        },
+    });
+    assert!(Fleet::query(&url, &options).is_ok(), "a redirect on the same server is followed");
+    // A 100 KB error message from the server is cut.
+    let url = scripted_prometheus(|_| {
+        let message = "x".repeat(100_000);
+        let body = format!(r#"{{"status":"error","errorType":"bad_data","error":"{message}"}}"#);
+        Scripted { delay: Duration::ZERO, response: json_response(&body) }
+    });
+    let err = Fleet::query(&url, &options).expect_err("an error answer").to_string();
+    assert!(err.contains("bad_data: xxx"), "{}", &err[..err.len().min(400)]);
+    assert!(err.len() < 1_000, "the error is echoed whole: {} bytes", err.len());
+}
+
+#[test]
+fn values_from_the_command_line_are_echoed_short_and_limits_are_said() {
+    for (args, limit) in [
+        (&["--synthetic", "mixed:65", "--once"][..], "1 to 64"),
+        (&["--synthetic", "mixed:2x100001", "--once"][..], "0 to 100000"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(limit), "{args:?}: the limits are said: {err}");
+    }
+    for args in [
+        &["--synthetic", "idle", "--once", "--interval", "1e308"][..],
+        &["--synthetic", "idle", "--once", "--at", "1e300"][..],
+        &["--synthetic", "idle", "--once", "--at", &"9".repeat(400)][..],
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{err}");
+        let longest = err.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
+        assert!(longest <= 24, "{args:?}: a value echoed whole: {err}");
+    }
+}
+
+#[test]
+fn replay_dash_reads_the_recording_from_stdin() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let file = std::fs::File::open(&path).expect("open");
+    let output = command(&["--replay", "-", "--once", "--json"]).stdin(file).output().expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"gpus\""), "{}", stdout(&output));
+}
