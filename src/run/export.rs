@@ -53,14 +53,15 @@ pub(super) fn run(
         .stale_after(crate::export::server::stale_after(interval))
         .with_pods(pods.clone());
     let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    // Said before binding (so a port in use still gets it), except for port 0, whose port the kernel picks: then
+    // after, naming the port bound.
+    let open = open_to_others(listen, web.as_ref().is_some_and(WebConfig::authenticates));
+    if open && listen.port() != 0 {
+        warn_no_authentication(listen);
+    }
     let mut server = ExportServer::bind(listen, handle.clone())?;
-    // After binding, so the warning names the port bound (`--listen 0.0.0.0:0` gets one from the kernel).
-    if open_to_others(server.local_addr(), web.as_ref().is_some_and(WebConfig::authenticates)) {
-        warn(&format!(
-            "warning: serving {}: /metrics has no authentication; firewall it, use loopback, or set \
-             basic_auth_users in a --web.config.file",
-            server.local_addr()
-        ));
+    if open && listen.port() == 0 {
+        warn_no_authentication(server.local_addr());
     }
     if let Some(web) = web {
         server = server.with_web_config(web);
@@ -80,6 +81,13 @@ pub(super) fn run(
     // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).
     drop(publisher);
     result.map(|()| 0).map_err(RunError::from)
+}
+
+fn warn_no_authentication(addr: SocketAddr) {
+    warn(&format!(
+        "warning: serving {addr}: /metrics has no authentication; firewall it, use loopback, or set basic_auth_users \
+         in a --web.config.file"
+    ));
 }
 
 /// Whether serving on `addr` without authentication lets other machines read `/metrics`: not on a loopback
