@@ -242,7 +242,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         other => return Err(format!("unknown unit '{other}' in '{text}'; use ms, s, m or h")),
     };
     if !seconds.is_finite() || seconds <= 0.0 || seconds > 7.0 * 86_400.0 {
-        return Err(format!("'{text}' is out of range (more than 0, at most 7 days)"));
+        return Err(format!("'{}' is out of range (more than 0, at most 7 days)", crate::text::echo(text)));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -254,7 +254,10 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 /// Text that is not such a time, or a negative one, phrased for a person.
 pub fn parse_at(text: &str) -> Result<f64, String> {
     let text = text.trim();
-    let bad = || format!("--at {text}: give the seconds from the start, 0 or more (or a time such as 90s, 2m, 1m30s)");
+    let bad = || {
+        let text = crate::text::echo(text);
+        format!("--at {text}: give the seconds from the start, 0 or more (or a time such as 90s, 2m, 1m30s)")
+    };
     if let Ok(seconds) = text.parse::<f64>() {
         // `inf` is past any end: a recording's last frame.
         return if seconds >= 0.0 { Ok(seconds) } else { Err(bad()) };
@@ -296,14 +299,18 @@ pub fn parse_index(text: &str) -> Result<u32, String> {
 }
 
 /// Parses `--listen`: `HOST:PORT` with an address (`127.0.0.1:9400`, `[::1]:9400`) or a name that is looked up
-/// (`localhost:9400`; the first address it gives is used).
+/// (`localhost:9400`; the first address it gives is used), or a scoped IPv6 address (`[fe80::1%eth0]:9400`, the
+/// scope an interface name or number).
 ///
 /// # Errors
-/// No port, a port out of range, or a name that does not resolve.
+/// No port, a port out of range, a name that does not resolve, or a scope that names no interface.
 pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     use std::net::ToSocketAddrs as _;
     if let Ok(addr) = text.parse() {
         return Ok(addr);
+    }
+    if let Some(addr) = parse_scoped_v6(text) {
+        return addr;
     }
     let Some((host, port)) = text.rsplit_once(':') else {
         return Err(format!("'{text}' has no port: write HOST:PORT, e.g. 127.0.0.1:9400 or localhost:9400"));
@@ -314,6 +321,28 @@ pub fn parse_listen(text: &str) -> Result<std::net::SocketAddr, String> {
     // Prefer IPv4, as the default does, when a name has both.
     addrs.sort_by_key(std::net::SocketAddr::is_ipv6);
     addrs.first().copied().ok_or_else(|| format!("'{host}' in '{text}' has no address"))
+}
+
+/// `[ADDR%SCOPE]:PORT`, a link-local IPv6 address with its interface; `None` when `text` is not of that form.
+fn parse_scoped_v6(text: &str) -> Option<Result<std::net::SocketAddr, String>> {
+    let (inside, port) = text.strip_prefix('[')?.split_once("]:")?;
+    let (addr, scope) = inside.split_once('%')?;
+    let addr: std::net::Ipv6Addr = addr.parse().ok()?;
+    let Ok(port) = port.parse::<u16>() else {
+        return Some(Err(format!("'{port}' in '{text}' is not a port (0 to 65535)")));
+    };
+    let scope_id = match scope.parse::<u32>() {
+        Ok(number) => Some(number),
+        // The interface's index as the kernel lists it (no name with a '/' is an interface).
+        Err(_) if !scope.contains('/') && !scope.starts_with('.') => {
+            std::fs::read_to_string(format!("/sys/class/net/{scope}/ifindex")).ok().and_then(|i| i.trim().parse().ok())
+        }
+        Err(_) => None,
+    };
+    Some(match scope_id {
+        Some(scope_id) if scope_id > 0 => Ok(std::net::SocketAddrV6::new(addr, port, 0, scope_id).into()),
+        _ => Err(format!("'{scope}' in '{text}' names no network interface (see `ip link`)")),
+    })
 }
 
 /// Parses the process's arguments (the program name first), noting whether `--duration` was given.
@@ -334,6 +363,16 @@ pub fn parse(args: &[String]) -> Result<Cli, clap::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scoped_ipv6_listen_address_takes_an_interface_name_or_number() {
+        let by_name = parse_listen("[fe80::1%lo]:9400").map(|a| (a.port(), a.to_string()));
+        assert_eq!(by_name, Ok((9400, "[fe80::1%1]:9400".to_owned())), "lo is interface 1");
+        assert_eq!(parse_listen("[fe80::1%1]:9400").map(|a| a.to_string()), Ok("[fe80::1%1]:9400".to_owned()));
+        let unknown = parse_listen("[fe80::1%nosuchif0]:9400").unwrap_err();
+        assert!(unknown.contains("'nosuchif0'") && unknown.contains("no network interface"), "{unknown}");
+        assert!(parse_listen("[fe80::1%../x]:9400").is_err());
+    }
 
     #[test]
     fn durations() {

@@ -1,13 +1,15 @@
-//! What happens when the process dies of a fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL), most likely inside a
-//! driver library, where Rust cannot catch it.
+//! What happens when the process dies of a fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGILL, SIGFPE, SIGTRAP,
+//! SIGSYS), most likely inside a driver library, where Rust cannot catch it; and of any other signal whose default
+//! action ends the process and that no screen handles (SIGPWR, SIGSTKFLT, SIGIO, the real-time signals).
 //!
 //! Every NVML call site says which call family it runs with [`enter`], which keeps the family and the GPU in a
 //! thread-local cell. The handler installed by [`install`] then, with async-signal-safe calls only (`write`,
 //! `tcsetattr`, `signal`, `raise`):
 //! 1. puts the terminal back if the monitor had it (the bytes and the saved `termios` were prepared by
 //!    [`terminal_entered`] before any crash could happen);
-//! 2. prints one message naming the signal, the call family and the GPU that were running on the crashing thread,
-//!    and how to report it;
+//! 2. prints one message naming the signal and, for a signal another process sent with `kill` (`si_code` SI_USER
+//!    or SI_QUEUE), who sent it; for a real fault, the call family and the GPU that were running on the crashing
+//!    thread, and how to report it;
 //! 3. restores the default action and raises the signal again, so the exit status and the core dump are the
 //!    ones the signal would have given.
 //!
@@ -138,16 +140,37 @@ pub fn terminal_left() {
     TERMINAL_ACTIVE.store(false, Ordering::SeqCst);
 }
 
-const FATAL: [libc::c_int; 4] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT, libc::SIGILL];
+/// The signals a fault raises (or `abort` does): a crash unless another process sent it with `kill`.
+const FATAL: [libc::c_int; 7] =
+    [libc::SIGSEGV, libc::SIGBUS, libc::SIGABRT, libc::SIGILL, libc::SIGFPE, libc::SIGTRAP, libc::SIGSYS];
 
-/// Installs the fatal-signal handler (once). Rust's own SIGSEGV/SIGBUS handler (stack-overflow detection) is
-/// replaced: an overflow is reported by this handler as a crash with no NVML call running.
+/// The other signals whose default action ends the process and that neither [`FATAL`] nor
+/// [`crate::terminal::TERMINATING_SIGNALS`] names: SIGPWR, SIGSTKFLT, SIGIO and the real-time signals. Nothing in
+/// gpusight expects them, so the handler only puts the terminal back, says who sent the signal and dies of it.
+fn other_terminating() -> impl Iterator<Item = libc::c_int> {
+    [libc::SIGPWR, libc::SIGSTKFLT, libc::SIGIO].into_iter().chain(libc::SIGRTMIN()..=libc::SIGRTMAX())
+}
+
+/// The user names the handler can give without a lookup: root and the user gpusight runs as (read from
+/// `/etc/passwd` at install, never through NSS in a handler).
+static OWN_USER: OnceLock<(u32, String)> = OnceLock::new();
+
+/// Installs the fatal-signal handler (once), for [`FATAL`] and the other signals that end the process by default.
+/// Rust's own SIGSEGV/SIGBUS handler (stack-overflow detection) is replaced: an overflow is reported by this
+/// handler as a crash with no NVML call running.
 #[expect(unsafe_code, reason = "sigaction through libc")]
 pub fn install() {
     if INSTALLED.swap(true, Ordering::SeqCst) {
         return;
     }
-    for signal in FATAL {
+    let uid = rustix::process::getuid().as_raw();
+    if let Some(name) = std::fs::read("/etc/passwd")
+        .ok()
+        .and_then(|b| crate::host::parse_passwd(&String::from_utf8_lossy(&b)).remove(&uid))
+    {
+        let _ = OWN_USER.set((uid, name));
+    }
+    for signal in FATAL.into_iter().chain(other_terminating()) {
         // SAFETY: `action` is zeroed plain data, then filled in: a handler of the `sa_sigaction` type with
         // SA_SIGINFO, an empty mask, and SA_ONSTACK so Rust's per-thread alternate stacks are used where they exist.
         // `on_fatal` only makes async-signal-safe calls.
@@ -167,7 +190,13 @@ fn signal_name(signal: libc::c_int) -> &'static [u8] {
         libc::SIGBUS => b"SIGBUS (bus error)",
         libc::SIGABRT => b"SIGABRT (abort)",
         libc::SIGILL => b"SIGILL (illegal instruction)",
-        _ => b"a fatal signal",
+        libc::SIGFPE => b"SIGFPE (arithmetic exception)",
+        libc::SIGTRAP => b"SIGTRAP (trace trap)",
+        libc::SIGSYS => b"SIGSYS (bad system call)",
+        libc::SIGPWR => b"SIGPWR (power failure)",
+        libc::SIGSTKFLT => b"SIGSTKFLT",
+        libc::SIGIO => b"SIGIO",
+        _ => b"a real-time signal",
     }
 }
 
@@ -200,10 +229,56 @@ fn decimal(mut value: u32, buf: &mut [u8; 10]) -> &[u8] {
     &buf[at..]
 }
 
+/// Who sent a signal with `kill` or `sigqueue` (`si_code` `SI_USER` or `SI_QUEUE`): a fault or `abort` inside the
+/// process is never that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Sender {
+    pid: i32,
+    uid: u32,
+}
+
+#[expect(unsafe_code, reason = "reads the siginfo the kernel handed the handler")]
+fn sender(info: *const libc::siginfo_t) -> Option<Sender> {
+    // SAFETY: the kernel passes a valid siginfo to an SA_SIGINFO handler; a null pointer is checked. For SI_USER
+    // and SI_QUEUE the kill fields (pid, uid) are the ones filled in.
+    let info = unsafe { info.as_ref()? };
+    if info.si_code != libc::SI_USER && info.si_code != libc::SI_QUEUE {
+        return None;
+    }
+    // SAFETY: as above, the union's kill member is the valid one for these codes.
+    Some(unsafe { Sender { pid: info.si_pid(), uid: info.si_uid() } })
+}
+
+/// " sent by PID N (user U) with kill", without allocating.
+fn write_sender(fd: libc::c_int, sender: Sender) {
+    let mut buf = [0u8; 10];
+    write_all(fd, b" sent by PID ");
+    write_all(fd, decimal(sender.pid.unsigned_abs(), &mut buf));
+    write_all(fd, b" (user ");
+    match OWN_USER.get() {
+        _ if sender.uid == 0 => write_all(fd, b"root"),
+        Some((uid, name)) if *uid == sender.uid => write_all(fd, name.as_bytes()),
+        _ => {
+            write_all(fd, b"uid ");
+            write_all(fd, decimal(sender.uid, &mut buf));
+        }
+    }
+    write_all(fd, b") with kill");
+}
+
 /// The message, written piece by piece to `fd`.
-fn write_message(fd: libc::c_int, signal: libc::c_int, running: Option<(Family, Option<u32>)>) {
+fn write_message(fd: libc::c_int, signal: libc::c_int, sent: Option<Sender>, running: Option<(Family, Option<u32>)>) {
     write_all(fd, b"gpusight: killed by ");
     write_all(fd, signal_name(signal));
+    if let Some(sent) = sent {
+        write_sender(fd, sent);
+        write_all(fd, b".\n");
+        return;
+    }
+    if !FATAL.contains(&signal) {
+        write_all(fd, b".\n");
+        return;
+    }
     match running {
         Some((family, gpu)) => {
             write_all(fd, b" inside the NVIDIA driver library during ");
@@ -230,7 +305,7 @@ fn write_message(fd: libc::c_int, signal: libc::c_int, running: Option<(Family, 
 }
 
 #[expect(unsafe_code, reason = "a signal handler calls async-signal-safe libc functions")]
-extern "C" fn on_fatal(signal: libc::c_int, _info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
+extern "C" fn on_fatal(signal: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
     if TERMINAL_ACTIVE.swap(false, Ordering::SeqCst)
         && let Some(saved) = SAVED.get()
     {
@@ -240,7 +315,7 @@ extern "C" fn on_fatal(signal: libc::c_int, _info: *mut libc::siginfo_t, _contex
             libc::tcsetattr(saved.fd, libc::TCSANOW, &raw const saved.termios);
         }
     }
-    write_message(libc::STDERR_FILENO, signal, decode(CURRENT.with(Cell::get)));
+    write_message(libc::STDERR_FILENO, signal, sender(info), decode(CURRENT.with(Cell::get)));
     // SAFETY: signal and raise are async-signal-safe. With the default action back, the raised signal (blocked
     // while this handler runs) is delivered when it returns; a fault re-executes the faulting instruction.
     unsafe {

@@ -40,6 +40,9 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
         if cli.command.is_some() {
             return Err("--record goes with the monitor or --headless, not with doctor, report or export".into());
         }
+        if data.record.as_deref() == Some(std::path::Path::new("-")) && data.record_max_mb.is_some() {
+            return Err("--record-max-mb rotates a file; --record - is a stream and cannot rotate: drop one".into());
+        }
     }
     if view.status && view.format.is_some() {
         return Err("--format goes with --once; --status prints one line (as JSON with --status --json)".into());
@@ -54,7 +57,7 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
                 .into());
         }
         if at.is_nan() || at < 0.0 {
-            return Err(format!("--at {at}: give the seconds from the start, 0 or more"));
+            return Err(format!("--at {}: give the seconds from the start, 0 or more", crate::text::echo_number(at)));
         }
         if !on_recording(cli) && data.synthetic.is_none() {
             return Err("--at needs a recording (--replay, --demo) or --synthetic: live data has only now".into());
@@ -74,11 +77,48 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
     Ok(warnings)
 }
 
-/// Whether the terminal says it can do neither colour nor cursor drawing beyond plain text (`TERM=dumb`): such a
-/// terminal gets the ASCII, colourless view.
+/// What a terminal can draw, as its `TERM` name says: colour (SGR colours) and Unicode box drawing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TermCaps {
+    pub color: bool,
+    pub unicode: bool,
+}
+
+impl TermCaps {
+    /// Colour and box drawing: every terminal emulator in use today.
+    pub const FULL: Self = Self { color: true, unicode: true };
+    /// Plain text only: no `TERM`, `dumb`, a DEC VT (`vt100`, `vt220`) or a monochrome entry (`xterm-mono`).
+    pub const PLAIN: Self = Self { color: false, unicode: false };
+}
+
+/// The capabilities a `TERM` name implies, from a small table (no terminfo database is read): none set, empty,
+/// `dumb`, `unknown`, the DEC VTs (`vt52`, `vt100`, `vt102`, `vt220`, `vt320` ...) and any `*-mono` entry get plain
+/// text; `*-256color`, `*-truecolor`, `*-direct` and every other name get colour and box drawing.
 #[must_use]
-pub fn dumb_terminal() -> bool {
-    std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+pub fn term_caps(term: Option<&str>) -> TermCaps {
+    let Some(term) = term.map(str::trim).filter(|t| !t.is_empty()) else { return TermCaps::PLAIN };
+    let term = term.to_ascii_lowercase();
+    if term.ends_with("-256color") || term.contains("truecolor") || term.ends_with("-direct") {
+        return TermCaps::FULL;
+    }
+    let dec_vt = term.strip_prefix("vt").is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+    if dec_vt || matches!(term.as_str(), "dumb" | "unknown") || term.ends_with("-mono") {
+        TermCaps::PLAIN
+    } else {
+        TermCaps::FULL
+    }
+}
+
+/// The capabilities of the terminal gpusight writes to, from `TERM`. Without `TERM` and without a terminal on
+/// stdout (a pipe from cron), there is no terminal to judge: outputs stay as they are.
+#[must_use]
+pub fn terminal_caps() -> TermCaps {
+    use std::io::IsTerminal as _;
+    let term = std::env::var("TERM").ok();
+    if term.as_deref().is_none_or(|t| t.trim().is_empty()) && !std::io::stdout().is_terminal() {
+        return TermCaps::FULL;
+    }
+    term_caps(term.as_deref())
 }
 
 #[cfg(test)]
@@ -86,6 +126,19 @@ mod tests {
     use clap::Parser;
 
     use super::*;
+
+    #[test]
+    fn the_terminal_name_decides_colour_and_box_drawing() {
+        for plain in [None, Some(""), Some("dumb"), Some("vt100"), Some("vt220"), Some("VT102"), Some("xterm-mono")] {
+            assert_eq!(term_caps(plain), TermCaps::PLAIN, "{plain:?}");
+        }
+        for full in ["xterm-256color", "screen-256color", "tmux-256color", "xterm-truecolor", "xterm-direct"] {
+            assert_eq!(term_caps(Some(full)), TermCaps::FULL, "{full}");
+        }
+        for today in ["xterm", "linux", "screen", "alacritty", "xterm-kitty", "vte"] {
+            assert_eq!(term_caps(Some(today)), TermCaps::FULL, "{today}: as before");
+        }
+    }
 
     fn check_args(args: &[&str]) -> Result<Vec<String>, String> {
         let mut full = vec!["gpusight"];
@@ -99,6 +152,7 @@ mod tests {
     fn flags_that_do_nothing_are_errors_or_warnings() {
         for (args, says) in [
             (&["--synthetic", "idle", "--record", "x", "--once"][..], "--record with --once"),
+            (&["--synthetic", "idle", "--record", "-", "--record-max-mb", "1", "--headless"][..], "cannot rotate"),
             (&["--demo", "--record", "x"][..], "recorded already"),
             (&["--replay", "r.jsonl", "--record", "x", "--headless"][..], "recorded already"),
             (&["--demo", "--json"][..], "--json prints one snapshot"),

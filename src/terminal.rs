@@ -1,7 +1,9 @@
 //! The only module that touches the terminal's modes: raw mode, the alternate screen and mouse capture. It puts
 //! them back on every exit path: a normal return, an error, a panic (the hook restores before printing), every
 //! signal whose default action ends the process and that can be caught ([`TERMINATING_SIGNALS`]: the screens
-//! restore, then exit with 128 + the signal) and Ctrl-Z (restore, stop, re-enter on `fg`).
+//! restore, then exit with 128 + the signal; every other one, fault signals included, through [`crate::crash`]'s
+//! handler, which restores from modes saved here and dies of the signal) and Ctrl-Z (restore, stop, re-enter on
+//! `fg`).
 
 use std::io::{self, Stdout, Write};
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};

@@ -57,6 +57,23 @@ pub fn visible_lines(text: &str) -> Cow<'_, str> {
     escape(text, true)
 }
 
+/// The most bytes of a value from the command line that a message echoes.
+pub const ECHO_MAX: usize = 24;
+
+/// A value given on the command line as a message echoes it: cut to [`ECHO_MAX`] bytes and made visible, so a
+/// 300-character argument does not fill the screen.
+#[must_use]
+pub fn echo(text: &str) -> String {
+    visible(&bounded(text, ECHO_MAX)).into_owned()
+}
+
+/// A number as a message echoes it: as written below 10^15, in exponent form (`1e308`) past it, so
+/// it is never hundreds of digits.
+#[must_use]
+pub fn echo_number(value: f64) -> String {
+    if value.is_finite() && value.abs() < 1e15 { echo(&value.to_string()) } else { echo(&format!("{value:e}")) }
+}
+
 /// What [`bounded`] puts where it cut a text.
 pub const CUT_MARKER: &str = "…";
 

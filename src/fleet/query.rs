@@ -57,6 +57,13 @@ pub enum FleetError {
     /// Prometheus did not answer (connection refused, timeout, DNS).
     #[error("cannot reach Prometheus at {url}: {why}; check the URL given to --prometheus and that the server runs")]
     Unreachable { url: String, why: String },
+    /// Prometheus did not answer a query within the deadline (`others`: how many more did not either).
+    #[error(
+        "Prometheus at {url} did not answer `{query}` within {within}{}; check the server's load, or query a \
+         closer one",
+        if *others == 0 { String::new() } else { format!(" (nor {others} other queries)") }
+    )]
+    Slow { url: String, query: String, within: String, others: usize },
     /// Prometheus answered, but not with a query result we understand.
     #[error("Prometheus at {url} gave an unusable answer to '{query}': {why}")]
     BadAnswer { url: String, query: String, why: String },
@@ -123,6 +130,12 @@ pub struct VectorSample {
     pub value: Option<f64>,
 }
 
+/// The most bytes of Prometheus's own error message that a message echoes.
+const MAX_ERROR_BYTES: usize = 300;
+
+/// How many redirects (to http URLs) a query follows.
+const MAX_REDIRECTS: usize = 5;
+
 /// Parses the JSON text of a `/api/v1/query` answer into samples.
 ///
 /// # Errors
@@ -135,7 +148,9 @@ pub fn parse_vector(text: &str) -> Result<Vec<VectorSample>, String> {
         Some("error") => {
             let kind = root.get("errorType").and_then(serde_json::Value::as_str).unwrap_or("error");
             let message = root.get("error").and_then(serde_json::Value::as_str).unwrap_or("no message");
-            return Err(format!("{kind}: {message}"));
+            // Cut: a proxy or a broken server can put a page of text in it.
+            let message = crate::text::bounded(message, MAX_ERROR_BYTES);
+            return Err(format!("{}: {message}", crate::text::bounded(kind, 40)));
         }
         _ => return Err("no \"status\" field: not a Prometheus API answer".to_owned()),
     }
@@ -165,7 +180,7 @@ fn parse_sample(item: &serde_json::Value) -> Option<VectorSample> {
 /// How to read the fleet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FleetOptions {
-    /// How long to wait for each answer.
+    /// How long to wait for the answers: one deadline for every query, which run at once.
     pub timeout: Duration,
     /// A node whose last scrape is older than this is stale (a few scrape intervals).
     pub stale_after: Duration,
@@ -221,7 +236,7 @@ pub struct FleetProcess {
 }
 
 /// A finding's severity as a node's `severity` label gives it, read once: one gpusight knows, or the label as it
-/// came (an exporter newer than this reader; "unknown" where the label is missing).
+/// came (an exporter newer than this reader); an empty `Other` where the label is missing (JSON `null`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FleetSeverity {
     Known(Severity),
@@ -259,20 +274,36 @@ impl std::fmt::Display for FleetSeverity {
 
 impl Serialize for FleetSeverity {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.name())
+        match self.name() {
+            "" => serializer.serialize_none(),
+            name => serializer.serialize_str(name),
+        }
     }
 }
 
 /// One active finding on a node.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct FleetFinding {
-    pub rule: String,
+    /// The `rule` label; `None` where the series has none.
+    pub rule: Option<String>,
     pub severity: FleetSeverity,
     pub gpu_index: Option<u32>,
     pub pid: Option<u32>,
 }
 
 impl FleetFinding {
+    /// Severity and rule as people read them ("warning input-bound"), saying which label is missing rather than
+    /// "unknown".
+    #[must_use]
+    pub fn title(&self) -> String {
+        match (self.severity.name(), self.rule.as_deref()) {
+            ("", None) => "a finding without rule or severity labels".to_owned(),
+            ("", Some(rule)) => format!("{rule} (no severity label)"),
+            (severity, None) => format!("{severity} finding without a rule label"),
+            (severity, Some(rule)) => format!("{severity} {rule}"),
+        }
+    }
+
     /// Ordering weight: critical first.
     #[must_use]
     pub fn rank(&self) -> u8 {
@@ -288,11 +319,13 @@ impl FleetFinding {
 /// One node: what Prometheus scrapes as one target.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
-    /// The `hostname` (or older `Hostname`) label, else the target's `instance`.
+    /// The `hostname` (or older `Hostname`) label, else the target's `instance`; every hostname joined with " / "
+    /// when the instance's series give more than one.
     pub name: String,
     pub instance: String,
     pub state: NodeState,
-    /// Seconds since the last scrape of this target, when known.
+    /// Seconds since the last scrape of this target, when known; negative when the scrape's time is ahead of the
+    /// query's (a clock ahead).
     pub last_scrape_age_s: Option<f64>,
     pub gpus: Vec<FleetGpu>,
     pub processes: Vec<FleetProcess>,
@@ -337,7 +370,9 @@ fn node_name(s: &VectorSample) -> Option<&str> {
 
 #[derive(Debug, Default)]
 struct NodeBuilder {
-    name: Option<String>,
+    /// Every hostname the instance's series give, in the order seen (one instance can carry two: a renamed host,
+    /// or two exporters behind one address).
+    names: Vec<String>,
     up: Option<bool>,
     scraped_at_s: Option<f64>,
     gpus: BTreeMap<u32, FleetGpu>,
@@ -346,11 +381,17 @@ struct NodeBuilder {
 }
 
 impl NodeBuilder {
+    fn name_from(&mut self, s: &VectorSample) {
+        if let Some(name) = node_name(s)
+            && !self.names.iter().any(|n| n == name)
+        {
+            self.names.push(name.to_owned());
+        }
+    }
+
     fn gpu(&mut self, s: &VectorSample) -> Option<&mut FleetGpu> {
         let index: u32 = label(s, "gpu")?.parse().ok()?;
-        if self.name.is_none() {
-            self.name = node_name(s).map(str::to_owned);
-        }
+        self.name_from(s);
         let gpu = self.gpus.entry(index).or_insert_with(|| FleetGpu {
             index,
             uuid: None,
@@ -435,9 +476,7 @@ fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a Vecto
             continue;
         };
         let node = nodes.entry(instance(s)).or_default();
-        if node.name.is_none() {
-            node.name = node_name(s).map(str::to_owned);
-        }
+        node.name_from(s);
         let process = node.processes.entry((gpu, pid)).or_insert_with(|| FleetProcess {
             gpu_index: gpu,
             pid,
@@ -461,8 +500,8 @@ fn read_findings(nodes: &mut Nodes, samples: &[VectorSample]) {
         }
         let node = nodes.entry(instance(s)).or_default();
         let finding = FleetFinding {
-            rule: label(s, "rule").unwrap_or("unknown").to_owned(),
-            severity: FleetSeverity::from(label(s, "severity").unwrap_or("unknown")),
+            rule: label(s, "rule").map(str::to_owned),
+            severity: FleetSeverity::from(label(s, "severity").unwrap_or_default()),
             gpu_index: label(s, "gpu").and_then(|g| g.parse().ok()),
             pid: label(s, "pid").and_then(|p| p.parse().ok()),
         };
@@ -527,7 +566,8 @@ impl Fleet {
             (FB_USED, |g, v| g.mem_used_bytes = Some(mib_to_bytes(v))),
             (POWER_USAGE, |g, v| g.power_w = Some(v)),
             (GPU_TEMP, |g, v| g.temp_c = Some(v)),
-            (GPU_UP, |g, v| g.answering = Some(v >= 1.0)),
+            // Only 0 is a lost GPU; a negative value is garbage, not a verdict.
+            (GPU_UP, |g, v| g.answering = (v >= 0.0).then_some(v > 0.0)),
             (POWER_LIMIT, |g, v| g.power_limit_w = Some(v)),
         ];
         for (query, set) in gpu_queries {
@@ -557,7 +597,8 @@ impl Fleet {
                             .and_then(|sum| sum.checked_add(mib_to_bytes(*reserved)));
                     }
                 }
-                let age = b.scraped_at_s.map(|at| (now_s - at).max(0.0));
+                // Negative when the scrape's time is ahead of the query's: a clock ahead, said as such.
+                let age = b.scraped_at_s.map(|at| now_s - at);
                 let state = match (b.up, age) {
                     (Some(false), _) => NodeState::Down,
                     (_, Some(age)) if age > stale_after_s => NodeState::Stale,
@@ -566,7 +607,7 @@ impl Fleet {
                     _ => NodeState::Up,
                 };
                 Node {
-                    name: b.name.unwrap_or_else(|| instance.clone()),
+                    name: if b.names.is_empty() { instance.clone() } else { b.names.join(" / ") },
                     instance,
                     state,
                     last_scrape_age_s: age,
@@ -581,11 +622,13 @@ impl Fleet {
         Self { source: source.to_owned(), nodes, missing_columns }
     }
 
-    /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`).
+    /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`): every query of
+    /// [`QUERIES`] at once, under one deadline ([`FleetOptions::timeout`]), so a slow server costs one timeout per
+    /// refresh, not one per query.
     ///
     /// # Errors
-    /// [`FleetError::Unreachable`] naming the URL when the server does not answer; [`FleetError::BadAnswer`] when an
-    /// answer is not a query result.
+    /// [`FleetError::Unreachable`] naming the URL when the server does not answer, [`FleetError::Slow`] naming the
+    /// first query not answered within the deadline, [`FleetError::BadAnswer`] when an answer is not a query result.
     pub fn query(base_url: &str, options: &FleetOptions) -> Result<Self, FleetError> {
         check_url(base_url)?;
         let base = base_url.trim_end_matches('/');
@@ -593,35 +636,52 @@ impl Fleet {
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .timeout_global(Some(options.timeout))
             .http_status_as_error(false)
+            // Followed by hand in `query_one`, so a redirect to a non-HTTP URL is said as such.
+            .max_redirects(0)
+            .max_redirects_will_error(false)
             .build()
             .into();
-        let mut answers = Answers::new();
-        let mut now_s = None;
-        for query in QUERIES {
-            let url = format!("{base}/api/v1/query");
-            let mut response = agent.get(&url).query("query", query).call().map_err(|e| FleetError::Unreachable {
-                url: shown.clone(),
-                why: hide_password(&e.to_string(), base),
-            })?;
-            let status = response.status();
-            let text = response.body_mut().read_to_string().map_err(|e| FleetError::Unreachable {
-                url: shown.clone(),
-                why: hide_password(&format!("reading the answer failed: {e}"), base),
-            })?;
-            let bad = |why: String| FleetError::BadAnswer {
-                url: shown.clone(),
-                query: query.to_owned(),
-                why: hide_password(&why, base),
-            };
-            let samples = parse_vector(&text).map_err(|why| bad(format!("HTTP {status}: {why}")))?;
-            if now_s.is_none() && query == "up" {
-                now_s = samples.first().map(|s| s.at_s);
-            }
-            answers.insert(query.to_owned(), samples);
-        }
-        let now_s = now_s.unwrap_or_else(|| {
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+        let results: Vec<Result<Vec<VectorSample>, FleetError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = QUERIES
+                .iter()
+                .map(|query| {
+                    let (agent, shown) = (&agent, shown.as_str());
+                    scope.spawn(move || query_one(agent, base, shown, query, options.timeout))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(FleetError::Unreachable { url: shown.clone(), why: "the query thread failed".to_owned() })
+                    })
+                })
+                .collect()
         });
+        let mut answers = Answers::new();
+        let mut first_error = None;
+        let mut slow = 0_usize;
+        for (query, result) in QUERIES.iter().zip(results) {
+            match result {
+                Ok(samples) => {
+                    answers.insert((*query).to_owned(), samples);
+                }
+                Err(e) => {
+                    slow += usize::from(matches!(e, FleetError::Slow { .. }));
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(mut error) = first_error {
+            if let FleetError::Slow { others, .. } = &mut error {
+                *others = slow.saturating_sub(1);
+            }
+            return Err(error);
+        }
+        let now_s = answers.get("up").and_then(|up| up.first()).map_or_else(
+            || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64()),
+            |s| s.at_s,
+        );
         Ok(Self::from_answers(&shown, &answers, now_s, options))
     }
 
@@ -630,6 +690,83 @@ impl Fleet {
     pub fn n_gpus(&self) -> usize {
         self.nodes.iter().map(|n| n.gpus.len()).sum()
     }
+}
+
+/// A query's text as a URL's query value: every byte but the unreserved ones percent-encoded.
+fn query_escape(query: &str) -> String {
+    query
+        .bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Where a redirect from `from` to `location` goes: an http URL, or a path on the same server. Anything else
+/// (`file://`, `https://` without TLS, `ftp://`) is refused, saying so.
+fn redirect_target(from: &str, location: &str) -> Result<String, String> {
+    let lower = location.trim().to_ascii_lowercase();
+    if lower.starts_with("http://") {
+        return Ok(location.trim().to_owned());
+    }
+    if location.starts_with('/') && !location.starts_with("//") {
+        let after_scheme = from.find("://").map_or(0, |i| i + 3);
+        let authority_end = from[after_scheme..].find('/').map_or(from.len(), |i| after_scheme + i);
+        return Ok(format!("{}{location}", &from[..authority_end]));
+    }
+    Err(format!("redirect to a non-HTTP URL refused ({})", crate::text::bounded(location, MAX_ERROR_BYTES)))
+}
+
+/// Seconds for a message: "3 s", "1.5 s".
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 { format!("{s:.0} s") } else { format!("{s:.1} s") }
+}
+
+/// One instant query, its answer parsed.
+fn query_one(
+    agent: &ureq::Agent,
+    base: &str,
+    shown: &str,
+    query: &str,
+    timeout: Duration,
+) -> Result<Vec<VectorSample>, FleetError> {
+    let failed = |e: ureq::Error| match e {
+        ureq::Error::Timeout(_) => {
+            FleetError::Slow { url: shown.to_owned(), query: query.to_owned(), within: seconds(timeout), others: 0 }
+        }
+        e => FleetError::Unreachable { url: shown.to_owned(), why: hide_password(&e.to_string(), base) },
+    };
+    let mut url = format!("{base}/api/v1/query?query={}", query_escape(query));
+    let mut response = agent.get(&url).call().map_err(failed)?;
+    for _ in 0..MAX_REDIRECTS {
+        if !response.status().is_redirection() {
+            break;
+        }
+        let location = response.headers().get("location").and_then(|l| l.to_str().ok()).unwrap_or_default();
+        url = match redirect_target(&url, location) {
+            Ok(next) => next,
+            Err(why) => return Err(FleetError::Unreachable { url: shown.to_owned(), why: hide_password(&why, base) }),
+        };
+        response = agent.get(&url).call().map_err(failed)?;
+    }
+    let status = response.status();
+    let text = response.body_mut().read_to_string().map_err(|e| match e {
+        e @ ureq::Error::Timeout(_) => failed(e),
+        e => FleetError::Unreachable {
+            url: shown.to_owned(),
+            why: hide_password(&format!("reading the answer failed: {e}"), base),
+        },
+    })?;
+    parse_vector(&text).map_err(|why| FleetError::BadAnswer {
+        url: shown.to_owned(),
+        query: query.to_owned(),
+        why: hide_password(&format!("HTTP {status}: {why}"), base),
+    })
 }
 
 #[cfg(test)]
@@ -688,7 +825,7 @@ mod tests {
         let newer = finding(r#","rule":"input-bound","severity":"fatal""#);
         assert_eq!(newer, (FleetSeverity::Other("fatal".to_owned()), 3, "fatal".into()));
         let unlabelled = finding(r#","rule":"input-bound""#);
-        assert_eq!(unlabelled, (FleetSeverity::Other("unknown".to_owned()), 3, "unknown".into()));
+        assert_eq!(unlabelled, (FleetSeverity::Other(String::new()), 3, serde_json::Value::Null));
     }
 
     #[test]

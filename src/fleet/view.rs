@@ -32,8 +32,9 @@ pub(crate) fn state_word(state: NodeState) -> &'static str {
 const ABSURD: &str = "absurd";
 
 /// A number for a cell when it is finite and at most `max`; otherwise "absurd".
+/// -0.0 (which a scrape can give) is shown as 0, never "-0".
 fn sane(value: f64, max: f64, show: impl Fn(f64) -> String) -> String {
-    if value.is_finite() && (0.0..=max).contains(&value) { show(value) } else { ABSURD.to_owned() }
+    if value.is_finite() && (0.0..=max).contains(&value) { show(value + 0.0) } else { ABSURD.to_owned() }
 }
 
 /// No GPU has a pebibyte of memory: past it, the number is garbage.
@@ -130,7 +131,9 @@ pub(crate) fn process_samples(processes: &[FleetProcess]) -> Tick {
 }
 
 pub(crate) fn node_header(node: &Node) -> String {
-    let age = na(node.last_scrape_age_s, |a| format!("scraped {a:.0} s ago"));
+    let age = na(node.last_scrape_age_s, |a| {
+        if a <= -0.5 { format!("clock ahead by {:.0} s", -a) } else { format!("scraped {:.0} s ago", a.max(0.0)) }
+    });
     let instance = if node.name == node.instance { String::new() } else { format!(" ({})", visible(&node.instance)) };
     format!("{}{instance}  {}  {age}  {} GPUs", visible(&node.name), state_word(node.state), node.gpus.len())
 }
@@ -166,7 +169,7 @@ impl Fleet {
             for f in &node.findings {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                let _ = writeln!(out, "  ! {} {}{gpu}{pid}", visible(f.severity.name()), visible(&f.rule));
+                let _ = writeln!(out, "  ! {}{gpu}{pid}", visible(&f.title()));
             }
         }
         if !self.missing_columns.is_empty() {

@@ -41,12 +41,6 @@ pub(super) fn run(
     web_config: Option<&Path>,
 ) -> Result<i32, RunError> {
     let web = web_config.map(WebConfig::load).transpose().map_err(crate::export::ExportError::from)?;
-    if !listen.ip().is_loopback() && !web.as_ref().is_some_and(WebConfig::authenticates) {
-        warn(&format!(
-            "warning: serving {listen}: /metrics has no authentication; firewall it, use loopback, or set \
-             basic_auth_users in a --web.config.file"
-        ));
-    }
     if let Data::Live(_, naming) = data
         && let Some(note) = &naming.note
     {
@@ -59,7 +53,16 @@ pub(super) fn run(
         .stale_after(crate::export::server::stale_after(interval))
         .with_pods(pods.clone());
     let scheme = if web.as_ref().is_some_and(|w| w.tls.is_some()) { "https" } else { "http" };
+    // Said before binding (so a port in use still gets it), except for port 0, whose port the kernel picks: then
+    // after, naming the port bound.
+    let open = open_to_others(listen, web.as_ref().is_some_and(WebConfig::authenticates));
+    if open && listen.port() != 0 {
+        warn_no_authentication(listen);
+    }
     let mut server = ExportServer::bind(listen, handle.clone())?;
+    if open && listen.port() == 0 {
+        warn_no_authentication(server.local_addr());
+    }
     if let Some(web) = web {
         server = server.with_web_config(web);
     }
@@ -78,6 +81,19 @@ pub(super) fn run(
     // The publisher ends when the sampler does; it is not waited for (a hung NVML read must not hold the exit).
     drop(publisher);
     result.map(|()| 0).map_err(RunError::from)
+}
+
+fn warn_no_authentication(addr: SocketAddr) {
+    warn(&format!(
+        "warning: serving {addr}: /metrics has no authentication; firewall it, use loopback, or set basic_auth_users \
+         in a --web.config.file"
+    ));
+}
+
+/// Whether serving on `addr` without authentication lets other machines read `/metrics`: not on a loopback
+/// address, an IPv4-mapped one (`[::ffff:127.0.0.1]`) included.
+fn open_to_others(addr: SocketAddr, authenticates: bool) -> bool {
+    !authenticates && !addr.ip().to_canonical().is_loopback()
 }
 
 /// Takes each snapshot into the pipeline and renders it once for `/metrics` (and for `--status`, when `status`
@@ -135,5 +151,22 @@ async fn stop_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_in_any_spelling_needs_no_authentication_warning() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap_or_else(|e| panic!("{text}: {e}"));
+        for local in ["127.0.0.1:9400", "[::1]:9400", "[::ffff:127.0.0.1]:9400"] {
+            assert!(!open_to_others(addr(local), false), "{local}");
+        }
+        for open in ["0.0.0.0:9400", "[::]:9400", "10.0.0.1:9400", "[::ffff:10.0.0.1]:9400"] {
+            assert!(open_to_others(addr(open), false), "{open}");
+            assert!(!open_to_others(addr(open), true), "{open} with authentication");
+        }
     }
 }

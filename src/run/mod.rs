@@ -38,7 +38,7 @@ use std::time::Duration;
 
 use crate::cli::{Cli, Command, DataArgs};
 use crate::config::Config;
-use crate::flag_checks::dumb_terminal;
+use crate::flag_checks::terminal_caps;
 use crate::pipeline::Pipeline;
 use crate::sample::MachineInfo;
 use crate::source::SourceError;
@@ -162,6 +162,7 @@ pub fn effective_config(data: &DataArgs, draws: bool) -> Result<Config, RunError
     }
     let interval = config.general.interval_s;
     if !(0.1..=60.0).contains(&interval) {
+        let interval = crate::text::echo_number(interval);
         return Err(RunError::Usage(format!("interval {interval} s is out of range: use 0.1 to 60 seconds")));
     }
     Ok(config)
@@ -179,7 +180,7 @@ fn print_help(e: &clap::Error) -> i32 {
     use std::io::IsTerminal as _;
     let styled = e.render();
     let styles = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let text = if styles && !dumb_terminal() { styled.ansi().to_string() } else { styled.to_string() };
+    let text = if styles && terminal_caps().color { styled.ansi().to_string() } else { styled.to_string() };
     emit_or_fail(&text, 0)
 }
 
@@ -234,7 +235,7 @@ fn no_terminal() -> i32 {
 }
 
 fn use_color(cli: &Cli) -> bool {
-    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && !dumb_terminal()
+    !cli.view.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && terminal_caps().color
 }
 
 /// How a one-shot text output (`--once`, `doctor`) fits where it goes: the width from `COLUMNS`, else the
@@ -252,9 +253,9 @@ fn text_fit(color: bool) -> crate::output::fit::Fit {
     }
 }
 
-/// `--ascii`, or a terminal that says it is dumb.
+/// `--ascii`, or a terminal without box drawing (`TERM` unset on a terminal, `dumb`, `vt100`, `xterm-mono`).
 fn use_ascii(cli: &Cli) -> bool {
-    cli.view.ascii || dumb_terminal()
+    cli.view.ascii || !terminal_caps().unicode
 }
 
 /// The most samples `--at` may ask a synthetic machine to run through (the longest history kept).
@@ -280,6 +281,7 @@ fn synthetic_at_samples(spec: &crate::source::synthetic::SyntheticSpec, at: Opti
     }
     let largest = (most - 1) * interval_ms / 1000;
     let fewer = if most < MAX_AT_SAMPLES { ", or fewer processes" } else { "" };
+    let seconds = crate::text::echo_number(seconds);
     Err(RunError::Usage(format!(
         "--at {seconds} is past what a synthetic machine is run to here: the frame needs about {samples} samples of \
          about {processes} processes ({} process-samples) run before it, and gpusight runs at most {MAX_AT_SAMPLES} \

@@ -18,7 +18,12 @@ pub(super) fn run(data: &Data, args: &DataArgs, config: &Config, interval: Durat
     let Some(path) = &args.record else { return Err(RunError::Usage("--headless needs --record FILE".into())) };
     let source = data.open_source(config, interval, OptionalReadings::ALL)?;
     let machine = source.machine();
-    let recorder = Recorder::create(path, &machine, args.overwrite)?.with_max_bytes(max_bytes(args));
+    let recorder = match Recorder::create(path, &machine, args.overwrite) {
+        Ok(recorder) => recorder.with_max_bytes(max_bytes(args)),
+        // `--record - | true`: the reader was gone before the header; as when it goes later, a quiet end.
+        Err(e) if is_broken_pipe(&e) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
     let recorder = Arc::new(Mutex::new(Some(recorder)));
     let stop = Arc::new(AtomicBool::new(false));
     for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

@@ -78,11 +78,15 @@ pub struct Recording {
 }
 
 impl Recording {
-    /// Reads a recording file (plain or gzip).
+    /// Reads a recording file (plain or gzip); `-` is standard input.
     ///
     /// # Errors
     /// The file cannot be opened, is not a recording, or has a corrupt line (named by number).
     pub fn open(path: &Path) -> Result<Self, SourceError> {
+        if path == Path::new("-") {
+            // `--replay -`: the recording on standard input (plain or gzip), streamed as a file is.
+            return Self::from_reader(std::io::stdin().lock(), "standard input", "stdin".to_owned());
+        }
         let file = File::open(path)
             .map_err(|e| SourceError::Recording(format!("cannot open recording {}: {e}", path.display())))?;
         let label = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());

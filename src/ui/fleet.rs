@@ -57,7 +57,7 @@ impl FleetWidget<'_> {
             let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
             let worst = node.findings.first().map_or_else(
                 || Cell::from(""),
-                |f| Cell::from(format!("{} {}", f.severity, f.rule)).style(severity_style(self.paint, &f.severity)),
+                |f| Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
             );
             let mut cells = vec![
                 Cell::from(node.name.clone()),
@@ -162,7 +162,7 @@ impl FleetWidget<'_> {
             .map(|f| {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
-                Line::styled(format!("{} {}{gpu}{pid}", f.severity, f.rule), severity_style(self.paint, &f.severity))
+                Line::styled(format!("{}{gpu}{pid}", f.title()), severity_style(self.paint, &f.severity))
             })
             .collect();
         Paragraph::new(lines)
@@ -245,7 +245,7 @@ mod tests {
             processes: vec![],
             findings: finding
                 .map(|severity| FleetFinding {
-                    rule: "input-bound".to_owned(),
+                    rule: Some("input-bound".to_owned()),
                     severity: severity.into(),
                     gpu_index: Some(0),
                     pid: Some(7),

@@ -27,3 +27,25 @@ fn a_port_in_use_is_a_clear_error_from_the_binary() {
     assert!(stderr.contains(&addr) && stderr.contains("in use"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn the_no_authentication_warning_names_the_port_bound() {
+    use std::io::BufRead as _;
+    let mut child = std::process::Command::new(BIN)
+        .args(["--synthetic", "idle", "export", "--listen", "0.0.0.0:0"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run");
+    let stderr = child.stderr.take().expect("stderr");
+    let warning = std::io::BufReader::new(stderr)
+        .lines()
+        .map_while(Result::ok)
+        .find(|l| l.contains("no authentication"))
+        .unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(warning.contains("warning: serving 0.0.0.0:"), "{warning}");
+    assert!(!warning.contains("0.0.0.0:0:"), "the port bound is named, not 0: {warning}");
+}

@@ -54,7 +54,7 @@ fn fleet() -> Fleet {
                     sm_util_pct: Some(4.0),
                 }],
                 findings: vec![FleetFinding {
-                    rule: "input-bound".to_owned(),
+                    rule: Some("input-bound".to_owned()),
                     severity: "warning".into(),
                     gpu_index: Some(0),
                     pid: Some(4242),

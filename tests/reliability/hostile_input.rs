@@ -707,3 +707,196 @@ fn a_config_path_that_is_a_fifo_a_loop_or_a_huge_key_gets_a_short_clear_message(
         );
     }
 }
+
+/// What a scripted stand-in Prometheus answers to one request: after `delay`, the raw HTTP response.
+struct Scripted {
+    delay: Duration,
+    response: String,
+}
+
+/// A 200 answer with `body` as JSON.
+fn json_response(body: &str) -> String {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+/// An empty instant vector, as Prometheus answers a query with no series.
+const EMPTY_VECTOR: &str = r#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
+
+/// A stand-in Prometheus on 127.0.0.1 that answers each request on its own thread, as `script` says from the
+/// decoded query; it serves until the test process ends.
+fn scripted_prometheus(script: fn(&str) -> Scripted) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { break };
+            std::thread::spawn(move || {
+                stream.set_read_timeout(Some(Duration::from_secs(5))).expect("timeout");
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match stream.read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let text = String::from_utf8_lossy(&request).into_owned();
+                let target = text.split_whitespace().nth(1).unwrap_or_default();
+                let query = target.split_once("query=").map_or("", |(_, q)| q);
+                let query = query.replace("%28", "(").replace("%29", ")");
+                let scripted = script(&query);
+                std::thread::sleep(scripted.delay);
+                let _ = stream.write_all(scripted.response.as_bytes());
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn a_slow_prometheus_costs_one_deadline_and_the_slow_query_is_named() {
+    use gpusight::fleet::query::{Fleet, FleetOptions};
+    let options = FleetOptions { timeout: Duration::from_secs(1), ..FleetOptions::default() };
+    // Every query answered just inside the deadline: one after the other that was 14 x 0.7 s per refresh.
+    let url =
+        scripted_prometheus(|_| Scripted { delay: Duration::from_millis(700), response: json_response(EMPTY_VECTOR) });
+    let started = std::time::Instant::now();
+    let fleet = Fleet::query(&url, &options);
+    assert!(fleet.is_ok(), "{fleet:?}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}: the queries ran one by one", started.elapsed());
+    // One query past the deadline: named, in plain words, within about one deadline.
+    let url = scripted_prometheus(|query| Scripted {
+        delay: if query == "gpusight_finding" { Duration::from_secs(4) } else { Duration::ZERO },
+        response: json_response(EMPTY_VECTOR),
+    });
+    let started = std::time::Instant::now();
+    let err = Fleet::query(&url, &options).expect_err("the finding query is too slow").to_string();
+    assert!(err.contains("did not answer `gpusight_finding` within 1 s"), "{err}");
+    assert!(!err.contains("timeout: global"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn fleet_readings_at_the_edges_are_shown_as_they_are() {
+    use gpusight::fleet::query::{Answers, Fleet, FleetOptions, VectorSample};
+    const NOW: f64 = 1_700_000_000.0;
+    let sample = |labels: &[(&str, &str)], value: f64| VectorSample {
+        labels: [("instance", "n1:9400")]
+            .iter()
+            .chain(labels)
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        at_s: NOW,
+        value: Some(value),
+    };
+    let answers = Answers::from([
+        ("up".to_owned(), vec![sample(&[], 1.0)]),
+        // The scrape's time 30 s after the query's: a clock ahead.
+        ("timestamp(up)".to_owned(), vec![sample(&[], NOW + 30.0)]),
+        ("DCGM_FI_DEV_GPU_UTIL".to_owned(), vec![sample(&[("gpu", "0"), ("Hostname", "alpha")], -0.0)]),
+        // One instance, two hostnames.
+        ("DCGM_FI_DEV_GPU_TEMP".to_owned(), vec![sample(&[("gpu", "1"), ("Hostname", "beta")], 40.0)]),
+        ("gpusight_gpu_up".to_owned(), vec![sample(&[("gpu", "0")], 5e-324), sample(&[("gpu", "1")], 0.0)]),
+        ("gpusight_finding".to_owned(), vec![sample(&[], 1.0), sample(&[("rule", "input-bound")], 1.0)]),
+    ]);
+    let fleet = Fleet::from_answers("http://p:9090", &answers, NOW, &FleetOptions::default());
+    let text = fleet.to_text();
+    assert!(!text.contains("-0"), "a negative zero is 0: {text}");
+    assert!(text.contains("  0 %"), "{text}");
+    let gpu_lines: Vec<&str> = text.lines().filter(|l| l.trim_start().starts_with(['0', '1'])).collect();
+    assert!(gpu_lines.iter().any(|l| l.trim_start().starts_with("0 ") && !l.contains("LOST")), "{text}");
+    assert!(gpu_lines.iter().any(|l| l.trim_start().starts_with("1 LOST")), "only 0 is lost: {text}");
+    assert!(text.contains("clock ahead by 30 s") && !text.contains("scraped 0 s ago"), "{text}");
+    assert!(!text.contains("unknown"), "{text}");
+    assert!(text.contains("a finding without rule or severity labels"), "{text}");
+    assert!(text.contains("input-bound (no severity label)"), "{text}");
+    assert!(text.contains("alpha / beta"), "both hostnames are shown: {text}");
+}
+
+#[test]
+fn a_recording_stream_ends_quietly_when_its_reader_is_gone_and_never_rotates() {
+    // `--record - | true`: the reader is gone before the header is written.
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    let output = command(&["--synthetic", "idle", "--record", "-", "--headless"]).stdout(writer).output().expect("run");
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(err.is_empty(), "a closed pipe is a quiet end: {err}");
+    // A stream cannot rotate: refused, not ignored.
+    let output = gpusight(&["--synthetic", "idle", "--record", "-", "--record-max-mb", "1", "--headless"]);
+    let err = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("--record-max-mb") && err.contains("cannot rotate"), "{err}");
+}
+
+#[test]
+fn a_prometheus_redirect_off_http_or_a_huge_error_gets_a_short_plain_message() {
+    use gpusight::fleet::query::{Fleet, FleetOptions};
+    let options = FleetOptions { timeout: Duration::from_secs(2), ..FleetOptions::default() };
+    let url = scripted_prometheus(|_| Scripted {
+        delay: Duration::ZERO,
+        response:
+            "HTTP/1.1 302 Found\r\nLocation: file:///etc/passwd\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned(),
+    });
+    let err = Fleet::query(&url, &options).expect_err("a redirect to a file is refused").to_string();
+    assert!(err.contains("redirect to a non-HTTP URL refused"), "{err}");
+    assert!(!err.contains("too many redirects"), "{err}");
+    // A redirect to a path on the same server is followed.
+    let url = scripted_prometheus(|query| Scripted {
+        delay: Duration::ZERO,
+        response: if query.contains("moved") {
+            json_response(EMPTY_VECTOR)
+        } else {
+            "HTTP/1.1 301 Moved\r\nLocation: /api/v1/query?query=moved\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned()
+        },
+    });
+    assert!(Fleet::query(&url, &options).is_ok(), "a redirect on the same server is followed");
+    // A 100 KB error message from the server is cut.
+    let url = scripted_prometheus(|_| {
+        let message = "x".repeat(100_000);
+        let body = format!(r#"{{"status":"error","errorType":"bad_data","error":"{message}"}}"#);
+        Scripted { delay: Duration::ZERO, response: json_response(&body) }
+    });
+    let err = Fleet::query(&url, &options).expect_err("an error answer").to_string();
+    assert!(err.contains("bad_data: xxx"), "{}", &err[..err.len().min(400)]);
+    assert!(err.len() < 1_000, "the error is echoed whole: {} bytes", err.len());
+}
+
+#[test]
+fn values_from_the_command_line_are_echoed_short_and_limits_are_said() {
+    for (args, limit) in [
+        (&["--synthetic", "mixed:65", "--once"][..], "1 to 64"),
+        (&["--synthetic", "mixed:2x100001", "--once"][..], "0 to 100000"),
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{args:?}");
+        assert!(err.contains(limit), "{args:?}: the limits are said: {err}");
+    }
+    for args in [
+        &["--synthetic", "idle", "--once", "--interval", "1e308"][..],
+        &["--synthetic", "idle", "--once", "--at", "1e300"][..],
+        &["--synthetic", "idle", "--once", "--at", &"9".repeat(400)][..],
+    ] {
+        let output = gpusight(args);
+        let err = stderr(&output);
+        assert_ne!(output.status.code(), Some(0), "{err}");
+        let longest = err.split(|c: char| !c.is_ascii_digit()).map(str::len).max().unwrap_or(0);
+        assert!(longest <= 24, "{args:?}: a value echoed whole: {err}");
+    }
+}
+
+#[test]
+fn replay_dash_reads_the_recording_from_stdin() {
+    let dir = temp_dir();
+    let path = evil_recording(dir.path());
+    let file = std::fs::File::open(&path).expect("open");
+    let output = command(&["--replay", "-", "--once", "--json"]).stdin(file).output().expect("run");
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    assert!(stdout(&output).contains("\"gpus\""), "{}", stdout(&output));
+}

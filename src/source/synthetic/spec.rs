@@ -208,7 +208,10 @@ pub enum SpecError {
     #[error("unknown synthetic scenario '{0}'; choose one of: {names}", names = Scenario::NAMES.join(", "))]
     UnknownScenario(String),
     /// A size that is not `GPUS` or `GPUSxPROCS` in range (the size, the whole spec).
-    #[error("bad synthetic size '{0}' in '{1}': expected GPUS or GPUSxPROCS, e.g. 8x1000")]
+    #[error(
+        "bad synthetic size '{0}' in '{1}': expected GPUS (1 to 64) or GPUSxPROCS (PROCS for the whole machine, 0 \
+         to 100000), e.g. 8x1000"
+    )]
     BadSize(String, String),
 }
 
@@ -315,7 +318,7 @@ impl SyntheticSpec {
             Scenario::Straggler | Scenario::Hang | Scenario::Rank0Eval | Scenario::CommBound => 2,
             Scenario::Uniform(_) => 1,
         };
-        let bad_size = || SpecError::BadSize(size.to_owned(), text.to_owned());
+        let bad_size = || SpecError::BadSize(crate::text::echo(size), crate::text::echo(text));
         let (n_gpus, processes_per_gpu) = if size.is_empty() {
             (default_gpus, if scenario == Scenario::Scale { 125 } else { 0 })
         } else {
