@@ -476,6 +476,9 @@ pub struct JobInfo {
     /// The Kubernetes pod's uid, from the cgroup path the kubelet made for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_uid: Option<String>,
+    /// The Slurm job's name as its environment says (`SLURM_JOB_NAME`), for people only: never part of the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job_name: Option<String>,
 }
 
 impl JobInfo {
@@ -483,6 +486,13 @@ impl JobInfo {
     #[must_use]
     pub fn is_shared(&self) -> bool {
         !self.key.starts_with("pid:")
+    }
+
+    /// The name people read for the job, given one rank's command line (see [`crate::host::job::display_name`]);
+    /// the key stays the job's identity.
+    #[must_use]
+    pub fn display_name(&self, cmdline: &str) -> String {
+        crate::host::job::display_name(self, cmdline)
     }
 }
 

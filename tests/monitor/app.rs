@@ -476,7 +476,10 @@ fn processes_without_a_job_are_jobs_of_their_own_and_the_selection_moves() {
     app.update(Action::Jobs);
     let rows = app.job_rows();
     assert!(rows.len() > 1, "{rows:?}");
-    assert!(rows.iter().all(|r| r.name.starts_with("pid ") && r.slowest.is_none()), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.name.ends_with(&format!("(pid {})", r.pids()[0])) && r.slowest.is_none()),
+        "{rows:?}"
+    );
     assert_eq!(app.selected_job(&rows), Some(0));
     app.update(Action::Down);
     assert_eq!(app.selected_job(&rows), Some(1));

@@ -327,7 +327,7 @@ fn jobs_view_says_when_environments_were_unreadable() {
     let note = "environment of 2 processes unreadable (not yours; run as their user or root): grouped by launcher and \
                 cgroup only";
     assert!(text.contains(note), "{text}");
-    assert!(text.contains("torchrun 2000"), "grouped by the launcher: {text}");
+    assert!(text.contains("torchrun train_ddp.py (pid 2000)"), "grouped by the launcher: {text}");
     assert!(unreadable.status.is_none() && unreadable.dialog.is_none(), "a note, never an error or a popup");
     insta::assert_snapshot!("jobs_unreadable_environment_120x40", text);
     // Every environment read (the plain straggler): no such line.
