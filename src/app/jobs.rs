@@ -8,14 +8,14 @@ use crate::advice::{Finding, Rule, Thresholds};
 use crate::host::job::ENVIRON_UNREADABLE;
 use crate::sample::{GpuTick, JobInfo, Tick};
 
-/// The jobs view's state: on or off, the selected job (by key), the selected rank within it (by a click on its
-/// line) and the jobs expanded into their ranks.
+/// The jobs view's state: on or off, the selected job (by key), the selected rank within it and the jobs expanded
+/// into their ranks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobsState {
     pub on: bool,
     pub selected: Option<String>,
-    /// A rank of the selected job picked with the mouse, as its (PID, GPU index); T/K/I then act on it alone. The
-    /// keys that move the selection clear it.
+    /// A rank of the selected job, selected with Up/Down inside an expanded job or with a click, as its (PID, GPU
+    /// index); T/K/I then act on it alone. Moving to a job's own line clears it.
     pub selected_rank: Option<(u32, u32)>,
     pub expanded: BTreeSet<String>,
 }

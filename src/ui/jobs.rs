@@ -141,7 +141,10 @@ impl JobsTable<'_> {
             }
         }
         let page = usize::from(area.height.saturating_sub(2 + u16::from(shows_note(app, area.height))));
-        let before: usize = app.selected_job(rows).map_or(0, |s| lines_needed(app, &rows[..s]));
+        // The selected line: the selected job's, or its selected rank's below it.
+        let before: usize = app
+            .selected_job(rows)
+            .map_or(0, |s| lines_needed(app, &rows[..s]) + app.selected_rank(rows).map_or(0, |k| k + 1));
         let skip = (before + 1).saturating_sub(page).min(lines.len());
         lines.drain(..skip);
         lines.truncate(page);
