@@ -403,7 +403,7 @@ pub fn short_command(cmdline: &str) -> Option<String> {
     }
     while let Some(arg) = args.next() {
         match arg {
-            "-m" => return Some(args.next().map_or(program.clone(), |m| format!("-m {m}"))),
+            "-m" => return Some(args.next().map_or(program, |m| format!("-m {m}"))),
             "-c" => return Some(format!("{program} -c")),
             "-W" | "-X" => {
                 args.next();
@@ -729,7 +729,7 @@ mod tests {
             key: "slurm:4242".to_owned(),
             slurm_job_id: Some("4242".to_owned()),
             slurm_job_name: Some("train".to_owned()),
-            ..torch.clone()
+            ..torch
         };
         assert_eq!(display_name(&slurm, "python train.py"), "slurm 4242 train");
         let unnamed = JobInfo { slurm_job_name: None, ..slurm };

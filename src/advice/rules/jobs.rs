@@ -209,12 +209,11 @@ fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
         };
         let Some(gpu) = ctx.history.gpu(gpu_index).filter(|_| !ctx.gpu_lost(gpu_index)) else { continue };
         let Some(rank) = RankGpu::of(ctx, gpu, pid, job.rank, secs) else { continue };
-        match jobs.iter_mut().find(|j| j.key == job.key) {
-            Some(j) => j.ranks.push(rank),
-            None => {
-                let name = job.display_name(host.map_or("", |h| h.cmdline.as_str()));
-                jobs.push(JobRanks { key: job.key.clone(), name, ranks: vec![rank] });
-            }
+        if let Some(j) = jobs.iter_mut().find(|j| j.key == job.key) {
+            j.ranks.push(rank);
+        } else {
+            let name = job.display_name(host.map_or("", |h| h.cmdline.as_str()));
+            jobs.push(JobRanks { key: job.key.clone(), name, ranks: vec![rank] });
         }
     }
     jobs.retain(|j| {
