@@ -117,11 +117,12 @@ pub enum Screen {
         pid: u32,
         libraries: inspect::Pairs,
     },
-    /// One process's environment.
+    /// One process's environment, with the values of secrets masked unless `revealed`.
     Environment {
         pid: u32,
         vars: inspect::Pairs,
         offset: usize,
+        revealed: bool,
     },
     /// The explanation of one finding (index into the findings).
     Explain {

@@ -134,6 +134,8 @@ impl App {
             Action::SeekBackLong => self.seek(-60_000),
             Action::SeekForwardLong => self.seek(60_000),
             Action::JumpStart | Action::JumpEnd | Action::Slower | Action::Faster => self.playback_control(action),
+            // Only the environment screen has secrets to show.
+            Action::Reveal => self.status = Some("secrets are shown or masked on the environment screen".to_owned()),
             Action::DialogConfirm | Action::DialogCancel | Action::DialogLeft | Action::DialogRight => {}
         }
         Effect::None
@@ -200,6 +202,7 @@ impl App {
             (Screen::Environment { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
             (Screen::Environment { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows),
             (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
+            (Screen::Environment { revealed, .. }, Action::Reveal) => *revealed = !*revealed,
             (Screen::Environment { pid, .. }, Action::Details) => {
                 let pid = *pid;
                 self.screen = Screen::Details { pid, libraries: self.libraries(pid) };
@@ -463,7 +466,8 @@ impl App {
         match pid {
             // Root reads every process's environment (the kernel allows it); others their own.
             Some((pid, Some(uid))) if uid == self.own_uid || self.own_uid == 0 => {
-                self.screen = Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0 };
+                self.screen =
+                    Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0, revealed: false };
             }
             Some((pid, _)) => {
                 // Stay where the key was pressed (the details screen keeps its place).

@@ -666,3 +666,49 @@ fn a_click_after_a_live_re_sort_selects_the_row_drawn_under_the_pointer() {
     let index = app.selected_index(&rows).expect("selected");
     assert!(index > 0, "not the top row of the whole table, which is not on screen");
 }
+
+#[derive(Debug)]
+struct Secrets;
+
+impl gpusight::app::ProcessInspector for Secrets {
+    fn cuda_libraries(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(Vec::new())
+    }
+    fn environment(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(vec![
+            ("DATABASE_URL".into(), "postgres://alice:hunter2@db/x".into()),
+            ("HF_TOKEN".into(), "hf_abcdef".into()),
+            ("PATH".into(), "/usr/bin".into()),
+        ])
+    }
+}
+
+#[test]
+fn the_environment_masks_secrets_until_v_shows_them() {
+    let options = AppOptions {
+        own_uid: 1001,
+        own_user: Some("alice".into()),
+        process_inspector: Box::new(Secrets),
+        ..AppOptions::default()
+    };
+    let mut source = synthetic("mixed:8");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options, first);
+    app.update(Action::Down);
+    app.update(Action::Environment);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 10)).expect("terminal");
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=********") && !text.contains("hf_abcdef"), "{text}");
+    assert!(text.contains("DATABASE_URL=postgres://alice:********@db/x") && !text.contains("hunter2"), "{text}");
+    assert!(text.contains("PATH=/usr/bin"), "{text}");
+    assert!(text.contains("v shows secrets"), "the title names the key: {text}");
+    app.on_key(key('v'));
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=hf_abcdef") && text.contains("alice:hunter2@db"), "{text}");
+    assert!(text.contains("v masks secrets"), "{text}");
+    // Leaving and coming back masks them again.
+    app.update(Action::Back);
+    app.update(Action::Environment);
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=********"), "{text}");
+}
