@@ -487,13 +487,6 @@ impl JobInfo {
     pub fn is_shared(&self) -> bool {
         !self.key.starts_with("pid:")
     }
-
-    /// The name people read for the job, given one rank's command line (see [`crate::host::job::display_name`]);
-    /// the key stays the job's identity.
-    #[must_use]
-    pub fn display_name(&self, cmdline: &str) -> String {
-        crate::host::job::display_name(self, cmdline)
-    }
 }
 
 /// The CPU limits of a process's cgroup (v2 `cpu.max`, `cpu.stat`, `cpuset.cpus.effective`; v1 `cpu.cfs_quota_us`,

@@ -107,13 +107,13 @@ impl JobRow {
     }
 }
 
-/// The name people read for a job: [`JobInfo::display_name`] over its first rank's command line, or for a
+/// The name people read for a job: [`crate::host::job::display_name`] over its first rank's command line, or for a
 /// process without a job its command and PID ("llama-server (pid 1234)"), else "pid 1234".
 #[must_use]
 pub fn job_name(job: Option<&JobInfo>, cmdline: &str, pid: Option<u32>) -> String {
     let pid = pid.unwrap_or(0);
     match job {
-        Some(job) => job.display_name(cmdline),
+        Some(job) => crate::host::job::display_name(job, cmdline),
         None => crate::host::job::short_command(cmdline)
             .map_or_else(|| format!("pid {pid}"), |c| format!("{c} (pid {pid})")),
     }

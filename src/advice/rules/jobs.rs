@@ -48,7 +48,7 @@ const BLOCKED_MAX_CPU_PCT: f64 = 30.0;
 #[derive(Debug, Clone)]
 struct JobRanks {
     key: String,
-    /// The name people read (`JobInfo::display_name` over its first rank's command line).
+    /// The name people read (`host::job::display_name` over its first rank's command line).
     name: String,
     ranks: Vec<RankGpu>,
 }
@@ -196,7 +196,7 @@ pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a J
 
 /// The name people read for `job`, over the command line of its rank `pid` (the key stays its identity).
 pub(crate) fn job_name(ctx: &Ctx<'_>, job: &JobInfo, pid: u32) -> String {
-    job.display_name(ctx.host_process(pid).map_or("", |h| h.cmdline.as_str()))
+    crate::host::job::display_name(job, ctx.host_process(pid).map_or("", |h| h.cmdline.as_str()))
 }
 
 /// The jobs whose ranks hold compute contexts on at least two GPUs now, each rank with its GPU's window.
@@ -212,7 +212,7 @@ fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
         if let Some(j) = jobs.iter_mut().find(|j| j.key == job.key) {
             j.ranks.push(rank);
         } else {
-            let name = job.display_name(host.map_or("", |h| h.cmdline.as_str()));
+            let name = crate::host::job::display_name(job, host.map_or("", |h| h.cmdline.as_str()));
             jobs.push(JobRanks { key: job.key.clone(), name, ranks: vec![rank] });
         }
     }
