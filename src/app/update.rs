@@ -480,14 +480,19 @@ impl App {
 
     fn move_selection(&mut self, action: Action) {
         if self.focus == Focus::Advice {
-            let n = self.findings().len();
-            self.advice_selected = match action {
-                Action::Up => self.advice_selected.saturating_sub(1),
-                Action::Down => (self.advice_selected + 1).min(n.saturating_sub(1)),
+            // The pane lists the findings that say the same on several GPUs once: move by those groups, each
+            // selected by its first finding.
+            let groups = crate::advice::group::same_on_gpus(&self.findings());
+            let n = groups.len();
+            let at = groups.iter().position(|g| g.contains(&self.advice_selected)).unwrap_or(0);
+            let to = match action {
+                Action::Up => at.saturating_sub(1),
+                Action::Down => (at + 1).min(n.saturating_sub(1)),
                 Action::First => 0,
                 Action::Last => n.saturating_sub(1),
-                _ => self.advice_selected,
+                _ => at,
             };
+            self.advice_selected = groups.get(to).map_or(self.advice_selected, |g| g[0]);
             return;
         }
         let rows = self.rows();
