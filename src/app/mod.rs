@@ -124,9 +124,10 @@ pub enum Screen {
         offset: usize,
         revealed: bool,
     },
-    /// The explanation of one finding (index into the findings).
+    /// The explanation of one finding (index into the findings), scrolled down by `offset` lines.
     Explain {
         index: usize,
+        offset: usize,
     },
 }
 
@@ -266,6 +267,8 @@ pub struct App {
     pub advice_selected: usize,
     /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
     pub page_rows: usize,
+    /// The last offset the explanation screen scrolls to, as last laid out (`None` until then: the widget clamps).
+    pub scroll_end: Option<usize>,
     /// `o` was pressed: the next key picks the sort column.
     pub sort_chord: bool,
     inspector: Box<dyn ProcessInspector>,
@@ -328,6 +331,7 @@ impl App {
             focus: Focus::Processes,
             advice_selected: 0,
             page_rows: 10,
+            scroll_end: None,
             sort_chord: false,
             inspector: options.process_inspector,
             sender: options.signal_sender,

@@ -182,7 +182,7 @@ impl App {
         if self.findings().is_empty() {
             self.status = Some("no findings to explain".to_owned());
         } else {
-            self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1) };
+            self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1), offset: 0 };
         }
     }
 
@@ -203,6 +203,15 @@ impl App {
             (Screen::Environment { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows),
             (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
             (Screen::Environment { revealed, .. }, Action::Reveal) => *revealed = !*revealed,
+            // Down stops at the last page as last laid out; the widget clamps too.
+            (Screen::Explain { offset, .. }, Action::Down | Action::PageDown) => {
+                let step = if action == Action::Down { 1 } else { self.page_rows.max(1) };
+                *offset = offset.saturating_add(step).min(self.scroll_end.unwrap_or(usize::MAX / 2));
+            }
+            (Screen::Explain { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
+            (Screen::Explain { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows.max(1)),
+            (Screen::Explain { offset, .. }, Action::First) => *offset = 0,
+            (Screen::Explain { offset, .. }, Action::Last) => *offset = self.scroll_end.unwrap_or(usize::MAX / 2),
             (Screen::Environment { pid, .. }, Action::Details) => {
                 let pid = *pid;
                 self.screen = Screen::Details { pid, libraries: self.libraries(pid) };

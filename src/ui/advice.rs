@@ -39,7 +39,7 @@ pub fn about(finding: &Finding) -> String {
 
 /// Breaks `text` into lines: the first `first` characters wide, the others `rest` wide, at spaces (a word longer
 /// than a line is split, the only cut there is).
-fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
+pub(crate) fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     let cap = |n: usize| if n == 0 { first.max(1) } else { rest.max(1) };

@@ -335,3 +335,41 @@ fn jobs_view_says_when_environments_were_unreadable() {
     plain.update(gpusight::keys::Action::Jobs);
     assert!(!screen(&plain, 120, 40).contains("unreadable"));
 }
+
+/// The explanation of a finding at 40x10: it does not fit, so Up/Down/PageDown/End scroll it, to its last line and
+/// no further, and the title says how much is left.
+#[test]
+fn the_finding_screen_scrolls_at_40x10() {
+    use gpusight::keys::Action;
+    let mut app = app("straggler", 90);
+    app.update(Action::Explain);
+    let area = ratatui::layout::Rect::new(0, 0, 40, 10);
+    let settle = |app: &mut App| {
+        app.page_rows = gpusight::ui::table_rows(area, app);
+        app.scroll_end = gpusight::ui::scroll_end(area, app);
+    };
+    settle(&mut app);
+    let first = screen(&app, 40, 10);
+    assert!(first.contains(" more, Esc)"), "the title says how much is left: {first}");
+    let end = app.scroll_end.expect("the explanation screen scrolls");
+    assert!(end > 0, "it does not fit at 40x10");
+    app.update(Action::Down);
+    let second = screen(&app, 40, 10);
+    assert_ne!(first, second, "Down scrolls");
+    for _ in 0..500 {
+        app.update(Action::Down);
+    }
+    let last = screen(&app, 40, 10);
+    assert!(last.contains("(0 more, Esc)") && last.contains("Since "), "the last line shows: {last}");
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset == end), "{:?}", app.screen);
+    // One Up from the end moves at once; Home goes back to the top; PageDown moves a page.
+    app.update(Action::Up);
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset + 1 == end));
+    app.update(Action::First);
+    assert_eq!(screen(&app, 40, 10), first);
+    app.update(Action::PageDown);
+    let page = app.page_rows;
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset == page.min(end)));
+    app.update(Action::Last);
+    assert_eq!(screen(&app, 40, 10), last);
+}

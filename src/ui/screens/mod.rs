@@ -16,6 +16,7 @@ mod footer;
 mod help;
 
 pub use dialog::Dialog;
+pub use explain::explain_lines;
 pub use footer::Footer;
 
 /// A full screen in front of the main one: help, process details, environment or a finding's explanation.
@@ -38,7 +39,7 @@ impl Widget for SubScreen<'_> {
                 let view = environment::View { pid: *pid, offset: *offset, revealed: *revealed, reveal_key };
                 environment::render_environment(area, buf, &view, vars, paint);
             }
-            Screen::Explain { index } => explain::render_explain(area, buf, *index, app, paint),
+            Screen::Explain { index, offset } => explain::render_explain(area, buf, *index, *offset, app, paint),
         }
     }
 }
