@@ -267,6 +267,9 @@ pub struct App {
     pub advice_selected: usize,
     /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
     pub page_rows: usize,
+    /// `f` (full panels) was pressed since the last frame: the event loop says in the status line when the panels
+    /// do not fit (the ui decides the layout; the app cannot).
+    pub mode_asked: bool,
     /// The last offset the explanation screen scrolls to, as last laid out (`None` until then: the widget clamps).
     pub scroll_end: Option<usize>,
     /// `o` was pressed: the next key picks the sort column.
@@ -332,6 +335,7 @@ impl App {
             advice_selected: 0,
             page_rows: 10,
             scroll_end: None,
+            mode_asked: false,
             sort_chord: false,
             inspector: options.process_inspector,
             sender: options.signal_sender,

@@ -125,7 +125,10 @@ impl App {
             }
             Action::Explain => self.explain_selected(),
             Action::ModeAuto => self.mode = DisplayMode::Auto,
-            Action::ModeFull => self.mode = DisplayMode::Full,
+            Action::ModeFull => {
+                self.mode = DisplayMode::Full;
+                self.mode_asked = true;
+            }
             Action::ModeCompact => self.mode = DisplayMode::Compact,
             Action::SeekBack if self.playback.is_none() => self.scroll_command(-8),
             Action::SeekForward if self.playback.is_none() => self.scroll_command(8),

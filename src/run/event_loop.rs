@@ -209,6 +209,12 @@ fn event_loop_with<B: Backend>(
                 status.publish(app.live_pipeline());
             }
         }
+        // `f` where the full panels do not fit: said in the status line, not silently ignored.
+        if std::mem::take(&mut app.mode_asked)
+            && let Some(note) = ui::mode_note(Rect::new(0, 0, area.width, area.height), app)
+        {
+            app.status = Some(note);
+        }
     }
 }
 

@@ -373,3 +373,19 @@ fn the_finding_screen_scrolls_at_40x10() {
     app.update(Action::Last);
     assert_eq!(screen(&app, 40, 10), last);
 }
+
+/// `f` where the full panels do not fit says so (the event loop puts `ui::mode_note` in the status line), and says
+/// nothing where they fit or in another mode.
+#[test]
+fn full_panels_that_do_not_fit_are_said() {
+    use gpusight::keys::Action;
+    let mut app = app("mixed:8", 30);
+    let small = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let large = ratatui::layout::Rect::new(0, 0, 240, 80);
+    assert_eq!(gpusight::ui::mode_note(small, &app), None, "auto mode: nothing asked");
+    app.update(Action::ModeFull);
+    assert!(app.mode_asked, "the event loop is told to check");
+    let note = gpusight::ui::mode_note(small, &app).expect("8 panels do not fit in 80x24");
+    assert!(note.starts_with("full GPU panels do not fit in 80x24 with 8 GPUs"), "{note}");
+    assert_eq!(gpusight::ui::mode_note(large, &app), None, "they fit in 240x80");
+}
