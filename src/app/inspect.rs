@@ -11,7 +11,7 @@ pub type Pairs = Result<Vec<(String, String)>, String>;
 const SECRET_WORDS: [&str; 9] =
     ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"];
 
-/// Whether a variable's name looks like it holds a secret: one of [`SECRET_WORDS`] anywhere in it, or a word (between
+/// Whether a variable's name looks like it holds a secret: one of `SECRET_WORDS` anywhere in it, or a word (between
 /// underscores) that is or ends in `KEY`/`KEYS` (`API_KEY`, `OPENAI_APIKEY`; not `KEYBOARD` or `KEYMAP`). Desktop
 /// session names (`XDG_SESSION_TYPE`, `DBUS_SESSION_BUS_ADDRESS`) are not secrets.
 #[must_use]
