@@ -22,7 +22,8 @@
 //!   the machine's series ([`history::series`]) and each process's ([`history::process`]); [`pipeline`]: history
 //!   plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]; what is
-//!   watched before the first window is covered: [`advice::judging`]).
+//!   watched before the first window is covered: [`advice::judging`]; findings alike on several GPUs, grouped for
+//!   the advice pane: [`advice::group`]).
 //! - [`table`]: the process table's rows, sort, state, filters and columns, shared by the monitor, `--once` and
 //!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
 //! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]); [`terminal`]: the

@@ -476,6 +476,9 @@ pub struct JobInfo {
     /// The Kubernetes pod's uid, from the cgroup path the kubelet made for it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pod_uid: Option<String>,
+    /// The Slurm job's name as its environment says (`SLURM_JOB_NAME`), for people only: never part of the key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job_name: Option<String>,
 }
 
 impl JobInfo {

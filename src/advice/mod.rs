@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::history::History;
 use crate::sample::UnixMs;
 
+pub mod group;
 pub mod judging;
 pub mod rules;
 pub mod thresholds;

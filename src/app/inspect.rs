@@ -6,6 +6,56 @@ use std::fmt;
 /// Name/value pairs, or why they could not be read (phrased for a person).
 pub type Pairs = Result<Vec<(String, String)>, String>;
 
+/// Words in a variable's name that say its value is a secret (`GITHUB_TOKEN`, `DB_PASSWORD`, `AWS_SECRET_ACCESS_KEY`,
+/// `HF_AUTH`, `SESSION_COOKIE`).
+const SECRET_WORDS: [&str; 9] =
+    ["TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "COOKIE", "SESSION", "PRIVATE"];
+
+/// Whether a variable's name looks like it holds a secret: one of `SECRET_WORDS` anywhere in it, or a word (between
+/// underscores) that is or ends in `KEY`/`KEYS` (`API_KEY`, `OPENAI_APIKEY`; not `KEYBOARD` or `KEYMAP`). Desktop
+/// session names (`XDG_SESSION_TYPE`, `DBUS_SESSION_BUS_ADDRESS`) are not secrets.
+#[must_use]
+pub fn secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    if upper.starts_with("XDG_SESSION_") || upper.starts_with("DBUS_SESSION_") {
+        return false;
+    }
+    SECRET_WORDS.iter().any(|w| upper.contains(w))
+        || upper.split(|c: char| !c.is_ascii_alphanumeric()).any(|word| word.ends_with("KEY") || word.ends_with("KEYS"))
+}
+
+/// What the environment screen shows of a value while secrets are masked: a secret's value as a mask, a URL's
+/// password (`scheme://user:PASSWORD@host`) masked in place; `None` where nothing is masked.
+#[must_use]
+pub fn masked(name: &str, value: &str) -> Option<String> {
+    const MASK: &str = "********";
+    if secret_name(name) {
+        return Some(if value.is_empty() { String::new() } else { MASK.to_owned() });
+    }
+    // Every `://user:password@` in the value (a list of URLs has several).
+    let mut out = String::new();
+    let mut rest = value;
+    let mut changed = false;
+    while let Some(at) = rest.find("://") {
+        let (head, tail) = rest.split_at(at + 3);
+        out.push_str(head);
+        let end = tail.find(['/', ' ', ',', ';']).unwrap_or(tail.len());
+        let authority = &tail[..end];
+        match authority.rfind('@').and_then(|a| authority[..a].find(':').map(|c| (c, a))) {
+            Some((colon, at)) if at > colon + 1 => {
+                out.push_str(&authority[..=colon]);
+                out.push_str(MASK);
+                out.push_str(&authority[at..]);
+                changed = true;
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    changed.then_some(out)
+}
+
 /// Reads details of a process that the table does not carry.
 pub trait ProcessInspector: fmt::Debug + Send {
     /// The CUDA libraries the process has mapped, as (library, version or path).
@@ -78,5 +128,34 @@ mod tests {
             assert_eq!(said, format!("not available for a {what} process: it does not run on this machine"));
             assert!(inspector.cuda_libraries(own).is_err());
         }
+    }
+
+    #[test]
+    fn secrets_are_masked_by_name_and_url_passwords_in_place() {
+        for name in [
+            "GITHUB_TOKEN",
+            "DB_PASSWORD",
+            "AWS_SECRET_ACCESS_KEY",
+            "OPENAI_API_KEY",
+            "WANDB_APIKEY",
+            "MYSQL_PWD_PASSWD",
+        ] {
+            assert!(secret_name(name), "{name}");
+            assert_eq!(masked(name, "abc").as_deref(), Some("********"), "{name}");
+        }
+        for name in ["PATH", "KEYBOARD_LAYOUT", "XKB_KEYMAP", "XDG_SESSION_TYPE", "DBUS_SESSION_BUS_ADDRESS", "HOME"] {
+            assert!(!secret_name(name), "{name}");
+        }
+        assert_eq!(
+            masked("DATABASE_URL", "postgres://alice:hunter2@db:5432/x").as_deref(),
+            Some("postgres://alice:********@db:5432/x")
+        );
+        assert_eq!(masked("PIP_INDEX_URL", "https://pypi.org/simple"), None);
+        assert_eq!(masked("PROXY", "http://user@proxy:3128"), None, "a user without a password");
+        assert_eq!(
+            masked("MIRRORS", "https://a:b@one/x https://two/y").as_deref(),
+            Some("https://a:********@one/x https://two/y")
+        );
+        assert_eq!(masked("HF_TOKEN", "").as_deref(), Some(""), "nothing to hide");
     }
 }

@@ -6,16 +6,16 @@ use std::collections::BTreeSet;
 
 use crate::advice::{Finding, Rule, Thresholds};
 use crate::host::job::ENVIRON_UNREADABLE;
-use crate::sample::{GpuTick, Tick};
+use crate::sample::{GpuTick, JobInfo, Tick};
 
-/// The jobs view's state: on or off, the selected job (by key), the selected rank within it (by a click on its
-/// line) and the jobs expanded into their ranks.
+/// The jobs view's state: on or off, the selected job (by key), the selected rank within it and the jobs expanded
+/// into their ranks.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobsState {
     pub on: bool,
     pub selected: Option<String>,
-    /// A rank of the selected job picked with the mouse, as its (PID, GPU index); T/K/I then act on it alone. The
-    /// keys that move the selection clear it.
+    /// A rank of the selected job, selected with Up/Down inside an expanded job or with a click, as its (PID, GPU
+    /// index); T/K/I then act on it alone. Moving to a job's own line clears it.
     pub selected_rank: Option<(u32, u32)>,
     pub expanded: BTreeSet<String>,
 }
@@ -62,7 +62,8 @@ pub struct JobRank {
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobRow {
     pub key: String,
-    /// Launcher (or the key's kind) and the key's short form, e.g. "torchrun 127.0.0.1:29500", "pid 1234".
+    /// The name people read (the key stays its identity), e.g. "slurm 4242 train", "torchrun train.py
+    /// @127.0.0.1:29500", "llama-server (pid 1234)".
     pub name: String,
     pub ranks: Vec<JobRank>,
     pub world_size: Option<u32>,
@@ -106,14 +107,16 @@ impl JobRow {
     }
 }
 
-/// The short name of a job key: `torch:ADDR:PORT/RUN` gives "ADDR:PORT", `slurm:ID` "slurm ID", `pid:PID`
-/// "pid PID"; a launcher's name replaces the key's kind.
+/// The name people read for a job: [`crate::host::job::display_name`] over its first rank's command line, or for a
+/// process without a job its command and PID ("llama-server (pid 1234)"), else "pid 1234".
 #[must_use]
-pub fn job_name(key: &str, launcher: Option<&str>) -> String {
-    let (kind, rest) = key.split_once(':').unwrap_or(("job", key));
-    let rest = if kind == "torch" { rest.split('/').next().unwrap_or(rest) } else { rest };
-    let kind = if kind == "pid" { kind } else { launcher.unwrap_or(kind) };
-    format!("{kind} {rest}")
+pub fn job_name(job: Option<&JobInfo>, cmdline: &str, pid: Option<u32>) -> String {
+    let pid = pid.unwrap_or(0);
+    match job {
+        Some(job) => crate::host::job::display_name(job, cmdline),
+        None => crate::host::job::short_command(cmdline)
+            .map_or_else(|| format!("pid {pid}"), |c| format!("{c} (pid {pid})")),
+    }
 }
 
 fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
@@ -151,7 +154,7 @@ pub fn job_rows(tick: &Tick, findings: &[&Finding], only: Option<&[u32]>, thresh
         if let Some(row) = rows.iter_mut().find(|r| r.key == key) {
             row.ranks.push(rank);
         } else {
-            let name = job_name(&key, job.and_then(|j| j.launcher.as_deref()));
+            let name = job_name(job, host.map_or("", |h| h.cmdline.as_str()), gp.pid);
             rows.push(JobRow {
                 key,
                 name,
@@ -255,12 +258,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_the_launcher_and_the_keys_short_form() {
-        assert_eq!(job_name("torch:127.0.0.1:29500/abc", Some("torchrun")), "torchrun 127.0.0.1:29500");
-        assert_eq!(job_name("torch:10.0.0.1:29500", None), "torch 10.0.0.1:29500");
-        assert_eq!(job_name("pid:1234", None), "pid 1234");
-        assert_eq!(job_name("slurm:77", Some("srun")), "srun 77");
-        assert_eq!(job_name("odd", None), "job odd");
+    fn names_are_for_people_and_the_key_stays_the_identity() {
+        let job = JobInfo {
+            key: "torch:127.0.0.1:29500/abc".to_owned(),
+            launcher: Some("torchrun".to_owned()),
+            master: Some("127.0.0.1:29500".to_owned()),
+            ..JobInfo::default()
+        };
+        assert_eq!(job_name(Some(&job), "python -u train.py", Some(5)), "torchrun train.py @127.0.0.1:29500");
+        assert_eq!(job_name(None, "python3 serve.py --port 1", Some(1234)), "serve.py (pid 1234)");
+        assert_eq!(job_name(None, "", Some(1234)), "pid 1234");
     }
 
     #[test]

@@ -117,15 +117,17 @@ pub enum Screen {
         pid: u32,
         libraries: inspect::Pairs,
     },
-    /// One process's environment.
+    /// One process's environment, with the values of secrets masked unless `revealed`.
     Environment {
         pid: u32,
         vars: inspect::Pairs,
         offset: usize,
+        revealed: bool,
     },
-    /// The explanation of one finding (index into the findings).
+    /// The explanation of one finding (index into the findings), scrolled down by `offset` lines.
     Explain {
         index: usize,
+        offset: usize,
     },
 }
 
@@ -265,6 +267,11 @@ pub struct App {
     pub advice_selected: usize,
     /// Rows per page of the process table, as last laid out (for PageUp/PageDown).
     pub page_rows: usize,
+    /// `f` (full panels) was pressed since the last frame: the event loop says in the status line when the panels
+    /// do not fit (the ui decides the layout; the app cannot).
+    pub mode_asked: bool,
+    /// The last offset the explanation screen scrolls to, as last laid out (`None` until then: the widget clamps).
+    pub scroll_end: Option<usize>,
     /// `o` was pressed: the next key picks the sort column.
     pub sort_chord: bool,
     inspector: Box<dyn ProcessInspector>,
@@ -327,6 +334,8 @@ impl App {
             focus: Focus::Processes,
             advice_selected: 0,
             page_rows: 10,
+            scroll_end: None,
+            mode_asked: false,
             sort_chord: false,
             inspector: options.process_inspector,
             sender: options.signal_sender,

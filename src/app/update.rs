@@ -125,7 +125,10 @@ impl App {
             }
             Action::Explain => self.explain_selected(),
             Action::ModeAuto => self.mode = DisplayMode::Auto,
-            Action::ModeFull => self.mode = DisplayMode::Full,
+            Action::ModeFull => {
+                self.mode = DisplayMode::Full;
+                self.mode_asked = true;
+            }
             Action::ModeCompact => self.mode = DisplayMode::Compact,
             Action::SeekBack if self.playback.is_none() => self.scroll_command(-8),
             Action::SeekForward if self.playback.is_none() => self.scroll_command(8),
@@ -134,6 +137,8 @@ impl App {
             Action::SeekBackLong => self.seek(-60_000),
             Action::SeekForwardLong => self.seek(60_000),
             Action::JumpStart | Action::JumpEnd | Action::Slower | Action::Faster => self.playback_control(action),
+            // Only the environment screen has secrets to show.
+            Action::Reveal => self.status = Some("secrets are shown or masked on the environment screen".to_owned()),
             Action::DialogConfirm | Action::DialogCancel | Action::DialogLeft | Action::DialogRight => {}
         }
         Effect::None
@@ -180,7 +185,7 @@ impl App {
         if self.findings().is_empty() {
             self.status = Some("no findings to explain".to_owned());
         } else {
-            self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1) };
+            self.screen = Screen::Explain { index: self.advice_selected.min(self.findings().len() - 1), offset: 0 };
         }
     }
 
@@ -200,6 +205,16 @@ impl App {
             (Screen::Environment { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
             (Screen::Environment { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows),
             (Screen::Environment { offset, .. }, Action::First) => *offset = 0,
+            (Screen::Environment { revealed, .. }, Action::Reveal) => *revealed = !*revealed,
+            // Down stops at the last page as last laid out; the widget clamps too.
+            (Screen::Explain { offset, .. }, Action::Down | Action::PageDown) => {
+                let step = if action == Action::Down { 1 } else { self.page_rows.max(1) };
+                *offset = offset.saturating_add(step).min(self.scroll_end.unwrap_or(usize::MAX / 2));
+            }
+            (Screen::Explain { offset, .. }, Action::Up) => *offset = offset.saturating_sub(1),
+            (Screen::Explain { offset, .. }, Action::PageUp) => *offset = offset.saturating_sub(self.page_rows.max(1)),
+            (Screen::Explain { offset, .. }, Action::First) => *offset = 0,
+            (Screen::Explain { offset, .. }, Action::Last) => *offset = self.scroll_end.unwrap_or(usize::MAX / 2),
             (Screen::Environment { pid, .. }, Action::Details) => {
                 let pid = *pid;
                 self.screen = Screen::Details { pid, libraries: self.libraries(pid) };
@@ -463,7 +478,8 @@ impl App {
         match pid {
             // Root reads every process's environment (the kernel allows it); others their own.
             Some((pid, Some(uid))) if uid == self.own_uid || self.own_uid == 0 => {
-                self.screen = Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0 };
+                self.screen =
+                    Screen::Environment { pid, vars: self.inspector.environment(pid), offset: 0, revealed: false };
             }
             Some((pid, _)) => {
                 // Stay where the key was pressed (the details screen keeps its place).
@@ -476,14 +492,19 @@ impl App {
 
     fn move_selection(&mut self, action: Action) {
         if self.focus == Focus::Advice {
-            let n = self.findings().len();
-            self.advice_selected = match action {
-                Action::Up => self.advice_selected.saturating_sub(1),
-                Action::Down => (self.advice_selected + 1).min(n.saturating_sub(1)),
+            // The pane lists the findings that say the same on several GPUs once: move by those groups, each
+            // selected by its first finding.
+            let groups = crate::advice::group::same_on_gpus(&self.findings());
+            let n = groups.len();
+            let at = groups.iter().position(|g| g.contains(&self.advice_selected)).unwrap_or(0);
+            let to = match action {
+                Action::Up => at.saturating_sub(1),
+                Action::Down => (at + 1).min(n.saturating_sub(1)),
                 Action::First => 0,
                 Action::Last => n.saturating_sub(1),
-                _ => self.advice_selected,
+                _ => at,
             };
+            self.advice_selected = groups.get(to).map_or(self.advice_selected, |g| g[0]);
             return;
         }
         let rows = self.rows();

@@ -114,17 +114,26 @@ impl App {
         self.jobs.selected_rank = rank.pid.map(|pid| (pid, rank.gpu_index));
     }
 
-    /// Moves the job selection (Up/Down/PageUp/PageDown/Home/End, the mouse wheel); a rank selected by a click is
-    /// forgotten.
+    /// Moves the selection over the lines on screen (Up/Down/PageUp/PageDown/Home/End, the mouse wheel): the jobs,
+    /// and the ranks of an expanded job, so a rank can be selected (and signalled alone) from the keyboard.
     pub(super) fn move_job_selection(&mut self, action: Action) {
-        self.jobs.selected_rank = None;
         let rows = self.job_rows();
-        if rows.is_empty() {
+        // Every line that can be selected: a job's own line, then its ranks (those with a PID) when expanded.
+        let mut lines: Vec<(usize, Option<usize>)> = Vec::new();
+        for (j, row) in rows.iter().enumerate() {
+            lines.push((j, None));
+            if self.jobs.expanded.contains(&row.key) {
+                lines.extend(row.ranks.iter().enumerate().filter(|(_, r)| r.pid.is_some()).map(|(k, _)| (j, Some(k))));
+            }
+        }
+        if lines.is_empty() {
+            self.jobs.selected_rank = None;
             return;
         }
-        let last = rows.len() - 1;
+        let last = lines.len() - 1;
         let page = self.page_rows.max(1);
-        let at = self.selected_job(&rows);
+        let here = self.selected_job(&rows).map(|j| (j, self.selected_rank(&rows)));
+        let at = here.and_then(|h| lines.iter().position(|l| *l == h));
         let to = match (action, at) {
             (Action::First, _) | (_, None) => 0,
             (Action::Last, _) => last,
@@ -133,7 +142,12 @@ impl App {
             (Action::PageUp, Some(i)) => i.saturating_sub(page),
             (_, Some(i)) => (i + page).min(last),
         };
-        self.jobs.selected = Some(rows[to].key.clone());
+        let (job, rank) = lines[to];
+        self.jobs.selected = Some(rows[job].key.clone());
+        self.jobs.selected_rank = rank.and_then(|k| {
+            let rank = &rows[job].ranks[k];
+            rank.pid.map(|pid| (pid, rank.gpu_index))
+        });
     }
 
     /// T/K/I on a job: one dialog for every rank's process, each pinned by its start time as the table does.
@@ -146,7 +160,8 @@ impl App {
             self.status = Some("select a job first (Up/Down)".to_owned());
             return;
         };
-        // A rank picked with the mouse: its process alone, in the dialog of a single process.
+        // A rank selected (Down into an expanded job, or a click): its process alone, in the dialog of a single
+        // process.
         let rank_pid = self.selected_rank(&rows).and_then(|k| job.ranks[k].pid);
         let pids = rank_pid.map_or_else(|| job.pids(), |pid| vec![pid]);
         let tick = self.tick();

@@ -42,6 +42,8 @@ pub struct JobEnv {
     /// torchrun's run id (`TORCHELASTIC_RUN_ID`), shared by every rank it started.
     pub run_id: Option<String>,
     pub slurm_job_id: Option<String>,
+    /// The Slurm job's name (`SLURM_JOB_NAME`): for people only, never part of the key.
+    pub slurm_job_name: Option<String>,
     /// Kubernetes pod name (`HOSTNAME` where `KUBERNETES_SERVICE_HOST` is set) and namespace (`POD_NAMESPACE`, set
     /// through the downward API where a deployment asks for it).
     pub pod: Option<String>,
@@ -80,6 +82,7 @@ impl JobEnv {
                 "TORCHELASTIC_RUN_ID" => env.run_id = text(),
                 "SLURM_JOB_ID" => env.slurm_job_id = text(),
                 "SLURM_JOBID" if env.slurm_job_id.is_none() => env.slurm_job_id = text(),
+                "SLURM_JOB_NAME" => env.slurm_job_name = text(),
                 "KUBERNETES_SERVICE_HOST" => kubernetes = true,
                 "HOSTNAME" => hostname = text(),
                 "POD_NAME" => env.pod = text(),
@@ -384,7 +387,64 @@ pub fn job_info(
         slurm_step,
         slurm_job_from_cgroup,
         pod_uid,
+        slurm_job_name: env.slurm_job_name.clone(),
     }
+}
+
+/// The script a command line runs, as a person names it: a Python program's script (`train.py`) or module
+/// (`-m pkg.train`), else the program's base name; `None` for an empty command line.
+#[must_use]
+pub fn short_command(cmdline: &str) -> Option<String> {
+    let base = |arg: &str| arg.rsplit('/').next().unwrap_or(arg).to_owned();
+    let mut args = cmdline.split_whitespace();
+    let program = base(args.next()?);
+    if !program.starts_with("python") {
+        return Some(program);
+    }
+    while let Some(arg) = args.next() {
+        match arg {
+            "-m" => return Some(args.next().map_or(program, |m| format!("-m {m}"))),
+            "-c" => return Some(format!("{program} -c")),
+            "-W" | "-X" => {
+                args.next();
+            }
+            a if a.starts_with('-') => {}
+            a => return Some(base(a)),
+        }
+    }
+    Some(program)
+}
+
+/// The name people read for a job, from what is known of it and one rank's command line: the Slurm job's id and
+/// name ("slurm 4242 train"), else the launcher and script with the rendezvous ("torchrun train.py
+/// @127.0.0.1:29500"), else the command ("python3 serve.py"). Text from outside: print it through
+/// [`crate::text::visible`].
+#[must_use]
+pub fn display_name(job: &JobInfo, cmdline: &str) -> String {
+    if let Some(id) = &job.slurm_job_id {
+        return match &job.slurm_job_name {
+            Some(name) => format!("slurm {id} {name}"),
+            None => format!("slurm {id}"),
+        };
+    }
+    let command = short_command(cmdline);
+    let mut parts: Vec<String> = Vec::new();
+    parts.extend(job.launcher.clone());
+    parts.extend(command);
+    if let Some(master) = &job.master {
+        parts.push(format!("@{master}"));
+    }
+    if parts.is_empty() {
+        return job.key.clone();
+    }
+    if job.master.is_none() {
+        // A job of its own, or the ranks of one launcher: its PID (the launcher's) tells two runs of one script
+        // apart.
+        if let Some(pid) = job.key.strip_prefix("pid:").or_else(|| job.key.strip_prefix("launcher:")) {
+            parts.push(format!("(pid {pid})"));
+        }
+    }
+    parts.join(" ")
 }
 
 #[cfg(test)]
@@ -651,5 +711,44 @@ mod tests {
             assert!(value.len() <= ENV_VALUE_MAX_BYTES, "{}", value.len());
             assert!(value.ends_with(crate::text::CUT_MARKER));
         }
+    }
+
+    #[test]
+    fn jobs_are_named_for_people_by_slurm_then_launcher_script_and_rendezvous_then_command() {
+        let torch = JobInfo {
+            key: "torch:127.0.0.1:29500/none".to_owned(),
+            launcher: Some("torchrun".to_owned()),
+            master: Some("127.0.0.1:29500".to_owned()),
+            ..JobInfo::default()
+        };
+        assert_eq!(
+            display_name(&torch, "/usr/bin/python3 -u train.py --lr 3e-4"),
+            "torchrun train.py @127.0.0.1:29500"
+        );
+        let slurm = JobInfo {
+            key: "slurm:4242".to_owned(),
+            slurm_job_id: Some("4242".to_owned()),
+            slurm_job_name: Some("train".to_owned()),
+            ..torch
+        };
+        assert_eq!(display_name(&slurm, "python train.py"), "slurm 4242 train");
+        let unnamed = JobInfo { slurm_job_name: None, ..slurm };
+        assert_eq!(display_name(&unnamed, "python train.py"), "slurm 4242");
+        let alone = JobInfo { key: "pid:77".to_owned(), ..JobInfo::default() };
+        assert_eq!(
+            display_name(&alone, "python3 -m vllm.entrypoints.api_server"),
+            "-m vllm.entrypoints.api_server (pid 77)"
+        );
+        assert_eq!(display_name(&alone, "/opt/bin/llama-server -m x.gguf"), "llama-server (pid 77)");
+        let launched =
+            JobInfo { key: "launcher:2000".to_owned(), launcher: Some("torchrun".to_owned()), ..JobInfo::default() };
+        assert_eq!(display_name(&launched, "python train.py"), "torchrun train.py (pid 2000)");
+        // Nothing known but the key: the key.
+        assert_eq!(
+            display_name(&JobInfo { key: "container:abc".to_owned(), ..JobInfo::default() }, ""),
+            "container:abc"
+        );
+        let e = env(&[("SLURM_JOB_ID", "9"), ("SLURM_JOB_NAME", "bert")]);
+        assert_eq!(e.slurm_job_name.as_deref(), Some("bert"));
     }
 }

@@ -66,8 +66,9 @@ actions! {
     SignalInt => "signal-int", Normal, "Send SIGINT to the selected or tagged processes (asks first)";
     Details => "details", Normal, "Open the selected process (graphs, CUDA libraries); on a finding: select its process";
     Environment => "environment", Normal, "Show the selected process's environment (own processes only)";
+    Reveal => "reveal", Normal, "Environment: show or mask secret values";
     Tree => "tree", Normal, "Toggle the tree view (launchers, GPU processes, DataLoader workers)";
-    Jobs => "jobs", Normal, "Toggle the jobs view (one row per job; Enter shows its ranks; T/K/I signal every rank)";
+    Jobs => "jobs", Normal, "Toggle the jobs view (a row per job; Enter shows its ranks, Down picks one for T/K/I)";
     SortPrev => "sort-prev", Normal, "Sort by the previous column";
     SortNext => "sort-next", Normal, "Sort by the next column";
     SortInvert => "sort-invert", Normal, "Invert the sort order";

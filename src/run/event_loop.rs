@@ -167,6 +167,7 @@ fn event_loop_with<B: Backend>(
         assert!(!test_panic, "GPUSIGHT_TEST_PANIC: a panic after the first frame, as asked");
         let area = terminal.size().map_err(backend_error)?;
         app.page_rows = ui::table_rows(Rect::new(0, 0, area.width, area.height), app).max(1);
+        app.scroll_end = ui::scroll_end(Rect::new(0, 0, area.width, area.height), app);
         let first = match app.until_next_frame() {
             Some(wait) => match rx.recv_timeout(wait) {
                 Ok(event) => Some(event),
@@ -207,6 +208,12 @@ fn event_loop_with<B: Backend>(
             if let Some(status) = status.as_mut() {
                 status.publish(app.live_pipeline());
             }
+        }
+        // `f` where the full panels do not fit: said in the status line, not silently ignored.
+        if std::mem::take(&mut app.mode_asked)
+            && let Some(note) = ui::mode_note(Rect::new(0, 0, area.width, area.height), app)
+        {
+            app.status = Some(note);
         }
     }
 }

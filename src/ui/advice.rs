@@ -39,7 +39,7 @@ pub fn about(finding: &Finding) -> String {
 
 /// Breaks `text` into lines: the first `first` characters wide, the others `rest` wide, at spaces (a word longer
 /// than a line is split, the only cut there is).
-fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
+pub(crate) fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     let cap = |n: usize| if n == 0 { first.max(1) } else { rest.max(1) };
@@ -75,11 +75,45 @@ fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
     lines
 }
 
-/// The pane's content for one finding in `form` at `width`: spans per line.
-fn finding_lines<'a>(finding: &Finding, form: Form, width: u16, highlight: bool, paint: &Paint) -> Vec<Line<'a>> {
+/// One line of the pane's list: a finding, or the findings that say the same on several GPUs as one.
+#[derive(Debug, Clone)]
+struct Entry {
+    finding: Finding,
+    /// What a group is about ("GPUs 0-7"); `None` for a single finding.
+    group: Option<String>,
+    /// The indices of its findings in the app's list, the first one's first.
+    members: Vec<usize>,
+}
+
+impl Entry {
+    /// "GPU 1 PID 3001 ", "host ", or a group's " GPUs 0-7: ".
+    fn about(&self) -> String {
+        self.group.as_ref().map_or_else(|| about(&self.finding), |g| format!(" {g}: "))
+    }
+}
+
+/// The pane's entries over the findings: those that say the same on several GPUs as one.
+fn entries(findings: &[&Finding]) -> Vec<Entry> {
+    crate::advice::group::same_on_gpus(findings)
+        .into_iter()
+        .map(|members| {
+            let (finding, group) = crate::advice::group::merged(findings, &members);
+            Entry { finding, group, members }
+        })
+        .collect()
+}
+
+/// The entry that holds the finding at `index`.
+fn entry_of(entries: &[Entry], index: usize) -> usize {
+    entries.iter().position(|e| e.members.contains(&index)).unwrap_or(0)
+}
+
+/// The pane's content for one entry in `form` at `width`: spans per line.
+fn finding_lines<'a>(entry: &Entry, form: Form, width: u16, highlight: bool, paint: &Paint) -> Vec<Line<'a>> {
     let theme = &paint.theme;
+    let finding = &entry.finding;
     let width = usize::from(width);
-    let head = vec![Span::raw(" "), paint.severity_of(finding), Span::styled(about(finding), theme.label)];
+    let head = vec![Span::raw(" "), paint.severity_of(finding), Span::styled(entry.about(), theme.label)];
     let head_w: usize = head.iter().map(Span::width).sum();
     let title_style = if highlight { theme.selected } else { theme.base };
     let body_w = width.saturating_sub(INDENT).max(8);
@@ -112,8 +146,8 @@ fn finding_lines<'a>(finding: &Finding, form: Form, width: u16, highlight: bool,
     out
 }
 
-fn rows(finding: &Finding, form: Form, width: u16, paint: &Paint) -> usize {
-    finding_lines(finding, form, width, false, paint).len()
+fn rows(entry: &Entry, form: Form, width: u16, paint: &Paint) -> usize {
+    finding_lines(entry, form, width, false, paint).len()
 }
 
 /// Rows the pane needs at `width`: (every finding whole with its title line, the least a pane shows: its title
@@ -131,8 +165,9 @@ pub fn need(
         let rows = judging.map_or(1, |j| judging_lines(j, width, paint).len());
         return (u16::try_from(rows + 1 + cleared).unwrap_or(u16::MAX), 2);
     }
-    let full: usize = findings.iter().map(|f| rows(f, Form::Full, width, paint)).sum::<usize>() + cleared;
-    let selected = findings[selected.min(findings.len() - 1)];
+    let entries = entries(findings);
+    let full: usize = entries.iter().map(|e| rows(e, Form::Full, width, paint)).sum::<usize>() + cleared;
+    let selected = &entries[entry_of(&entries, selected.min(findings.len() - 1))];
     let least = rows(selected, Form::Title, width, paint);
     let to_u16 = |n: usize| u16::try_from(n + 1).unwrap_or(u16::MAX);
     (to_u16(full), to_u16(least))
@@ -143,9 +178,9 @@ pub fn need(
 /// include the selected one) in the richest form that shows at least two, or the selected one alone. Rows left
 /// over then show more of single findings, warnings and criticals before infos: the remedies first (the selected
 /// finding's first), then the evidence; an info grows only once every warning or critical shown has its remedy.
-fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint: &Paint) -> (usize, Vec<Form>) {
+fn choose(findings: &[Entry], selected: usize, room: usize, width: u16, paint: &Paint) -> (usize, Vec<Form>) {
     let n = findings.len();
-    let height = |i: usize, form: Form| rows(findings[i], form, width, paint);
+    let height = |i: usize, form: Form| rows(&findings[i], form, width, paint);
     let heights = |form: Form| -> Vec<usize> { (0..n).map(|i| height(i, form)).collect() };
     // A window of findings that holds the selected one: as many as fit from `selected` forward, then back.
     let window = |h: &[usize]| -> (usize, usize) {
@@ -192,8 +227,10 @@ fn choose(findings: &[&Finding], selected: usize, room: usize, width: u16, paint
     // once every warning or critical shown has at least its remedy.
     for urgent in [true, false] {
         let tier: Vec<usize> =
-            order.iter().copied().filter(|&i| (findings[i].severity >= Severity::Warning) == urgent).collect();
-        if !urgent && (0..count).any(|k| findings[first + k].severity >= Severity::Warning && forms[k] < Form::Brief) {
+            order.iter().copied().filter(|&i| (findings[i].finding.severity >= Severity::Warning) == urgent).collect();
+        if !urgent
+            && (0..count).any(|k| findings[first + k].finding.severity >= Severity::Warning && forms[k] < Form::Brief)
+        {
             break;
         }
         for target in [Form::Brief, Form::Full] {
@@ -234,13 +271,14 @@ impl AdvicePane<'_> {
         if self.style == AdviceStyle::Strip || area.height < 2 || row <= area.y || self.findings.is_empty() {
             return None;
         }
-        let selected = self.selected.min(self.findings.len() - 1);
-        let (first, forms) = choose(self.findings, selected, usize::from(area.height - 1), area.width, self.paint);
+        let entries = entries(self.findings);
+        let selected = entry_of(&entries, self.selected.min(self.findings.len() - 1));
+        let (first, forms) = choose(&entries, selected, usize::from(area.height - 1), area.width, self.paint);
         let mut y = usize::from(area.y) + 1;
         for (i, form) in (first..).zip(forms) {
-            let h = rows(self.findings[i], form, area.width, self.paint);
+            let h = rows(&entries[i], form, area.width, self.paint);
             if (y..y + h).contains(&usize::from(row)) {
-                return Some(i);
+                return Some(entries[i].members[0]);
             }
             y += h;
         }
@@ -297,11 +335,11 @@ impl Widget for AdvicePane<'_> {
             fill(area, buf, vec![self.strip(area.width)], theme.base);
             return;
         }
-        let n = self.findings.len();
+        let entries = entries(self.findings);
+        let n = entries.len();
         let room = usize::from(area.height - 1);
-        let selected = self.selected.min(n.saturating_sub(1));
-        let (first, forms) =
-            if n == 0 { (0, Vec::new()) } else { choose(self.findings, selected, room, area.width, paint) };
+        let selected = entry_of(&entries, self.selected.min(self.findings.len().saturating_sub(1)));
+        let (first, forms) = if n == 0 { (0, Vec::new()) } else { choose(&entries, selected, room, area.width, paint) };
         let count = forms.len();
         let mut extra = if count < n {
             vec![Span::styled(format!("({count} of {n}: ^W, Up/Down) "), theme.tagged)]
@@ -333,8 +371,8 @@ impl Widget for AdvicePane<'_> {
                 lines.push(Line::from(Span::styled(text, theme.low)));
             }
         }
-        for ((i, finding), form) in self.findings.iter().enumerate().skip(first).zip(forms) {
-            lines.extend(finding_lines(finding, form, area.width, self.focused && i == selected, paint));
+        for ((i, entry), form) in entries.iter().enumerate().skip(first).zip(forms) {
+            lines.extend(finding_lines(entry, form, area.width, self.focused && i == selected, paint));
         }
         for c in self.cleared {
             lines.push(cleared_line(c, area.width, paint));
@@ -572,5 +610,42 @@ mod tests {
         assert!(wide[0].contains("CRIT") && wide[0].contains("wait") && wide[0].contains("+1"), "{wide:?}");
         let narrow = strip(40);
         assert!(narrow[0].contains("CRIT 1") && narrow[0].contains("WARN 1"), "{narrow:?}");
+    }
+
+    #[test]
+    fn identical_findings_on_eight_gpus_are_one_line() {
+        let mut fs: Vec<Finding> = (0..8)
+            .map(|g| Finding {
+                severity: Severity::Info,
+                gpu_index: Some(g),
+                pid: Some(2000 + g),
+                title: format!("GPU {g} waits in a collective; judging which rank is slow"),
+                ..finding(Severity::Info, "")
+            })
+            .collect();
+        fs.push(finding(Severity::Warning, "GPU 1 is underfed"));
+        let refs: Vec<&Finding> = fs.iter().collect();
+        let paint = Paint::new(ThemeName::Dark, false);
+        let pane = |selected| AdvicePane {
+            findings: &refs,
+            selected,
+            focused: true,
+            style: AdviceStyle::Pane,
+            paint: &paint,
+            judging: None,
+            cleared: &[],
+        };
+        let lines = render(pane(0), 100, 12);
+        let grouped: Vec<&String> = lines.iter().filter(|l| l.contains("waits in a collective")).collect();
+        assert_eq!(grouped.len(), 1, "{lines:#?}");
+        assert!(grouped[0].contains("GPUs 0-7: each GPU waits in a collective"), "{lines:#?}");
+        assert!(lines[0].contains("(2)"), "two entries: {lines:#?}");
+        assert!(lines.iter().any(|l| l.contains("GPU 1 PID 3001 GPU 1 is underfed")), "{lines:#?}");
+        // A finding inside the group selected (GPU 5's) selects the group; a click on it gives its first finding.
+        let area = Rect::new(0, 0, 100, 12);
+        assert_eq!(pane(5).finding_at(area, 1), Some(0));
+        let (full, _) = need(&refs, 0, 100, &paint, None, 0);
+        let drawn = lines.iter().skip(1).filter(|l| !l.is_empty()).count();
+        assert_eq!(usize::from(full) - 1, drawn, "the rows asked for are the rows drawn");
     }
 }

@@ -343,8 +343,13 @@ impl Gpu<'_> {
         }
     }
 
-    /// The lines of one GPU when each has `per_gpu` lines (1 to 4).
+    /// The lines of one GPU when each has `per_gpu` lines (1 to 4), each within `width` with no reading cut.
     fn lines<'s>(&self, per_gpu: u16, width: u16, span_s: u64, paint: &Paint) -> Vec<Line<'s>> {
+        let lines = self.lines_unfitted(per_gpu, width, span_s, paint);
+        lines.into_iter().map(|l| super::paint::fit_fields(l, usize::from(width))).collect()
+    }
+
+    fn lines_unfitted<'s>(&self, per_gpu: u16, width: u16, span_s: u64, paint: &Paint) -> Vec<Line<'s>> {
         let mut lines = vec![self.compact_line(width, per_gpu <= 2, paint)];
         if per_gpu < 2 {
             return lines;
@@ -571,5 +576,60 @@ mod tests {
         assert!(panel[0].starts_with("╭ GPU 0 │ NVIDIA H200"), "{panel:?}");
         assert!(panel[8].starts_with("╰"), "{panel:?}");
         assert!(panel[1].contains("UTL") && panel[1].contains("UTIL 2 min max"), "{panel:?}");
+    }
+
+    /// Text of a line, as drawn.
+    fn text(line: &Line<'_>) -> String {
+        line.spans.iter().map(|s| s.content.as_ref()).collect()
+    }
+
+    #[test]
+    fn readings_are_dropped_whole_at_every_width_never_cut() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        for scenario in ["mixed:8", "straggler", "thermal"] {
+            let app = app(scenario, 40);
+            let history = &app.view().history;
+            let tick = app.tick();
+            for info in shown(&app) {
+                let gpu = Gpu {
+                    info,
+                    tick: tick.gpu(info.index),
+                    series: history.gpu(info.index),
+                    window_start: 0,
+                    worst: None,
+                };
+                for width in [40_u16, 45, 52, 60, 69, 75, 80, 90, 99, 105, 120] {
+                    for per_gpu in 1..=4 {
+                        let full = gpu.lines_unfitted(per_gpu, width, 60, &paint);
+                        let fitted = gpu.lines(per_gpu, width, 60, &paint);
+                        for (whole, line) in full.iter().zip(&fitted) {
+                            let (whole, shown) = (text(whole), text(line));
+                            assert!(line.width() <= usize::from(width), "{width}: {shown:?}");
+                            let kept = shown.trim_end();
+                            assert!(whole.starts_with(kept), "{width}: {shown:?} is not the start of {whole:?}");
+                            let next = whole[kept.len()..].chars().next();
+                            assert!(
+                                next.is_none_or(|c| c == ' '),
+                                "{scenario} GPU {} at {width} cols, {per_gpu} lines: a reading cut in {shown:?}",
+                                info.index
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fit_fields_drops_a_cut_reading_and_the_label_left_alone() {
+        let line =
+            Line::from(vec![Span::raw("PCIe "), Span::raw("Gen5x16/Gen5x16"), Span::raw(" RX 148MB/s TX 2MB/s")]);
+        let fit = |w| text(&super::super::paint::fit_fields(line.clone(), w));
+        assert_eq!(fit(80), "PCIe Gen5x16/Gen5x16 RX 148MB/s TX 2MB/s");
+        assert_eq!(fit(31), "PCIe Gen5x16/Gen5x16 RX 148MB/s");
+        assert_eq!(fit(30), "PCIe Gen5x16/Gen5x16", "not \"RX 148MB/\" nor a bare \"RX\"");
+        assert_eq!(fit(10), "", "a label without its value goes too");
+        let badges = Line::from(vec![Span::raw("THR"), Span::raw(" "), Span::raw("hw-thermal 40%")]);
+        assert_eq!(text(&super::super::paint::fit_fields(badges, 10)), "", "not \"THR hw-the\"");
     }
 }

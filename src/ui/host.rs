@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::graph;
-use super::paint::{Paint, fill};
+use super::paint::{Paint, fill, fit_fields};
 use crate::app::App;
 use crate::units;
 
@@ -97,7 +97,7 @@ impl Widget for HostPanel<'_> {
         if !self.full {
             let mut spans = vec![Span::styled(" ", theme.base)];
             spans.extend(readings(app, paint));
-            fill(area, buf, vec![Line::from(spans)], theme.base);
+            fill(area, buf, vec![fit_fields(Line::from(spans), usize::from(area.width))], theme.base);
             return;
         }
         render_full(app, paint, area, buf, theme, glyphs);
@@ -134,7 +134,7 @@ fn render_full(
     let mut lines = vec![title];
     let mut first = vec![Span::raw(" ")];
     first.extend(readings(app, paint));
-    lines.push(Line::from(first));
+    lines.push(fit_fields(Line::from(first), usize::from(area.width)));
     let third = usize::from(area.width.saturating_sub(30)) / 3;
     let graphs = [("CPU", &cpu), ("IOWAIT", &iowait), ("MEM", &mem)];
     let rendered: Vec<Vec<String>> =

@@ -16,12 +16,27 @@ use crate::app::{App, Focus, Hit};
 use crate::text;
 use crate::units;
 
-/// The fixed columns after JOB: title and width (right-aligned).
+/// The columns after JOB, right-aligned: their titles, each as wide as its widest cell (its title at least) up to
+/// its bound, so that JOB gets what is left.
 const FIXED: [(&str, usize); 6] =
-    [("RANKS", 5), ("GPUS", 5), ("GPU-MEM", 8), ("%UTIL", 5), ("%SMACT", 6), ("SLOWEST/CPU", 16)];
+    [("RANKS", 8), ("GPUS", 16), ("GPU-MEM", 9), ("%UTIL", 5), ("%SMACT", 6), ("SLOWEST/CPU", 24)];
 /// The FINDING column, shown from this width.
 const FINDING_FROM: u16 = 110;
 const FINDING_W: usize = 16;
+/// JOB is never narrower than this: the columns after it are cut to the screen instead.
+const NAME_MIN_W: usize = 8;
+
+/// The cells after JOB of one line, and its FINDING.
+type Cells = ([String; 6], &'static str);
+
+/// Each column's width over the lines' cells: the widest cell or the title, up to the column's bound.
+fn widths(all: &[Cells]) -> [usize; 6] {
+    let width = |t: &str| ratatui::text::Line::from(t).width();
+    std::array::from_fn(|i| {
+        let (title, most) = FIXED[i];
+        all.iter().map(|(c, _)| width(&c[i])).fold(width(title), usize::max).min(most)
+    })
+}
 
 /// The lines the jobs table needs below its title and header: a job each, plus its ranks when expanded.
 #[must_use]
@@ -43,10 +58,10 @@ pub struct JobsTable<'a> {
     pub paint: &'a Paint,
 }
 
-/// One line: JOB across `name_w`, the fixed cells, then FINDING when there is room.
-fn cells(name: &str, fixed: &[String; 6], finding: Option<&str>, name_w: usize, ascii: bool) -> String {
+/// One line: JOB across `name_w`, the cells in their widths, then FINDING when there is room.
+fn cells(name: &str, fixed: &[String; 6], finding: Option<&str>, name_w: usize, w: &[usize; 6], ascii: bool) -> String {
     let mut line = format!("{:<name_w$}", units::truncate(name, name_w, ascii));
-    for ((_, w), cell) in FIXED.iter().zip(fixed) {
+    for (w, cell) in w.iter().zip(fixed) {
         let _ = write!(line, " {:>w$}", units::truncate(cell, *w, ascii));
     }
     if let Some(finding) = finding {
@@ -64,7 +79,8 @@ fn gpus_text(gpus: &[u32]) -> String {
 }
 
 impl JobsTable<'_> {
-    fn job_line(&self, row: &JobRow, name_w: usize, wide: bool) -> String {
+    /// A job's JOB text (its sign and name) and its cells.
+    fn job_cells(&self, row: &JobRow) -> (String, Cells) {
         let glyphs = &self.paint.glyphs;
         let open = self.app.jobs.expanded.contains(&row.key);
         let sign = match (open, glyphs.ascii) {
@@ -86,11 +102,11 @@ impl JobsTable<'_> {
             units::pct(row.sm_active_pct),
             slowest,
         ];
-        let finding = wide.then(|| row.finding.map_or("", |f| f.name()));
-        cells(&format!("{sign}{}", text::visible(&row.name)), &fixed, finding, name_w, glyphs.ascii)
+        (format!("{sign}{}", text::visible(&row.name)), (fixed, row.finding.map_or("", |f| f.name())))
     }
 
-    fn rank_line(&self, rank: &JobRank, last: bool, name_w: usize, wide: bool) -> String {
+    /// A rank's JOB text (its branch, rank and PID) and its cells.
+    fn rank_cells(&self, rank: &JobRank, last: bool) -> (String, Cells) {
         let glyphs = &self.paint.glyphs;
         let branch = if last { glyphs.tree_last } else { glyphs.tree_branch };
         let mut name = branch.to_owned();
@@ -109,7 +125,7 @@ impl JobsTable<'_> {
             units::pct(rank.sm_active_pct),
             format!("cpu {}", units::pct(rank.cpu_pct)),
         ];
-        cells(&name, &fixed, wide.then_some(""), name_w, glyphs.ascii)
+        (name, (fixed, ""))
     }
 }
 
@@ -141,7 +157,10 @@ impl JobsTable<'_> {
             }
         }
         let page = usize::from(area.height.saturating_sub(2 + u16::from(shows_note(app, area.height))));
-        let before: usize = app.selected_job(rows).map_or(0, |s| lines_needed(app, &rows[..s]));
+        // The selected line: the selected job's, or its selected rank's below it.
+        let before: usize = app
+            .selected_job(rows)
+            .map_or(0, |s| lines_needed(app, &rows[..s]) + app.selected_rank(rows).map_or(0, |k| k + 1));
         let skip = (before + 1).saturating_sub(page).min(lines.len());
         lines.drain(..skip);
         lines.truncate(page);
@@ -174,8 +193,18 @@ impl Widget for JobsTable<'_> {
         let rows = app.job_rows();
         let selected = app.selected_job(&rows);
         let wide = area.width >= FINDING_FROM;
-        let fixed_w: usize = FIXED.iter().map(|(_, w)| w + 1).sum::<usize>() + if wide { FINDING_W + 1 } else { 0 };
-        let name_w = usize::from(area.width).saturating_sub(2 + fixed_w).max(8);
+        let shown = self.lines_shown(area, &rows);
+        let texts: Vec<(String, Cells)> = shown
+            .iter()
+            .map(|line| match line.rank {
+                None => self.job_cells(&rows[line.job]),
+                Some(k) => self.rank_cells(&rows[line.job].ranks[k], k + 1 == rows[line.job].ranks.len()),
+            })
+            .collect();
+        let cell_texts: Vec<Cells> = texts.iter().map(|(_, c)| c.clone()).collect();
+        let w = widths(&cell_texts);
+        let fixed_w: usize = w.iter().map(|w| w + 1).sum::<usize>() + if wide { FINDING_W + 1 } else { 0 };
+        let name_w = usize::from(area.width).saturating_sub(2 + fixed_w).max(NAME_MIN_W);
         let mut extra = vec![Span::styled(format!("({}) ", rows.len()), theme.dim)];
         extra.push(Span::styled("Enter: ranks ", theme.dim));
         let selected_rank = app.selected_rank(&rows);
@@ -185,7 +214,7 @@ impl Widget for JobsTable<'_> {
         }
         let mut lines = vec![paint.title_line("Jobs", extra, area.width)];
         let titles = FIXED.map(|(t, _)| t.to_owned());
-        let header = format!("  {}", cells("JOB", &titles, wide.then_some("FINDING"), name_w, paint.ascii()));
+        let header = format!("  {}", cells("JOB", &titles, wide.then_some("FINDING"), name_w, &w, paint.ascii()));
         lines.push(Line::from(Span::styled(format!("{header:<w$}", w = usize::from(area.width)), theme.header_row)));
         if rows.is_empty() {
             lines.push(Line::from(Span::styled("  no GPU processes", theme.dim)));
@@ -193,14 +222,15 @@ impl Widget for JobsTable<'_> {
         let full = |text: String| format!("  {text:<w$}", w = usize::from(area.width).saturating_sub(2));
         let highlight = theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
         let focused = app.focus == Focus::Processes;
-        for JobLine { job: i, rank } in self.lines_shown(area, &rows) {
+        for (JobLine { job: i, rank }, (name, (fixed, finding))) in shown.into_iter().zip(texts) {
             let row = &rows[i];
+            let text = cells(&name, &fixed, wide.then_some(finding), name_w, &w, paint.ascii());
             let Some(k) = rank else {
                 let mut style = if row.finding.is_some() { theme.warning } else { theme.base };
                 if Some(i) == selected && selected_rank.is_none() && focused {
                     style = highlight;
                 }
-                lines.push(Line::from(Span::styled(full(self.job_line(row, name_w, wide)), style)));
+                lines.push(Line::from(Span::styled(full(text), style)));
                 continue;
             };
             let slow = row.slowest.is_some_and(|(s, _)| s == k);
@@ -208,7 +238,6 @@ impl Widget for JobsTable<'_> {
             if Some(i) == selected && selected_rank == Some(k) && focused {
                 style = highlight;
             }
-            let text = self.rank_line(&row.ranks[k], k + 1 == row.ranks.len(), name_w, wide);
             lines.push(Line::from(Span::styled(full(text), style)));
         }
         if shows_note(app, area.height)
@@ -304,5 +333,28 @@ mod tests {
         let selected = paint.theme.selected.patch(Style::default().add_modifier(Modifier::BOLD));
         assert_eq!(buf[(4, 4)].style().add_modifier, selected.add_modifier, "the rank's line");
         assert_ne!(buf[(4, 2)].style().add_modifier, selected.add_modifier, "not the job's");
+    }
+
+    #[test]
+    fn slowest_is_never_cut_and_job_gets_what_is_left() {
+        let mut app = app("straggler", 40);
+        app.update(Action::Jobs);
+        // The ranks without a rank number (another user's): the slowest reads "pid 3001 (waited on)".
+        let mut tick = app.tick().clone();
+        for p in &mut tick.processes {
+            if let Some(job) = p.job.as_mut() {
+                job.rank = None;
+            }
+        }
+        let machine = std::sync::Arc::clone(app.machine());
+        app.on_feed(crate::app::FeedEvent::Snapshot(Box::new(crate::sample::Snapshot { machine, tick })));
+        let paint = Paint::new(ThemeName::Dark, false);
+        for width in [80, 100, 120, 160] {
+            let lines = render(JobsTable { app: &app, paint: &paint }, width, 8);
+            assert!(lines[2].contains("pid 3001 (waited on)"), "{width}: {lines:?}");
+            assert!(lines[1].contains("SLOWEST/CPU"), "{width}: {lines:?}");
+        }
+        let lines = render(JobsTable { app: &app, paint: &paint }, 120, 8);
+        assert!(lines[2].contains("torchrun train_ddp.py @127.0.0.1:29500"), "JOB gets the rest: {lines:?}");
     }
 }

@@ -93,6 +93,36 @@ pub fn table_rows(area: Rect, app: &App) -> usize {
     plan(area, app, &paint).map_or(1, |p| usize::from(p.table.height.saturating_sub(2)))
 }
 
+/// What the status line says after `f` in a terminal of `area` where the full GPU panels do not fit (the layout
+/// falls back to lines per GPU); `None` where they are shown.
+#[must_use]
+pub fn mode_note(area: Rect, app: &App) -> Option<String> {
+    if app.mode != crate::config::ui::DisplayMode::Full {
+        return None;
+    }
+    let paint = Paint::for_app(app);
+    let full = plan(area, app, &paint).is_some_and(|p| matches!(p.gpu_style, layout::GpuStyle::Full { .. }));
+    (!full).then(|| {
+        format!(
+            "full GPU panels do not fit in {}x{} with {} GPUs: lines per GPU instead (a larger terminal shows them)",
+            area.width,
+            area.height,
+            gpus::shown(app).len()
+        )
+    })
+}
+
+/// The last offset the sub-screen in front scrolls to in a terminal of `area` (the explanation screen's), `None`
+/// for the others.
+#[must_use]
+pub fn scroll_end(area: Rect, app: &App) -> Option<usize> {
+    let Screen::Explain { index, .. } = app.screen else { return None };
+    let paint = Paint::for_app(app);
+    // The header, the screen's title and the footer take three rows.
+    let visible = usize::from(area.height.saturating_sub(3));
+    Some(screens::explain_lines(app, index, area.width, &paint).saturating_sub(visible))
+}
+
 /// What a mouse click at (`column`, `row`) landed on: a process row, a column header or a finding.
 #[must_use]
 pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {

@@ -111,6 +111,60 @@ pub fn fill(area: Rect, buf: &mut Buffer, lines: Vec<Line<'_>>, style: Style) {
     Paragraph::new(lines).style(style).render(area, buf);
 }
 
+/// A line of readings fitted to `width` columns without cutting a reading: what does not fit is dropped at a word
+/// boundary (never "RX 148MB/" or "hw-the"), and a label left without its value at the end ("RX", "PCIe", "THR")
+/// goes too. A line that fits is left as it is.
+#[must_use]
+pub fn fit_fields(line: Line<'_>, width: usize) -> Line<'_> {
+    use unicode_width::UnicodeWidthStr;
+    if line.width() <= width {
+        return line;
+    }
+    let style = line.style;
+    let mut out: Vec<Span<'_>> = Vec::new();
+    let mut used = 0;
+    for span in line.spans {
+        let w = span.width();
+        if used + w <= width {
+            used += w;
+            out.push(span);
+            continue;
+        }
+        // The longest prefix that ends before a space and fits.
+        let room = width - used;
+        let content = span.content.as_ref();
+        let cut = content
+            .char_indices()
+            .filter(|&(i, c)| c == ' ' && content[..i].width() <= room)
+            .map(|(i, _)| i)
+            .next_back();
+        if let Some(cut) = cut.filter(|&c| c > 0) {
+            out.push(Span::styled(content[..cut].to_owned(), span.style));
+        }
+        break;
+    }
+    // A label without its value: a last word with no digit in it ("RX", "THR", "no") is not a reading.
+    while let Some(last) = out.last_mut() {
+        let text = last.content.trim_end();
+        let word_at = text.rfind(' ').map_or(0, |i| i + 1);
+        let word = &text[word_at..];
+        if word.is_empty() {
+            out.pop();
+            continue;
+        }
+        if word.bytes().any(|b| b.is_ascii_digit()) || word == "N/A" {
+            break;
+        }
+        let kept = text[..word_at].to_owned();
+        if kept.trim().is_empty() {
+            out.pop();
+        } else {
+            last.content = kept.into();
+        }
+    }
+    Line::from(out).style(style)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -476,7 +476,10 @@ fn processes_without_a_job_are_jobs_of_their_own_and_the_selection_moves() {
     app.update(Action::Jobs);
     let rows = app.job_rows();
     assert!(rows.len() > 1, "{rows:?}");
-    assert!(rows.iter().all(|r| r.name.starts_with("pid ") && r.slowest.is_none()), "{rows:?}");
+    assert!(
+        rows.iter().all(|r| r.name.ends_with(&format!("(pid {})", r.pids()[0])) && r.slowest.is_none()),
+        "{rows:?}"
+    );
     assert_eq!(app.selected_job(&rows), Some(0));
     app.update(Action::Down);
     assert_eq!(app.selected_job(&rows), Some(1));
@@ -534,7 +537,7 @@ fn mouse_on_the_jobs_view_selects_expands_and_picks_a_rank() {
 }
 
 #[test]
-fn the_wheel_scrolls_the_jobs_and_forgets_a_picked_rank() {
+fn the_wheel_scrolls_the_jobs_and_the_ranks_of_an_expanded_one() {
     let (mut app, _sent) = app_with("mixed:8", false);
     app.update(Action::Jobs);
     let rows = app.job_rows();
@@ -544,8 +547,9 @@ fn the_wheel_scrolls_the_jobs_and_forgets_a_picked_rank() {
     app.update(Action::Details);
     app.on_hit(gpusight::app::Hit::Rank { job: 3, rank: 0 });
     assert_eq!(app.selected_rank(&rows), Some(0));
+    // Three lines up from job 3's rank: job 3's line, job 2, job 1.
     app.scroll(-3);
-    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(0), None));
+    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(1), None));
     app.scroll(-3);
     assert_eq!(app.selected_job(&rows), Some(0), "the wheel stops at the top");
 }
@@ -566,8 +570,42 @@ fn t_on_a_rank_picked_with_the_mouse_signals_that_rank_alone() {
     assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), [pid]);
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     assert_eq!(*sent.lock().expect("lock"), [(pid, SignalKind::Term)]);
-    // Up/Down move by job again: T asks for every rank.
+    // Back on the job's own line: T asks for every rank.
+    app.update(Action::First);
+    app.on_key(key('T'));
+    assert!(app.dialog.as_ref().is_some_and(|d| d.job.is_some() && d.targets.len() == 2));
+}
+
+#[test]
+fn the_keyboard_selects_a_rank_inside_an_expanded_job_and_t_signals_it_alone() {
+    let (mut app, sent) = app_with("straggler", false);
+    app.update(Action::Jobs);
+    let rows = app.job_rows();
+    // Down on a folded job stays on the job: its ranks are not on screen.
     app.update(Action::Down);
+    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(0), None));
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert!(app.jobs.expanded.contains(&rows[0].key), "Enter expands the job");
+    app.update(Action::Down);
+    assert_eq!(app.selected_rank(&rows), Some(0));
+    app.update(Action::Down);
+    assert_eq!(app.selected_rank(&rows), Some(1));
+    app.update(Action::Down);
+    assert_eq!(app.selected_rank(&rows), Some(1), "the last line stays selected");
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).expect("terminal");
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("(T/K/I: this rank)"), "{text}");
+    let pid = rows[0].ranks[1].pid.expect("a PID");
+    app.on_key(key('T'));
+    let dialog = app.dialog.as_ref().expect("a dialog");
+    assert_eq!(dialog.job, None, "the dialog of one process, not of the job");
+    assert_eq!(dialog.targets.iter().map(|t| t.pid).collect::<Vec<_>>(), [pid]);
+    app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+    assert_eq!(*sent.lock().expect("lock"), [(pid, SignalKind::Term)]);
+    // Up twice: rank 0, then the job's own line, where T asks for every rank.
+    app.update(Action::Up);
+    app.update(Action::Up);
+    assert_eq!((app.selected_job(&rows), app.selected_rank(&rows)), (Some(0), None));
     app.on_key(key('T'));
     assert!(app.dialog.as_ref().is_some_and(|d| d.job.is_some() && d.targets.len() == 2));
 }
@@ -627,4 +665,50 @@ fn a_click_after_a_live_re_sort_selects_the_row_drawn_under_the_pointer() {
     let rows = app.rows();
     let index = app.selected_index(&rows).expect("selected");
     assert!(index > 0, "not the top row of the whole table, which is not on screen");
+}
+
+#[derive(Debug)]
+struct Secrets;
+
+impl gpusight::app::ProcessInspector for Secrets {
+    fn cuda_libraries(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(Vec::new())
+    }
+    fn environment(&self, _pid: u32) -> Result<Vec<(String, String)>, String> {
+        Ok(vec![
+            ("DATABASE_URL".into(), "postgres://alice:hunter2@db/x".into()),
+            ("HF_TOKEN".into(), "hf_abcdef".into()),
+            ("PATH".into(), "/usr/bin".into()),
+        ])
+    }
+}
+
+#[test]
+fn the_environment_masks_secrets_until_v_shows_them() {
+    let options = AppOptions {
+        own_uid: 1001,
+        own_user: Some("alice".into()),
+        process_inspector: Box::new(Secrets),
+        ..AppOptions::default()
+    };
+    let mut source = synthetic("mixed:8");
+    let first = next_snapshot(&mut source);
+    let mut app = live_app(options, first);
+    app.update(Action::Down);
+    app.update(Action::Environment);
+    let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 10)).expect("terminal");
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=********") && !text.contains("hf_abcdef"), "{text}");
+    assert!(text.contains("DATABASE_URL=postgres://alice:********@db/x") && !text.contains("hunter2"), "{text}");
+    assert!(text.contains("PATH=/usr/bin"), "{text}");
+    assert!(text.contains("v shows secrets"), "the title names the key: {text}");
+    app.on_key(key('v'));
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=hf_abcdef") && text.contains("alice:hunter2@db"), "{text}");
+    assert!(text.contains("v masks secrets"), "{text}");
+    // Leaving and coming back masks them again.
+    app.update(Action::Back);
+    app.update(Action::Environment);
+    let text = draw(&mut app, &mut terminal).join("\n");
+    assert!(text.contains("HF_TOKEN=********"), "{text}");
 }

@@ -327,11 +327,65 @@ fn jobs_view_says_when_environments_were_unreadable() {
     let note = "environment of 2 processes unreadable (not yours; run as their user or root): grouped by launcher and \
                 cgroup only";
     assert!(text.contains(note), "{text}");
-    assert!(text.contains("torchrun 2000"), "grouped by the launcher: {text}");
+    assert!(text.contains("torchrun train_ddp.py (pid 2000)"), "grouped by the launcher: {text}");
     assert!(unreadable.status.is_none() && unreadable.dialog.is_none(), "a note, never an error or a popup");
     insta::assert_snapshot!("jobs_unreadable_environment_120x40", text);
     // Every environment read (the plain straggler): no such line.
     let mut plain = app("straggler", 90);
     plain.update(gpusight::keys::Action::Jobs);
     assert!(!screen(&plain, 120, 40).contains("unreadable"));
+}
+
+/// The explanation of a finding at 40x10: it does not fit, so Up/Down/PageDown/End scroll it, to its last line and
+/// no further, and the title says how much is left.
+#[test]
+fn the_finding_screen_scrolls_at_40x10() {
+    use gpusight::keys::Action;
+    let mut app = app("straggler", 90);
+    app.update(Action::Explain);
+    let area = ratatui::layout::Rect::new(0, 0, 40, 10);
+    let settle = |app: &mut App| {
+        app.page_rows = gpusight::ui::table_rows(area, app);
+        app.scroll_end = gpusight::ui::scroll_end(area, app);
+    };
+    settle(&mut app);
+    let first = screen(&app, 40, 10);
+    assert!(first.contains(" more, Esc)"), "the title says how much is left: {first}");
+    let end = app.scroll_end.expect("the explanation screen scrolls");
+    assert!(end > 0, "it does not fit at 40x10");
+    app.update(Action::Down);
+    let second = screen(&app, 40, 10);
+    assert_ne!(first, second, "Down scrolls");
+    for _ in 0..500 {
+        app.update(Action::Down);
+    }
+    let last = screen(&app, 40, 10);
+    assert!(last.contains("(0 more, Esc)") && last.contains("Since "), "the last line shows: {last}");
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset == end), "{:?}", app.screen);
+    // One Up from the end moves at once; Home goes back to the top; PageDown moves a page.
+    app.update(Action::Up);
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset + 1 == end));
+    app.update(Action::First);
+    assert_eq!(screen(&app, 40, 10), first);
+    app.update(Action::PageDown);
+    let page = app.page_rows;
+    assert!(matches!(app.screen, gpusight::app::Screen::Explain { offset, .. } if offset == page.min(end)));
+    app.update(Action::Last);
+    assert_eq!(screen(&app, 40, 10), last);
+}
+
+/// `f` where the full panels do not fit says so (the event loop puts `ui::mode_note` in the status line), and says
+/// nothing where they fit or in another mode.
+#[test]
+fn full_panels_that_do_not_fit_are_said() {
+    use gpusight::keys::Action;
+    let mut app = app("mixed:8", 30);
+    let small = ratatui::layout::Rect::new(0, 0, 80, 24);
+    let large = ratatui::layout::Rect::new(0, 0, 240, 80);
+    assert_eq!(gpusight::ui::mode_note(small, &app), None, "auto mode: nothing asked");
+    app.update(Action::ModeFull);
+    assert!(app.mode_asked, "the event loop is told to check");
+    let note = gpusight::ui::mode_note(small, &app).expect("8 panels do not fit in 80x24");
+    assert!(note.starts_with("full GPU panels do not fit in 80x24 with 8 GPUs"), "{note}");
+    assert_eq!(gpusight::ui::mode_note(large, &app), None, "they fit in 240x80");
 }

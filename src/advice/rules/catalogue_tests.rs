@@ -76,6 +76,8 @@ fn every_rule_function_reports_only_the_rule_it_is_paired_with() {
                 for observation in function(&ctx) {
                     let finding = &observation.finding;
                     assert_eq!(finding.rule, *rule, "{name} at tick {checkpoint}: {rule:?} reported {finding:#?}");
+                    // Remedies are read in doctor and `--once` too, where no key does anything: a command, not a key.
+                    assert!(!finding.remedy.contains("press "), "{name}: a remedy names a key: {finding:#?}");
                     reported.insert(*rule);
                 }
             }

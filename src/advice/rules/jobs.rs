@@ -48,6 +48,8 @@ const BLOCKED_MAX_CPU_PCT: f64 = 30.0;
 #[derive(Debug, Clone)]
 struct JobRanks {
     key: String,
+    /// The name people read (`host::job::display_name` over its first rank's command line).
+    name: String,
     ranks: Vec<RankGpu>,
 }
 
@@ -192,18 +194,26 @@ pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a J
     })
 }
 
+/// The name people read for `job`, over the command line of its rank `pid` (the key stays its identity).
+pub(crate) fn job_name(ctx: &Ctx<'_>, job: &JobInfo, pid: u32) -> String {
+    crate::host::job::display_name(job, ctx.host_process(pid).map_or("", |h| h.cmdline.as_str()))
+}
+
 /// The jobs whose ranks hold compute contexts on at least two GPUs now, each rank with its GPU's window.
 fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
     let mut jobs: Vec<JobRanks> = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(job) = ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared()) else {
+        let host = ctx.host_process(pid);
+        let Some(job) = host.and_then(|p| p.job.as_ref()).filter(|j| j.is_shared()) else {
             continue;
         };
         let Some(gpu) = ctx.history.gpu(gpu_index).filter(|_| !ctx.gpu_lost(gpu_index)) else { continue };
         let Some(rank) = RankGpu::of(ctx, gpu, pid, job.rank, secs) else { continue };
-        match jobs.iter_mut().find(|j| j.key == job.key) {
-            Some(j) => j.ranks.push(rank),
-            None => jobs.push(JobRanks { key: job.key.clone(), ranks: vec![rank] }),
+        if let Some(j) = jobs.iter_mut().find(|j| j.key == job.key) {
+            j.ranks.push(rank);
+        } else {
+            let name = crate::host::job::display_name(job, host.map_or("", |h| h.cmdline.as_str()));
+            jobs.push(JobRanks { key: job.key.clone(), name, ranks: vec![rank] });
         }
     }
     jobs.retain(|j| {
@@ -308,7 +318,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
         let waits: Vec<String> = waiting.iter().map(|w| format!("{}: {}", w.who(), w.numbers())).collect();
         let (own, compute) = own_cause(straggler, found, t);
         let finding = super::super::Finding {
-            title: straggler_title(straggler, &waiting, found, &job.key),
+            title: straggler_title(straggler, &waiting, found, &job.name),
             evidence: format!(
                 "the straggler {}: {} over {}; waiting (NCCL spinning) {}; {own}",
                 straggler.who(),
@@ -355,7 +365,7 @@ pub fn rank_straggler(ctx: &Ctx<'_>) -> Vec<Observation> {
 
 /// The straggler's title: "rank 0 (GPU 0, PID 2001) is busy on the CPU (main thread at 100 %) while rank 1 waits",
 /// else "rank 1 (GPU 1, PID 3001) slows job K down: 1 other rank waits for it".
-fn straggler_title(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, key: &str) -> String {
+fn straggler_title(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, name: &str) -> String {
     if found == Found::CpuBusy {
         let mut ranks: Vec<String> =
             waiting.iter().map(|w| w.rank.map_or_else(|| format!("PID {}", w.pid), |r| r.to_string())).collect();
@@ -375,7 +385,7 @@ fn straggler_title(straggler: &RankGpu, waiting: &[&RankGpu], found: Found, key:
     } else {
         format!("{} other ranks wait", waiting.len())
     };
-    format!("{} slows job {} down: {others} for it", straggler.who(), visible(key))
+    format!("{} slows job {} down: {others} for it", straggler.who(), visible(name))
 }
 
 /// A hung job's ranks over the hang window: those that spin in the collective and those that never joined it.
@@ -428,13 +438,13 @@ pub fn collective_hang(ctx: &Ctx<'_>) -> Vec<Observation> {
             .collect();
         let (title, absent) = if hang.absent.is_empty() {
             (
-                format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.key)),
+                format!("Job {} is stuck in a collective: every rank spins with no work", visible(&job.name)),
                 String::new(),
             )
         } else {
             let who: Vec<String> = hang.absent.iter().map(|r| r.who()).collect();
             (
-                format!("Job {} is stuck in a collective: {} never joined it", visible(&job.key), who.join(", ")),
+                format!("Job {} is stuck in a collective: {} never joined it", visible(&job.name), who.join(", ")),
                 format!("; no GPU work (not in the collective): {}", list(&hang.absent).join("; ")),
             )
         };

@@ -362,10 +362,12 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
                 share_label(share),
                 who(ctx, pid),
             ),
-            remedy: "If it is a forgotten notebook or a hung job, free the GPU: select the process and press T \
-                     (SIGTERM), or K (SIGKILL) if it does not exit; for notebooks, shut the kernel down. A server \
-                     waiting for requests is not idle: leave it, or scale it to zero when unused."
-                .to_owned(),
+            // A command, not a monitor key: the remedy is read in doctor and `--once` too.
+            remedy: format!(
+                "If it is a forgotten notebook or a hung job, free the GPU: kill {pid} (SIGTERM), or kill -KILL {pid} \
+                 if it does not exit; for notebooks, shut the kernel down. A server waiting for requests is not idle: \
+                 leave it, or scale it to zero when unused."
+            ),
             explanation: "A process that holds a lot of GPU memory while the GPU stays idle for minutes blocks other \
                           jobs from the card: typically an idle Jupyter kernel or a job stuck on I/O or a lock. A \
                           process that ran any kernel in the window, or that serves requests, is not called idle."

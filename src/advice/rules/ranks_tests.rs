@@ -61,6 +61,8 @@ fn a_listening_process_with_no_traffic_and_no_kernels_is_still_an_idle_holder() 
     });
     let f = notebook.findings(330);
     assert_eq!(get(&f, Rule::IdleHolder).severity, Severity::Warning, "{f:#?}");
+    let remedy = &get(&f, Rule::IdleHolder).remedy;
+    assert!(remedy.contains("kill 2001 (SIGTERM), or kill -KILL 2001"), "a command, not a key: {remedy}");
     assert!(!has(&f, Rule::Serving));
     // A server nobody called for five minutes and whose GPU stayed idle: idle-holder, and it says it listens.
     let unused = Build::new("serving").tick(|_, t| {

@@ -697,13 +697,14 @@ fn rank_spinning(
     let t = ctx.t;
     let judged = ctx.window(t.straggler_window_s).is_some_and(|s| s.covered);
     let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
+    let job_name = super::jobs::job_name(ctx, job, pid);
     let gpu = ctx.history.gpu(gpu_index);
     let util = gpu.and_then(|g| span.median(&g.util_pct));
     let (title, judging) = if judged {
         (
             format!(
                 "GPU {gpu_index} waits in a collective of job {}: its utilization is NCCL spinning",
-                crate::text::visible(&job.key)
+                crate::text::visible(&job_name)
             ),
             "the rank it waits for is named by rank-straggler or collective-hang when one is found".to_owned(),
         )
@@ -720,7 +721,7 @@ fn rank_spinning(
         title,
         evidence: format!(
             "{rank} of job {}: GPU util median {} over {} while {signal}; held in {} of samples; {judging}",
-            crate::text::visible(&job.key),
+            crate::text::visible(&job_name),
             opt_pct(util),
             span.label(),
             share_label(share),

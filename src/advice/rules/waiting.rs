@@ -293,7 +293,8 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         if share < COMM_MIN_LINK_SHARE * 0.8 {
             continue;
         }
-        let Some((job, _)) = super::jobs::multi_rank_job(ctx, gpu_index) else { continue };
+        let Some((job, rank_pid)) = super::jobs::multi_rank_job(ctx, gpu_index) else { continue };
+        let job_name = super::jobs::job_name(ctx, job, rank_pid);
         let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
         let gpu = ctx.history.gpu(gpu_index);
         let nvlink =
@@ -303,7 +304,7 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let finding = Finding {
             title: format!(
                 "GPU {gpu_index} waits for the job's communication: {rank} of job {}",
-                crate::text::visible(&job.key)
+                crate::text::visible(&job_name)
             ),
             evidence: format!(
                 "{}; PCIe RX mean {:.1} GB/s and TX {:.1} GB/s (both ways alike: collectives, not input copies; the \

@@ -8,7 +8,7 @@ use ratatui::widgets::{Block, Borders, Widget};
 
 use super::Gpu;
 use crate::ui::graph;
-use crate::ui::paint::{Paint, fill};
+use crate::ui::paint::{Paint, fill, fit_fields};
 use crate::ui::theme::Level;
 use crate::units;
 
@@ -189,7 +189,8 @@ pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, p
         return;
     }
     let text_w = TEXT_W.min(inner.width);
-    fill(Rect { width: text_w, ..inner }, buf, gpu.readings(paint), paint.theme.base);
+    let readings = gpu.readings(paint).into_iter().map(|l| fit_fields(l, usize::from(text_w))).collect();
+    fill(Rect { width: text_w, ..inner }, buf, readings, paint.theme.base);
     let graphs = Rect { x: inner.x + text_w + 1, width: inner.width.saturating_sub(text_w + 1), ..inner };
     render_graphs(gpu, buf, graphs, span_s, paint);
 }

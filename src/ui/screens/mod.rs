@@ -16,6 +16,7 @@ mod footer;
 mod help;
 
 pub use dialog::Dialog;
+pub use explain::explain_lines;
 pub use footer::Footer;
 
 /// A full screen in front of the main one: help, process details, environment or a finding's explanation.
@@ -33,10 +34,12 @@ impl Widget for SubScreen<'_> {
             Screen::Main => {}
             Screen::Help { offset } => help::render_help(area, buf, *offset, app, paint),
             Screen::Details { pid, libraries } => details::render_details(area, buf, *pid, libraries, app, paint),
-            Screen::Environment { pid, vars, offset } => {
-                environment::render_environment(area, buf, *pid, vars, *offset, paint);
+            Screen::Environment { pid, vars, offset, revealed } => {
+                let reveal_key = app.keymap.keys(crate::keys::Action::Reveal).first().map(ToString::to_string);
+                let view = environment::View { pid: *pid, offset: *offset, revealed: *revealed, reveal_key };
+                environment::render_environment(area, buf, &view, vars, paint);
             }
-            Screen::Explain { index } => explain::render_explain(area, buf, *index, app, paint),
+            Screen::Explain { index, offset } => explain::render_explain(area, buf, *index, *offset, app, paint),
         }
     }
 }
