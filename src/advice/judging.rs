@@ -3,6 +3,7 @@
 //! say what is being watched and when the first verdict can come instead.
 
 use crate::history::History;
+use crate::history::window::Stats;
 use crate::sample::{HostProcess, ProcessRole, Tick};
 use crate::text::visible;
 use crate::units::pct_label;
@@ -66,7 +67,7 @@ impl Judging {
             .gpus
             .iter()
             .filter_map(|g| {
-                let util_pct = history.gpu(g.index).and_then(|s| mean(s.util_pct.iter().flatten().copied()));
+                let util_pct = history.gpu(g.index).and_then(|s| Stats::of(s.util_pct.iter().copied())).map(|s| s.mean);
                 let waiting = util_pct.is_some_and(|u| u < WAITING_UTIL_PCT);
                 waiting.then(|| GpuJudging { gpu_index: g.index, util_pct, busiest: busiest(latest, g.index) })
             })
@@ -111,11 +112,6 @@ impl GpuJudging {
         });
         format!("GPU {}: {busy}{beside}", self.gpu_index)
     }
-}
-
-fn mean(values: impl Iterator<Item = u32>) -> Option<f64> {
-    let (sum, n) = values.fold((0.0, 0u32), |(s, n), v| (s + f64::from(v), n + 1));
-    (n > 0).then(|| sum / f64::from(n))
 }
 
 /// The busiest of the GPU's compute processes and their children in `tick`, when busy enough to name.
