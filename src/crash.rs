@@ -155,7 +155,7 @@ fn other_terminating() -> impl Iterator<Item = libc::c_int> {
 /// `/etc/passwd` at install, never through NSS in a handler).
 static OWN_USER: OnceLock<(u32, String)> = OnceLock::new();
 
-/// Installs the fatal-signal handler (once), for [`FATAL`] and the other signals that end the process by default.
+/// Installs the fatal-signal handler (once), for the fault signals (`FATAL`) and the other signals that end the process by default.
 /// Rust's own SIGSEGV/SIGBUS handler (stack-overflow detection) is replaced: an overflow is reported by this
 /// handler as a crash with no NVML call running.
 #[expect(unsafe_code, reason = "sigaction through libc")]
