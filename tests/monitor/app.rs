@@ -251,12 +251,13 @@ impl gpusight::app::ProcessInspector for FiveVars {
     }
 }
 
-#[test]
-fn environment_scrolling_stops_at_the_end() {
+/// The monitor on `mixed:8` as alice, its second row selected and its environment screen open, read through
+/// `inspector`.
+fn environment_of_second_row(inspector: Box<dyn gpusight::app::ProcessInspector>) -> App {
     let options = AppOptions {
         own_uid: 1001,
         own_user: Some("alice".into()),
-        process_inspector: Box::new(FiveVars),
+        process_inspector: inspector,
         ..AppOptions::default()
     };
     let mut source = synthetic("mixed:8");
@@ -264,6 +265,12 @@ fn environment_scrolling_stops_at_the_end() {
     let mut app = live_app(options, first);
     app.update(Action::Down);
     app.update(Action::Environment);
+    app
+}
+
+#[test]
+fn environment_scrolling_stops_at_the_end() {
+    let mut app = environment_of_second_row(Box::new(FiveVars));
     // The terminal loop sets this after each frame: three variables fit on the screen.
     app.page_rows = 3;
     let offset = |app: &App| match app.screen {
@@ -685,17 +692,7 @@ impl gpusight::app::ProcessInspector for Secrets {
 
 #[test]
 fn the_environment_masks_secrets_until_v_shows_them() {
-    let options = AppOptions {
-        own_uid: 1001,
-        own_user: Some("alice".into()),
-        process_inspector: Box::new(Secrets),
-        ..AppOptions::default()
-    };
-    let mut source = synthetic("mixed:8");
-    let first = next_snapshot(&mut source);
-    let mut app = live_app(options, first);
-    app.update(Action::Down);
-    app.update(Action::Environment);
+    let mut app = environment_of_second_row(Box::new(Secrets));
     let mut terminal = ratatui::Terminal::new(ratatui::backend::TestBackend::new(80, 10)).expect("terminal");
     let text = draw(&mut app, &mut terminal).join("\n");
     assert!(text.contains("HF_TOKEN=********") && !text.contains("hf_abcdef"), "{text}");
