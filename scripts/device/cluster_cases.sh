@@ -31,6 +31,8 @@
 #   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
 #                                                            # after it (also the last case of host)
 #   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min (LONG_S)
+#   GROUP=pane bash scripts/device/cluster_cases.sh          # ~2 min: a starved ResNet-50, the monitor in tmux at
+#                                                            # 5 s and 35 s (80x24, 200x60), --status, --once at 80
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
@@ -1094,6 +1096,39 @@ group_long() {
     settle
 }
 
+# pane: a starved ResNet-50 (one DataLoader worker) with the monitor in two tmux panes (80x24 and 200x60) started
+# once the job is warm; both screens at 5 s and at 35 s, `--status` beside them (the monitor is its watcher), the
+# doctor over the same 40 s, and `--once` on an 80-column terminal.
+group_pane() {
+    command -v tmux > /dev/null || { echo "pane: tmux is not installed: skipped"; return; }
+    jpegs
+    local sock=gpusight-pane-$$ wait_s
+    ts "case pane-starved: ResNet-50, one DataLoader worker, local JPEGs; the monitor in tmux from warm"
+    job pane-starved $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 1 --batch 128 --seconds 70 --warm-steps 2 --no-profiler --ready "$W/pane.ready" --truth "$R/pane-starved.truth.json"
+    for _ in $(seq 1 90); do [ -e "$W/pane.ready" ] && break; sleep 1; done
+    for size in 80x24 200x60; do
+        tmux -L "$sock" new-session -d -s "s$size" -x "${size%x*}" -y "${size#*x}" "TERM=xterm-256color $B; echo EXIT=\$?; sleep 60"
+    done
+    watch pane-starved 40
+    local start=$(date +%s)
+    for at in 5 35; do
+        wait_s=$((start + at - $(date +%s)))
+        [ "$wait_s" -gt 0 ] && sleep "$wait_s"
+        for size in 80x24 200x60; do
+            tmux -L "$sock" capture-pane -p -t "s$size" > "$R/pane-starved.${at}s_$size.txt"
+        done
+        "$B" --status > "$R/pane-starved.${at}s.status.txt" 2>&1
+        ts "pane at ${at} s: status: $(cat "$R/pane-starved.${at}s.status.txt")"
+        cat "$R/pane-starved.${at}s_80x24.txt"
+    done
+    script -qec "stty cols 80 rows 24; $B --once" /dev/null > "$R/pane-starved.once80.txt" 2>&1
+    for size in 80x24 200x60; do tmux -L "$sock" send-keys -t "s$size" q; done
+    sleep 1
+    tmux -L "$sock" kill-server 2> /dev/null
+    end_job
+    settle
+}
+
 # The exporter over TLS with basic auth, scraped by a real Prometheus; its series against nvidia-smi.
 export_tls() {
     [ -n "${WEB:-}" ] && [ -f "$WEB/web.yml" ] || { echo "export-tls: no WEB dir with web.yml: skipped"; return; }
@@ -1126,6 +1161,7 @@ case "${GROUP:-}" in
     host) group_host ;;
     epilog) epilog; settle ;;
     long) group_long ;;
-    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long or tls (GROUP=help)"; exit 2 ;;
+    pane) group_pane ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long, pane or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"
