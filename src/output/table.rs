@@ -338,7 +338,8 @@ fn processes(out: &mut String, tick: &Tick, options: &TableOptions) {
 /// The jobs over several processes (multi-GPU jobs), one line each with its ranks, and the GPU processes whose job
 /// could not be read; nothing when no process shares a job and no environment was unreadable.
 fn jobs(out: &mut String, tick: &Tick, width: Option<usize>) {
-    let mut lines: Vec<(String, Vec<String>)> = Vec::new();
+    // Grouped by the job's key (its identity), headed by the name people read ("slurm 4242 train").
+    let mut lines: Vec<(&str, String, Vec<String>)> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
     for p in tick.processes.iter().filter(|p| p.role == crate::sample::ProcessRole::Gpu) {
         let Some(job) = &p.job else { continue };
@@ -356,23 +357,22 @@ fn jobs(out: &mut String, tick: &Tick, width: Option<usize>) {
             if gpus.is_empty() { NA.to_owned() } else { gpus.join(",") },
             p.pid
         );
-        let mut head = visible(&job.key).into_owned();
-        if let Some(launcher) = &job.launcher {
-            let _ = write!(head, " via {}", visible(launcher));
-        }
-        if let Some(size) = job.world_size {
-            let _ = write!(head, ", world size {size}");
-        }
-        match lines.iter_mut().find(|(h, _)| *h == head) {
-            Some((_, ranks)) => ranks.push(rank),
-            None => lines.push((head, vec![rank])),
+        match lines.iter_mut().find(|(key, _, _)| *key == job.key) {
+            Some((_, _, ranks)) => ranks.push(rank),
+            None => {
+                let mut head = visible(&crate::host::job::display_name(job, &p.cmdline)).into_owned();
+                if let Some(size) = job.world_size {
+                    let _ = write!(head, ", world size {size}");
+                }
+                lines.push((&job.key, head, vec![rank]));
+            }
         }
     }
     if lines.is_empty() && notes.is_empty() {
         return;
     }
     let _ = writeln!(out, "\nJobs:");
-    for (head, ranks) in &lines {
+    for (_, head, ranks) in &lines {
         put(out, &hanging(&format!("  {head}: "), 4, &ranks.join("; "), width));
     }
     for note in &notes {

@@ -62,7 +62,7 @@ fn once_shows_the_job_only_where_one_is_known() {
     let table = once(&["--synthetic", "straggler"]);
     assert!(
         table.contains(
-            "Jobs:\n  torch:127.0.0.1:29500/none via torchrun, world size 2: rank 0 (GPU 0, PID 2001); rank 1 (GPU 1, \
+            "Jobs:\n  torchrun train_ddp.py @127.0.0.1:29500, world size 2: rank 0 (GPU 0, PID 2001); rank 1 (GPU 1, \
              PID 3001)\n"
         ),
         "{table}"
