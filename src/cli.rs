@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueHint};
 /// gpusight: a terminal GPU monitor that says why your training job is slow.
 #[derive(Debug, Parser)]
 #[command(name = "gpusight", version, about, long_about = None, args_conflicts_with_subcommands = false,
-          after_long_help = crate::exit::general_help())]
+          after_long_help = crate::exit::help())]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -138,7 +138,7 @@ pub enum OnceFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Watch for a while, print every finding with its evidence and remedy; the exit status says the worst.
-    #[command(after_help = crate::exit::doctor_help())]
+    #[command(after_help = crate::exit::help())]
     Doctor {
         /// How long to watch, e.g. 30s, 2m (on --synthetic, without it: long enough for every rule judged over a
         /// minute or two).
@@ -214,12 +214,6 @@ pub enum ColorWhen {
     Auto,
     Always,
     Never,
-}
-
-/// Whether the raw arguments ask for `doctor` (for the exit code of a command line that does not parse).
-#[must_use]
-pub fn asks_for_doctor(args: &[String]) -> bool {
-    args.iter().skip(1).any(|a| a == "doctor")
 }
 
 /// Parses `30s`, `10m`, `1h`, `500ms` or a plain number of seconds.
@@ -410,9 +404,6 @@ mod tests {
         let cli = Cli::try_parse_from(["gpusight", "doctor", "--color", "never", "--count-cleared"]).expect("parse");
         assert!(matches!(cli.command, Some(Command::Doctor { color: ColorWhen::Never, count_cleared: true, .. })));
         assert!(Cli::try_parse_from(["gpusight", "doctor", "--color", "sometimes"]).is_err());
-        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
-        assert!(asks_for_doctor(&args(&["gpusight", "doctor", "--duration", "soon"])));
-        assert!(!asks_for_doctor(&args(&["gpusight", "--frobnicate"])));
         assert!(Cli::try_parse_from(["gpusight", "--demo", "--replay", "x"]).is_err());
         assert!(Cli::try_parse_from(["gpusight", "--headless"]).is_err());
     }

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use clap::CommandFactory;
 
 use crate::cli::Cli;
-use crate::exit::ExitStatus;
 
 /// The completion script for `shell`.
 #[must_use]
@@ -52,18 +51,13 @@ pub fn man_page() -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The EXIT STATUS section, written from [`crate::exit`]'s tables (the codes the binary returns).
+/// The EXIT STATUS section, written from [`crate::exit::TABLE`] (the codes every command returns).
 fn exit_status_section() -> String {
-    let mut text = String::from(".SH \"EXIT STATUS\"\n");
-    let entries = |text: &mut String, statuses: &[ExitStatus]| {
-        for status in statuses {
-            // Writing to a String cannot fail.
-            let _ = writeln!(text, ".TP\n\\fB{}\\fR\n{}", roff_escape(status.shown), roff_escape(status.meaning));
-        }
-    };
-    entries(&mut text, &crate::exit::GENERAL);
-    text.push_str(".PP\n\\fBgpusight doctor\\fR, by the monitoring\\-plugin convention:\n");
-    entries(&mut text, &crate::exit::DOCTOR);
+    let mut text = String::from(".SH \"EXIT STATUS\"\nThe same for every command:\n");
+    for status in &crate::exit::TABLE {
+        // Writing to a String cannot fail.
+        let _ = writeln!(text, ".TP\n\\fB{}\\fR\n{}", roff_escape(status.shown), roff_escape(status.meaning));
+    }
     text
 }
 
@@ -145,22 +139,19 @@ mod tests {
     /// (code, meaning) pairs as the man page writes them.
     type Entries = Vec<(String, String)>;
 
-    /// The (code, meaning) entries of the man page's EXIT STATUS section: every command's, then doctor's.
-    fn exit_statuses(man: &str) -> (Entries, Entries) {
+    /// The (code, meaning) entries of the man page's EXIT STATUS section.
+    fn exit_statuses(man: &str) -> Entries {
         let section = man.split(".SH \"EXIT STATUS\"\n").nth(1).expect("an EXIT STATUS section");
         let section = section.split("\n.SH ").next().unwrap_or_default();
-        let (general, doctor) = section.split_once(".PP\n").expect("doctor's part after .PP");
-        let entries = |part: &str| -> Entries {
-            part.split(".TP\n")
-                .skip(1)
-                .map(|entry| {
-                    let (code, meaning) = entry.trim_end().split_once('\n').expect("code, then meaning");
-                    let code = code.trim_start_matches("\\fB").trim_end_matches("\\fR");
-                    (code.replace("\\-", "-"), meaning.replace("\\-", "-"))
-                })
-                .collect()
-        };
-        (entries(general), entries(doctor))
+        section
+            .split(".TP\n")
+            .skip(1)
+            .map(|entry| {
+                let (code, meaning) = entry.trim_end().split_once('\n').expect("code, then meaning");
+                let code = code.trim_start_matches("\\fB").trim_end_matches("\\fR");
+                (code.replace("\\-", "-"), meaning.replace("\\-", "-"))
+            })
+            .collect()
     }
 
     fn meaning(entries: &[(String, String)], code: i32) -> &str {
@@ -168,24 +159,21 @@ mod tests {
     }
 
     #[test]
-    fn the_man_pages_exit_status_is_the_codes_doctor_returns() {
+    fn the_man_pages_exit_status_is_the_codes_every_command_returns() {
         let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
-        let (general, doctor) = exit_statuses(&text);
-        assert_eq!(doctor.len(), 4, "{doctor:?}");
-        assert!(meaning(&doctor, crate::doctor::EXIT_OK).starts_with("healthy"), "{doctor:?}");
-        assert!(meaning(&doctor, crate::doctor::EXIT_WARNING).contains("warning"), "{doctor:?}");
-        assert!(meaning(&doctor, crate::doctor::EXIT_CRITICAL).contains("critical"), "{doctor:?}");
-        // Doctor that cannot check (no driver) is UNKNOWN, never "critical", whatever other commands exit with.
-        assert!(meaning(&doctor, crate::doctor::EXIT_UNKNOWN).contains("no driver"), "{doctor:?}");
-        assert!(!meaning(&doctor, crate::doctor::EXIT_CRITICAL).contains("driver"), "{doctor:?}");
-        assert!(meaning(&general, crate::exit::NO_DRIVER).contains("NVIDIA driver"), "{general:?}");
-        assert!(meaning(&general, crate::exit::NO_TERMINAL).contains("terminal"), "{general:?}");
-        assert!(general.iter().any(|(code, _)| code == "128+N"), "{general:?}");
-        for (entries, table) in [(&general, &crate::exit::GENERAL[..]), (&doctor, &crate::exit::DOCTOR[..])] {
-            let expected: Vec<(String, String)> =
-                table.iter().map(|s| (s.shown.to_owned(), s.meaning.to_owned())).collect();
-            assert_eq!(*entries, expected);
-        }
+        let entries = exit_statuses(&text);
+        assert_eq!(entries.len(), crate::exit::TABLE.len(), "{entries:?}");
+        assert!(meaning(&entries, crate::doctor::EXIT_OK).contains("healthy"), "{entries:?}");
+        assert!(meaning(&entries, crate::doctor::EXIT_WARNING).contains("warning"), "{entries:?}");
+        assert!(meaning(&entries, crate::doctor::EXIT_CRITICAL).contains("critical"), "{entries:?}");
+        // Could not run (no driver) is the monitoring convention's unknown for every command, never "critical".
+        assert!(meaning(&entries, crate::exit::CANNOT_RUN).contains("no usable NVIDIA driver"), "{entries:?}");
+        assert!(meaning(&entries, crate::exit::CANNOT_RUN).contains("terminal"), "{entries:?}");
+        assert!(!meaning(&entries, crate::exit::CRITICAL).contains("driver"), "{entries:?}");
+        assert!(entries.iter().any(|(code, _)| code == "128+N"), "{entries:?}");
+        let expected: Vec<(String, String)> =
+            crate::exit::TABLE.iter().map(|s| (s.shown.to_owned(), s.meaning.to_owned())).collect();
+        assert_eq!(entries, expected);
     }
 
     #[test]
@@ -194,13 +182,10 @@ mod tests {
         let help = command.render_long_help().to_string();
         let doctor_help = command.find_subcommand_mut("doctor").expect("doctor").render_long_help().to_string();
         let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
-        let (general, doctor) = exit_statuses(&text);
-        for (code, meaning) in &general {
-            assert!(help.contains(&format!("  {code:<6} {meaning}")), "--help lacks {code} {meaning}:\n{help}");
-        }
-        for (code, meaning) in &doctor {
-            assert!(doctor_help.contains(&format!("  {code:<6} {meaning}")), "doctor --help lacks {code}");
-            assert!(help.contains(&format!("  {code:<6} {meaning}")), "--help lacks doctor's {code}");
+        for (code, meaning) in &exit_statuses(&text) {
+            for (name, help) in [("--help", &help), ("doctor --help", &doctor_help)] {
+                assert!(help.contains(&format!("  {code:<6} {meaning}")), "{name} lacks {code} {meaning}:\n{help}");
+            }
         }
     }
 

@@ -17,14 +17,14 @@ use crate::text::visible;
 pub const SCHEMA: &str = "gpusight.doctor/1";
 
 /// Exit code: healthy, or informational findings only.
-pub const EXIT_OK: i32 = crate::exit::DOCTOR_OK;
+pub const EXIT_OK: i32 = crate::exit::SUCCESS;
 /// Exit code: at least one warning.
-pub const EXIT_WARNING: i32 = crate::exit::DOCTOR_WARNING;
+pub const EXIT_WARNING: i32 = crate::exit::WARNING;
 /// Exit code: at least one critical finding.
-pub const EXIT_CRITICAL: i32 = crate::exit::DOCTOR_CRITICAL;
+pub const EXIT_CRITICAL: i32 = crate::exit::CRITICAL;
 /// Exit code: doctor could not check (no driver, bad arguments, unreadable recording): the monitoring-plugin
-/// convention's UNKNOWN.
-pub const EXIT_UNKNOWN: i32 = crate::exit::DOCTOR_UNKNOWN;
+/// convention's UNKNOWN, which every command exits with when it cannot run.
+pub const EXIT_UNKNOWN: i32 = crate::exit::CANNOT_RUN;
 
 /// One GPU that was watched.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,8 @@
-//! The exit statuses, each code with what it means, in one place: the dispatch returns these constants, and
-//! `--help`, `doctor --help` and the man page's EXIT STATUS section are written from [`GENERAL`] and
-//! [`DOCTOR`], so that what they say cannot drift from what the binary does. It imports nothing.
+//! The exit statuses of every command, in one table: the dispatch returns these constants, and `--help`, every
+//! subcommand's `--help`, the man page's EXIT STATUS section and README's table are written from [`TABLE`], so
+//! that what they say cannot drift from what the binary does. One cause has one code whatever the command: the
+//! monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown) that `doctor` needs, with "could not run
+//! at all" as its unknown for every command. It imports nothing.
 
 /// One exit status and what it means, as `--help` and the man page say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,98 +15,60 @@ pub struct ExitStatus {
     pub meaning: &'static str,
 }
 
-/// Success.
+/// Success; `doctor`: healthy, or informational findings only.
 pub const SUCCESS: i32 = 0;
-/// Any other failure (a bad file, an unreadable recording, the port in use).
-pub const FAILURE: i32 = 1;
-/// No NVIDIA driver could be used, or the command line was wrong (as clap exits for bad flags).
-pub const NO_DRIVER: i32 = 2;
-/// The interactive monitor (or fleet view) was asked for without a terminal (ssh without -t, cron, a pipe).
-pub const NO_TERMINAL: i32 = 3;
+/// Something is wrong with what was watched: `doctor` found a warning, `healthcheck` found the exporter unhealthy
+/// (Docker's HEALTHCHECK reads 1 as unhealthy), `--status` had a GPU that did not answer.
+pub const WARNING: i32 = 1;
+/// `doctor` found at least one critical finding.
+pub const CRITICAL: i32 = 2;
+/// Could not run at all, whatever the command: no usable NVIDIA driver, a bad command line or config file, an
+/// unreadable recording, the port in use, a write error, the monitor without a terminal. The monitoring
+/// convention's "unknown", so that it is never read as "critical".
+pub const CANNOT_RUN: i32 = 3;
 /// The monitor and the fleet view end on a terminating signal N with 128 + N, as a shell reports it.
 pub const SIGNAL_BASE: i32 = 128;
 
-/// `doctor`: healthy, or informational findings only.
-pub const DOCTOR_OK: i32 = 0;
-/// `doctor`: at least one warning.
-pub const DOCTOR_WARNING: i32 = 1;
-/// `doctor`: at least one critical finding.
-pub const DOCTOR_CRITICAL: i32 = 2;
-/// `doctor` could not check (no driver, bad arguments, unreadable recording): the monitoring-plugin
-/// convention's UNKNOWN (0 OK, 1 warning, 2 critical, 3 unknown), never "critical".
-pub const DOCTOR_UNKNOWN: i32 = 3;
-
-/// Every command but `doctor`.
-pub const GENERAL: [ExitStatus; 5] = [
-    ExitStatus { code: SUCCESS, shown: "0", meaning: "success" },
+/// Every command's exit statuses.
+pub const TABLE: [ExitStatus; 5] = [
+    ExitStatus { code: SUCCESS, shown: "0", meaning: "success; doctor: healthy, or informational findings only" },
     ExitStatus {
-        code: FAILURE,
+        code: WARNING,
         shown: "1",
-        meaning: "failure: a bad file, an unreadable recording, the port in use, a write error",
+        meaning: "doctor: at least one warning; healthcheck: unhealthy; --status: a GPU did not answer",
     },
-    ExitStatus { code: NO_DRIVER, shown: "2", meaning: "no usable NVIDIA driver, or a bad command line" },
+    ExitStatus { code: CRITICAL, shown: "2", meaning: "doctor: at least one critical finding" },
     ExitStatus {
-        code: NO_TERMINAL,
+        code: CANNOT_RUN,
         shown: "3",
-        meaning: "the monitor or the fleet view needs a terminal (stdin and stdout) and has none",
+        meaning: "could not run: no usable NVIDIA driver, a bad command line or config file, an unreadable \
+                  recording, the port in use, a write error, the monitor without a terminal",
     },
     ExitStatus { code: SIGNAL_BASE, shown: "128+N", meaning: "the monitor or the fleet view ended by signal N" },
 ];
 
-/// `doctor`, by the monitoring-plugin convention (Nagios, Icinga, Sensu).
-pub const DOCTOR: [ExitStatus; 4] = [
-    ExitStatus { code: DOCTOR_OK, shown: "0", meaning: "healthy, or informational findings only" },
-    ExitStatus { code: DOCTOR_WARNING, shown: "1", meaning: "at least one warning" },
-    ExitStatus { code: DOCTOR_CRITICAL, shown: "2", meaning: "at least one critical finding" },
-    ExitStatus {
-        code: DOCTOR_UNKNOWN,
-        shown: "3",
-        meaning: "could not check: no driver, a bad command line, an unreadable recording",
-    },
-];
-
 use std::fmt::Write as _;
 
-/// The table as the end of `--help` shows it: a title line, then one indented line per status.
+/// The table as the end of every `--help` shows it: a title line, then one indented line per status.
 #[must_use]
-pub fn help(title: &str, statuses: &[ExitStatus]) -> String {
-    let mut text = format!("{title}:\n");
-    for status in statuses {
+pub fn help() -> String {
+    let mut text = String::from("Exit status (every command):\n");
+    for status in &TABLE {
         // Writing to a String cannot fail.
         let _ = writeln!(text, "  {:<6} {}", status.shown, status.meaning);
     }
     text
 }
 
-/// The end of `gpusight --help`: both tables.
-#[must_use]
-pub fn general_help() -> String {
-    format!("{}\n{}", help("Exit status", &GENERAL), help("Exit status of doctor", &DOCTOR))
-}
-
-/// The end of `gpusight doctor --help`.
-#[must_use]
-pub fn doctor_help() -> String {
-    help("Exit status", &DOCTOR)
-}
-
-/// Both tables in Markdown, as README's "Exit status" section holds them between its markers (a test checks
-/// that the README says exactly this).
+/// The table in Markdown, as README's "Exit status" section holds it between its markers (a test checks that the
+/// README says exactly this).
 #[must_use]
 pub fn markdown() -> String {
-    let table = |statuses: &[ExitStatus]| {
-        let mut text = String::from("| Status | Meaning |\n|---|---|\n");
-        for status in statuses {
-            let _ = writeln!(text, "| `{}` | {} |", status.shown, status.meaning);
-        }
-        text
-    };
-    format!(
-        "Every command but `doctor`:\n\n{}\n`doctor`, by the monitoring-plugin convention (Nagios, Icinga, Sensu), so \
-         that \"could not check\" is never read as \"critical\":\n\n{}",
-        table(&GENERAL),
-        table(&DOCTOR)
-    )
+    let mut text = String::from("| Status | Meaning |\n|---|---|\n");
+    for status in &TABLE {
+        let _ = writeln!(text, "| `{}` | {} |", status.shown, status.meaning);
+    }
+    text
 }
 
 /// The marker lines around the generated tables in README.md.
@@ -117,26 +81,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_table_has_each_code_once_and_in_order() {
-        for table in [&GENERAL[..], &DOCTOR[..]] {
-            let codes: Vec<i32> = table.iter().map(|s| s.code).collect();
-            let mut sorted = codes.clone();
-            sorted.sort_unstable();
-            sorted.dedup();
-            assert_eq!(codes, sorted);
-            for status in table {
-                assert!(status.shown.starts_with(&status.code.to_string()), "{status:?}");
-            }
+    fn the_table_has_each_code_once_and_in_order() {
+        let codes: Vec<i32> = TABLE.iter().map(|s| s.code).collect();
+        let mut sorted = codes.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(codes, sorted);
+        for status in &TABLE {
+            assert!(status.shown.starts_with(&status.code.to_string()), "{status:?}");
         }
     }
 
     #[test]
     fn the_help_lists_every_code_with_its_meaning() {
-        let text = doctor_help();
-        assert!(text.starts_with("Exit status:\n"), "{text}");
-        assert!(text.contains("  3      could not check"), "{text}");
-        let text = general_help();
-        assert!(text.contains("  2      no usable NVIDIA driver"), "{text}");
-        assert!(text.contains("Exit status of doctor:\n  0      healthy"), "{text}");
+        let text = help();
+        assert!(text.starts_with("Exit status (every command):\n"), "{text}");
+        assert!(text.contains("  3      could not run: no usable NVIDIA driver"), "{text}");
+        assert!(text.contains("  2      doctor: at least one critical finding"), "{text}");
+        // "could not check" is never "critical": the monitoring convention's unknown.
+        assert!(!TABLE[2].meaning.contains("driver"), "{text}");
     }
 }

@@ -357,15 +357,14 @@ fn jobs(out: &mut String, tick: &Tick, width: Option<usize>) {
             if gpus.is_empty() { NA.to_owned() } else { gpus.join(",") },
             p.pid
         );
-        match lines.iter_mut().find(|(key, _, _)| *key == job.key) {
-            Some((_, _, ranks)) => ranks.push(rank),
-            None => {
-                let mut head = visible(&crate::host::job::display_name(job, &p.cmdline)).into_owned();
-                if let Some(size) = job.world_size {
-                    let _ = write!(head, ", world size {size}");
-                }
-                lines.push((&job.key, head, vec![rank]));
+        if let Some((_, _, ranks)) = lines.iter_mut().find(|(key, _, _)| *key == job.key) {
+            ranks.push(rank);
+        } else {
+            let mut head = visible(&crate::host::job::display_name(job, &p.cmdline)).into_owned();
+            if let Some(size) = job.world_size {
+                let _ = write!(head, ", world size {size}");
             }
+            lines.push((&job.key, head, vec![rank]));
         }
     }
     if lines.is_empty() && notes.is_empty() {

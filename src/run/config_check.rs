@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 
-use super::{EXIT_FAILURE, warn};
+use super::{EXIT_CANNOT_RUN, warn};
 
 /// Checks `file` (else the platform file): prints "ok" and returns 0 when it is clean, else one line per
-/// unknown key or bad value on stderr and returns 1. No file at the platform path is clean: the defaults apply.
+/// unknown key or bad value on stderr and returns [`EXIT_CANNOT_RUN`]. No file at the platform path is clean: the defaults apply.
 pub(super) fn run(file: Option<&Path>) -> i32 {
     let Some(path): Option<PathBuf> = file.map(Path::to_owned).or_else(Config::default_path) else {
         warn("no config directory on this platform: the defaults apply");
@@ -20,7 +20,7 @@ pub(super) fn run(file: Option<&Path>) -> i32 {
         Ok(text) => text,
         Err(e) => {
             warn(&format!("cannot read config file {}: {e}", path.display()));
-            return EXIT_FAILURE;
+            return EXIT_CANNOT_RUN;
         }
     };
     match Config::check_text(&text, &path) {
@@ -29,7 +29,7 @@ pub(super) fn run(file: Option<&Path>) -> i32 {
             for problem in problems {
                 warn(&problem);
             }
-            EXIT_FAILURE
+            EXIT_CANNOT_RUN
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio_rustls::rustls;
 
 use crate::export::web_config::{WebConfig, pinned_client};
 
-use super::{EXIT_FAILURE, warn};
+use super::warn;
 
 /// The most of an answer read: `/healthz` says a line or two.
 const MAX_ANSWER: u64 = 64 << 10;
@@ -33,11 +33,11 @@ pub(super) fn run(url: Option<&str>, web_config: Option<&Path>, timeout: Duratio
         Ok((200, first_line)) => super::emit_or_fail(&format!("healthy: {first_line}\n"), 0),
         Ok((status, first_line)) => {
             warn(&format!("unhealthy: HTTP {status}: {first_line}"));
-            EXIT_FAILURE
+            crate::exit::WARNING
         }
         Err(message) => {
             warn(&format!("unhealthy: {message}"));
-            EXIT_FAILURE
+            crate::exit::WARNING
         }
     }
 }

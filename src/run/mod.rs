@@ -41,21 +41,14 @@ use crate::config::Config;
 use crate::flag_checks::terminal_caps;
 use crate::pipeline::Pipeline;
 use crate::sample::MachineInfo;
-use crate::source::SourceError;
 
 pub use data::Data;
 pub use error::RunError;
 pub use feed::StallNotice;
 
-/// Exit code when no NVIDIA driver could be used, or the command line was wrong (as clap does for bad flags).
-pub const EXIT_NO_DRIVER: i32 = crate::exit::NO_DRIVER;
-/// Exit code for any other failure (bad file, unreadable recording, port in use).
-pub const EXIT_FAILURE: i32 = crate::exit::FAILURE;
-/// `doctor`'s exit code when it could not check at all (no driver, bad arguments, unreadable recording), by the
-/// monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown).
-pub const EXIT_DOCTOR_UNKNOWN: i32 = crate::exit::DOCTOR_UNKNOWN;
-/// Exit code when the interactive monitor is asked for without a terminal (ssh without -t, cron, a pipe).
-pub const EXIT_NO_TERMINAL: i32 = crate::exit::NO_TERMINAL;
+/// Exit code of every command that could not run (no driver, a bad command line or config, an unreadable file, the
+/// port in use, a write error, the monitor without a terminal): see [`crate::exit`].
+pub const EXIT_CANNOT_RUN: i32 = crate::exit::CANNOT_RUN;
 
 /// Runs gpusight with the process's arguments and returns the exit code. `main.rs` only calls this.
 #[must_use]
@@ -69,7 +62,7 @@ pub fn main() -> i32 {
         Err(e) if !e.use_stderr() => return print_help(&e),
         Err(e) => {
             let _ = e.print();
-            return if crate::cli::asks_for_doctor(&args) { EXIT_DOCTOR_UNKNOWN } else { EXIT_NO_DRIVER };
+            return EXIT_CANNOT_RUN;
         }
     };
     match run(&cli) {
@@ -77,14 +70,8 @@ pub fn main() -> i32 {
         Err(e) => {
             // Messages can quote what came from outside (a path, a server's answer): no control character passes.
             let _ = writeln!(std::io::stderr(), "gpusight: {}", crate::text::visible(&e.to_string()));
-            match e {
-                // doctor could not check: the monitoring convention's "unknown", never "critical".
-                _ if matches!(cli.command, Some(Command::Doctor { .. })) => EXIT_DOCTOR_UNKNOWN,
-                RunError::Source(SourceError::NoDriver(_) | SourceError::Usage(_)) | RunError::Usage(_) => {
-                    EXIT_NO_DRIVER
-                }
-                _ => EXIT_FAILURE,
-            }
+            // Whatever the command and the cause: the monitoring convention's "unknown", never "critical".
+            EXIT_CANNOT_RUN
         }
     }
 }
@@ -175,7 +162,7 @@ pub fn warn(message: &str) {
 }
 
 /// `--help` or `--version` on stdout, checked as every output is: 0 once written (or when the reader went away),
-/// else one line on stderr and [`EXIT_FAILURE`].
+/// else one line on stderr and [`EXIT_CANNOT_RUN`].
 fn print_help(e: &clap::Error) -> i32 {
     use std::io::IsTerminal as _;
     let styled = e.render();
@@ -184,13 +171,13 @@ fn print_help(e: &clap::Error) -> i32 {
     emit_or_fail(&text, 0)
 }
 
-/// Writes `text` to stdout as [`emit`] does: `code` once written, else the error on stderr and [`EXIT_FAILURE`].
+/// Writes `text` to stdout as [`emit`] does: `code` once written, else the error on stderr and [`EXIT_CANNOT_RUN`].
 fn emit_or_fail(text: &str, code: i32) -> i32 {
     match emit(text) {
         Ok(()) => code,
         Err(e) => {
             warn(&e.to_string());
-            EXIT_FAILURE
+            EXIT_CANNOT_RUN
         }
     }
 }
@@ -231,7 +218,7 @@ fn no_terminal() -> i32 {
         "the monitor needs a terminal (stdin and stdout); without one use --once [--json|--format csv], --status, \
          or `gpusight doctor` (ssh: use ssh -t)",
     );
-    EXIT_NO_TERMINAL
+    EXIT_CANNOT_RUN
 }
 
 fn use_color(cli: &Cli) -> bool {

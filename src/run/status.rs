@@ -19,7 +19,7 @@ use crate::sample::MachineInfo;
 use crate::source::{OptionalReadings, SourceError};
 
 use super::data::next_snapshot;
-use super::{Data, EXIT_FAILURE, EXIT_NO_DRIVER, RunError, capacity, emit, use_ascii, warn};
+use super::{Data, EXIT_CANNOT_RUN, RunError, capacity, emit, use_ascii, warn};
 
 /// How long `--status` waits for its own sample before it prints what it has.
 pub(super) const DEADLINE: Duration = Duration::from_secs(2);
@@ -52,10 +52,10 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -
     };
     let (line, watcher, code) = match outcome {
         Outcome::Line(line, watcher) => (line, watcher, 0),
-        Outcome::NoDriver => (StatusLine::default(), None, EXIT_NO_DRIVER),
+        Outcome::NoDriver => (StatusLine::default(), None, EXIT_CANNOT_RUN),
         Outcome::TimedOut(machine) => {
             warn(&format!("no sample within {} s: GPUs that did not answer read '?'", DEADLINE.as_secs()));
-            (machine.map(|m| StatusLine::unanswered(&m)).unwrap_or_default(), None, EXIT_FAILURE)
+            (machine.map(|m| StatusLine::unanswered(&m)).unwrap_or_default(), None, crate::exit::WARNING)
         }
     };
     let line = line.only(&cli.data.only);
@@ -64,13 +64,13 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, interval: Duration) -
         emit(&(doc.to_string() + "\n"))?;
         return Ok(code);
     }
-    let text = if line.gpus.is_empty() && code == EXIT_FAILURE {
+    let text = if line.gpus.is_empty() && code == crate::exit::WARNING {
         NO_ANSWER_MARKER.to_owned()
     } else {
         render_line(&line, &options)
     };
     // Without a driver the marker is the whole line.
-    let text = if code == EXIT_NO_DRIVER { NO_GPU_MARKER.to_owned() } else { text };
+    let text = if code == EXIT_CANNOT_RUN { NO_GPU_MARKER.to_owned() } else { text };
     emit(&(text + "\n"))?;
     Ok(code)
 }

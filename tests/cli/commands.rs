@@ -69,8 +69,8 @@ fn doctor_exits_3_when_it_cannot_check() {
     assert_eq!(gpusight(&["doctor", "--frobnicate"]).status.code(), Some(3));
     assert_eq!(gpusight(&["doctor", "--replay", "/nonexistent/run.jsonl"]).status.code(), Some(3));
     assert_eq!(gpusight(&["doctor", "--synthetic", "warp-drive"]).status.code(), Some(3));
-    // Other commands keep their codes.
-    assert_eq!(gpusight(&["--frobnicate"]).status.code(), Some(2));
+    // Every other command says the same for the same cause.
+    assert_eq!(gpusight(&["--frobnicate"]).status.code(), Some(3));
 }
 
 #[test]
@@ -124,13 +124,13 @@ fn synthetic_scale_lists_every_process() {
 }
 
 #[test]
-fn without_a_driver_it_exits_2_naming_the_library_and_suggesting_the_demo() {
+fn without_a_driver_it_exits_3_naming_the_library_and_suggesting_the_demo() {
     let output = Command::new(BIN)
         .arg("--once")
         .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
         .output()
         .expect("run");
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(3));
     let message = stderr(&output);
     assert_eq!(message.trim().lines().count(), 1, "{message}");
     assert!(message.contains("libnvidia-ml.so.1") && message.contains("--demo"), "{message}");
@@ -139,15 +139,15 @@ fn without_a_driver_it_exits_2_naming_the_library_and_suggesting_the_demo() {
 #[test]
 fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
     let bad_flag = gpusight(&["--frobnicate"]);
-    assert_eq!(bad_flag.status.code(), Some(2));
+    assert_eq!(bad_flag.status.code(), Some(3));
     let fast = gpusight(&["--demo", "--once", "--interval", "0.01"]);
-    assert_eq!(fast.status.code(), Some(2));
+    assert_eq!(fast.status.code(), Some(3));
     assert!(stderr(&fast).contains("0.1 to 60"), "{}", stderr(&fast));
     let missing = gpusight(&["--replay", "/nonexistent/run.jsonl", "--once"]);
-    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(missing.status.code(), Some(3));
     assert!(stderr(&missing).contains("/nonexistent/run.jsonl"), "{}", stderr(&missing));
     let scenario = gpusight(&["--synthetic", "warp-drive", "--once"]);
-    assert_eq!(scenario.status.code(), Some(2));
+    assert_eq!(scenario.status.code(), Some(3));
     assert!(stderr(&scenario).contains("unknown synthetic scenario"), "{}", stderr(&scenario));
     let dir = temp_dir();
     let config = dir.path().join("bad.toml");
@@ -158,13 +158,13 @@ fn bad_flags_paths_and_files_get_a_message_and_a_nonzero_exit() {
     assert!(stderr(&unknown_key).contains("unknown key thresholds.windw_s: ignored"), "{}", stderr(&unknown_key));
     std::fs::write(&config, "[thresholds]\nwindow_s = -3\n").expect("write");
     let bad_config = gpusight(&["--demo", "--once", "--config", config.to_str().expect("utf-8")]);
-    assert_eq!(bad_config.status.code(), Some(1));
+    assert_eq!(bad_config.status.code(), Some(3));
     assert!(stderr(&bad_config).contains("window_s"), "{}", stderr(&bad_config));
     let corrupt = dir.path().join("corrupt.jsonl");
     let header = r#"{"format":"gpusight-recording","schema":1,"writer":"t","machine":{"hostname":"h","source":"live","source_label":"h","driver_version":null,"cuda_driver_version":null,"nvml_version":null,"open_kernel_module":null,"kernel_release":null,"n_cpus":1,"n_numa_nodes":1,"mem_total_bytes":null,"boot_time_ms":null,"gpus":[]}}"#;
     std::fs::write(&corrupt, format!("{header}\n{{\"at_ms\": 1}}\nnot json\n{{\"at_ms\": 3}}\n")).expect("write");
     let output = gpusight(&["--replay", corrupt.to_str().expect("utf-8"), "--once"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     assert!(stderr(&output).contains("corrupt.jsonl, line 3"), "{}", stderr(&output));
 }
 
@@ -208,7 +208,7 @@ fn sigterm_ends_a_headless_recording_cleanly_and_it_is_never_overwritten() {
     let text = std::fs::read_to_string(&path).expect("read");
     assert!(text.ends_with('\n'), "every line is whole after a clean stop");
     let again = gpusight(&["--synthetic", "idle", "--record", path.to_str().expect("utf-8"), "--headless"]);
-    assert_eq!(again.status.code(), Some(1));
+    assert_eq!(again.status.code(), Some(3));
     assert!(stderr(&again).contains("already exists") && stderr(&again).contains("--overwrite"), "{}", stderr(&again));
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text, "the file is untouched");
 }
@@ -253,7 +253,7 @@ fn only_visible_reads_cuda_visible_devices() {
     assert!(stderr(&output).contains("names no GPU"), "{}", stderr(&output));
 }
 
-/// README's exit-status tables are the ones `--help` and the man page print, from `src/exit.rs`.
+/// README's exit-status table is the one `--help` and the man page print, from `src/exit.rs`.
 #[test]
 fn the_readme_exit_table_is_the_generated_one() {
     use gpusight::exit::{README_BEGIN, README_END, markdown};
@@ -263,11 +263,11 @@ fn the_readme_exit_table_is_the_generated_one() {
     assert_eq!(&readme[start..end], markdown(), "README.md's exit table differs; put this between the markers");
 }
 
-/// The same cause gives the same status in every command: no driver is 2, a bad config file 1, a bad command
-/// line 2, everywhere but doctor, which says 3 ("could not check") for each, as the tables say.
+/// The same cause gives the same status in every command: no driver, a bad config file and a bad command line
+/// are each 3 ("could not run"), doctor included, as the one table says.
 #[test]
 fn every_command_exits_with_the_tables_status_for_each_cause() {
-    use gpusight::exit::{DOCTOR_UNKNOWN, FAILURE, NO_DRIVER};
+    use gpusight::exit::CANNOT_RUN;
     let dir = crate::common::temp_dir();
     let bad_config = dir.path().join("config.toml");
     std::fs::write(&bad_config, "[general]\ninterval_s = -1\n").expect("write");
@@ -275,19 +275,14 @@ fn every_command_exits_with_the_tables_status_for_each_cause() {
     let commands: [&[&str]; 5] =
         [&["--once"], &["--once", "--json"], &["report", "--duration", "1s"], &["export"], &["doctor"]];
     for command in commands {
-        let doctor = command[0] == "doctor";
         let no_driver = crate::common::command(command)
             .env("GPUSIGHT_NVML_LIB", "/nonexistent/libnvidia-ml.so.1")
             .output()
             .expect("run");
-        assert_eq!(
-            no_driver.status.code(),
-            Some(if doctor { DOCTOR_UNKNOWN } else { NO_DRIVER }),
-            "{command:?} no driver"
-        );
+        assert_eq!(no_driver.status.code(), Some(CANNOT_RUN), "{command:?} no driver");
         let config = crate::common::command(command).args(["--demo", "--config", bad_config]).output().expect("run");
-        assert_eq!(config.status.code(), Some(if doctor { DOCTOR_UNKNOWN } else { FAILURE }), "{command:?} bad config");
+        assert_eq!(config.status.code(), Some(CANNOT_RUN), "{command:?} bad config");
         let usage = crate::common::command(command).arg("--frobnicate").output().expect("run");
-        assert_eq!(usage.status.code(), Some(if doctor { DOCTOR_UNKNOWN } else { NO_DRIVER }), "{command:?} bad usage");
+        assert_eq!(usage.status.code(), Some(CANNOT_RUN), "{command:?} bad usage");
     }
 }

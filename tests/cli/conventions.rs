@@ -28,7 +28,7 @@ fn the_status_line_is_one_short_line_per_machine() {
     let custom = stdout(&gpusight(&["--status", "--demo", "--status-format", "GPU{index} {util}% {power}W"]));
     assert!(custom.starts_with("GPU0 ") && custom.trim_end().ends_with('W'), "{custom}");
     let bad = gpusight(&["--status", "--demo", "--status-format", "{nope}"]);
-    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(bad.status.code(), Some(3));
     assert!(stderr(&bad).contains("unknown placeholder '{nope}'"), "{}", stderr(&bad));
 }
 
@@ -52,9 +52,9 @@ fn once_prints_csv_with_a_stable_header() {
     let json = stdout(&gpusight(&["--synthetic", "mixed:4", "--once", "--format", "json"]));
     assert!(json.contains("\"schema\": \"gpusight.snapshot/1\""));
     let contradiction = gpusight(&["--demo", "--once", "--format", "csv", "--json"]);
-    assert_eq!(contradiction.status.code(), Some(2));
+    assert_eq!(contradiction.status.code(), Some(3));
     let without_once = gpusight(&["--demo", "--format", "csv"]);
-    assert_eq!(without_once.status.code(), Some(2), "--format belongs to --once: {}", stderr(&without_once));
+    assert_eq!(without_once.status.code(), Some(3), "--format belongs to --once: {}", stderr(&without_once));
 }
 
 #[test]
@@ -102,7 +102,7 @@ fn record_dash_streams_json_lines_to_a_pipe_and_stops_when_it_closes() {
     assert!(!err.contains("Broken pipe"), "{err}");
 
     let monitor = gpusight(&["--record", "-", "--synthetic", "compute"]);
-    assert_eq!(monitor.status.code(), Some(2), "the monitor draws on stdout: {}", stderr(&monitor));
+    assert_eq!(monitor.status.code(), Some(3), "the monitor draws on stdout: {}", stderr(&monitor));
     assert!(stderr(&monitor).contains("--headless"));
 }
 
@@ -145,7 +145,7 @@ fn completions_and_the_man_page_print() {
         assert_eq!(output.status.code(), Some(0), "{shell}: {}", stderr(&output));
         assert!(stdout(&output).contains("doctor"), "{shell}");
     }
-    assert_eq!(gpusight(&["completions", "tcsh"]).status.code(), Some(2));
+    assert_eq!(gpusight(&["completions", "tcsh"]).status.code(), Some(3));
     let man = gpusight(&["man"]);
     assert_eq!(man.status.code(), Some(0));
     assert!(stdout(&man).contains(".TH gpusight 1"), "{}", stdout(&man));
@@ -157,13 +157,13 @@ fn export_listens_where_gpusight_listen_says_and_warns_off_loopback() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let address = taken.local_addr().expect("addr").to_string();
     let output = command(&["export", "--synthetic", "idle"]).env("GPUSIGHT_LISTEN", &address).output().expect("run");
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     assert!(stderr(&output).contains(&address), "GPUSIGHT_LISTEN is used: {}", stderr(&output));
     assert!(!stderr(&output).contains("no authentication"), "loopback gives no warning");
 
     let output =
         command(&["export", "--synthetic", "idle"]).env("GPUSIGHT_LISTEN", "not-an-address").output().expect("run");
-    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
 
     // Off loopback: a port of this machine's wildcard address that is already taken, so nothing is served.
     let wildcard = std::net::TcpListener::bind("0.0.0.0:0").expect("bind");
@@ -175,30 +175,28 @@ fn export_listens_where_gpusight_listen_says_and_warns_off_loopback() {
     assert!(warning[0].starts_with("gpusight: warning: serving 0.0.0.0:"), "{}", warning[0]);
 }
 
-/// The meaning the man page's EXIT STATUS section gives `code`: in the part for every command, or in doctor's.
-fn man_exit_meaning(man: &str, doctor: bool, code: i32) -> String {
+/// The meaning the man page's EXIT STATUS section (one table for every command) gives `code`.
+fn man_exit_meaning(man: &str, code: i32) -> String {
     let section = man.split(".SH \"EXIT STATUS\"\n").nth(1).expect("EXIT STATUS");
     let section = section.split("\n.SH ").next().unwrap_or_default();
-    let (general, doctors) = section.split_once(".PP\n").expect("doctor's part");
-    let part = if doctor { doctors } else { general };
     let entry = format!(".TP\n\\fB{code}\\fR\n");
-    let at = part.find(&entry).unwrap_or_else(|| panic!("no {code} in {part}"));
-    part[at + entry.len()..].lines().next().unwrap_or_default().replace("\\-", "-")
+    let at = section.find(&entry).unwrap_or_else(|| panic!("no {code} in {section}"));
+    section[at + entry.len()..].lines().next().unwrap_or_default().replace("\\-", "-")
 }
 
 #[test]
 fn the_man_pages_exit_statuses_are_what_the_binary_returns() {
     let man = stdout(&gpusight(&["man"]));
     let code = |args: &[&str]| gpusight(args).status.code().expect("an exit code");
-    assert!(man_exit_meaning(&man, false, code(&["--frobnicate"])).contains("bad command line"));
-    assert!(man_exit_meaning(&man, false, code(&["--once", "--synthetic", "idle"])).contains("success"));
-    assert!(man_exit_meaning(&man, false, code(&["--replay", "/nonexistent/run.jsonl", "--once"])).contains("failure"));
-    assert!(man_exit_meaning(&man, false, code(&["--synthetic", "idle"])).contains("needs a terminal"));
+    assert!(man_exit_meaning(&man, code(&["--frobnicate"])).contains("bad command line"));
+    assert!(man_exit_meaning(&man, code(&["--once", "--synthetic", "idle"])).starts_with("success"));
+    assert!(man_exit_meaning(&man, code(&["--replay", "/nonexistent/run.jsonl", "--once"])).contains("unreadable"));
+    assert!(man_exit_meaning(&man, code(&["--synthetic", "idle"])).contains("without a terminal"));
     let doctor = |scenario: &str| code(&["doctor", "--synthetic", scenario, "--duration", "60s"]);
-    assert!(man_exit_meaning(&man, true, doctor("compute")).starts_with("healthy"));
-    assert!(man_exit_meaning(&man, true, doctor("input-bound")).contains("warning"));
-    assert!(man_exit_meaning(&man, true, doctor("gpu-lost")).contains("critical"));
-    assert!(man_exit_meaning(&man, true, code(&["doctor", "--frobnicate"])).starts_with("could not check"));
+    assert!(man_exit_meaning(&man, doctor("compute")).contains("doctor: healthy"));
+    assert!(man_exit_meaning(&man, doctor("input-bound")).contains("doctor: at least one warning"));
+    assert!(man_exit_meaning(&man, doctor("gpu-lost")).contains("critical"));
+    assert!(man_exit_meaning(&man, code(&["doctor", "--frobnicate"])).starts_with("could not run"));
     assert_eq!(code(&["doctor", "--frobnicate"]), gpusight::doctor::EXIT_UNKNOWN);
-    assert_eq!(code(&["--frobnicate"]), gpusight::run::EXIT_NO_DRIVER);
+    assert_eq!(code(&["--frobnicate"]), gpusight::run::EXIT_CANNOT_RUN);
 }

@@ -152,7 +152,7 @@ fn the_template_takes_literal_braces_and_the_flags_that_cannot_apply_are_refused
     assert_eq!(braces.status.code(), Some(0), "{}", stderr(&braces));
     assert_eq!(stdout(&braces), "{0} 0%\n");
     let csv = command(&["--demo", "--status", "--format", "csv"]).output().expect("run");
-    assert_eq!(csv.status.code(), Some(2));
+    assert_eq!(csv.status.code(), Some(3));
     assert!(stderr(&csv).contains("--format goes with --once"), "{}", stderr(&csv));
     let json = command(&["--demo", "--status", "--json"]).output().expect("run");
     assert_eq!(json.status.code(), Some(0), "{}", stderr(&json));

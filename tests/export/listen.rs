@@ -22,7 +22,7 @@ fn a_port_in_use_is_a_clear_error_from_the_binary() {
         .args(["--synthetic", "idle", "export", "--listen", &addr])
         .output()
         .expect("run");
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(&addr) && stderr.contains("in use"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");

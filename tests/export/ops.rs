@@ -304,7 +304,7 @@ fn a_bad_web_config_file_stops_the_exporter_naming_the_file_and_key() {
         .arg(&config)
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(3));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains(config.to_str().unwrap()) && stderr.contains("basic_auth_users.prometheus"), "{stderr}");
 }
@@ -325,9 +325,9 @@ fn an_unknown_config_key_is_a_warning_for_daemons_and_an_error_for_config_check(
     let output = Command::new(BIN).args(["--synthetic", "idle", "--status", "--config", config_arg]).output().unwrap();
     assert_eq!(output.status.code(), Some(0), "{output:?}");
     assert!(!String::from_utf8_lossy(&output.stdout).trim().is_empty());
-    // config check is strict: exit 1 naming each problem.
+    // config check is strict: exit 3 (could not run: a bad config file) naming each problem.
     let output = Command::new(BIN).args(["config", "check", config_arg]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("line 3, unknown key general.frobnicate") && stderr.contains("purple"), "{stderr}");
     std::fs::write(&config, "[general]\ninterval_s = 0.5\n").unwrap();

@@ -157,14 +157,14 @@ fn fleet_once_shows_labels_made_visible_and_never_the_password() {
     assert!(stdout(&json).contains("admin:***@"), "{}", stdout(&json));
     // And in an error: nothing listens on port 1.
     let error = gpusight(&["--prometheus", "http://admin:s3cr3t-pw@127.0.0.1:1", "--once"]);
-    assert_eq!(error.status.code(), Some(1));
+    assert_eq!(error.status.code(), Some(3));
     assert!(!stderr(&error).contains("s3cr3t-pw") && stderr(&error).contains("admin:***@"), "{}", stderr(&error));
 }
 
 #[test]
 fn https_prometheus_is_refused_plainly() {
     let output = gpusight(&["--prometheus", "https://user:pw@prometheus.example:9090", "--once"]);
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(3));
     let err = stderr(&output);
     assert!(err.contains("https is not supported") && err.contains("http://"), "{err}");
     assert!(!err.contains("pw@"), "{err}");
@@ -191,7 +191,7 @@ fn a_full_disk_is_one_line() {
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
     let output = command(&["--demo", "--once"]).stdout(full).output().expect("run");
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert_eq!(output.status.code(), Some(3), "{err}");
     assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
@@ -226,7 +226,7 @@ fn every_printing_command_says_a_full_disk_and_fails() {
         let full = std::fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full");
         let output = command(args).stdout(full).output().expect("run");
         let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {err}");
         assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
     }
@@ -258,7 +258,7 @@ fn the_status_line_keeps_tmux_formats_from_outside_inert() {
 fn replaying_dev_zero_is_refused_naming_the_line() {
     let output = gpusight(&["--replay", "/dev/zero", "--once"]);
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(1), "{err}");
+    assert_eq!(output.status.code(), Some(3), "{err}");
     assert!(err.contains("/dev/zero, line 1") && err.contains("without a line break"), "{err}");
 }
 
@@ -266,7 +266,7 @@ fn replaying_dev_zero_is_refused_naming_the_line() {
 fn at_is_bounded() {
     let output = gpusight(&["--synthetic", "idle", "--at", "1e9", "--once"]);
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(output.status.code(), Some(3), "{err}");
     assert!(err.contains("--at 1000000000 is past what a synthetic machine is run to"), "{err}");
     // The bound is on the work (samples times processes), so a huge machine is refused at once, saying how far
     // it can go, instead of running for hours.
@@ -274,7 +274,7 @@ fn at_is_bounded() {
     let output = gpusight(&["--synthetic", "scale:64x100000", "--at", "99999", "--once"]);
     let err = stderr(&output);
     assert!(started.elapsed() < std::time::Duration::from_secs(10), "{err}");
-    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(output.status.code(), Some(3), "{err}");
     assert!(err.contains("process-samples") && err.contains("or fewer processes"), "{err}");
     let largest: u64 = err.split("give --at ").nth(1).and_then(|t| t.split(' ').next()).unwrap().parse().unwrap();
     assert!(largest < 100, "{err}");
@@ -313,7 +313,7 @@ fn a_keymap_with_no_way_out_is_named_by_every_command() {
     let output = with_config("[keys]\nexplain = [\"z\"]\nquit = [\"z\"]\n", &["--demo", "--once"]);
     assert!(stderr(&output).contains("'z' is given to both explain and quit"), "{}", stderr(&output));
     let output = with_config("[keys]\nquit = []\n", &["config", "check"]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(stderr(&output).contains("no key to quit"), "{}", stderr(&output));
 }
 
@@ -329,7 +329,7 @@ fn config_values_are_range_checked() {
     ] {
         let output = with_config(text, &["--demo", "--once"]);
         let err = stderr(&output);
-        assert_eq!(output.status.code(), Some(1), "{text}: {err}");
+        assert_eq!(output.status.code(), Some(3), "{text}: {err}");
         assert!(err.contains(says), "{text}: {err}");
     }
 }
@@ -349,12 +349,12 @@ fn a_dangling_symlink_at_the_default_config_path_is_a_warning() {
 #[test]
 fn flags_that_would_be_ignored_are_said() {
     for (args, code, says) in [
-        (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 2, "--record with --once records nothing"),
-        (&["--demo", "--record", "x.jsonl", "--headless"][..], 2, "recorded already"),
-        (&["--demo", "--json"][..], 2, "add --once"),
-        (&["--demo", "--status", "--at", "5"][..], 2, "--status and --headless read from the start"),
-        (&["--demo", "--prometheus", "http://127.0.0.1:1"][..], 2, "do not apply"),
-        (&["--demo", "--once", "--only", "99"][..], 2, "there is no GPU 99; the GPUs are 0"),
+        (&["--synthetic", "idle", "--record", "x.jsonl", "--once"][..], 3, "--record with --once records nothing"),
+        (&["--demo", "--record", "x.jsonl", "--headless"][..], 3, "recorded already"),
+        (&["--demo", "--json"][..], 3, "add --once"),
+        (&["--demo", "--status", "--at", "5"][..], 3, "--status and --headless read from the start"),
+        (&["--demo", "--prometheus", "http://127.0.0.1:1"][..], 3, "do not apply"),
+        (&["--demo", "--once", "--only", "99"][..], 3, "there is no GPU 99; the GPUs are 0"),
     ] {
         let output = gpusight(args);
         let err = stderr(&output);
@@ -367,7 +367,7 @@ fn flags_that_would_be_ignored_are_said() {
         (&["doctor", "--demo", "--duration", "1m"][..], "--duration has no effect on a recording"),
     ] {
         let output = gpusight(args);
-        assert!(output.status.code() != Some(2) && stderr(&output).contains(says), "{args:?}: {}", stderr(&output));
+        assert!(output.status.code() != Some(3) && stderr(&output).contains(says), "{args:?}: {}", stderr(&output));
     }
 }
 
@@ -381,9 +381,8 @@ fn negative_numbers_get_a_real_message_and_localhost_is_an_address() {
     ] {
         let output = gpusight(args);
         let err = stderr(&output);
-        // A bad argument: 2 as clap has it, 3 ("could not check") for doctor.
-        let code = if args[0] == "doctor" { 3 } else { 2 };
-        assert_eq!(output.status.code(), Some(code), "{args:?}: {err}");
+        // A bad argument: 3 ("could not run") for every command, doctor included.
+        assert_eq!(output.status.code(), Some(3), "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
     let cli =
@@ -633,7 +632,7 @@ fn a_keymap_that_takes_an_only_key_or_binds_keys_no_terminal_sends_is_refused() 
         ("pause = [\"ctrl-c\"]", "ctrl-c always quits"),
     ] {
         let output = with_config(&format!("[keys]\n{keys}\n"), &["config", "check"]);
-        assert_eq!(output.status.code(), Some(1), "{keys}: {}", stderr(&output));
+        assert_eq!(output.status.code(), Some(3), "{keys}: {}", stderr(&output));
         assert!(stderr(&output).contains(said), "{keys}: {}", stderr(&output));
     }
     let output = with_config("[keys]\nquit = [\"F12\"]\n", &["config", "check"]);
@@ -681,7 +680,7 @@ fn a_config_path_that_is_a_fifo_a_loop_or_a_huge_key_gets_a_short_clear_message(
         std::thread::sleep(Duration::from_millis(50));
     }
     let output = child.wait_with_output().expect("output");
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     assert!(stderr(&output).contains("is not a regular file (it is a FIFO)"), "{}", stderr(&output));
     // A symlink loop is said as one, not as a missing file.
     let looped = dir.path().join("loop.toml");
@@ -828,7 +827,7 @@ fn a_recording_stream_ends_quietly_when_its_reader_is_gone_and_never_rotates() {
     // A stream cannot rotate: refused, not ignored.
     let output = gpusight(&["--synthetic", "idle", "--record", "-", "--record-max-mb", "1", "--headless"]);
     let err = stderr(&output);
-    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert_eq!(output.status.code(), Some(3), "{err}");
     assert!(err.contains("--record-max-mb") && err.contains("cannot rotate"), "{err}");
 }
 
