@@ -1082,7 +1082,7 @@ epilog() {
 # long: a healthy ResNet-50 (12 DataLoader workers, no profiler in the job); doctor watches LONG_S seconds of it
 # (default 540: 9 min; no warning expected) with nvidia-smi read every 30 s beside it; a recording comes back.
 group_long() {
-    local watch_s=${LONG_S:-540}
+    local watch_s=${LONG_S:-600}
     jpegs
     ts "case long-healthy: ResNet-50, 12 workers, local JPEGs, no profiler; doctor ${watch_s} s once warm"
     job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 12 --batch 128 --seconds $((watch_s + 20)) --warm-steps 4 --no-profiler --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
