@@ -30,7 +30,7 @@
 #                                                            # scraped by a real Prometheus
 #   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
 #                                                            # after it (also the last case of host)
-#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min (LONG_S)
+#   GROUP=long bash scripts/device/cluster_cases.sh          # ~11 min: a healthy ResNet-50, doctor 10 min (LONG_S); start it with setsid in the background (one call is 10 min at most)
 #   GROUP=pane bash scripts/device/cluster_cases.sh          # ~2 min: a starved ResNet-50, the monitor in tmux at
 #                                                            # 5 s and 35 s (80x24, 200x60), --status, --once at 80
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
