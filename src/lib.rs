@@ -80,6 +80,7 @@ pub mod host;
 pub mod keys;
 pub mod output;
 pub mod pipeline;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod sample;

@@ -200,8 +200,16 @@ pub enum NodeState {
     Up,
     /// The last scrape failed (`up == 0`).
     Down,
-    /// The last scrape is older than the stale limit.
+    /// The last scrape is older than the stale limit; over ssh, no sample for three intervals.
     Stale,
+    /// Over ssh: connecting, no sample yet.
+    Connecting,
+    /// Over ssh: the connection ended (ssh exited, the host is unreachable, authentication failed).
+    Lost,
+    /// Over ssh: the host sent a line that is not part of a recording.
+    BadStream,
+    /// Over ssh: the host has no gpusight (the remote shell could not find the command).
+    NoGpusight,
 }
 
 /// One GPU of one node.
@@ -331,6 +339,9 @@ pub struct Node {
     pub processes: Vec<FleetProcess>,
     /// Worst first.
     pub findings: Vec<FleetFinding>,
+    /// Why the node is in its state, for a person (over ssh: ssh's last error line, the install command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Every node the Prometheus server knows of, and which columns it could not fill.
@@ -614,6 +625,7 @@ impl Fleet {
                     gpus: b.gpus.into_values().collect(),
                     processes: b.processes.into_values().collect(),
                     findings: b.findings.into_iter().map(|(_, finding)| finding).collect(),
+                    note: None,
                 }
             })
             .collect();

@@ -24,6 +24,10 @@ pub(crate) fn state_word(state: NodeState) -> &'static str {
         NodeState::Up => "up",
         NodeState::Down => "DOWN",
         NodeState::Stale => "STALE",
+        NodeState::Connecting => "connecting",
+        NodeState::Lost => "LOST",
+        NodeState::BadStream => "BAD STREAM",
+        NodeState::NoGpusight => "NO GPUSIGHT",
     }
 }
 
@@ -170,6 +174,9 @@ impl Fleet {
                 let gpu = f.gpu_index.map(|g| format!(" GPU {g}")).unwrap_or_default();
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
                 let _ = writeln!(out, "  ! {}{gpu}{pid}", visible(&f.title()));
+            }
+            if let Some(note) = &node.note {
+                let _ = writeln!(out, "  {}", visible(note));
             }
         }
         if !self.missing_columns.is_empty() {

@@ -252,6 +252,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            note: None,
         }
     }
 

@@ -38,6 +38,7 @@ fn fleet() -> Fleet {
                 gpus: vec![gpu(0, Some(99.0))],
                 processes: vec![],
                 findings: vec![],
+                note: None,
             },
             Node {
                 name: "beta".to_owned(),
@@ -59,6 +60,7 @@ fn fleet() -> Fleet {
                     gpu_index: Some(0),
                     pid: Some(4242),
                 }],
+                note: None,
             },
         ],
         missing_columns: vec![],
