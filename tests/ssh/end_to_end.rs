@@ -1,0 +1,97 @@
+//! Through a real sshd (see `sshd.rs`): `--once` and `--doctor` over two hosts, a host without gpusight, a host
+//! that sends garbage, and the live view in a pty (both hosts shown, one killed and marked lost while the other
+//! updates, and no remote gpusight left after quitting).
+
+use crate::common::pty::Session;
+use crate::common::{command, poll, stderr, stdout};
+use crate::sshd::Sshd;
+
+use std::time::Duration;
+
+fn ssh_command(sshd: &Sshd, extra: &[&str]) -> std::process::Command {
+    let mut cmd = command(&["ssh"]);
+    cmd.args(sshd.flags()).args(extra);
+    cmd
+}
+
+#[test]
+fn once_prints_a_table_per_host_and_json_with_each_hosts_snapshot() {
+    let Some(sshd) = Sshd::start() else { return };
+    let out = ssh_command(&sshd, &["--once", "hostA", "hostB"]).output().unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    assert!(text.contains("== hostA") && text.contains("== hostB"), "{text}");
+    let out = ssh_command(&sshd, &["--once", "--json", "hostA", "hostB"]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["schema"], "gpusight.ssh-once/1");
+    let gpus = |i: usize| json["hosts"][i]["snapshot"]["tick"]["gpus"].as_array().map_or(0, Vec::len);
+    assert_eq!((json["hosts"][0]["host"].as_str(), gpus(0)), (Some("hostA"), 2), "{json:#}");
+    assert_eq!((json["hosts"][1]["host"].as_str(), gpus(1)), (Some("hostB"), 1), "{json:#}");
+    assert!(!sshd.remote_running("hostA") || poll_gone(&sshd, "hostA"));
+}
+
+fn poll_gone(sshd: &Sshd, alias: &str) -> bool {
+    poll(&format!("{alias}'s remote gpusight exits"), Duration::from_secs(10), || {
+        if sshd.remote_running(alias) { Err("still running".to_owned()) } else { Ok(true) }
+    })
+}
+
+#[test]
+fn a_host_without_gpusight_gets_the_install_command_and_garbage_is_a_bad_stream() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mut cmd = command(&["ssh"]);
+    let flags = sshd.flags();
+    // The same flags with a remote binary that does not exist.
+    cmd.args(&flags[..2]).args(["--remote-gpusight", "/nonexistent/gpusight", "--once", "hostA"]);
+    let out = cmd.output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    assert!(text.contains("hostA: NO GPUSIGHT") && text.contains("cargo install gpusight"), "{text}");
+    let out = ssh_command(&sshd, &["--once", "hostA", "garbage"]).output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    assert!(text.contains("== hostA\n"), "{text}");
+    assert!(text.contains("garbage: BAD STREAM: bad stream at line 1"), "{text}");
+}
+
+#[test]
+fn doctor_gives_one_verdict_per_host_and_exits_with_the_worst() {
+    let Some(sshd) = Sshd::start() else { return };
+    let out = ssh_command(&sshd, &["--doctor", "--duration", "1s", "--json", "hostA", "hostC"]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes: Vec<i64> = json["hosts"].as_array().unwrap().iter().map(|h| h["exit_code"].as_i64().unwrap()).collect();
+    assert_eq!(codes.len(), 2, "{json:#}");
+    assert_eq!(i64::from(out.status.code().unwrap()), *codes.iter().max().unwrap(), "{json:#}");
+    assert_eq!(json["exit_code"].as_i64(), codes.iter().max().copied());
+    let out = ssh_command(&sshd, &["--doctor", "--duration", "1s", "hostA", "nosuchalias.invalid"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "a host that could not be checked is unknown: {}", stdout(&out));
+    assert!(stdout(&out).contains("nosuchalias.invalid: UNKNOWN"), "{}", stdout(&out));
+}
+
+#[test]
+fn the_live_view_shows_both_hosts_marks_a_killed_one_lost_and_quitting_ends_every_remote() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mut args: Vec<String> = vec!["ssh".into()];
+    args.extend(sshd.flags());
+    args.extend(["hostA".into(), "hostB".into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut session = Session::gpusight(&args, &[], 140, 30);
+    session.wait_screen("both hosts up with their GPUs", |s| {
+        s.contains("hostA")
+            && s.contains("hostB")
+            && s.matches("GPU 0").count() == 2
+            && s.contains("GPU 1")
+            && !s.contains("connecting")
+    });
+    // hostB's remote gpusight dies: hostB is lost, hostA goes on.
+    let pid = rustix::process::Pid::from_raw(sshd.remote_pid("hostB")).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
+    let screen = session.wait_for("LOST");
+    let row = |screen: &str| screen.lines().find(|l| l.contains("GPU 1")).map(str::to_owned);
+    let before = row(&screen);
+    session.wait_screen("hostA still updating after hostB was lost", |s| row(s) != before && !s.contains("STALE"));
+    assert!(sshd.remote_running("hostA"));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0, "{}", session.screen());
+    assert!(poll_gone(&sshd, "hostA"), "a remote gpusight is left after quitting");
+}
