@@ -2,6 +2,7 @@
 //! (`remote/`); `--once` prints one table per host, `--doctor` one verdict per host, and otherwise the fleet view
 //! (`fleet/screen.rs`, `ui/fleet.rs`) shows every host live.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver};
@@ -25,7 +26,7 @@ mod view;
 pub(super) fn run(cli: &Cli, args: &SshArgs, config: &Config) -> Result<i32, RunError> {
     let hosts = resolve_hosts(args)?;
     if args.list {
-        emit(&hosts.iter().map(|h| format!("{h}\n")).collect::<String>())?;
+        emit(&(hosts.join("\n") + "\n"))?;
         return Ok(0);
     }
     let interval = Duration::from_secs_f64(config.general.interval_s);
@@ -225,14 +226,14 @@ fn doctor(
         let Some(pipeline) = &outcome.pipeline else {
             worst = worst.max(crate::exit::DOCTOR_UNKNOWN);
             let note = no_sample_note(outcome, deadline);
-            text.push_str(&format!("== {name}: UNKNOWN: {}\n\n", crate::text::visible(&note)));
+            let _ = write!(text, "== {name}: UNKNOWN: {}\n\n", crate::text::visible(&note));
             json.push(serde_json::json!({ "host": outcome.node.name, "exit_code": crate::exit::DOCTOR_UNKNOWN,
                                           "note": note, "report": null }));
             continue;
         };
         let report = crate::doctor::DoctorReport::new(pipeline);
         worst = worst.max(report.exit_code());
-        text.push_str(&format!("== {name}\n{}\n", report.to_text_fitted(super::text_fit(super::use_color(cli)))));
+        let _ = write!(text, "== {name}\n{}\n", report.to_text_fitted(super::text_fit(super::use_color(cli))));
         json.push(serde_json::json!({ "host": outcome.node.name, "exit_code": report.exit_code(),
                                       "report": report.to_json() }));
     }

@@ -54,11 +54,16 @@ impl FleetWidget<'_> {
         let job_w = job_column(&view.fleet.nodes, area.width, 2 + 24 + 7 + 30 + 3, LAST_COLUMN_MIN);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
-            let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
-            let worst = node.findings.first().map_or_else(
-                || Cell::from(""),
-                |f| Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
-            );
+            let state_style = match node.state {
+                NodeState::Up | NodeState::Connecting => theme.base,
+                _ => theme.alarm,
+            };
+            // The worst finding, else why the node is not up (over ssh: ssh's error, the install command).
+            let worst = match (node.findings.first(), &node.note) {
+                (Some(f), _) => Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
+                (None, Some(note)) => Cell::from(crate::text::visible(note).into_owned()).style(state_style),
+                (None, None) => Cell::from(""),
+            };
             let mut cells = vec![
                 Cell::from(node.name.clone()),
                 Cell::from(state_word(node.state)).style(state_style),
@@ -137,6 +142,13 @@ impl FleetWidget<'_> {
                     .title(format!(" {} (Esc: fleet) ", node_header(node))),
             )
             .render(gpus_area, buf);
+        if let Some(note) = &node.note {
+            // Why the node is in its state, on the GPU table's bottom border.
+            let y = gpus_area.bottom().saturating_sub(1);
+            let text = format!(" {} ", crate::text::visible(note));
+            Line::styled(text, theme.alarm)
+                .render(Rect::new(gpus_area.x + 1, y, gpus_area.width.saturating_sub(2), 1), buf);
+        }
         let samples = process_samples(&node.processes);
         let rows = TableState::default().rows(&samples, &FixedFilters::default());
         let columns = columns::only(&FLEET_COLUMNS);

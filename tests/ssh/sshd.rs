@@ -10,6 +10,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, reason = "test scaffolding")]
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -103,18 +104,20 @@ impl Sshd {
         let d = self.dir.path();
         let mut config = String::new();
         for (alias, scenario) in ALIASES {
-            config.push_str(&format!(
+            let _ = write!(
+                config,
                 "Host {alias}\n  SetEnv GPUSIGHT_TEST_SCENARIO={scenario} GPUSIGHT_TEST_PIDFILE={d}/{alias}.pid\n",
                 d = d.display()
-            ));
+            );
         }
-        config.push_str(&format!(
+        let _ = write!(
+            config,
             "Host *\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}/id\n  IdentitiesOnly yes\n  \
              StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n",
             self.port,
             user(),
             d.display()
-        ));
+        );
         std::fs::write(d.join("ssh_config"), config).unwrap();
         let wrapper = format!(
             "#!/bin/sh\necho $$ > \"$GPUSIGHT_TEST_PIDFILE\"\n\

@@ -63,7 +63,7 @@ impl Hosts {
                     node.note = Some(format!("no sample for {} s", s.as_secs()));
                 }
                 Some(s) if node.state == NodeState::Stale => {
-                    node.note = Some(format!("no sample for {} s", s.as_secs()))
+                    node.note = Some(format!("no sample for {} s", s.as_secs()));
                 }
                 _ => {}
             }
