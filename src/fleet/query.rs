@@ -241,6 +241,10 @@ pub struct FleetProcess {
     pub command: Option<String>,
     pub gpu_memory_bytes: Option<u64>,
     pub sm_util_pct: Option<f64>,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22), where the source knows it (over ssh):
+    /// a signal is sent only if the process still has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_ticks: Option<u64>,
 }
 
 /// A finding's severity as a node's `severity` label gives it, read once: one gpusight knows, or the label as it
@@ -495,6 +499,7 @@ fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a Vecto
             command: label(s, "command").map(str::to_owned),
             gpu_memory_bytes: None,
             sm_util_pct: None,
+            start_ticks: None,
         });
         match s.labels.get("__name__").map(String::as_str) {
             Some(PROCESS_SM_UTILIZATION) => process.sm_util_pct = s.value.map(|v| v * 100.0),

@@ -94,6 +94,7 @@ fn processes(tick: &Tick) -> Vec<FleetProcess> {
                 command: host.map(|h| h.cmdline.clone()),
                 gpu_memory_bytes: p.used_gpu_memory_bytes,
                 sm_util_pct: p.sm_util_pct.map(f64::from),
+                start_ticks: host.and_then(|h| h.start_ticks),
             })
         })
         .collect()

@@ -157,8 +157,10 @@ impl FleetWidget<'_> {
             let line = Line::from(text);
             Cell::from(if c.align == columns::Align::Right { line.right_aligned() } else { line })
         };
-        let proc_rows =
-            rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
+        let proc_rows = rows.iter().enumerate().map(|(i, row)| {
+            let cells = Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>());
+            if i == self.view.process { cells.style(theme.selected) } else { cells }
+        });
         let widths =
             columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
         Table::new(proc_rows, widths)
@@ -193,6 +195,12 @@ impl Widget for FleetWidget<'_> {
     }
 }
 
+/// Draws the monitor's signal confirmation dialog over the fleet view (`gpusight ssh`'s drill-down), the same
+/// dialog as the monitor's.
+pub fn render_signal_dialog(dialog: &crate::app::SignalDialog, paint: &Paint, area: Rect, buf: &mut Buffer) {
+    super::screens::Dialog { dialog, paint }.render(area, buf);
+}
+
 /// Keeps `&FleetView` drawable as before: it draws through [`FleetWidget`] with bold and reverse only.
 impl Widget for &FleetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -213,15 +221,21 @@ impl crate::fleet::screen::FleetScreen {
             Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(frame.area());
         let state = match (&self.error, &self.view) {
             (Some(error), _) => format!("  {error}"),
+            (None, Some(_)) if self.notice.is_some() => format!("  {}", self.notice.as_deref().unwrap_or_default()),
             (None, None) => "  querying…".to_owned(),
             (None, Some(view)) => format!("  {} nodes", view.fleet.nodes.len()),
         };
-        let style = if self.error.is_some() { paint.theme.alarm } else { paint.theme.title };
+        let style = if self.error.is_some() || self.notice.is_some() { paint.theme.alarm } else { paint.theme.title };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
             frame.render_widget(FleetWidget { view, paint }, body);
         }
-        frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
+        let keys = if self.signals && self.view.as_ref().is_some_and(|v| v.drilled) {
+            " ↑↓ select process  T/K/I signal (asks first)  Esc back  q quit"
+        } else {
+            " ↑↓ select  Enter open node  Esc back  q quit"
+        };
+        frame.render_widget(Line::raw(keys), footer);
     }
 }
 

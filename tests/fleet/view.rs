@@ -53,6 +53,7 @@ fn fleet() -> Fleet {
                     command: Some("python3".to_owned()),
                     gpu_memory_bytes: Some(12 << 30),
                     sm_util_pct: Some(4.0),
+                    start_ticks: None,
                 }],
                 findings: vec![FleetFinding {
                     rule: Some("input-bound".to_owned()),
@@ -122,7 +123,8 @@ fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
         let buffer = terminal.backend().buffer().clone();
         (0..20).map(|y| (0..100).map(|x| buffer[(x, y)].symbol()).collect::<String>() + "\n").collect::<String>()
     };
-    let mut screen = FleetScreen { url: "http://prom:9090".to_owned(), view: None, error: None };
+    let mut screen =
+        FleetScreen { url: "http://prom:9090".to_owned(), view: None, error: None, signals: false, notice: None };
     assert!(draw(&screen).contains("querying"));
     screen.on_result(Ok(fleet()));
     let text = draw(&screen);

@@ -95,3 +95,59 @@ fn the_live_view_shows_both_hosts_marks_a_killed_one_lost_and_quitting_ends_ever
     assert_eq!(session.exit_code(), 0, "{}", session.screen());
     assert!(poll_gone(&sshd, "hostA"), "a remote gpusight is left after quitting");
 }
+
+fn view(sshd: &Sshd, extra: &[&str]) -> Session {
+    let mut args: Vec<String> = vec!["ssh".into()];
+    args.extend(sshd.flags());
+    args.extend(extra.iter().map(|a| (*a).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    Session::gpusight(&args, &[], 140, 30)
+}
+
+/// Opens hostC's drill-down and waits for the attached process's row.
+fn drill_into_host_c(session: &mut Session) {
+    session.wait_screen("hostC up", |s| s.contains("hostC") && s.contains("GPU 0") && !s.contains("connecting"));
+    session.send("\r");
+    session.wait_for("attached test process");
+}
+
+#[test]
+fn t_on_a_remote_process_asks_then_signals_it_through_ssh_and_readonly_refuses() {
+    let Some(sshd) = Sshd::start() else { return };
+    let (mut victim, pid, start) = crate::common::victim();
+    std::fs::write(sshd.dir.path().join("attach"), format!("{pid}:{start}")).unwrap();
+    let mut session = view(&sshd, &["--readonly", "hostC"]);
+    drill_into_host_c(&mut session);
+    session.send("T");
+    session.wait_for("read-only (--readonly): no signals");
+    session.send("q");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+    assert!(victim.try_wait().unwrap().is_none(), "a read-only view signalled the process");
+
+    let mut session = view(&sshd, &["hostC"]);
+    drill_into_host_c(&mut session);
+    let mut confirmed = false;
+    for _ in 0..16 {
+        session.send("T");
+        let screen = session.wait_for("Send a signal");
+        if screen.contains(&format!("PID {pid} ")) {
+            assert!(screen.contains("SIGTERM") && screen.contains("Cancel"), "{screen}");
+            session.send("\r");
+            confirmed = true;
+            break;
+        }
+        session.send("n");
+        session.wait_screen("the dialog closed", |s| !s.contains("Send a signal"));
+        session.send("\x1b[B");
+    }
+    assert!(confirmed, "the attached process was never selected: {}", session.screen());
+    session.wait_for(&format!("sent SIGTERM to PID {pid} on hostC"));
+    let status = poll("the signalled process exits", Duration::from_secs(10), || {
+        victim.try_wait().map_err(|e| e.to_string())?.ok_or_else(|| "still running".to_owned())
+    });
+    assert!(!status.success(), "{status:?}");
+    session.send("q");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}

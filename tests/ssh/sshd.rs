@@ -6,7 +6,8 @@
 //!
 //! Every alias runs the remote command through a wrapper (`--remote-gpusight WRAPPER`) that writes its PID to
 //! `DIR/ALIAS.pid` and then execs the test-built gpusight with the alias's scenario, so a test can kill one host's
-//! remote gpusight or check that none is left.
+//! remote gpusight or check that none is left. When `DIR/attach` holds `PID:START_TICKS`, the synthetic machine
+//! lists that real process as a GPU process (`--synthetic-attach`), for the signal test.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods, reason = "test scaffolding")]
 
@@ -121,9 +122,11 @@ impl Sshd {
         std::fs::write(d.join("ssh_config"), config).unwrap();
         let wrapper = format!(
             "#!/bin/sh\necho $$ > \"$GPUSIGHT_TEST_PIDFILE\"\n\
+             if [ -f {d}/attach ]; then set -- --synthetic-attach \"$(cat {d}/attach)\" \"$@\"; fi\n\
              if [ \"$GPUSIGHT_TEST_SCENARIO\" = garbage ]; then echo 'this is not a recording'; exec cat; fi\n\
              XDG_CONFIG_HOME=/nonexistent-gpusight-test-config XDG_RUNTIME_DIR=/nonexistent-gpusight-test-runtime \
-             exec {BIN} --synthetic \"$GPUSIGHT_TEST_SCENARIO\" \"$@\"\n"
+             exec {BIN} --synthetic \"$GPUSIGHT_TEST_SCENARIO\" \"$@\"\n",
+            d = d.display()
         );
         let path = d.join("gpusight-remote");
         std::fs::write(&path, wrapper).unwrap();

@@ -7,13 +7,17 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, KeyEventKind};
 
+use crate::app::signal::{SignalKind, SignalTarget};
+use crate::app::{DialogButton, SignalDialog};
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::config::ui::ThemeName;
 use crate::fleet::query::{Fleet, Node, NodeState};
 use crate::fleet::screen::FleetScreen;
-use crate::keys::{KeyBinding, Keymap};
+use crate::fleet::view::FleetView;
+use crate::keys::{Action, KeyBinding, Keymap};
 use crate::remote::host::{HostHandle, HostUpdate, ReaderConfig};
+use crate::remote::ssh::{kill_command, run_to_end};
 use crate::ui::Paint;
 
 enum Message {
@@ -22,6 +26,8 @@ enum Message {
     Redraw,
     InputClosed,
     Terminate(i32),
+    /// The outcome of a signal sent through ssh.
+    Notice(String),
 }
 
 /// The hosts' latest nodes and when each last sent a sample.
@@ -82,7 +88,7 @@ pub(super) fn run(
     hosts: &[String],
     reader: &ReaderConfig,
     interval: Duration,
-    _readonly: bool,
+    readonly: bool,
 ) -> color_eyre::Result<i32> {
     let keymap = Keymap::with_overrides(&config.keys)?;
     let theme = if super::super::use_color(cli) {
@@ -100,9 +106,25 @@ pub(super) fn run(
     drop(host_tx);
     forward(host_rx, tx.clone())?;
     spawn_input(tx.clone())?;
-    spawn_signals(tx)?;
+    spawn_signals(tx.clone())?;
+    let mut session = Session {
+        state: Hosts::new(hosts, interval),
+        screen: FleetScreen {
+            url: format!("ssh: {}", hosts.len()),
+            view: None,
+            error: None,
+            signals: !readonly,
+            notice: None,
+        },
+        dialog: None,
+        keymap: &keymap,
+        reader,
+        readonly,
+        tx,
+    };
+    session.screen.on_result(Ok(session.state.fleet()));
     let mut terminal = crate::terminal::init(false)?;
-    let result = event_loop(&mut terminal, &rx, &keymap, &paint, hosts, interval);
+    let result = event_loop(&mut terminal, &rx, &mut session, &paint, interval);
     crate::terminal::restore();
     for handle in &handles {
         handle.end();
@@ -110,36 +132,138 @@ pub(super) fn run(
     result
 }
 
+/// The loop's state: the hosts, the fleet screen, the signal dialog open (with its host), and how to signal.
+struct Session<'a> {
+    state: Hosts,
+    screen: FleetScreen,
+    dialog: Option<(String, SignalDialog)>,
+    keymap: &'a Keymap,
+    reader: &'a ReaderConfig,
+    readonly: bool,
+    tx: mpsc::Sender<Message>,
+}
+
+/// What a key asks of the loop.
+enum Step {
+    Continue,
+    Quit,
+}
+
+impl Session<'_> {
+    fn on_key(&mut self, key: KeyBinding) -> Step {
+        let Some(action) = self.keymap.lookup(key, self.dialog.is_some()) else { return Step::Continue };
+        if let Some((host, dialog)) = &mut self.dialog {
+            match action {
+                Action::DialogConfirm => {
+                    let (host, dialog) = (host.clone(), dialog.clone());
+                    self.dialog = None;
+                    self.send(&host, &dialog);
+                }
+                Action::DialogCancel | Action::Quit | Action::Back => self.dialog = None,
+                Action::DialogLeft => dialog.button = dialog.button.moved(-1),
+                Action::DialogRight => dialog.button = dialog.button.moved(1),
+                other => {
+                    if let Some(kind) = other.signal() {
+                        dialog.button = DialogButton::Send(kind);
+                    }
+                }
+            }
+            return Step::Continue;
+        }
+        if let Some(kind) = action.signal()
+            && self.screen.view.as_ref().is_some_and(|v| v.drilled)
+        {
+            self.open_dialog(kind);
+            return Step::Continue;
+        }
+        if self.screen.on_action(action) { Step::Continue } else { Step::Quit }
+    }
+
+    /// T/K/I on a process of the drill-down: the dialog, or why not.
+    fn open_dialog(&mut self, kind: SignalKind) {
+        let view = self.screen.view.as_ref();
+        let (Some(node), Some(process)) =
+            (view.and_then(FleetView::selected_node), view.and_then(FleetView::selected_process))
+        else {
+            self.screen.notice = Some("no process selected".to_owned());
+            return;
+        };
+        if self.readonly {
+            self.screen.notice = Some("read-only (--readonly): no signals".to_owned());
+            return;
+        }
+        let Some(start_ticks) = process.start_ticks else {
+            self.screen.notice = Some(format!("PID {}: its start time is unknown, so no signal is sent", process.pid));
+            return;
+        };
+        let target = SignalTarget {
+            pid: process.pid,
+            start_ticks,
+            user: process.user.clone(),
+            command: process.command.clone().unwrap_or_default(),
+            gpu_mem_bytes: process.gpu_memory_bytes,
+        };
+        let dialog = SignalDialog { targets: vec![target], job: None, button: DialogButton::Send(kind) };
+        self.dialog = Some((node.name.clone(), dialog));
+    }
+
+    /// Sends the dialog's signal through `ssh HOST` on a thread of its own; its outcome comes back as a notice.
+    fn send(&mut self, host: &str, dialog: &SignalDialog) {
+        let DialogButton::Send(kind) = dialog.button else { return };
+        let Some(target) = dialog.targets.first() else { return };
+        let name = kind.name().trim_start_matches("SIG");
+        let command = kill_command(name, target.pid, target.start_ticks);
+        let (ssh, host, tx, pid) = (self.reader.ssh.clone(), host.to_owned(), self.tx.clone(), target.pid);
+        let what = format!("{} to PID {pid} on {host}", kind.name());
+        self.screen.notice = Some(format!("sending {what}…"));
+        let failed = format!("{what}: cannot start");
+        let spawned = std::thread::Builder::new().name("gpusight-ssh-signal".into()).spawn(move || {
+            let notice = match run_to_end(&ssh, &host, &command) {
+                Ok((Some(0), _)) => format!("sent {what}"),
+                Ok((Some(3), _)) => format!("{what}: not sent: the process is gone or its PID was reused"),
+                Ok((_, Some(last))) => format!("{what}: failed: {last}"),
+                Ok((_, None)) => format!("{what}: failed"),
+                Err(e) => format!("{what}: cannot run ssh: {e}"),
+            };
+            let _ = tx.send(Message::Notice(notice));
+        });
+        if let Err(e) = spawned {
+            self.screen.notice = Some(format!("{failed}: {e}"));
+        }
+    }
+}
+
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     rx: &mpsc::Receiver<Message>,
-    keymap: &Keymap,
+    session: &mut Session<'_>,
     paint: &Paint,
-    hosts: &[String],
     interval: Duration,
 ) -> color_eyre::Result<i32> {
-    let mut state = Hosts::new(hosts, interval);
-    let mut screen = FleetScreen { url: format!("ssh: {}", hosts.len()), view: None, error: None };
-    screen.on_result(Ok(state.fleet()));
     loop {
-        terminal.draw(|frame| screen.draw_with(frame, paint))?;
+        terminal.draw(|frame| {
+            session.screen.draw_with(frame, paint);
+            if let Some((_, dialog)) = &session.dialog {
+                let area = frame.area();
+                crate::ui::fleet::render_signal_dialog(dialog, paint, area, frame.buffer_mut());
+            }
+        })?;
         let message = rx.recv_timeout(interval.min(Duration::from_secs(1)));
         let now = Instant::now();
         match message {
-            Ok(Message::Host(update)) => state.take(update, now),
+            Ok(Message::Host(update)) => session.state.take(update, now),
             Ok(Message::Key(key)) => {
-                if let Some(action) = keymap.lookup(key, false)
-                    && !screen.on_action(action)
-                {
+                if matches!(session.on_key(key), Step::Quit) {
                     return Ok(0);
                 }
             }
+            Ok(Message::Notice(text)) => session.screen.notice = Some(crate::text::visible(&text).into_owned()),
             Ok(Message::Redraw) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Ok(Message::InputClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
             Ok(Message::Terminate(signal)) => return Ok(crate::exit::SIGNAL_BASE + signal),
         }
-        state.mark_stale(now);
-        screen.on_result(Ok(state.fleet()));
+        session.state.mark_stale(now);
+        session.screen.on_result(Ok(session.state.fleet()));
     }
 }
 
