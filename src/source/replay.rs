@@ -777,6 +777,26 @@ mod tests {
     use super::*;
     use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
+    #[test]
+    fn a_stream_gives_the_machine_then_ticks_and_stops_at_a_bad_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, machine) = record(dir.path(), 2);
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.push_str("\nnot a tick\n");
+        let mut stream = StreamReader::new(text.as_bytes(), ReadLimits::default());
+        assert!(matches!(stream.next_item(), Ok(Some(StreamItem::Machine(m))) if *m == *machine));
+        for tick in &ticks {
+            assert!(matches!(stream.next_item(), Ok(Some(StreamItem::Tick(t))) if *t == *tick));
+        }
+        let error = stream.next_item().expect_err("garbage");
+        assert!(matches!(&error, StreamError::Bad { line: 5, .. }), "{error}");
+        let long = ReadLimits { max_line_bytes: 16, ..ReadLimits::default() };
+        let error = StreamReader::new(text.as_bytes(), long).next_item().expect_err("too long");
+        assert!(error.to_string().contains("line 1") && error.to_string().contains("without a line break"), "{error}");
+        let mut empty = StreamReader::new(&b""[..], ReadLimits::default());
+        assert!(matches!(empty.next_item(), Ok(None)));
+    }
+
     fn record(dir: &Path, n: u64) -> (PathBuf, Vec<Tick>, Arc<MachineInfo>) {
         let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:3").expect("spec"));
         let machine = source.machine();

@@ -233,6 +233,28 @@ impl Session<'_> {
     }
 }
 
+impl Session<'_> {
+    /// Takes one message (or a timeout); `Some(exit code)` when the view should close.
+    fn handle(&mut self, message: Result<Message, mpsc::RecvTimeoutError>, now: Instant) -> Option<i32> {
+        match message {
+            Ok(Message::Host(update)) => self.state.take(update, now),
+            Ok(Message::Key(key)) => {
+                if matches!(self.on_key(key), Step::Quit) {
+                    return Some(0);
+                }
+            }
+            Ok(Message::Notice(text)) => self.screen.notice = Some(crate::text::visible(&text).into_owned()),
+            Ok(Message::Redraw) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Message::InputClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => return Some(0),
+            Ok(Message::Terminate(signal)) => return Some(crate::exit::SIGNAL_BASE + signal),
+        }
+        None
+    }
+}
+
+/// How long the view gathers hosts' samples before it draws them.
+const FRAME_BATCH: Duration = Duration::from_millis(100);
+
 fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     rx: &mpsc::Receiver<Message>,
@@ -248,19 +270,25 @@ fn event_loop(
                 crate::ui::fleet::render_signal_dialog(dialog, paint, area, frame.buffer_mut());
             }
         })?;
-        let message = rx.recv_timeout(interval.min(Duration::from_secs(1)));
-        let now = Instant::now();
-        match message {
-            Ok(Message::Host(update)) => session.state.take(update, now),
-            Ok(Message::Key(key)) => {
-                if matches!(session.on_key(key), Step::Quit) {
-                    return Ok(0);
-                }
+        // Hosts' samples are gathered for up to FRAME_BATCH before the next frame: with many hosts, one frame per
+        // batch of samples rather than one per host's sample. A key is drawn at once.
+        let mut message = rx.recv_timeout(interval.min(Duration::from_secs(1)));
+        let mut now = Instant::now();
+        let until = now + FRAME_BATCH;
+        loop {
+            let sample = matches!(message, Ok(Message::Host(_)));
+            if let Some(code) = session.handle(message, now) {
+                return Ok(code);
             }
-            Ok(Message::Notice(text)) => session.screen.notice = Some(crate::text::visible(&text).into_owned()),
-            Ok(Message::Redraw) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Ok(Message::InputClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(0),
-            Ok(Message::Terminate(signal)) => return Ok(crate::exit::SIGNAL_BASE + signal),
+            let left = until.saturating_duration_since(Instant::now());
+            if !sample || left.is_zero() {
+                break;
+            }
+            match rx.recv_timeout(left) {
+                Ok(next) => message = Ok(next),
+                Err(_) => break,
+            }
+            now = Instant::now();
         }
         session.state.mark_stale(now);
         session.screen.on_result(Ok(session.state.fleet()));
@@ -304,4 +332,35 @@ fn spawn_signals(tx: mpsc::Sender<Message>) -> std::io::Result<()> {
         }
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn update(host: usize, state: NodeState, sample: bool, last: bool) -> HostUpdate {
+        let node = Box::new(crate::remote::nodes::empty(&format!("h{host}"), state, None));
+        HostUpdate { host, node, sample, last }
+    }
+
+    #[test]
+    fn a_host_silent_for_three_intervals_is_stale_until_it_sends_again() {
+        let start = Instant::now();
+        let mut hosts = Hosts::new(&["h0".to_owned(), "h1".to_owned()], Duration::from_secs(1));
+        assert!(hosts.nodes.iter().all(|n| n.state == NodeState::Connecting));
+        hosts.take(update(0, NodeState::Up, true, false), start);
+        hosts.take(update(1, NodeState::Up, true, false), start);
+        hosts.take(update(1, NodeState::Up, true, false), start + Duration::from_secs(3));
+        hosts.mark_stale(start + Duration::from_millis(3500));
+        let states: Vec<NodeState> = hosts.nodes.iter().map(|n| n.state).collect();
+        assert_eq!(states, [NodeState::Stale, NodeState::Up]);
+        assert_eq!(hosts.nodes[0].note.as_deref(), Some("no sample for 3 s"));
+        hosts.take(update(0, NodeState::Up, true, false), start + Duration::from_secs(4));
+        hosts.mark_stale(start + Duration::from_secs(4));
+        assert_eq!(hosts.nodes[0].state, NodeState::Up);
+        // A host whose stream ended keeps the state its reader gave (lost), never "stale".
+        hosts.take(update(1, NodeState::Lost, false, true), start + Duration::from_secs(4));
+        hosts.mark_stale(start + Duration::from_secs(60));
+        assert_eq!(hosts.nodes[1].state, NodeState::Lost);
+    }
 }
