@@ -360,7 +360,7 @@ mod tests {
         assert_eq!(hosts.nodes[0].state, NodeState::Up);
         // A host whose stream ended keeps the state its reader gave (lost), never "stale".
         hosts.take(update(1, NodeState::Lost, false, true), start + Duration::from_secs(4));
-        hosts.mark_stale(start + Duration::from_secs(60));
+        hosts.mark_stale(start + Duration::from_mins(1));
         assert_eq!(hosts.nodes[1].state, NodeState::Lost);
     }
 }
