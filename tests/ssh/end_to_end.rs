@@ -151,3 +151,14 @@ fn t_on_a_remote_process_asks_then_signals_it_through_ssh_and_readonly_refuses()
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }
+
+#[test]
+fn a_refused_login_and_a_closed_port_are_lost_with_sshs_own_words() {
+    let Some(sshd) = Sshd::start() else { return };
+    let out = ssh_command(&sshd, &["--once", "hostC", "denied", "refused"]).output().unwrap();
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}\n{}", stderr(&out));
+    assert!(text.contains("== hostC\n"), "{text}");
+    assert!(text.contains("denied: LOST: ") && text.contains("Permission denied"), "{text}");
+    assert!(text.contains("refused: LOST: ") && text.contains("Connection refused"), "{text}");
+}

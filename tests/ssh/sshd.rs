@@ -2,7 +2,8 @@
 //! and a client key made with `ssh-keygen` in a temp dir, and a client config (`-F`) with aliases:
 //!
 //! - `hostA` serves `--synthetic mixed:2`, `hostB` `--synthetic input-bound:1`, `hostC` `compute:1`;
-//! - `garbage` sends a line that is not a recording.
+//! - `garbage` sends a line that is not a recording;
+//! - `denied` logs in as a user the server refuses, `refused` connects to a closed port.
 //!
 //! Every alias runs the remote command through a wrapper (`--remote-gpusight WRAPPER`) that writes its PID to
 //! `DIR/ALIAS.pid` and then execs the test-built gpusight with the alias's scenario, so a test can kill one host's
@@ -111,6 +112,9 @@ impl Sshd {
                 d = d.display()
             );
         }
+        // Two aliases that fail: a user the server does not know (authentication refused) and a closed port.
+        let closed = free_port();
+        let _ = write!(config, "Host denied\n  User nosuchuser-gpusight\nHost refused\n  Port {closed}\n");
         let _ = write!(
             config,
             "Host *\n  HostName 127.0.0.1\n  Port {}\n  User {}\n  IdentityFile {}/id\n  IdentitiesOnly yes\n  \
