@@ -17,7 +17,10 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
     let data = &cli.data;
     let mut warnings = Vec::new();
     let monitor = cli.command.is_none() && !view.once && !data.headless && view.prometheus.is_none();
-    if let Some(crate::cli::Command::Ssh(_)) = &cli.command {
+    if let Some(crate::cli::Command::Ssh(args)) = &cli.command {
+        if view.json && !args.once && !args.doctor {
+            return Err("--json with gpusight ssh prints --once or --doctor as JSON: add one of them".into());
+        }
         if data.demo || data.replay.is_some() || data.synthetic.is_some() || data.record.is_some() {
             return Err(
                 "gpusight ssh shows the hosts' own samples; --demo, --replay, --synthetic and --record do not \

@@ -63,3 +63,10 @@ fn the_remote_recorder_exits_when_its_stdin_ends() {
     });
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn json_without_once_or_doctor_is_refused() {
+    let out = gpusight(&["ssh", "--json", "hostA"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("add one of them"), "{}", stderr(&out));
+}
