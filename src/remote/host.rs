@@ -24,6 +24,10 @@ const SSH_FAILED: i32 = 255;
 pub const INSTALL_HINT: &str = "install it there with `cargo install gpusight` or `pip install gpusight`, or give \
                                 its path with --remote-gpusight PATH";
 
+/// What a host whose gpusight predates `gpusight ssh` says (it does not know `--exit-on-stdin-eof`).
+const OLDER_REMOTE: &str = "the gpusight on this host is older than this one (it has no --exit-on-stdin-eof): \
+                            update it there, or give --remote-command";
+
 /// What a reader thread sends: the host (its index in the host list) and its node now.
 #[derive(Debug, Clone)]
 pub struct HostUpdate {
@@ -176,10 +180,14 @@ impl Reader {
     /// The stream ended: why, from ssh's exit status and its last error line.
     fn ended(&self, process: &Arc<Mutex<Option<SshProcess>>>) -> (NodeState, Option<String>) {
         let code = wait_exit(process, Duration::from_secs(5));
-        // The stderr reader may still hold the last line: it ends when ssh does.
+        // ssh's last line may still be on its way through the stderr reader: its pipe ends when ssh does.
+        self.stderr.wait_ended(Duration::from_secs(1));
         let lines = self.stderr.lines();
         let last = lines.last().cloned();
         let not_found = lines.iter().any(|l| l.contains("command not found") || l.ends_with(": not found"));
+        if lines.iter().any(|l| l.contains("--exit-on-stdin-eof")) {
+            return (NodeState::Lost, Some(OLDER_REMOTE.to_owned()));
+        }
         match code {
             Some(COMMAND_NOT_FOUND) => {
                 (NodeState::NoGpusight, Some(format!("gpusight is not on this host: {INSTALL_HINT}")))

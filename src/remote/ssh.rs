@@ -13,6 +13,7 @@
 
 use std::io::{BufRead as _, BufReader, Read};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -97,9 +98,9 @@ pub fn kill_command(signal: &str, pid: u32, start_ticks: u64) -> String {
     )
 }
 
-/// The last lines ssh (or the remote command) wrote on stderr, kept bounded.
+/// The last lines ssh (or the remote command) wrote on stderr, kept bounded, and whether stderr has ended.
 #[derive(Debug, Clone, Default)]
-pub struct StderrTail(Arc<Mutex<Vec<String>>>);
+pub struct StderrTail(Arc<Mutex<Vec<String>>>, Arc<AtomicBool>);
 
 /// How many stderr lines are kept, and how long each may be.
 const TAIL_LINES: usize = 8;
@@ -139,6 +140,20 @@ impl StderrTail {
             self.push(&String::from_utf8_lossy(&line));
             line.clear();
         }
+        self.1.store(true, Ordering::Release);
+    }
+
+    /// Waits (at most `deadline`) until stderr has ended, so that ssh's last line, written just before it exited,
+    /// is kept: ssh's stdout can end before its stderr is read to the end. True when it has.
+    pub fn wait_ended(&self, deadline: Duration) -> bool {
+        let start = std::time::Instant::now();
+        while !self.1.load(Ordering::Acquire) {
+            if start.elapsed() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
     }
 }
 
@@ -226,6 +241,7 @@ pub fn run_to_end(options: &SshOptions, host: &str, command: &str) -> std::io::R
     process.stdin.take();
     let _ = std::io::copy(&mut stdout.take(1 << 20), &mut std::io::sink());
     let code = process.wait();
+    process.stderr.wait_ended(Duration::from_secs(1));
     Ok((code, process.stderr.last()))
 }
 

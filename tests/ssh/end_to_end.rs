@@ -162,3 +162,20 @@ fn a_refused_login_and_a_closed_port_are_lost_with_sshs_own_words() {
     assert!(text.contains("denied: LOST: ") && text.contains("Permission denied"), "{text}");
     assert!(text.contains("refused: LOST: ") && text.contains("Connection refused"), "{text}");
 }
+
+#[test]
+fn a_stopped_host_goes_stale_and_back_and_sighup_ends_every_remote() {
+    use rustix::process::{Pid, Signal, kill_process};
+    let Some(sshd) = Sshd::start() else { return };
+    let mut session = view(&sshd, &["hostA", "hostB"]);
+    session.wait_screen("both hosts up", |s| s.matches(" up ").count() >= 2 && !s.contains("connecting"));
+    // hostB's remote gpusight stopped: no sample for three intervals (0.6 s) is stale; continued, it is up again.
+    let pid = Pid::from_raw(sshd.remote_pid("hostB")).unwrap();
+    kill_process(pid, Signal::STOP).unwrap();
+    session.wait_for("STALE");
+    kill_process(pid, Signal::CONT).unwrap();
+    session.wait_screen("hostB up again", |s| !s.contains("STALE") && s.matches(" up ").count() >= 2);
+    session.signal(Signal::HUP);
+    assert_eq!(session.exit_code(), 128 + 1, "{}", session.screen());
+    assert!(poll_gone(&sshd, "hostA") && poll_gone(&sshd, "hostB"), "a remote gpusight is left after SIGHUP");
+}
