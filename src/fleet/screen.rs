@@ -15,6 +15,8 @@ pub struct FleetScreen {
     pub error: Option<String>,
     /// Whether T/K/I can signal a process of the drill-down (over ssh; not through Prometheus).
     pub signals: bool,
+    /// Whether Enter in a node's drill-down opens its own monitor (over ssh).
+    pub monitors: bool,
     /// The outcome of the last signal, or why none was sent, for the title line.
     pub notice: Option<String>,
 }

@@ -12,6 +12,7 @@ use crate::fleet::query::{Node, NodeState};
 use crate::pipeline::Pipeline;
 use crate::sample::Snapshot;
 use crate::source::replay::{ReadLimits, StreamError, StreamItem, StreamReader};
+use crate::source::sampler::FeedEvent;
 
 use super::ssh::{SshOptions, SshProcess, StderrTail};
 
@@ -64,8 +65,13 @@ pub fn stream_limits() -> ReadLimits {
 pub struct HostHandle {
     pub name: String,
     process: Arc<Mutex<Option<SshProcess>>>,
+    /// Where the reader also sends each snapshot while the host's own monitor is open ([`HostHandle::tap`]).
+    tap: Tap,
     thread: Option<std::thread::JoinHandle<HostOutcome>>,
 }
+
+/// The channel a host's snapshots are copied to while its monitor is open.
+type Tap = Arc<Mutex<Option<Sender<FeedEvent>>>>;
 
 /// What a reader leaves when it ends: the pipeline (`None` when no sample came) and the host's last node.
 #[derive(Debug)]
@@ -83,12 +89,23 @@ impl HostHandle {
         let (process, stdout) = SshProcess::spawn(&config.ssh, host, &config.command)?;
         let stderr = process.stderr.clone();
         let process = Arc::new(Mutex::new(Some(process)));
-        let reader = Reader { index, host: host.to_owned(), config: config.clone(), tx, stderr };
+        let tap: Tap = Arc::default();
+        let reader = Reader { index, host: host.to_owned(), config: config.clone(), tx, stderr, tap: Arc::clone(&tap) };
         let shared = Arc::clone(&process);
         let thread = std::thread::Builder::new()
             .name(format!("gpusight-host-{index}"))
             .spawn(move || reader.run(BufReader::new(stdout), &shared))?;
-        Ok(Self { name: host.to_owned(), process, thread: Some(thread) })
+        Ok(Self { name: host.to_owned(), process, tap, thread: Some(thread) })
+    }
+
+    /// From the next sample on, every snapshot of this host is also sent to the returned receiver, as a sampler
+    /// feeds the monitor (`FeedEvent`), and the end of the stream as [`FeedEvent::Failed`]; until the receiver is
+    /// dropped.
+    #[must_use]
+    pub fn tap(&self) -> std::sync::mpsc::Receiver<FeedEvent> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        *self.tap.lock().unwrap_or_else(PoisonError::into_inner) = Some(tx);
+        rx
     }
 
     /// Ends the host's ssh (its stdin closed, its process group sent SIGTERM); the reader then sees the end of
@@ -124,9 +141,20 @@ struct Reader {
     config: ReaderConfig,
     tx: Sender<HostUpdate>,
     stderr: StderrTail,
+    tap: Tap,
 }
 
 impl Reader {
+    /// Copies an event to the host's monitor while one is open; forgets a monitor that closed.
+    fn to_tap(&self, event: impl FnOnce() -> FeedEvent) {
+        let mut tap = self.tap.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = tap.as_ref()
+            && tx.send(event()).is_err()
+        {
+            *tap = None;
+        }
+    }
+
     fn send(&self, node: Node, sample: bool, last: bool) {
         let _ = self.tx.send(HostUpdate { host: self.index, node: Box::new(node), sample, last });
     }
@@ -142,6 +170,7 @@ impl Reader {
                 Ok(Some(StreamItem::Tick(tick))) => {
                     let Some(machine) = &machine else { continue };
                     let snapshot = Snapshot { machine: Arc::clone(machine), tick: *tick };
+                    self.to_tap(|| FeedEvent::Snapshot(Box::new(snapshot.clone())));
                     match &mut pipeline {
                         Some(p) => p.ingest_owned(snapshot),
                         None => {
@@ -169,6 +198,7 @@ impl Reader {
             }
         };
         end_process(process);
+        self.to_tap(|| FeedEvent::Failed(end.1.clone().unwrap_or_else(|| "the host's stream ended".to_owned())));
         let node = match &pipeline {
             Some(p) => super::nodes::node(&self.host, p, end.0, end.1),
             None => super::nodes::empty(&self.host, end.0, end.1),

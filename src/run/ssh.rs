@@ -20,6 +20,7 @@ use super::{RunError, capacity, emit, emit_json, warn};
 /// The environment variable Slurm sets to the job's nodes, read when no host is given.
 pub const SLURM_NODELIST_ENV: &str = "SLURM_JOB_NODELIST";
 
+mod monitor;
 mod view;
 
 /// Runs `gpusight ssh`.

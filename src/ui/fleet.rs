@@ -230,10 +230,11 @@ impl crate::fleet::screen::FleetScreen {
         if let Some(view) = &self.view {
             frame.render_widget(FleetWidget { view, paint }, body);
         }
-        let keys = if self.signals && self.view.as_ref().is_some_and(|v| v.drilled) {
-            " ↑↓ select process  T/K/I signal (asks first)  Esc back  q quit"
-        } else {
-            " ↑↓ select  Enter open node  Esc back  q quit"
+        let keys = match (self.view.as_ref().is_some_and(|v| v.drilled), self.monitors, self.signals) {
+            (true, true, true) => " ↑↓ select process  Enter monitor  T/K/I signal (asks first)  Esc back  q quit",
+            (true, true, false) => " ↑↓ select process  Enter monitor  Esc back  q quit",
+            (true, false, true) => " ↑↓ select process  T/K/I signal (asks first)  Esc back  q quit",
+            _ => " ↑↓ select  Enter open node  Esc back  q quit",
         };
         frame.render_widget(Line::raw(keys), footer);
     }

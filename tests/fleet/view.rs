@@ -123,8 +123,14 @@ fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
         let buffer = terminal.backend().buffer().clone();
         (0..20).map(|y| (0..100).map(|x| buffer[(x, y)].symbol()).collect::<String>() + "\n").collect::<String>()
     };
-    let mut screen =
-        FleetScreen { url: "http://prom:9090".to_owned(), view: None, error: None, signals: false, notice: None };
+    let mut screen = FleetScreen {
+        url: "http://prom:9090".to_owned(),
+        view: None,
+        error: None,
+        signals: false,
+        monitors: false,
+        notice: None,
+    };
     assert!(draw(&screen).contains("querying"));
     screen.on_result(Ok(fleet()));
     let text = draw(&screen);

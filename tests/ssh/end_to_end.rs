@@ -179,3 +179,24 @@ fn a_stopped_host_goes_stale_and_back_and_sighup_ends_every_remote() {
     assert_eq!(session.exit_code(), 128 + 1, "{}", session.screen());
     assert!(poll_gone(&sshd, "hostA") && poll_gone(&sshd, "hostB"), "a remote gpusight is left after SIGHUP");
 }
+
+#[test]
+fn enter_in_a_hosts_drill_down_opens_its_own_monitor_and_q_comes_back() {
+    let Some(sshd) = Sshd::start() else { return };
+    let mut session = view(&sshd, &["hostA", "hostC"]);
+    session.wait_screen("both hosts up", |s| s.matches(" up ").count() >= 2 && !s.contains("connecting"));
+    session.send("\r");
+    session.wait_for("Processes");
+    session.send("\r");
+    // The monitor's header names the host's machine as the monitor does.
+    let screen = session.wait_screen("the host's monitor", |s| s.contains("synthetic mixed (2 GPUs)"));
+    assert!(!screen.contains("Esc: fleet"), "{screen}");
+    session.send("q");
+    session.wait_for("Esc: fleet");
+    // The view reads keys again: back to the grid, then quit.
+    session.send("\x1b");
+    session.wait_screen("the grid", |s| s.contains("Enter: details"));
+    session.send("q");
+    assert_eq!(session.exit_code(), 0, "{}", session.screen());
+    assert!(poll_gone(&sshd, "hostA") && poll_gone(&sshd, "hostC"));
+}

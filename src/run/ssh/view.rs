@@ -2,6 +2,8 @@
 //! replaced as its reader sends it; a host silent for three intervals is shown stale. Quitting (q, SIGINT,
 //! SIGTERM, SIGHUP) ends every ssh.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -105,7 +107,8 @@ pub(super) fn run(
     }
     drop(host_tx);
     forward(host_rx, tx.clone())?;
-    spawn_input(tx.clone())?;
+    let input_paused = Arc::new(AtomicBool::new(false));
+    spawn_input(tx.clone(), Arc::clone(&input_paused))?;
     spawn_signals(tx.clone())?;
     let mut session = Session {
         state: Hosts::new(hosts, interval),
@@ -114,6 +117,7 @@ pub(super) fn run(
             view: None,
             error: None,
             signals: !readonly,
+            monitors: true,
             notice: None,
         },
         dialog: None,
@@ -121,6 +125,11 @@ pub(super) fn run(
         reader,
         readonly,
         tx,
+        handles: &handles,
+        cli,
+        config,
+        input_paused,
+        open: None,
     };
     session.screen.on_result(Ok(session.state.fleet()));
     let mut terminal = crate::terminal::init(false)?;
@@ -141,6 +150,13 @@ struct Session<'a> {
     reader: &'a ReaderConfig,
     readonly: bool,
     tx: mpsc::Sender<Message>,
+    handles: &'a [HostHandle],
+    cli: &'a Cli,
+    config: &'a Config,
+    /// Set while a host's own monitor runs, whose input thread then reads the keys.
+    input_paused: Arc<AtomicBool>,
+    /// A host whose monitor Enter asked for (its index), opened before the next frame.
+    open: Option<usize>,
 }
 
 /// What a key asks of the loop.
@@ -170,10 +186,18 @@ impl Session<'_> {
             }
             return Step::Continue;
         }
+        let drilled = self.screen.view.as_ref().filter(|v| v.drilled);
         if let Some(kind) = action.signal()
-            && self.screen.view.as_ref().is_some_and(|v| v.drilled)
+            && drilled.is_some()
         {
             self.open_dialog(kind);
+            return Step::Continue;
+        }
+        if action == Action::Details
+            && let Some(node) = drilled.and_then(FleetView::selected_node)
+        {
+            // Enter in a host's drill-down: the host's own monitor.
+            self.open = self.handles.iter().position(|h| h.name == node.name);
             return Step::Continue;
         }
         if self.screen.on_action(action) { Step::Continue } else { Step::Quit }
@@ -290,8 +314,35 @@ fn event_loop(
             }
             now = Instant::now();
         }
+        if let Some(index) = session.open.take()
+            && let Some(code) = open_monitor(terminal, session, index)?
+        {
+            return Ok(code);
+        }
         session.state.mark_stale(now);
         session.screen.on_result(Ok(session.state.fleet()));
+    }
+}
+
+/// Runs host `index`'s monitor with the fleet view's input paused, then takes the terminal back; `Some(code)`
+/// when a signal ended the monitor (the view ends with it).
+fn open_monitor(
+    terminal: &mut ratatui::DefaultTerminal,
+    session: &mut Session<'_>,
+    index: usize,
+) -> color_eyre::Result<Option<i32>> {
+    let Some(handle) = session.handles.get(index) else { return Ok(None) };
+    session.input_paused.store(true, Ordering::SeqCst);
+    let result = super::monitor::open(session.cli, session.config, handle, &session.reader.ssh, session.readonly);
+    // A new terminal: entering the alternate screen again clears it, and its first frame draws everything.
+    *terminal = crate::terminal::init(false)?;
+    session.input_paused.store(false, Ordering::SeqCst);
+    match result? {
+        Ok(code) => Ok(code),
+        Err(notice) => {
+            session.screen.notice = Some(crate::text::visible(&notice).into_owned());
+            Ok(None)
+        }
     }
 }
 
@@ -306,9 +357,19 @@ fn forward(host_rx: mpsc::Receiver<HostUpdate>, tx: mpsc::Sender<Message>) -> st
     Ok(())
 }
 
-fn spawn_input(tx: mpsc::Sender<Message>) -> std::io::Result<()> {
+/// Reads keys for the view, 100 ms at a time, and none while `paused` (a host's monitor reads them then).
+fn spawn_input(tx: mpsc::Sender<Message>, paused: Arc<AtomicBool>) -> std::io::Result<()> {
     std::thread::Builder::new().name("gpusight-ssh-input".into()).spawn(move || {
         loop {
+            if paused.load(Ordering::SeqCst) {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            }
+            match crossterm::event::poll(Duration::from_millis(100)) {
+                Ok(false) => continue,
+                _ if paused.load(Ordering::SeqCst) => continue,
+                Ok(true) | Err(_) => {}
+            }
             let message = match crossterm::event::read() {
                 Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => Message::Key(KeyBinding::from_event(&key)),
                 Ok(Event::Resize(..)) => Message::Redraw,
