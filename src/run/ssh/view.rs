@@ -196,8 +196,13 @@ impl Session<'_> {
         if action == Action::Details
             && let Some(node) = drilled.and_then(FleetView::selected_node)
         {
-            // Enter in a host's drill-down: the host's own monitor.
-            self.open = self.handles.iter().position(|h| h.name == node.name);
+            // Enter in a host's drill-down: the host's own monitor, while its stream runs.
+            if matches!(node.state, NodeState::Up | NodeState::Stale) {
+                self.open = self.handles.iter().position(|h| h.name == node.name);
+            } else {
+                let state = crate::fleet::view::state_word(node.state);
+                self.screen.notice = Some(format!("{}: {state}: no stream to open a monitor on", node.name));
+            }
             return Step::Continue;
         }
         if self.screen.on_action(action) { Step::Continue } else { Step::Quit }
