@@ -54,11 +54,16 @@ impl FleetWidget<'_> {
         let job_w = job_column(&view.fleet.nodes, area.width, 2 + 24 + 7 + 30 + 3, LAST_COLUMN_MIN);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
-            let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
-            let worst = node.findings.first().map_or_else(
-                || Cell::from(""),
-                |f| Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
-            );
+            let state_style = match node.state {
+                NodeState::Up | NodeState::Connecting => theme.base,
+                _ => theme.alarm,
+            };
+            // The worst finding, else why the node is not up (over ssh: ssh's error, the install command).
+            let worst = match (node.findings.first(), &node.note) {
+                (Some(f), _) => Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
+                (None, Some(note)) => Cell::from(crate::text::visible(note).into_owned()).style(state_style),
+                (None, None) => Cell::from(""),
+            };
             let mut cells = vec![
                 Cell::from(node.name.clone()),
                 Cell::from(state_word(node.state)).style(state_style),
@@ -137,6 +142,13 @@ impl FleetWidget<'_> {
                     .title(format!(" {} (Esc: fleet) ", node_header(node))),
             )
             .render(gpus_area, buf);
+        if let Some(note) = &node.note {
+            // Why the node is in its state, on the GPU table's bottom border.
+            let y = gpus_area.bottom().saturating_sub(1);
+            let text = format!(" {} ", crate::text::visible(note));
+            Line::styled(text, theme.alarm)
+                .render(Rect::new(gpus_area.x + 1, y, gpus_area.width.saturating_sub(2), 1), buf);
+        }
         let samples = process_samples(&node.processes);
         let rows = TableState::default().rows(&samples, &FixedFilters::default());
         let columns = columns::only(&FLEET_COLUMNS);
@@ -145,8 +157,10 @@ impl FleetWidget<'_> {
             let line = Line::from(text);
             Cell::from(if c.align == columns::Align::Right { line.right_aligned() } else { line })
         };
-        let proc_rows =
-            rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
+        let proc_rows = rows.iter().enumerate().map(|(i, row)| {
+            let cells = Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>());
+            if i == self.view.process { cells.style(theme.selected) } else { cells }
+        });
         let widths =
             columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
         Table::new(proc_rows, widths)
@@ -181,6 +195,12 @@ impl Widget for FleetWidget<'_> {
     }
 }
 
+/// Draws the monitor's signal confirmation dialog over the fleet view (`gpusight ssh`'s drill-down), the same
+/// dialog as the monitor's.
+pub fn render_signal_dialog(dialog: &crate::app::SignalDialog, paint: &Paint, area: Rect, buf: &mut Buffer) {
+    super::screens::Dialog { dialog, paint }.render(area, buf);
+}
+
 /// Keeps `&FleetView` drawable as before: it draws through [`FleetWidget`] with bold and reverse only.
 impl Widget for &FleetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -201,15 +221,22 @@ impl crate::fleet::screen::FleetScreen {
             Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(frame.area());
         let state = match (&self.error, &self.view) {
             (Some(error), _) => format!("  {error}"),
+            (None, Some(_)) if self.notice.is_some() => format!("  {}", self.notice.as_deref().unwrap_or_default()),
             (None, None) => "  querying…".to_owned(),
             (None, Some(view)) => format!("  {} nodes", view.fleet.nodes.len()),
         };
-        let style = if self.error.is_some() { paint.theme.alarm } else { paint.theme.title };
+        let style = if self.error.is_some() || self.notice.is_some() { paint.theme.alarm } else { paint.theme.title };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
             frame.render_widget(FleetWidget { view, paint }, body);
         }
-        frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
+        let keys = match (self.view.as_ref().is_some_and(|v| v.drilled), self.monitors, self.signals) {
+            (true, true, true) => " ↑↓ select process  Enter monitor  T/K/I signal (asks first)  Esc back  q quit",
+            (true, true, false) => " ↑↓ select process  Enter monitor  Esc back  q quit",
+            (true, false, true) => " ↑↓ select process  T/K/I signal (asks first)  Esc back  q quit",
+            _ => " ↑↓ select  Enter open node  Esc back  q quit",
+        };
+        frame.render_widget(Line::raw(keys), footer);
     }
 }
 
@@ -252,6 +279,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            note: None,
         }
     }
 
