@@ -1174,7 +1174,11 @@ group_ssh() {
         mkdir -p /tmp/gs_ssh_root && for d in "$SSH_DEBS"/*.deb; do dpkg -x "$d" /tmp/gs_ssh_root; done
         sshd=/tmp/gs_ssh_root/usr/sbin/sshd ssh=/tmp/gs_ssh_root/usr/bin/ssh
         export PATH=/tmp/gs_ssh_root/usr/bin:$PATH
+        # The libraries the packages need that the image may lack (libwrap, Kerberos), from the same .debs.
+        export LD_LIBRARY_PATH=/tmp/gs_ssh_root/usr/lib/x86_64-linux-gnu:/tmp/gs_ssh_root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     fi
+    # sshd's privilege separation needs its user, which an image without openssh-server lacks.
+    id sshd > /dev/null 2>&1 || useradd --system --no-create-home --home-dir /run/sshd --shell /usr/sbin/nologin sshd 2> /dev/null
     [ -x "$sshd" ] || { echo "ssh: no sshd (openssh-server; or SSH_DEBS=DIR of .debs): skipped"; return; }
     command -v "$ssh" > /dev/null || { echo "ssh: no ssh client (openssh-client): skipped"; return; }
     rm -rf "$D" && mkdir -p "$D" /run/sshd
