@@ -40,6 +40,23 @@ const LAST_COLUMN_MIN: u16 = 28;
 /// The same for the drill-down's GPU table, whose last column is THROTTLE.
 const THROTTLE_MIN: u16 = 12;
 
+/// The grid's memory reading ("42.5/140 GiB") padded to this, so that the power readings line up under POWER.
+const MEMORY_W: usize = 14;
+/// The grid's temperature ("67 C") padded to this, so that the throttle reasons line up under THROTTLE.
+const TEMP_W: usize = 5;
+
+/// The NODE / GPU column's width: the longest node name or GPU label, at least its header's, at most 24 (longer
+/// names are cut), so that a narrow terminal keeps its columns for readings and findings.
+fn name_width(nodes: &[Node]) -> u16 {
+    let longest = nodes
+        .iter()
+        .map(|n| n.name.chars().count())
+        .chain(nodes.iter().flat_map(|n| n.gpus.iter().map(|g| format!("  GPU {}", g.index).len())))
+        .max()
+        .unwrap_or(0);
+    u16::try_from(longest.clamp("NODE / GPU".len(), 24)).unwrap_or(24)
+}
+
 /// The JOB column's width where it fits in `width` beside `fixed` (the other columns' widths and the spacing
 /// between them, borders included) with `last_min` left for the last column; `None` where no GPU names a job or it
 /// does not fit.
@@ -50,8 +67,9 @@ fn job_column<'a>(nodes: impl IntoIterator<Item = &'a Node>, width: u16, fixed: 
 impl FleetWidget<'_> {
     fn render_grid(&self, area: Rect, buf: &mut Buffer) {
         let (view, theme) = (self.view, &self.paint.theme);
+        let name_w = name_width(&view.fleet.nodes);
         // Borders, the three columns before JOB and the spaces between them.
-        let job_w = job_column(&view.fleet.nodes, area.width, 2 + 24 + 7 + 30 + 3, LAST_COLUMN_MIN);
+        let job_w = job_column(&view.fleet.nodes, area.width, 2 + name_w + 7 + 30 + 3, LAST_COLUMN_MIN);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
             let state_style = match node.state {
@@ -80,24 +98,25 @@ impl FleetWidget<'_> {
                 let mut cells = vec![
                     Cell::from(format!("  GPU {}", c[0])),
                     Cell::from(c[2].clone()).style(self.paint.load_style(gpu.util_pct)),
-                    Cell::from(format!("{} {}", c[3], c[4])),
+                    Cell::from(format!("{:<MEMORY_W$} {}", c[3], c[4])),
                 ];
                 if let Some(w) = job_w {
                     cells.push(Cell::from(crate::units::truncate(&job_cell(gpu), usize::from(w), self.paint.ascii())));
                 }
-                cells.push(Cell::from(format!("{} {}", c[5], c[6])));
+                cells.push(Cell::from(format!("{:<TEMP_W$} {}", c[5], c[6])));
                 rows.push(Row::new(cells));
             }
         }
         let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", view.fleet.nodes.len(), view.fleet.n_gpus());
-        let mut widths = vec![Constraint::Length(24), Constraint::Length(7), Constraint::Length(30)];
-        let mut header = vec!["NODE / GPU", "STATE", "MEMORY  POWER"];
+        let mut widths = vec![Constraint::Length(name_w), Constraint::Length(7), Constraint::Length(30)];
+        let mut header = vec!["NODE / GPU", "STATE", "MEMORY         POWER"];
         if let Some(w) = job_w {
             widths.push(Constraint::Length(w));
             header.push("JOB");
         }
         widths.push(Constraint::Fill(1));
         header.push("TEMP  THROTTLE / FINDING");
+        debug_assert_eq!(header[2].find("POWER"), Some(MEMORY_W + 1), "POWER over the power readings");
         Table::new(rows, widths)
             .header(Row::new(header).style(theme.header_row))
             .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(title))

@@ -113,7 +113,7 @@ pub(super) fn run(
     let mut session = Session {
         state: Hosts::new(hosts, interval),
         screen: FleetScreen {
-            url: format!("ssh: {}", hosts.len()),
+            url: "over ssh".to_owned(),
             view: None,
             error: None,
             signals: !readonly,
