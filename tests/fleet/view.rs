@@ -178,10 +178,10 @@ fn grid_shows_the_job_of_each_gpu_and_drops_the_column_first_when_narrow() {
     let at = line_of(&screen, "NODE / GPU").find("JOB").unwrap();
     assert!(blank[at..at + 12].trim().is_empty(), "{screen}");
     insta::assert_snapshot!(screen);
-    // At 100 columns the JOB column goes first; the others are as they were without jobs.
-    let narrow = draw_at(&view, 100, 16);
+    // At 90 columns the JOB column goes first; the others are as they were without jobs.
+    let narrow = draw_at(&view, 90, 16);
     assert!(!narrow.contains("JOB") && !narrow.contains("4242"), "{narrow}");
-    assert_eq!(narrow.replace("50 %", ""), draw_at(&FleetView::new(fleet_with_gpu_2()), 100, 16).replace("50 %", ""));
+    assert_eq!(narrow.replace("50 %", ""), draw_at(&FleetView::new(fleet_with_gpu_2()), 90, 16).replace("50 %", ""));
     // No GPU names a job: no JOB column however wide.
     assert!(!draw_at(&FleetView::new(fleet()), 160, 16).contains("JOB"));
 }
