@@ -555,7 +555,8 @@ fn missing_columns<'a>(get: &impl Fn(&str) -> &'a Vec<VectorSample>) -> Vec<(Str
 }
 
 impl Fleet {
-    /// Builds the fleet from the query answers. `now_s` is the query time (for the scrape age).
+    /// Builds the fleet from the query answers. `now_s` is the query time (for the scrape age). `source` is kept
+    /// with any password in it shown as `***` ([`redact_url`]), whoever calls this.
     #[must_use]
     pub fn from_answers(source: &str, answers: &Answers, now_s: f64, options: &FleetOptions) -> Self {
         let empty = Vec::new();
@@ -636,7 +637,7 @@ impl Fleet {
             .collect();
 
         let missing_columns = missing_columns(&get);
-        Self { source: source.to_owned(), nodes, missing_columns }
+        Self { source: redact_url(source), nodes, missing_columns }
     }
 
     /// Reads the fleet from the Prometheus server at `base_url` (e.g. `http://prometheus:9090`): every query of

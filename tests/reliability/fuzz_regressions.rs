@@ -51,3 +51,18 @@ fn a_recording_whose_clock_steps_back_plays_and_draws() {
     let times: Vec<u64> = recording.ticks.iter().map(|t| t.at_ms).collect();
     assert!(times.windows(2).any(|w| w[1] < w[0]), "the fixture's clock steps back: {times:?}");
 }
+
+/// What the `prometheus` fuzz target found: any answer that parses, an empty vector included, built into a fleet
+/// whose source URL carries a password printed the password in the text's first line ("Fleet from
+/// http://user:pw@..."): the model kept the URL it was given, and only `Fleet::query` redacted it first.
+#[test]
+fn a_fleet_built_from_a_url_with_a_password_never_prints_it() {
+    use gpusight::fleet::query::{Answers, Fleet, FleetOptions, QUERIES, parse_vector};
+    let text = String::from_utf8(fixture("prometheus-empty-vector.json")).expect("utf-8");
+    let samples = parse_vector(&text).expect("a query result");
+    let answers: Answers = QUERIES.iter().map(|q| ((*q).to_owned(), samples.clone())).collect();
+    let fleet = Fleet::from_answers("http://user:pw@fuzz:9090", &answers, 0.0, &FleetOptions::default());
+    let text = fleet.to_text();
+    assert!(!text.contains("pw@") && text.contains("http://user:***@fuzz:9090"), "{text}");
+    assert!(!fleet.to_json().to_string().contains("pw@"));
+}
