@@ -1,0 +1,146 @@
+//! The live NVML path end to end on the fake NVML (`fake-nvml/`): `--once` as a table and as JSON on 1, 2, 8 and
+//! 72 GPUs, a consumer card that answers NotSupported to everything optional, a driver without GPM, an init and
+//! a call that hang (`--once` and `--status` give up within their deadlines), and `doctor`/`report` on it.
+
+use std::time::{Duration, Instant};
+
+use crate::common::fake_nvml::{h200s, run_on, scenario_file};
+use crate::common::{json, stderr, stdout, temp_dir};
+
+/// The GPU rows of a `--once` table: lines that start with a GPU index and name one of `names`.
+fn gpu_rows(table: &str, name: &str) -> usize {
+    table.lines().filter(|l| l.trim_start().split_whitespace().nth(1) == Some(name)).count()
+}
+
+#[test]
+fn once_shows_the_h200_as_it_answered() {
+    let out = run_on("h200", &["--once", "--no-color"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("driver 580.159.04"), "{text}");
+    let row = text.lines().find(|l| l.contains(" H200 ")).unwrap_or_else(|| panic!("no H200 row: {text}"));
+    for want in ["100%", "692/700 W", "63/89 C", "1470/1980", "5x16/5x16", "pwr-cap"] {
+        assert!(row.contains(want), "{want} in {row}");
+    }
+    assert!(text.contains("455") && text.contains("456"), "both processes: {text}");
+}
+
+#[test]
+fn once_json_carries_the_readings() {
+    let out = run_on("h200", &["--once", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    let info = &doc["machine"]["gpus"][0];
+    assert_eq!(info["name"], "NVIDIA H200");
+    assert_eq!(info["max_sm_clock_mhz"], 1980);
+    assert_eq!(info["power_limit_default_mw"], 700_000);
+    assert_eq!(info["gpm_supported"], true);
+    let tick = &doc["tick"]["gpus"][0];
+    assert_eq!(tick["state"], "ok");
+    assert_eq!(tick["util_pct"], 100);
+    assert_eq!(tick["power_mw"], 692_000);
+    assert_eq!(tick["temp_c"], 63);
+    assert_eq!(tick["mem_used_bytes"], 9634_u64 << 20);
+    assert_eq!(tick["mem_reserved_bytes"], 615_u64 << 20);
+    assert_eq!(tick["throttle_bits"], 4);
+    assert_eq!(tick["mem_temp_c"], 47);
+    let pids: Vec<_> = doc["tick"]["gpu_processes"].as_array().expect("processes").iter().map(|p| &p["pid"]).collect();
+    assert!(pids.contains(&&serde_json::json!(455)) && pids.contains(&&serde_json::json!(456)), "{pids:?}");
+}
+
+#[test]
+fn once_on_two_eight_and_seventy_two_gpus() {
+    let dir = temp_dir();
+    for (scenario, n, name) in [
+        (scenario_file(dir.path(), "two", &h200s(2, "")), 2, "H200"),
+        (scenario_file(dir.path(), "eight", &h200s(8, "")), 8, "H200"),
+        ("nvl72".to_string(), 72, "GB200"),
+    ] {
+        let out = run_on(&scenario, &["--once", "--no-color"]);
+        assert_eq!(out.status.code(), Some(0), "{n} GPUs: {}", stderr(&out));
+        assert_eq!(gpu_rows(&stdout(&out), name), n, "{n} GPUs:\n{}", stdout(&out));
+        let doc = json(&run_on(&scenario, &["--once", "--json"]));
+        let states = doc["tick"]["gpus"].as_array().expect("gpus");
+        assert_eq!(states.len(), n);
+        assert!(states.iter().all(|g| g["state"] == "ok"), "{n} GPUs: {states:?}");
+    }
+}
+
+#[test]
+fn a_consumer_card_reads_na_where_it_answers_not_supported() {
+    let out = run_on("consumer", &["--once", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let doc = json(&out);
+    let tick = &doc["tick"]["gpus"][0];
+    assert_eq!(tick["state"], "ok");
+    assert_eq!(tick["util_pct"], 12);
+    assert_eq!(tick["fan_pct"], 35);
+    for absent in ["power_mw", "energy_mj", "throttle_ns", "mem_temp_c", "enc_util_pct", "ecc", "gpm"] {
+        assert!(tick[absent].is_null(), "{absent} must be N/A, is {}", tick[absent]);
+    }
+    let info = &doc["machine"]["gpus"][0];
+    assert_eq!(info["gpm_supported"], false);
+    assert!(info["mig_enabled"].is_null() && info["temp_slowdown_c"].is_null(), "{info}");
+    let table = stdout(&run_on("consumer", &["--once", "--no-color"]));
+    assert!(table.lines().any(|l| l.contains("RTX 3") && l.contains("N/A")), "{table}");
+}
+
+#[test]
+fn a_driver_without_gpm_reads_no_sm_activity() {
+    let dir = temp_dir();
+    let scenario = scenario_file(dir.path(), "nogpm", &h200s(1, "gpm = false"));
+    let doc = json(&run_on(&scenario, &["--once", "--json"]));
+    assert_eq!(doc["machine"]["gpus"][0]["gpm_supported"], false);
+    assert!(doc["tick"]["gpus"][0]["gpm"].is_null());
+    assert_eq!(doc["tick"]["gpus"][0]["util_pct"], 100, "the rest still reads");
+}
+
+#[test]
+fn once_gives_up_on_an_init_that_hangs() {
+    let dir = temp_dir();
+    let scenario = scenario_file(dir.path(), "hang", "init_sleep_ms = 60000\n[[gpu]]\n");
+    let start = Instant::now();
+    let out = run_on(&scenario, &["--once"]);
+    assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no sample within 10 s"), "{}", stderr(&out));
+}
+
+#[test]
+fn status_gives_up_on_an_init_that_hangs() {
+    let dir = temp_dir();
+    let scenario = scenario_file(dir.path(), "hang", "init_sleep_ms = 60000\n[[gpu]]\n");
+    let start = Instant::now();
+    let out = run_on(&scenario, &["--status"]);
+    assert!(start.elapsed() < Duration::from_secs(20), "took {:?}", start.elapsed());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no sample within"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_call_that_hangs_leaves_its_gpu_not_answering_and_the_others_read() {
+    let dir = temp_dir();
+    let toml =
+        format!("{}\n[[gpu]]\n[[gpu.fault]]\ncall = \"nvmlDeviceGetPowerUsage\"\nsleep_ms = 60000\n", h200s(1, ""));
+    let scenario = scenario_file(dir.path(), "hang-call", &toml);
+    let start = Instant::now();
+    let doc = json(&run_on(&scenario, &["--once", "--json"]));
+    assert!(start.elapsed() < Duration::from_secs(30), "took {:?}", start.elapsed());
+    let gpus = doc["tick"]["gpus"].as_array().expect("gpus");
+    assert_eq!(gpus[0]["state"], "ok");
+    assert_eq!(gpus[1]["state"], "not_answering", "{gpus:?}");
+    let out = run_on(&scenario, &["--status"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains('?'), "the hung GPU reads '?': {}", stdout(&out));
+}
+
+#[test]
+fn doctor_and_report_run_on_the_fake() {
+    let out = run_on("hgx8-mig", &["doctor", "--duration", "3s", "--interval", "0.5", "--json"]);
+    assert!(matches!(out.status.code(), Some(0..=2)), "{}", stderr(&out));
+    let doc = json(&out);
+    assert!(doc["findings"].is_array(), "{doc}");
+    let out = run_on("h200", &["report", "--duration", "3s", "--interval", "0.5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("H200"), "{}", stdout(&out));
+}
