@@ -1,0 +1,59 @@
+//! The exporter on the live NVML path, on the fake NVML (`fake-nvml/`): `/metrics` scraped on 1, 2, 8 and 72 GPUs
+//! carries one series per GPU.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use crate::common::fake_nvml::{command_on, h200s, scenario_file};
+use crate::common::{KillOnDrop, free_port, http_agent, poll, temp_dir};
+
+/// The values of `metric` in an exposition, by their `gpu` label.
+fn by_gpu(text: &str, metric: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|l| l.starts_with(&format!("{metric}{{")))
+        .filter_map(|l| {
+            let gpu = l.split("gpu=\"").nth(1)?.split('"').next()?.to_owned();
+            let value = l.rsplit(' ').next()?.to_owned();
+            Some((gpu, value))
+        })
+        .collect()
+}
+
+/// Starts `export` on the fake playing `scenario` and returns the first exposition that has `n` GPUs' power.
+fn scrape(scenario: &str, n: usize) -> String {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = command_on(scenario, &["export", "--listen", &addr, "--interval", "0.5"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start export");
+    let _child = KillOnDrop(child);
+    let agent = http_agent(Duration::from_secs(5));
+    poll("a scrape with every GPU", Duration::from_secs(30), || {
+        let mut response = agent.get(&format!("http://{addr}/metrics")).call().map_err(|e| e.to_string())?;
+        let body = response.body_mut().read_to_string().map_err(|e| e.to_string())?;
+        let power = by_gpu(&body, "DCGM_FI_DEV_POWER_USAGE");
+        if power.len() == n { Ok(body) } else { Err(format!("{} GPUs with power", power.len())) }
+    })
+}
+
+#[test]
+fn metrics_on_one_two_eight_and_seventy_two_gpus() {
+    let dir = temp_dir();
+    for (scenario, n) in [
+        ("h200".to_string(), 1),
+        (scenario_file(dir.path(), "two", &h200s(2, "")), 2),
+        (scenario_file(dir.path(), "eight", &h200s(8, "")), 8),
+        ("nvl72".to_string(), 72),
+    ] {
+        let body = scrape(&scenario, n);
+        let util = by_gpu(&body, "DCGM_FI_DEV_GPU_UTIL");
+        assert_eq!(util.len(), n, "{n} GPUs");
+        let gpus: std::collections::BTreeSet<_> = util.iter().map(|(g, _)| g.clone()).collect();
+        assert_eq!(gpus.len(), n, "one series per GPU: {gpus:?}");
+        if n == 1 {
+            assert_eq!(by_gpu(&body, "DCGM_FI_DEV_POWER_USAGE"), [("0".to_owned(), "692.0".to_owned())]);
+            assert_eq!(util, [("0".to_owned(), "100".to_owned())]);
+        }
+    }
+}

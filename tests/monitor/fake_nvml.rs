@@ -1,0 +1,26 @@
+//! The monitor in a pseudo-terminal on the live NVML path, on the fake NVML (`fake-nvml/`): it draws every GPU
+//! of an 8-GPU board and of a 72-GPU rack and quits with `q`.
+
+use crate::common::fake_nvml::env_for;
+use crate::common::pty::Session;
+
+fn monitor_on(scenario: &str, gpu_name: &str, cols: u16, rows: u16) {
+    let env = env_for(scenario);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut session = Session::gpusight(&[], &env, cols, rows);
+    let screen = session.wait_for(gpu_name);
+    assert!(!screen.contains("SYNTHETIC") && !screen.contains("REPLAY"), "a live source: {screen}");
+    session.wait_for("Processes");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
+
+#[test]
+fn the_monitor_draws_an_eight_gpu_board() {
+    monitor_on("hgx8-mig", "H100", 160, 50);
+}
+
+#[test]
+fn the_monitor_draws_a_seventy_two_gpu_rack() {
+    monitor_on("nvl72", "GB200", 200, 60);
+}
