@@ -258,6 +258,49 @@ pub struct GpuTick {
     pub nvlink_rx_mib_s: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_tx_mib_s: Option<u32>,
+    /// The GPU's MIG devices when it is in MIG mode (empty otherwise, and in recordings made before they were
+    /// read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mig: Vec<MigTick>,
+}
+
+/// One MIG device of a GPU in MIG mode: a GPU instance with one of its compute instances, as NVML lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MigTick {
+    /// NVML's index of the MIG device on its GPU.
+    pub index: u32,
+    /// The GPU instance id (dcgm-exporter's `GPU_I_ID` label).
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+    /// The profile, e.g. `1g.18gb` (dcgm-exporter's `GPU_I_PROFILE` label), from the device's name.
+    pub profile: Option<String>,
+    pub uuid: String,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_total_bytes: Option<u64>,
+    /// The slice's SM activity (GPM of its GPU instance), 0–100 %.
+    pub sm_active_pct: Option<f32>,
+}
+
+impl MigTick {
+    /// The slice's SM count as a share of the GPU's: the profile's leading `Ng` of the seven slices an H100 or
+    /// H200 has (`1g.18gb` is 1/7); `None` for a profile that does not say.
+    #[must_use]
+    pub fn slice_sevenths(&self) -> Option<u32> {
+        let profile = self.profile.as_deref()?;
+        let (n, _) = profile.split_once('g')?;
+        n.parse().ok().filter(|&n: &u32| (1..=7).contains(&n))
+    }
+
+    /// `1g.18gb (GI 7)`, or the MIG index when the profile is unknown.
+    #[must_use]
+    pub fn label(&self) -> String {
+        let profile = self.profile.clone().unwrap_or_else(|| format!("MIG {}", self.index));
+        match self.gpu_instance_id {
+            Some(gi) => format!("{profile} (GI {gi})"),
+            None => profile,
+        }
+    }
 }
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
@@ -339,6 +382,23 @@ pub struct GpuProcess {
     pub mem_util_pct: Option<u32>,
     pub enc_util_pct: Option<u32>,
     pub dec_util_pct: Option<u32>,
+    /// The GPU and compute instance the process runs on, on a GPU in MIG mode (matches [`MigTick`]'s ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_instance_id: Option<u32>,
+}
+
+impl GpuProcess {
+    /// The MIG device of `gpu` this process runs on, matched by its GPU and compute instance ids.
+    #[must_use]
+    pub fn mig_device<'a>(&self, gpu: &'a GpuTick) -> Option<&'a MigTick> {
+        let gi = self.gpu_instance_id?;
+        gpu.mig.iter().find(|m| {
+            m.gpu_instance_id == Some(gi)
+                && (self.compute_instance_id.is_none() || m.compute_instance_id == self.compute_instance_id)
+        })
+    }
 }
 
 /// How a host process relates to the GPU processes.

@@ -22,6 +22,7 @@ pub mod errors;
 pub mod fields;
 pub mod gpm;
 pub mod info;
+pub mod mig;
 pub mod pcie;
 pub mod procs;
 pub mod tiers;
