@@ -76,8 +76,11 @@ device_fn!(nvmlDeviceGetProcessUtilization(
     count: *mut c_uint,
     last_seen: c_ulonglong
 ) |d| {
-    // Not supported on MIG devices (the NVML header says so).
+    // Not supported on MIG devices (the NVML header says so), nor on a GPU in MIG mode.
     d.whole_gpu_only()?;
+    if d.gpu.spec.mig {
+        return Err(ret::NOT_SUPPORTED);
+    }
     if count.is_null() {
         return Err(ret::INVALID_ARGUMENT);
     }
