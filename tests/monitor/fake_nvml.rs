@@ -1,23 +1,25 @@
 //! The monitor in a pseudo-terminal on the live NVML path, on the fake NVML (`fake-nvml/`): it draws every GPU
-//! of an 8-GPU board and of a 72-GPU rack and quits with `q`.
+//! of an 8-GPU board (each MIG slice under its GPU) and of a 72-GPU rack and quits with `q`.
 
 use crate::common::fake_nvml::env_for;
 use crate::common::pty::Session;
 
-fn monitor_on(scenario: &str, gpu_name: &str, cols: u16, rows: u16) {
+fn monitor_on(scenario: &str, gpu_name: &str, cols: u16, rows: u16) -> String {
     let env = env_for(scenario);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let mut session = Session::gpusight(&[], &env, cols, rows);
     let screen = session.wait_for(gpu_name);
     assert!(!screen.contains("SYNTHETIC") && !screen.contains("REPLAY"), "a live source: {screen}");
-    session.wait_for("Processes");
+    let screen = session.wait_for("Processes");
     session.send("q");
     assert_eq!(session.exit_code(), 0);
+    screen
 }
 
 #[test]
 fn the_monitor_draws_an_eight_gpu_board() {
-    monitor_on("hgx8-mig", "H100", 160, 50);
+    let screen = monitor_on("hgx8-mig", "1g.10gb/GI7", 160, 50);
+    assert!(screen.contains("3g.40gb/GI1") && screen.contains("4g.40gb/GI2"), "each slice of GPU 7: {screen}");
 }
 
 #[test]
