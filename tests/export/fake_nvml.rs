@@ -21,6 +21,11 @@ fn by_gpu(text: &str, metric: &str) -> Vec<(String, String)> {
 
 /// Starts `export` on the fake playing `scenario` and returns the first exposition that has `n` GPUs' power.
 fn scrape(scenario: &str, n: usize) -> String {
+    scrape_until(scenario, n, |_| true)
+}
+
+/// [`scrape`], waiting also for `ready` to accept the exposition.
+fn scrape_until(scenario: &str, n: usize, ready: impl Fn(&str) -> bool) -> String {
     let addr = format!("127.0.0.1:{}", free_port());
     let child = command_on(scenario, &["export", "--listen", &addr, "--interval", "0.5"])
         .stdout(Stdio::null())
@@ -33,7 +38,7 @@ fn scrape(scenario: &str, n: usize) -> String {
         let mut response = agent.get(&format!("http://{addr}/metrics")).call().map_err(|e| e.to_string())?;
         let body = response.body_mut().read_to_string().map_err(|e| e.to_string())?;
         let power = by_gpu(&body, "DCGM_FI_DEV_POWER_USAGE");
-        if power.len() == n { Ok(body) } else { Err(format!("{} GPUs with power", power.len())) }
+        if power.len() == n && ready(&body) { Ok(body) } else { Err(format!("{} GPUs with power", power.len())) }
     })
 }
 
@@ -56,4 +61,34 @@ fn metrics_on_one_two_eight_and_seventy_two_gpus() {
             assert_eq!(util, [("0".to_owned(), "100".to_owned())]);
         }
     }
+}
+
+#[test]
+fn mig_devices_carry_gpu_i_id_and_gpu_i_profile() {
+    // The slices' SM activity comes from GPM, two rounds (of 2 s) after the start.
+    let body = scrape_until("hgx8-mig", 8, |b| {
+        b.lines().any(|l| l.starts_with("DCGM_FI_PROF_SM_ACTIVE{") && l.contains("GPU_I_ID=\"7\""))
+    });
+    let used: Vec<&str> =
+        body.lines().filter(|l| l.starts_with("DCGM_FI_DEV_FB_USED{") && l.contains("GPU_I_ID")).collect();
+    assert_eq!(used.len(), 9, "seven slices on GPU 6 and two on GPU 7: {used:#?}");
+    let slice = used
+        .iter()
+        .find(|l| l.contains("gpu=\"6\"") && l.contains("GPU_I_ID=\"7\""))
+        .unwrap_or_else(|| panic!("GPU 6's GI 7: {used:#?}"));
+    assert!(slice.contains("GPU_I_PROFILE=\"1g.10gb\""), "{slice}");
+    assert!(slice.ends_with(" 9000"), "9,000 MiB used on the slice: {slice}");
+    // dcgm-exporter's order: the MIG labels just before hostname.
+    let profile_at = slice.find("GPU_I_PROFILE").unwrap_or(0);
+    assert!(profile_at < slice.find("hostname").unwrap_or(0), "{slice}");
+    let sm = body
+        .lines()
+        .find(|l| l.starts_with("DCGM_FI_PROF_SM_ACTIVE{") && l.contains("gpu=\"6\"") && l.contains("GPU_I_ID=\"7\""))
+        .unwrap_or_default();
+    assert!(sm.ends_with(" 0.95"), "the saturated slice's SM activity, from GPM per GPU instance: {sm}");
+    // The whole GPU's own series stay without MIG labels.
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("DCGM_FI_DEV_FB_USED{") && l.contains("gpu=\"6\"") && !l.contains("GPU_I_ID"))
+    );
 }

@@ -225,7 +225,13 @@ impl NvmlGpus {
             let lost = requests.is_none();
             slots.push(Slot { index, requests, busy: false, lost });
             if gpu.gpm_supported && periods.gpm_ms > 0 {
-                gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device), optional.gr_engine_active))));
+                let mut reader = NvmlGpm::new(nvml, Arc::clone(&device), optional.gr_engine_active);
+                if gpu.mig_enabled == Some(true) {
+                    let slices = mig::read_mig_devices(nvml, &device).unwrap_or_default();
+                    let instances: Vec<u32> = slices.iter().filter_map(|m| m.gpu_instance_id).collect();
+                    reader = reader.with_mig(&instances);
+                }
+                gpm_readers.push((index, Box::new(reader)));
                 pcie_flags.push((index, pcie_covered));
             }
             devices.push((index, device));
@@ -322,6 +328,14 @@ impl NvmlGpus {
                 // GPM has them.
                 if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
                     (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
+                }
+                if let Some(gpm) = &self.gpm {
+                    for (gi, pct) in gpm.latest_mig(slot.index, now_ms) {
+                        let slice = reply.tick.mig.iter_mut().find(|m| m.gpu_instance_id == Some(gi));
+                        if let Some(slice) = slice {
+                            slice.sm_active_pct = Some(pct);
+                        }
+                    }
                 }
                 let nvlink = self.gpm.as_ref().and_then(|g| g.latest_nvlink(slot.index, now_ms));
                 (reply.tick.nvlink_rx_mib_s, reply.tick.nvlink_tx_mib_s) = (nvlink.map(|n| n.0), nvlink.map(|n| n.1));
