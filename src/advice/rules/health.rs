@@ -457,6 +457,26 @@ pub fn persistence_off(ctx: &Ctx<'_>) -> Vec<Observation> {
     vec![Observation::holds(finding)]
 }
 
+/// Each slice of these GPUs as the latest sample read it: profile, GPU instance, SM activity and processes
+/// (`GPU 6 1g.10gb (GI 7) SM 95% 1 process; ...; `), or nothing when no slice was read.
+fn slices_said(ctx: &Ctx<'_>, gpus: &[u32]) -> String {
+    let tick = ctx.history.latest();
+    let mut parts = Vec::new();
+    for gpu in tick.gpus.iter().filter(|g| gpus.contains(&g.index)) {
+        for m in &gpu.mig {
+            let procs = tick
+                .gpu_processes
+                .iter()
+                .filter(|p| p.gpu_index == gpu.index)
+                .filter(|p| p.mig_device(gpu).is_some_and(|d| d.index == m.index));
+            let n = procs.count();
+            let sm = m.sm_active_pct.map_or_else(|| "SM N/A".to_owned(), |v| format!("SM {v:.0}%"));
+            parts.push(format!("GPU {} {} {sm} {n} process{}", gpu.index, m.label(), if n == 1 { "" } else { "es" }));
+        }
+    }
+    if parts.is_empty() { String::new() } else { format!("slices: {}; ", parts.join(", ")) }
+}
+
 /// mig-active: MIG is enabled, so processes see a slice, not the whole card; says which rules are not judged there
 /// (see `blind::MIG_BLIND_RULES`).
 #[must_use]
@@ -469,9 +489,10 @@ pub fn mig_active(ctx: &Ctx<'_>) -> Vec<Observation> {
     let finding = Finding {
         title: format!("MIG is enabled on {}", gpus_label(&gpus)),
         evidence: format!(
-            "MIG mode on for {}; whole-GPU utilization and SM activity do not describe a slice, so these are not \
-             judged there until per-slice readings exist: {}",
+            "MIG mode on for {}; {}whole-GPU utilization and SM activity do not describe a slice, so these are not \
+             judged there: {}",
             gpus_label(&gpus),
+            slices_said(ctx, &gpus),
             blind.join(", ")
         ),
         remedy: "Check that the MIG layout is the one you expect (`nvidia-smi mig -lgi`); a job sees one slice, not \

@@ -127,6 +127,22 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
     NVML.get().ok_or_else(|| SourceError::NoDriver("NVML started but could not be kept".to_string()))
 }
 
+/// NVML gives no per-process utilization on a GPU in MIG mode; a process alone on its slice is given the slice's
+/// SM activity (GPM of its GPU instance) as its SM share, so the process table and the rules see a job that keeps
+/// its slice busy as busy. Processes sharing a slice stay unknown.
+fn attribute_slices(tick: &GpuTick, processes: &mut [GpuProcess]) {
+    for i in 0..processes.len() {
+        let Some(slice) = processes[i].mig_device(tick) else { continue };
+        let (gi, ci) = (processes[i].gpu_instance_id, processes[i].compute_instance_id);
+        let alone = processes.iter().filter(|p| p.gpu_instance_id == gi && p.compute_instance_id == ci).count() == 1;
+        if alone && processes[i].sm_util_pct.is_none() {
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a percentage in 0..=100")]
+            let pct = slice.sm_active_pct.map(|v| v.round().clamp(0.0, 100.0) as u32);
+            processes[i].sm_util_pct = pct;
+        }
+    }
+}
+
 /// The driver's versions, and whether its kernel module is the open one.
 fn driver_info(nvml: &'static Nvml) -> DriverInfo {
     DriverInfo {
@@ -337,6 +353,7 @@ impl NvmlGpus {
                         }
                     }
                 }
+                attribute_slices(&reply.tick, &mut reply.processes);
                 let nvlink = self.gpm.as_ref().and_then(|g| g.latest_nvlink(slot.index, now_ms));
                 (reply.tick.nvlink_rx_mib_s, reply.tick.nvlink_tx_mib_s) = (nvlink.map(|n| n.0), nvlink.map(|n| n.1));
                 out.gpus.push(reply.tick);
