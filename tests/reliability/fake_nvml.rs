@@ -36,3 +36,19 @@ fn calls_failing_with_unknown_leave_the_gpu_read_as_na() {
     assert!(tick["power_mw"].is_null() && tick["temp_c"].is_null(), "{tick}");
     assert_eq!(tick["util_pct"], 100);
 }
+
+#[test]
+fn an_xid_from_a_gpu_that_answers_nothing_is_attributed_to_it() {
+    let dir = temp_dir();
+    // A GPU falling off the bus answers no call: neither its index nor its UUID can name it, only its handle.
+    let lost = "[[gpu]]\n[[gpu.fault]]\ncall = \"nvmlDeviceGetIndex\"\nerror = \"unknown\"\n\
+                [[gpu.fault]]\ncall = \"nvmlDeviceGetUUID\"\nerror = \"unknown\"\n\
+                [[gpu.xid]]\nat_s = 0.3\nxid = 79\n";
+    let scenario = scenario_file(dir.path(), "lost-first", &format!("{}{lost}", h200s(1, "")));
+    let doc = json(&run_on(&scenario, &["--once", "--json"]));
+    let events = doc["tick"]["events"].as_array().expect("events");
+    assert!(
+        events.iter().any(|e| e["kind"]["code"] == 79 && e["gpu_index"] == 1),
+        "Xid 79 on GPU 1, not 'a GPU': {events:?}"
+    );
+}
