@@ -283,15 +283,6 @@ pub struct MigTick {
 }
 
 impl MigTick {
-    /// The slice's SM count as a share of the GPU's: the profile's leading `Ng` of the seven slices an H100 or
-    /// H200 has (`1g.18gb` is 1/7); `None` for a profile that does not say.
-    #[must_use]
-    pub fn slice_sevenths(&self) -> Option<u32> {
-        let profile = self.profile.as_deref()?;
-        let (n, _) = profile.split_once('g')?;
-        n.parse().ok().filter(|&n: &u32| (1..=7).contains(&n))
-    }
-
     /// `1g.18gb (GI 7)`, or the MIG index when the profile is unknown.
     #[must_use]
     pub fn label(&self) -> String {
@@ -787,4 +778,34 @@ impl Tick {
 pub fn by_index<T>(items: &[T], index: u32, key: impl Fn(&T) -> u32) -> Option<&T> {
     let slot = usize::try_from(index).ok().and_then(|i| items.get(i)).filter(|item| key(item) == index);
     slot.or_else(|| items.iter().find(|item| key(item) == index))
+}
+
+#[cfg(test)]
+mod mig_tests {
+    use super::*;
+
+    #[test]
+    fn old_recordings_read_without_mig_fields_and_new_ones_round_trip() {
+        let old: GpuTick = serde_json::from_str(r#"{"index":0,"state":"ok","util_pct":5}"#).expect("old tick");
+        assert!(old.mig.is_empty());
+        let old: GpuProcess = serde_json::from_str(r#"{"gpu_index":0,"pid":7,"kind":"compute"}"#).expect("old process");
+        assert_eq!((old.gpu_instance_id, old.compute_instance_id), (None, None));
+        let slice = MigTick {
+            index: 0,
+            gpu_instance_id: Some(7),
+            compute_instance_id: Some(0),
+            profile: Some("1g.18gb".to_owned()),
+            sm_active_pct: Some(95.0),
+            ..MigTick::default()
+        };
+        let tick = GpuTick { mig: vec![slice.clone()], ..GpuTick::default() };
+        let back: GpuTick = serde_json::from_str(&serde_json::to_string(&tick).expect("write")).expect("read");
+        assert_eq!(back, tick);
+        assert!(!serde_json::to_string(&GpuTick::default()).expect("write").contains("mig"), "absent when empty");
+        assert_eq!(slice.label(), "1g.18gb (GI 7)");
+        let process = GpuProcess { gpu_instance_id: Some(7), compute_instance_id: Some(0), ..GpuProcess::default() };
+        assert_eq!(process.mig_device(&tick).map(|m| m.index), Some(0));
+        let elsewhere = GpuProcess { gpu_instance_id: Some(8), ..GpuProcess::default() };
+        assert!(elsewhere.mig_device(&tick).is_none());
+    }
 }

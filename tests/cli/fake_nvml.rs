@@ -144,3 +144,35 @@ fn doctor_and_report_run_on_the_fake() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("H200"), "{}", stdout(&out));
 }
+
+#[test]
+fn once_shows_each_mig_device_under_its_gpu() {
+    let out = run_on("hgx8-mig", &["--once", "--no-color"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    let gpu6 = lines.iter().position(|l| l.starts_with("  6 ")).unwrap_or_else(|| panic!("GPU 6: {text}"));
+    let slices: Vec<&&str> = lines[gpu6 + 1..].iter().take_while(|l| l.starts_with("    ")).collect();
+    assert_eq!(slices.len(), 7, "seven 1g slices under GPU 6:\n{text}");
+    let first = slices[0];
+    for want in ["1g.10gb", "GI 7 CI 0", "8.8 / 9.6 GiB", "procs 1"] {
+        assert!(first.contains(want), "{want} in {first}");
+    }
+    assert!(text.lines().any(|l| l.starts_with("6/7 ")), "the job on GPU 6 shows its slice: {text}");
+    let doc = json(&run_on("hgx8-mig", &["--once", "--json"]));
+    let mig = &doc["tick"]["gpus"][7]["mig"];
+    assert_eq!(mig.as_array().map(Vec::len), Some(2), "{mig}");
+    assert_eq!(mig[0]["profile"], "3g.40gb");
+    assert_eq!(mig[0]["gpu_instance_id"], 1);
+    assert_eq!(mig[0]["compute_instance_id"], 0);
+    assert_eq!(mig[0]["mem_used_bytes"], 20_000_u64 << 20);
+    let on_slice: Vec<_> = doc["tick"]["gpu_processes"]
+        .as_array()
+        .expect("processes")
+        .iter()
+        .filter(|p| p["gpu_index"] == 7)
+        .map(|p| (p["pid"].clone(), p["gpu_instance_id"].clone()))
+        .collect();
+    assert_eq!(on_slice, [(3300.into(), 1.into()), (3301.into(), 2.into())]);
+    assert!(doc["tick"]["gpus"][0].get("mig").is_none(), "no MIG key on a GPU without MIG");
+}
