@@ -1,6 +1,7 @@
 //! The live NVML path end to end on the fake NVML (`fake-nvml/`): `--once` as a table and as JSON on 1, 2, 8 and
 //! 72 GPUs, a consumer card that answers NotSupported to everything optional, a driver without GPM, an init and
 //! a call that hang (`--once` and `--status` give up within their deadlines), and `doctor`/`report` on it.
+#![allow(clippy::expect_used, reason = "test helpers panic on a broken fixture or a gpusight that will not start")]
 
 use std::time::{Duration, Instant};
 
@@ -9,7 +10,7 @@ use crate::common::{json, stderr, stdout, temp_dir};
 
 /// The GPU rows of a `--once` table: lines that start with a GPU index and name one of `names`.
 fn gpu_rows(table: &str, name: &str) -> usize {
-    table.lines().filter(|l| l.trim_start().split_whitespace().nth(1) == Some(name)).count()
+    table.lines().filter(|l| l.split_whitespace().nth(1) == Some(name)).count()
 }
 
 #[test]
@@ -175,4 +176,62 @@ fn once_shows_each_mig_device_under_its_gpu() {
         .collect();
     assert_eq!(on_slice, [(3300.into(), 1.into()), (3301.into(), 2.into())]);
     assert!(doc["tick"]["gpus"][0].get("mig").is_none(), "no MIG key on a GPU without MIG");
+}
+
+/// A capture (tools/nvml_capture.rs's format; the fixture is made by hand from the H200's figures until a real
+/// capture replaces it) replayed through the fake: `--once` reads back every captured number.
+#[test]
+fn a_capture_replays_field_by_field() {
+    let capture = crate::common::repo_path("tests/fixtures/fake-nvml/h200-capture.toml");
+    let doc = json(&run_on(&capture.display().to_string(), &["--once", "--json"]));
+    let info = &doc["machine"]["gpus"][0];
+    assert_eq!(doc["machine"]["driver_version"], "580.159.04");
+    assert_eq!(doc["machine"]["cuda_driver_version"], 13000);
+    for (key, want) in [
+        ("name", serde_json::json!("NVIDIA H200")),
+        ("uuid", serde_json::json!("GPU-5e7f0c7a-1d2b-4c3d-9e8f-0a1b2c3d4e5f")),
+        ("pci_bus_id", serde_json::json!("0000:18:00.0")),
+        ("architecture", serde_json::json!("Hopper")),
+        ("compute_capability", serde_json::json!([9, 0])),
+        ("mem_total_bytes", serde_json::json!(143_771_u64 << 20)),
+        ("max_sm_clock_mhz", serde_json::json!(1980)),
+        ("max_mem_clock_mhz", serde_json::json!(3201)),
+        ("power_limit_default_mw", serde_json::json!(700_000)),
+        ("power_limit_min_mw", serde_json::json!(200_000)),
+        ("temp_slowdown_c", serde_json::json!(89)),
+        ("temp_shutdown_c", serde_json::json!(95)),
+        ("temp_gpu_max_c", serde_json::json!(87)),
+        ("max_pcie_gen", serde_json::json!(5)),
+        ("max_pcie_width", serde_json::json!(16)),
+        ("persistence_mode", serde_json::json!(true)),
+        ("ecc_enabled", serde_json::json!(true)),
+        ("mig_enabled", serde_json::json!(false)),
+        ("gpm_supported", serde_json::json!(true)),
+    ] {
+        assert_eq!(info[key], want, "machine.gpus[0].{key}");
+    }
+    let tick = &doc["tick"]["gpus"][0];
+    for (key, want) in [
+        ("util_pct", serde_json::json!(100)),
+        ("mem_util_pct", serde_json::json!(23)),
+        ("mem_used_bytes", serde_json::json!(9634_u64 << 20)),
+        ("mem_reserved_bytes", serde_json::json!(615_u64 << 20)),
+        ("power_mw", serde_json::json!(692_000)),
+        ("power_limit_mw", serde_json::json!(700_000)),
+        ("temp_c", serde_json::json!(63)),
+        ("mem_temp_c", serde_json::json!(47)),
+        ("sm_clock_mhz", serde_json::json!(1470)),
+        ("mem_clock_mhz", serde_json::json!(3201)),
+        ("throttle_bits", serde_json::json!(4)),
+        ("pstate", serde_json::json!(0)),
+        ("pcie_gen", serde_json::json!(5)),
+        ("pcie_width", serde_json::json!(16)),
+        ("pcie_replay_count", serde_json::json!(1)),
+    ] {
+        assert_eq!(tick[key], want, "tick.gpus[0].{key}");
+    }
+    let procs = doc["tick"]["gpu_processes"].as_array().expect("processes");
+    let p455 = procs.iter().find(|p| p["pid"] == 455).expect("pid 455");
+    assert_eq!(p455["used_gpu_memory_bytes"], 4818_u64 << 20);
+    assert_eq!(p455["sm_util_pct"], 94);
 }

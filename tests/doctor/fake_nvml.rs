@@ -1,5 +1,6 @@
 //! `doctor` on the live NVML path, on the fake NVML (`fake-nvml/`): a watch over an 8-GPU board with two GPUs in
 //! MIG mode, and a consumer card that answers NotSupported to everything optional, both end with a verdict.
+#![allow(clippy::expect_used, reason = "test helpers panic on a broken fixture or a gpusight that will not start")]
 
 use crate::common::fake_nvml::run_on;
 use crate::common::{json, stderr};

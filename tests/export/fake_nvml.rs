@@ -1,5 +1,6 @@
 //! The exporter on the live NVML path, on the fake NVML (`fake-nvml/`): `/metrics` scraped on 1, 2, 8 and 72 GPUs
 //! carries one series per GPU.
+#![allow(clippy::expect_used, reason = "test helpers panic on a broken fixture or a gpusight that will not start")]
 
 use std::process::Stdio;
 use std::time::Duration;

@@ -1,5 +1,6 @@
 //! The monitor in a pseudo-terminal on the live NVML path, on the fake NVML (`fake-nvml/`): it draws every GPU
 //! of an 8-GPU board (each MIG slice under its GPU) and of a 72-GPU rack and quits with `q`.
+#![allow(clippy::expect_used, reason = "test helpers panic on a broken fixture or a gpusight that will not start")]
 
 use crate::common::fake_nvml::env_for;
 use crate::common::pty::Session;

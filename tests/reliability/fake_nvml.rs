@@ -1,5 +1,6 @@
 //! Faults on the live NVML path, on the fake NVML (`fake-nvml/`): a GPU lost mid-run (its Xid 79 attributed to
 //! it, the others still read), and a GPU whose calls start failing with Unknown.
+#![allow(clippy::expect_used, reason = "test helpers panic on a broken fixture or a gpusight that will not start")]
 
 use crate::common::fake_nvml::{h200s, run_on, scenario_file};
 use crate::common::{json, stderr, temp_dir};
