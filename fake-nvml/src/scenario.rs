@@ -420,8 +420,28 @@ impl Scenario {
         Ok(scenario)
     }
 
+    /// A generated scale scenario, `scale:G` or `scale:GxP`: G busy H200s with NVLink, each with P processes,
+    /// and GPM calls that take no time (for measuring gpusight's own cost).
+    pub fn scale(spec: &str) -> Result<Self, String> {
+        let (gpus, procs) = spec.split_once('x').unwrap_or((spec, "0"));
+        let gpus: u32 = gpus.parse().map_err(|_| format!("scale:{spec}: GPUs are a number"))?;
+        let procs: u32 = procs.parse().map_err(|_| format!("scale:{spec}: processes are a number"))?;
+        let process = if procs > 0 {
+            format!("[[gpu.process]]\npid = 100000\ncount = {procs}\nsm = 50\nmem = 10\n")
+        } else {
+            String::new()
+        };
+        Self::parse(&format!(
+            "name = \"scale\"\ngpm_call_ms = 0\n[[gpu]]\ncount = {gpus}\n[gpu.nvlink]\n[[gpu.phase]]\nutil = 90\n\
+             power_w = 600.0\nmem_used_mib = 100000\ngpm_sm = 80.0\n{process}"
+        ))
+    }
+
     /// Loads a scenario from a built-in name or a file path.
     pub fn load(name_or_path: &str) -> Result<Self, String> {
+        if let Some(spec) = name_or_path.strip_prefix("scale:") {
+            return Self::scale(spec);
+        }
         if let Some((_, text)) = BUILT_INS.iter().find(|(n, _)| *n == name_or_path) {
             return Self::parse(text).map_err(|e| format!("built-in scenario {name_or_path}: {e}"));
         }
@@ -490,6 +510,15 @@ mod tests {
             let s = Scenario::load(name).unwrap_or_else(|e| panic!("{e}"));
             assert!(!s.gpus.is_empty(), "{name}");
         }
+    }
+
+    #[test]
+    fn scale_scenarios_are_generated() {
+        let s = Scenario::load("scale:8x1000").expect("scale");
+        assert_eq!(s.gpus[0].count, 8);
+        assert_eq!(s.gpus[0].processes[0].count, 1000);
+        assert!(Scenario::load("scale:73").is_err());
+        assert!(Scenario::load("scale:x").is_err());
     }
 
     #[test]
