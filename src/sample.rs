@@ -262,6 +262,26 @@ pub struct GpuTick {
     /// read).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub mig: Vec<MigTick>,
+    /// Each NVLink link's state and error counters, read on the slow tier (empty without NVLink, and in older
+    /// recordings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nvlinks: Vec<NvLinkTick>,
+}
+
+/// One NVLink link of a GPU: whether it is up, its version, and its data-link error counters since the driver
+/// loaded (they only climb; a climbing one is a link going bad).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct NvLinkTick {
+    pub link: u32,
+    pub up: bool,
+    pub version: Option<u32>,
+    /// Flow-control digits received with a CRC error.
+    pub crc_flit_errors: Option<u64>,
+    /// Transmit replays.
+    pub replay_errors: Option<u64>,
+    /// Transmit recoveries (the link retrained).
+    pub recovery_errors: Option<u64>,
 }
 
 /// One MIG device of a GPU in MIG mode: a GPU instance with one of its compute instances, as NVML lists it.

@@ -291,6 +291,7 @@ pub fn render_with_pods(
         }
         push_gpusight_gpu(&mut b, info, g, &labels);
         push_mig(&mut b, g, &labels);
+        push_nvlinks(&mut b, g, &labels);
     }
     push_processes(&mut b, machine, tick, hostname);
     push_host(&mut b, tick, hostname);
@@ -353,6 +354,18 @@ fn push_mig(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
         b.push(Family::FbUsed, &labels, mib(m.mem_used_bytes));
         b.push(Family::FbFree, &labels, mib(free));
         b.push(Family::SmActive, &labels, ratio(m.sm_active_pct));
+    }
+}
+
+/// Each NVLink link's state and error counters, the GPU's labels with `nvlink` (the link number).
+fn push_nvlinks(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
+    for link in &g.nvlinks {
+        let mut labels = gpu_labels.clone();
+        labels.push(("nvlink", link.link.to_string()));
+        b.push(Family::NvlinkUp, &labels, Some(flag(link.up)));
+        b.push(Family::NvlinkCrcFlitErrors, &labels, int(link.crc_flit_errors));
+        b.push(Family::NvlinkReplayErrors, &labels, int(link.replay_errors));
+        b.push(Family::NvlinkRecoveryErrors, &labels, int(link.recovery_errors));
     }
 }
 

@@ -195,6 +195,30 @@ impl Gpu<'_> {
         spans
     }
 
+    /// The NVLink links in one reading: how many are up, and the error counters summed over the links
+    /// (`NVLink 17/18 up  CRC 950 replay 38 recovery 0`); `None` without NVLink readings.
+    fn nvlink_reading(&self) -> Option<String> {
+        let links = &self.tick?.nvlinks;
+        if links.is_empty() {
+            return None;
+        }
+        let up = links.iter().filter(|l| l.up).count();
+        let sum = |f: fn(&crate::sample::NvLinkTick) -> Option<u64>| {
+            links
+                .iter()
+                .filter_map(f)
+                .reduce(u64::saturating_add)
+                .map_or_else(|| units::NA.to_owned(), |v| v.to_string())
+        };
+        Some(format!(
+            "NVLink {up}/{} up  CRC {} replay {} recovery {}",
+            links.len(),
+            sum(|l| l.crc_flit_errors),
+            sum(|l| l.replay_errors),
+            sum(|l| l.recovery_errors)
+        ))
+    }
+
     fn gpm(&self) -> Option<String> {
         let gpm = self.tick?.gpm?;
         Some(format!(

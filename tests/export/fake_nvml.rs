@@ -93,3 +93,22 @@ fn mig_devices_carry_gpu_i_id_and_gpu_i_profile() {
             .any(|l| l.starts_with("DCGM_FI_DEV_FB_USED{") && l.contains("gpu=\"6\"") && !l.contains("GPU_I_ID"))
     );
 }
+
+#[test]
+fn nvlink_links_carry_their_state_and_error_counters() {
+    let body = scrape_until("nvl72", 72, |b| b.contains("gpusight_nvlink_link_up{"));
+    let series = |name: &str, gpu: u32, link: u32| {
+        body.lines()
+            .find(|l| {
+                l.starts_with(&format!("{name}{{"))
+                    && l.contains(&format!("gpu=\"{gpu}\""))
+                    && l.contains(&format!("nvlink=\"{link}\""))
+            })
+            .map(|l| l.rsplit(' ').next().unwrap_or_default().to_owned())
+    };
+    assert_eq!(series("gpusight_nvlink_link_up", 17, 3).as_deref(), Some("0"), "GPU 17's link 3 is down");
+    assert_eq!(series("gpusight_nvlink_link_up", 17, 4).as_deref(), Some("1"));
+    assert_eq!(series("DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", 0, 7).as_deref(), Some("0"));
+    let links = body.lines().filter(|l| l.starts_with("gpusight_nvlink_link_up{")).count();
+    assert_eq!(links, 72 * 18, "every link of every GPU");
+}

@@ -23,6 +23,7 @@ pub mod fields;
 pub mod gpm;
 pub mod info;
 pub mod mig;
+pub mod nvlink;
 pub mod pcie;
 pub mod procs;
 pub mod tiers;

@@ -53,6 +53,7 @@ pub enum Field {
     RemappedRows,
     PcieReplay,
     Mig,
+    NvLink,
 }
 
 /// A request to read at this sample time.
@@ -99,6 +100,9 @@ pub struct GpuReader {
     /// The MIG devices, read on the process tier when the GPU is in MIG mode.
     mig: Vec<crate::sample::MigTick>,
     mig_mode: bool,
+    /// The NVLink links, read on the slow tier when the GPU has any.
+    nvlinks: Vec<crate::sample::NvLinkTick>,
+    has_nvlink: bool,
 }
 
 impl GpuReader {
@@ -159,6 +163,8 @@ impl GpuReader {
             pcie,
             mig: Vec::new(),
             mig_mode: info.mig_enabled == Some(true),
+            nvlinks: Vec::new(),
+            has_nvlink: info.nvlinks_active.is_some(),
         }
     }
 
@@ -190,6 +196,7 @@ impl GpuReader {
         tick.retired_pages_pending = self.retired_pages_pending;
         tick.pcie_replay_count = self.pcie_replay_count;
         tick.mig.clone_from(&self.mig);
+        tick.nvlinks.clone_from(&self.nvlinks);
         if self.memo.is_lost() {
             // Lost during this read: nothing read after the loss is trustworthy.
             return (GpuTick { index: self.index, state: GpuState::Lost, ..GpuTick::default() }, Vec::new());
@@ -399,6 +406,11 @@ impl GpuReader {
         let nvml = self.nvml;
         self.remapped_rows = m.call(Field::RemappedRows, || remapped_rows(nvml, d));
         self.pcie_replay_count = m.call(Field::PcieReplay, || d.pcie_replay_counter()).map(u64::from);
+        if self.has_nvlink
+            && let Some(links) = m.call(Field::NvLink, || super::nvlink::read_nvlinks(d))
+        {
+            self.nvlinks = links;
+        }
     }
 }
 

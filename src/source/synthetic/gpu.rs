@@ -441,6 +441,7 @@ pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload,
         nvlink_rx_mib_s: nvlink_mib_s(info, workload),
         nvlink_tx_mib_s: nvlink_mib_s(info, workload),
         mig: Vec::new(),
+        nvlinks: Vec::new(),
     }
 }
 
