@@ -263,6 +263,42 @@ impl ErrorReport {
     }
 
     /// The counters of the newest sample: corrected and uncorrected ECC, remapped rows, retired pages.
+    /// NVLink: a link that is down, and data-link errors (CRC, replay, recovery) that climbed over the watch.
+    fn add_nvlinks(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str) {
+        let down: Vec<String> = gpu.nvlinks.iter().filter(|l| !l.up).map(|l| l.link.to_string()).collect();
+        if !down.is_empty() {
+            self.ask(Ask::Maintenance);
+            self.title.get_or_insert_with(|| format!("{name} has NVLink links down"));
+            self.lines.push(format!(
+                "NVLink link{} {} down of {} (traffic takes the remaining links or PCIe)",
+                if down.len() == 1 { "" } else { "s" },
+                down.join(", "),
+                gpu.nvlinks.len()
+            ));
+        }
+        let counted = ctx.history.gpu(gpu.index).map(|g| g.nvlink_errors.iter().copied().flatten());
+        let grown = counted.map_or(0, |mut values| {
+            let first = values.next();
+            let last = values.last().or(first);
+            first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
+        });
+        if grown > 0 {
+            let climbing: Vec<String> = gpu
+                .nvlinks
+                .iter()
+                .filter(|l| l.crc_flit_errors.or(l.replay_errors).or(l.recovery_errors).is_some_and(|n| n > 0))
+                .map(|l| l.link.to_string())
+                .collect();
+            self.ask(Ask::Maintenance);
+            self.title.get_or_insert_with(|| format!("{name}'s NVLink errors are climbing"));
+            self.lines.push(format!(
+                "{grown} NVLink data-link errors (CRC, replay, recovery) over the watch, on link{} {}",
+                if climbing.len() == 1 { "" } else { "s" },
+                climbing.join(", ")
+            ));
+        }
+    }
+
     fn add_counters(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str, corrected_events: u64) {
         let t = ctx.t;
         // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
@@ -306,6 +342,7 @@ impl ErrorReport {
                 rows.uncorrectable, rows.correctable
             ));
         }
+        self.add_nvlinks(ctx, gpu, name);
         if gpu.retired_pages_pending == Some(true) {
             self.ask(Ask::Maintenance);
             self.title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
