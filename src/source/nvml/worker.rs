@@ -245,6 +245,7 @@ impl GpuReader {
     fn read_medium(&mut self) {
         self.read_processes();
         if self.mig_mode {
+            let _running = crash::enter(Family::Processes, Some(self.index));
             let (nvml, d) = (self.nvml, &self.device);
             if let Some(mig) = self.memo.call(Field::Mig, || super::mig::read_mig_devices(nvml, d)) {
                 self.mig = mig;
