@@ -27,3 +27,20 @@ fn the_monitor_draws_an_eight_gpu_board() {
 fn the_monitor_draws_a_seventy_two_gpu_rack() {
     monitor_on("nvl72", "GB200", 200, 60);
 }
+
+#[test]
+fn a_gpu_panel_shows_its_nvlink_links() {
+    let dir = crate::common::temp_dir();
+    let scenario = crate::common::fake_nvml::scenario_file(
+        dir.path(),
+        "nvlink",
+        &crate::common::fake_nvml::h200s(2, "[gpu.nvlink]\ndown = [5]\nerrors_on = [2]\ncrc_per_s = 100.0\n"),
+    );
+    let env = env_for(&scenario);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut session = Session::gpusight(&[], &env, 200, 60);
+    let screen = session.wait_for("NVLink 17/18 up");
+    assert!(screen.contains("CRC "), "{screen}");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}
