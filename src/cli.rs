@@ -55,6 +55,10 @@ pub struct DataArgs {
     /// With --record: record without drawing until SIGINT/SIGTERM/SIGHUP.
     #[arg(long, requires = "record")]
     pub headless: bool,
+    /// With --record - --headless: stop when standard input reaches its end (`gpusight ssh` runs the remote
+    /// recorder this way, so it ends with the ssh session).
+    #[arg(long, requires = "headless")]
+    pub exit_on_stdin_eof: bool,
     /// With --record: replace FILE if it exists.
     #[arg(long, requires = "record")]
     pub overwrite: bool,
@@ -187,6 +191,11 @@ pub enum Command {
         #[command(subcommand)]
         action: ConfigAction,
     },
+    /// Watch several machines at once over the system's ssh: each runs `gpusight --record - --headless` and
+    /// streams its samples back; the fleet view shows them live (`--once`: one table per host; `--doctor`: one
+    /// verdict per host).
+    #[command(after_help = SSH_HELP)]
+    Ssh(SshArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
     Completions {
         #[arg(value_enum)]
@@ -194,6 +203,54 @@ pub enum Command {
     },
     /// Print the man page (roff).
     Man,
+}
+
+/// `gpusight ssh`'s examples.
+const SSH_HELP: &str = "Hosts: names, Slurm hostlists (node[01-08,12], rack[1-2]-n[1-3], a,b[1-2]), --hostfile FILE, or \
+$SLURM_JOB_NODELIST when none is given. ssh runs with -T -o BatchMode=yes (no password prompts: use keys or an agent) \
+-o ConnectTimeout=N. See docs/ssh.md.\n\nExamples:\n  gpusight ssh node[01-04]\n  gpusight ssh --list \
+'gpu[1-2]-n[01-03]'\n  gpusight ssh --once node01,node02\n  gpusight ssh --doctor --duration 1m node[01-08]";
+
+/// `gpusight ssh`'s flags.
+#[derive(Debug, Args, Clone, Default)]
+pub struct SshArgs {
+    /// Hosts or Slurm hostlist expressions (default: $SLURM_JOB_NODELIST).
+    #[arg(value_name = "HOSTS", value_hint = ValueHint::Hostname)]
+    pub hosts: Vec<String>,
+    /// Read hosts from FILE: one host (or hostlist expression) a line, `#` comments.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub hostfile: Option<PathBuf>,
+    /// Print the expanded hosts, one a line, and connect to none.
+    #[arg(long)]
+    pub list: bool,
+    /// Print one table per host once each has sent two samples (or the deadline passed), then exit.
+    #[arg(short = '1', long, conflicts_with = "list")]
+    pub once: bool,
+    /// Watch every host for --duration, then print one doctor verdict per host; the exit status is the worst.
+    #[arg(long, conflicts_with_all = ["list", "once"])]
+    pub doctor: bool,
+    /// With --doctor: how long to watch, e.g. 30s, 2m.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, requires = "doctor")]
+    pub duration: Duration,
+    /// Seconds ssh waits for each connection (ssh's ConnectTimeout).
+    #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub connect_timeout: u64,
+    /// An ssh option, passed as `-o OPTION` (e.g. `Port=2222`, `User=alice`); may be given again.
+    #[arg(long, value_name = "OPTION")]
+    pub ssh_option: Vec<String>,
+    /// An ssh config file, passed as `-F FILE`.
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub ssh_config: Option<PathBuf>,
+    /// The gpusight binary on the hosts (default: `gpusight` on the remote PATH).
+    #[arg(long, value_name = "PATH", default_value = "gpusight")]
+    pub remote_gpusight: String,
+    /// The whole remote command instead (it must write a recording to stdout, as
+    /// `gpusight --record - --headless --exit-on-stdin-eof` does).
+    #[arg(long, value_name = "COMMAND", conflicts_with = "remote_gpusight")]
+    pub remote_command: Option<String>,
+    /// No signals to remote processes.
+    #[arg(long)]
+    pub readonly: bool,
 }
 
 /// What `gpusight config` does.

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::advice::window::duration_label;
 use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
 use crate::history::History;
-use crate::host::OUTSIDE_NAMESPACE;
+use crate::host::{EXITED, OUTSIDE_NAMESPACE};
 use crate::output::fit::{Fit, hanging, paint};
 use crate::pipeline::Pipeline;
 use crate::sample::{ProcessKind, UnixMs};
@@ -424,10 +424,11 @@ pub fn blind_spots(history: &History) -> Vec<String> {
         .collect();
     compute.sort_unstable();
     compute.dedup();
-    let (mut outside, mut hidden) = (Vec::new(), Vec::new());
+    let (mut outside, mut hidden, mut ended) = (Vec::new(), Vec::new(), Vec::new());
     for pid in compute {
         match latest.process(pid).map(|p| p.unreadable.as_deref()) {
             Some(Some(OUTSIDE_NAMESPACE)) => outside.push(pid),
+            Some(Some(EXITED)) => ended.push(pid),
             Some(Some(_)) | None => hidden.push(pid),
             Some(None) => {}
         }
@@ -452,6 +453,14 @@ pub fn blind_spots(history: &History) -> Vec<String> {
             "{hidden_rules} for PID {}: their /proc details could not be read (another user's processes under \
              /proc mounted with hidepid, or no permission); run as root or with the gid= that hidepid exempts",
             list(&hidden)
+        ));
+    }
+    if !ended.is_empty() {
+        // Not a blind spot of gpusight's: the process ended as the watch did, so its last window is cut short.
+        out.push(format!(
+            "{hidden_rules} for PID {} at the end of the watch: it exited (NVML still listed it, /proc no longer had \
+             it), so what it was doing is judged up to its last sample",
+            list(&ended)
         ));
     }
     for gpu in history.machine().gpus.iter().filter(|g| g.mig_enabled == Some(true)) {
@@ -619,6 +628,21 @@ mod tests {
         assert!(!text.contains("No problems found."), "{text}");
         let hidden = Build::new("input-bound").tick(|_, t| t.processes.retain(|p| p.pid != 2001));
         assert!(watch_build(&hidden, 31).not_judged.iter().any(|n| n.contains("hidepid")));
+        // A job that ends as the watch does is said to have exited, not to be hidden.
+        let ended = Build::new("input-bound").tick(|i, t| {
+            if i == 30 {
+                for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
+                    *p = crate::sample::HostProcess {
+                        pid: 2001,
+                        unreadable: Some(EXITED.to_owned()),
+                        ..Default::default()
+                    };
+                }
+            }
+        });
+        let not_judged = watch_build(&ended, 31).not_judged;
+        assert!(not_judged.iter().any(|n| n.contains("PID 2001 at the end of the watch: it exited")), "{not_judged:?}");
+        assert!(!not_judged.iter().any(|n| n.contains("hidepid")), "{not_judged:?}");
         let mig = Build::new("compute").machine(|m| m.gpus[0].mig_enabled = Some(true)).tick(|_, t| {
             t.gpus[0].util_pct = None;
             t.gpus[0].gpm = None;

@@ -49,13 +49,32 @@ pub const TABLE: [ExitStatus; 5] = [
 
 use std::fmt::Write as _;
 
-/// The table as the end of every `--help` shows it: a title line, then one indented line per status.
+/// The width `--help`'s table is wrapped to, with each meaning's further lines under its first.
+const HELP_WIDTH: usize = 80;
+/// Where a meaning starts in `--help`'s table: two spaces, the code in six, a space.
+const HELP_INDENT: usize = 9;
+
+/// The table as the end of every `--help` shows it: a title line, then each status with its meaning wrapped at
+/// words to 80 columns under its first line.
 #[must_use]
 pub fn help() -> String {
     let mut text = String::from("Exit status (every command):\n");
     for status in &TABLE {
         // Writing to a String cannot fail.
-        let _ = writeln!(text, "  {:<6} {}", status.shown, status.meaning);
+        let _ = write!(text, "  {:<6} ", status.shown);
+        let mut column = HELP_INDENT;
+        for (i, word) in status.meaning.split(' ').enumerate() {
+            if i > 0 && column + 1 + word.len() > HELP_WIDTH {
+                let _ = write!(text, "\n{:HELP_INDENT$}", "");
+                column = HELP_INDENT;
+            } else if i > 0 {
+                text.push(' ');
+                column += 1;
+            }
+            text.push_str(word);
+            column += word.len();
+        }
+        text.push('\n');
     }
     text
 }
@@ -96,7 +115,13 @@ mod tests {
     fn the_help_lists_every_code_with_its_meaning() {
         let text = help();
         assert!(text.starts_with("Exit status (every command):\n"), "{text}");
+        assert!(text.lines().all(|l| l.len() <= HELP_WIDTH), "{text}");
         assert!(text.contains("  3      could not run: no usable NVIDIA driver"), "{text}");
+        // Unwrapped, each meaning is whole.
+        let joined = text.replace(&format!("\n{:HELP_INDENT$}", ""), " ");
+        for status in &TABLE {
+            assert!(joined.contains(&format!("  {:<6} {}\n", status.shown, status.meaning)), "{joined}");
+        }
         assert!(text.contains("  2      doctor: at least one critical finding"), "{text}");
         // "could not check" is never "critical": the monitoring convention's unknown.
         assert!(!TABLE[2].meaning.contains("driver"), "{text}");

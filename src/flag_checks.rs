@@ -17,6 +17,21 @@ pub fn check(cli: &Cli) -> Result<Vec<String>, String> {
     let data = &cli.data;
     let mut warnings = Vec::new();
     let monitor = cli.command.is_none() && !view.once && !data.headless && view.prometheus.is_none();
+    if let Some(crate::cli::Command::Ssh(args)) = &cli.command {
+        if view.json && !args.once && !args.doctor {
+            return Err("--json with gpusight ssh prints --once or --doctor as JSON: add one of them".into());
+        }
+        if data.demo || data.replay.is_some() || data.synthetic.is_some() || data.record.is_some() {
+            return Err(
+                "gpusight ssh shows the hosts' own samples; --demo, --replay, --synthetic and --record do not \
+                        apply to it (give the remote side's flags with --remote-command)"
+                    .into(),
+            );
+        }
+        if !data.only.is_empty() || data.hostname.is_some() {
+            return Err("--only and --hostname apply to this machine; gpusight ssh shows every GPU of each host".into());
+        }
+    }
     if view.prometheus.is_some() {
         if data.demo || data.replay.is_some() || data.synthetic.is_some() {
             return Err("--prometheus shows the fleet that Prometheus scrapes; --demo, --replay and --synthetic do \

@@ -33,7 +33,9 @@
 //!   `--status` line with the state file watchers leave for it ([`output::status_file`]); [`doctor`] and
 //!   [`report`]: the one-shot diagnosis and record; [`export`]:
 //!   Prometheus metrics (one table of metric names, [`export::names`]); [`fleet`]: the fleet view over a
-//!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]).
+//!   Prometheus server (reader, model, screen state; its widget is in [`ui`], its event loop in [`run`]);
+//!   [`remote`]: `gpusight ssh`, hosts streaming their samples over the system's ssh into one pipeline each, shown
+//!   in the fleet view ([`remote::ssh`] is the one module that runs a program).
 //! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,
 //!   names, labels) made safe to print on a terminal.
 //! - [`cli`] only parses the command line; [`run`] dispatches it, one module per mode, every real-time mode
@@ -60,6 +62,8 @@
 //!   except the header that says which it is.
 //! - One module owns terminal setup and restore; a panic restores the terminal before printing, and so does a
 //!   fatal signal ([`crash`]).
+//! - gpusight runs no other program, except the system's `ssh` in [`remote::ssh`] (`gpusight ssh`), the one module
+//!   where clippy.toml's ban of `std::process::Command` is allowed.
 //! - No import circle: [`cli`] imports nothing from [`run`]; no function over 80 lines outside tests (clippy's
 //!   `too_many_lines` at 80, pedantic on).
 //! - GPM calls are made by one thread for all GPUs (NVML crashes when two overlap); every other NVML family runs
@@ -81,6 +85,7 @@ pub mod host;
 pub mod keys;
 pub mod output;
 pub mod pipeline;
+pub mod remote;
 pub mod report;
 pub mod run;
 pub mod sample;

@@ -30,9 +30,15 @@
 #                                                            # scraped by a real Prometheus
 #   GROUP=epilog bash scripts/device/cluster_cases.sh        # ~1 min, as root: the Slurm epilog beside a job and
 #                                                            # after it (also the last case of host)
-#   GROUP=long bash scripts/device/cluster_cases.sh          # ~9.8 min: a healthy ResNet-50, doctor 9 min (LONG_S)
+#   GROUP=long bash scripts/device/cluster_cases.sh          # ~11 min: a healthy ResNet-50, doctor 10 min (LONG_S); start it with setsid in the background (one call is 10 min at most)
 #   GROUP=pane bash scripts/device/cluster_cases.sh          # ~2 min: a starved ResNet-50, the monitor in tmux at
 #                                                            # 5 s and 35 s (80x24, 200x60), --status, --once at 80
+#   GROUP=ssh bash scripts/device/cluster_cases.sh           # ~2.5 min, as root: `gpusight ssh localhost` beside a
+#                                                            # training job through a throwaway sshd on 127.0.0.1
+#                                                            # (--once, --doctor beside the local doctor, the view in
+#                                                            # tmux, no remote recorder left after q, stream bytes and
+#                                                            # the CPU of both sides); needs /usr/sbin/sshd (or
+#                                                            # SSH_DEBS=DIR with openssh-server/-client .debs)
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
@@ -1082,7 +1088,7 @@ epilog() {
 # long: a healthy ResNet-50 (12 DataLoader workers, no profiler in the job); doctor watches LONG_S seconds of it
 # (default 540: 9 min; no warning expected) with nvidia-smi read every 30 s beside it; a recording comes back.
 group_long() {
-    local watch_s=${LONG_S:-540}
+    local watch_s=${LONG_S:-600}
     jpegs
     ts "case long-healthy: ResNet-50, 12 workers, local JPEGs, no profiler; doctor ${watch_s} s once warm"
     job long-healthy $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 12 --batch 128 --seconds $((watch_s + 20)) --warm-steps 4 --no-profiler --ready "$W/long.ready" --truth "$R/long-healthy.truth.json"
@@ -1125,6 +1131,8 @@ group_pane() {
     for size in 80x24 200x60; do tmux -L "$sock" send-keys -t "s$size" q; done
     sleep 1
     tmux -L "$sock" kill-server 2> /dev/null
+    # The doctor's 40 s end before the job does (it runs 70 s from warm): its verdict is over a live job.
+    settle
     end_job
     settle
 }
@@ -1156,12 +1164,79 @@ export_tls() {
     echo "nvidia-smi: $(nvidia-smi --query-gpu=temperature.gpu,temperature.memory,power.draw,memory.used,clocks.sm,power.limit,power.default_limit --format=csv,noheader)"
 }
 
+# `gpusight ssh localhost` beside a training job, through a throwaway sshd on 127.0.0.1 with its own keys (as the
+# end-to-end tests in tests/ssh/ set it up): the stream's bytes, --once, --doctor beside the local doctor over the
+# same window, the live view in tmux, the CPU of the local and the remote side, and no `gpusight --record` left
+# after quitting.
+group_ssh() {
+    local sshd=/usr/sbin/sshd ssh=ssh D=$W/ssh port=${SSH_PORT:-2222}
+    if [ ! -x "$sshd" ] && [ -n "${SSH_DEBS:-}" ]; then
+        mkdir -p /tmp/gs_ssh_root && for d in "$SSH_DEBS"/*.deb; do dpkg -x "$d" /tmp/gs_ssh_root; done
+        sshd=/tmp/gs_ssh_root/usr/sbin/sshd ssh=/tmp/gs_ssh_root/usr/bin/ssh
+        export PATH=/tmp/gs_ssh_root/usr/bin:$PATH
+        # The libraries the packages need that the image may lack (libwrap, Kerberos), from the same .debs.
+        export LD_LIBRARY_PATH=/tmp/gs_ssh_root/usr/lib/x86_64-linux-gnu:/tmp/gs_ssh_root/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    fi
+    # sshd's privilege separation needs its user, which an image without openssh-server lacks.
+    id sshd > /dev/null 2>&1 || useradd --system --no-create-home --home-dir /run/sshd --shell /usr/sbin/nologin sshd 2> /dev/null
+    [ -x "$sshd" ] || { echo "ssh: no sshd (openssh-server; or SSH_DEBS=DIR of .debs): skipped"; return; }
+    command -v "$ssh" > /dev/null || { echo "ssh: no ssh client (openssh-client): skipped"; return; }
+    rm -rf "$D" && mkdir -p "$D" /run/sshd
+    ssh-keygen -q -t ed25519 -N "" -f "$D/host_key" && ssh-keygen -q -t ed25519 -N "" -f "$D/id"
+    cp "$D/id.pub" "$D/authorized_keys"
+    printf 'Port %s\nListenAddress 127.0.0.1\nHostKey %s/host_key\nPidFile %s/sshd.pid\nAuthorizedKeysFile %s/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nPermitRootLogin prohibit-password\nLogLevel ERROR\n' \
+        "$port" "$D" "$D" "$D" > "$D/sshd_config"
+    printf 'Host *\n  HostName 127.0.0.1\n  Port %s\n  User %s\n  IdentityFile %s/id\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n' \
+        "$port" "$(id -un)" "$D" > "$D/ssh_config"
+    "$sshd" -D -e -f "$D/sshd_config" > "$R/sshd.out" 2>&1 < /dev/null &
+    local sshd_pid=$!
+    PIDS+=($sshd_pid)
+    sleep 1
+    local F=(--ssh-config "$D/ssh_config" --remote-gpusight "$B")
+    "$ssh" -F "$D/ssh_config" -o BatchMode=yes localhost true || { echo "ssh: sshd does not accept the key: skipped"; return; }
+    jpegs
+    ts "case ssh: ResNet-50, 8 workers, local JPEGs; gpusight ssh localhost beside it"
+    job ssh-train $PY "$S/workloads.py" train-files --data "$W/jpeg" --workers 8 --batch 128 --seconds 120 --warm-steps 2 --no-profiler --ready "$W/ssh.ready" --truth "$R/ssh-train.truth.json"
+    for _ in $(seq 1 90); do [ -e "$W/ssh.ready" ] && break; sleep 1; done
+    local bytes
+    bytes=$(timeout 20 "$B" --record - --headless --interval 1 2> /dev/null < /dev/null | wc -c)
+    ts "stream: $bytes bytes in 20 s at 1 s for $(nvidia-smi -L | wc -l) GPUs (header included)"
+    "$B" ssh "${F[@]}" --once localhost > "$R/ssh.once.txt" 2>&1; ts "ssh --once: exit $?"
+    cat "$R/ssh.once.txt"
+    "$B" ssh "${F[@]}" --doctor --duration 40s --json localhost > "$R/ssh.doctor.json" 2> "$R/ssh.doctor.err" < /dev/null &
+    local remote_doctor=$!
+    "$B" doctor --duration 40s --json > "$R/ssh.local-doctor.json" 2> /dev/null < /dev/null
+    wait "$remote_doctor"; ts "ssh --doctor: exit $? (local doctor: $(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["exit_code"])' "$R/ssh.local-doctor.json" 2>&1))"
+    command -v tmux > /dev/null || { echo "ssh: no tmux: the view is skipped"; end_job; settle; return; }
+    local sock=gpusight-ssh-$$
+    tmux -L "$sock" new-session -d -s ssh -x 160 -y 40 "TERM=xterm-256color $B ssh ${F[*]} localhost localhost-2; echo EXIT=\$?; sleep 30"
+    sleep 20
+    tmux -L "$sock" capture-pane -p -t ssh > "$R/ssh.view.txt"; cat "$R/ssh.view.txt"
+    local view_pid; view_pid=$(pgrep -f "^$B ssh --ssh-config" | head -1)
+    [ -n "$view_pid" ] && ts "local side: $(ps -o pid=,pcpu=,rss= -p "$view_pid") (pid %CPU RSS KiB)"
+    ts "remote side: $(pgrep -af -- "^$B --record - --headless --exit-on-stdin-eof" | head -2)"
+    for p in $(pgrep -f -- "^$B --record - --headless --exit-on-stdin-eof"); do ps -o pid=,pcpu=,rss= -p "$p"; done
+    tmux -L "$sock" send-keys -t ssh q
+    sleep 3
+    tmux -L "$sock" capture-pane -p -t ssh | grep EXIT
+    if pgrep -f -- "^$B --record - --headless --exit-on-stdin-eof" > /dev/null; then
+        ts "ssh: FAIL: a remote gpusight --record is left after q"
+    else
+        ts "ssh: no remote gpusight --record left after q"
+    fi
+    tmux -L "$sock" kill-server 2> /dev/null
+    end_job
+    kill "$sshd_pid" 2> /dev/null
+    settle
+}
+
 case "${GROUP:-}" in
     serve-ranks) group_serve_ranks ;;
     host) group_host ;;
     epilog) epilog; settle ;;
     long) group_long ;;
     pane) group_pane ;;
-    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long, pane or tls (GROUP=help)"; exit 2 ;;
+    ssh) group_ssh ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long, pane, ssh or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"

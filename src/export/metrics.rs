@@ -100,7 +100,7 @@ impl XidMemory {
 }
 
 /// The reason label values of `gpusight_throttle_reason_active`, named as dcgm-exporter names clock events.
-const REASON_LABELS: [(u64, &str); 9] = [
+pub(crate) const REASON_LABELS: [(u64, &str); 9] = [
     (throttle::GPU_IDLE, "gpu_idle"),
     (throttle::APPLICATIONS_CLOCKS_SETTING, "clocks_setting"),
     (throttle::SW_POWER_CAP, "power_cap"),

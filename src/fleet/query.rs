@@ -200,8 +200,16 @@ pub enum NodeState {
     Up,
     /// The last scrape failed (`up == 0`).
     Down,
-    /// The last scrape is older than the stale limit.
+    /// The last scrape is older than the stale limit; over ssh, no sample for three intervals.
     Stale,
+    /// Over ssh: connecting, no sample yet.
+    Connecting,
+    /// Over ssh: the connection ended (ssh exited, the host is unreachable, authentication failed).
+    Lost,
+    /// Over ssh: the host sent a line that is not part of a recording.
+    BadStream,
+    /// Over ssh: the host has no gpusight (the remote shell could not find the command).
+    NoGpusight,
 }
 
 /// One GPU of one node.
@@ -233,6 +241,10 @@ pub struct FleetProcess {
     pub command: Option<String>,
     pub gpu_memory_bytes: Option<u64>,
     pub sm_util_pct: Option<f64>,
+    /// Start time in clock ticks since boot (`/proc/PID/stat` field 22), where the source knows it (over ssh):
+    /// a signal is sent only if the process still has it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_ticks: Option<u64>,
 }
 
 /// A finding's severity as a node's `severity` label gives it, read once: one gpusight knows, or the label as it
@@ -331,6 +343,9 @@ pub struct Node {
     pub processes: Vec<FleetProcess>,
     /// Worst first.
     pub findings: Vec<FleetFinding>,
+    /// Why the node is in its state, for a person (over ssh: ssh's last error line, the install command).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// Every node the Prometheus server knows of, and which columns it could not fill.
@@ -484,6 +499,7 @@ fn read_processes<'a>(nodes: &mut Nodes, samples: impl Iterator<Item = &'a Vecto
             command: label(s, "command").map(str::to_owned),
             gpu_memory_bytes: None,
             sm_util_pct: None,
+            start_ticks: None,
         });
         match s.labels.get("__name__").map(String::as_str) {
             Some(PROCESS_SM_UTILIZATION) => process.sm_util_pct = s.value.map(|v| v * 100.0),
@@ -614,6 +630,7 @@ impl Fleet {
                     gpus: b.gpus.into_values().collect(),
                     processes: b.processes.into_values().collect(),
                     findings: b.findings.into_iter().map(|(_, finding)| finding).collect(),
+                    note: None,
                 }
             })
             .collect();

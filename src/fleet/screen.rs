@@ -13,6 +13,12 @@ pub struct FleetScreen {
     pub view: Option<FleetView>,
     /// The last query error (Prometheus unreachable, a bad answer); shown above the last good grid.
     pub error: Option<String>,
+    /// Whether T/K/I can signal a process of the drill-down (over ssh; not through Prometheus).
+    pub signals: bool,
+    /// Whether Enter in a node's drill-down opens its own monitor (over ssh).
+    pub monitors: bool,
+    /// The outcome of the last signal, or why none was sent, for the title line.
+    pub notice: Option<String>,
 }
 
 impl FleetScreen {

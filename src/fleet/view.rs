@@ -24,6 +24,10 @@ pub(crate) fn state_word(state: NodeState) -> &'static str {
         NodeState::Up => "up",
         NodeState::Down => "DOWN",
         NodeState::Stale => "STALE",
+        NodeState::Connecting => "connecting",
+        NodeState::Lost => "LOST",
+        NodeState::BadStream => "BAD STREAM",
+        NodeState::NoGpusight => "NO GPUSIGHT",
     }
 }
 
@@ -173,6 +177,9 @@ impl Fleet {
                 let pid = f.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
                 let _ = writeln!(out, "  ! {}{gpu}{pid}", visible(&f.title()));
             }
+            if let Some(note) = &node.note {
+                let _ = writeln!(out, "  {}", visible(note));
+            }
         }
         if !self.missing_columns.is_empty() {
             let _ = writeln!(out, "\nNot shown:");
@@ -212,7 +219,8 @@ impl Fleet {
     }
 }
 
-/// The fleet screen's state: the fleet, the selected node and whether it is drilled into.
+/// The fleet screen's state: the fleet, the selected node, whether it is drilled into, and the selected process
+/// there.
 #[derive(Debug, Clone)]
 pub struct FleetView {
     pub fleet: Fleet,
@@ -220,22 +228,61 @@ pub struct FleetView {
     pub selected: usize,
     /// Whether the selected node's GPUs and processes are shown instead of the grid.
     pub drilled: bool,
+    /// In the drill-down: index into the node's processes as the table shows them ([`process_order`]).
+    pub process: usize,
+}
+
+/// A node's processes in the order the drill-down's table shows them (the monitor's default sort): their
+/// (GPU, PID).
+#[must_use]
+pub fn process_order(processes: &[FleetProcess]) -> Vec<(Option<u32>, u32)> {
+    let samples = process_samples(processes);
+    crate::table::TableState::default()
+        .rows(&samples, &crate::table::FixedFilters::default())
+        .iter()
+        .filter_map(|row| Some((row.key.gpu_index, row.pid?)))
+        .collect()
 }
 
 impl FleetView {
     #[must_use]
     pub fn new(fleet: Fleet) -> Self {
-        Self { fleet, selected: 0, drilled: false }
+        Self { fleet, selected: 0, drilled: false, process: 0 }
     }
 
-    /// Moves the selection by `delta` nodes, staying in range.
+    /// Moves the selection by `delta`: nodes in the grid, processes in the drill-down; staying in range.
     pub fn move_selection(&mut self, delta: isize) {
+        if self.drilled {
+            let n = self.selected_node().map_or(0, |node| node.processes.len());
+            self.process = self.process.saturating_add_signed(delta).min(n.saturating_sub(1));
+            return;
+        }
         let last = self.fleet.nodes.len().saturating_sub(1);
         self.selected = self.selected.saturating_add_signed(delta).min(last);
     }
 
-    /// Shows the selected node's details (`true`) or the grid (`false`).
+    /// Shows the selected node's details (`true`, the first process selected) or the grid (`false`).
     pub fn set_drilled(&mut self, drilled: bool) {
+        if drilled && !self.drilled {
+            self.process = 0;
+        }
         self.drilled = drilled;
+    }
+
+    /// The selected node.
+    #[must_use]
+    pub fn selected_node(&self) -> Option<&Node> {
+        self.fleet.nodes_worst_first().get(self.selected).copied()
+    }
+
+    /// In the drill-down, the selected process (as the table orders them).
+    #[must_use]
+    pub fn selected_process(&self) -> Option<&FleetProcess> {
+        if !self.drilled {
+            return None;
+        }
+        let node = self.selected_node()?;
+        let (gpu, pid) = *process_order(&node.processes).get(self.process)?;
+        node.processes.iter().find(|p| p.pid == pid && Some(p.gpu_index) == gpu)
     }
 }

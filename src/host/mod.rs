@@ -25,7 +25,7 @@ mod system;
 mod users;
 
 pub use maps::{CudaLibrary, cuda_libraries, environment};
-pub use processes::OUTSIDE_NAMESPACE;
+pub use processes::{EXITED, OUTSIDE_NAMESPACE};
 pub use users::{parse_passwd, user_name};
 
 /// The inode of the initial PID namespace (`PROC_PID_INIT_INO`), as `readlink /proc/self/ns/pid` shows it.

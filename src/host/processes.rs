@@ -26,6 +26,9 @@ use crate::sample::{HostProcess, JobInfo, ProcessRole, Serving, ThreadCpu, UnixM
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
+/// [`HostProcess::unreadable`] for a GPU process that NVML still lists but that has left `/proc`: it ended between
+/// the two readings (NVML lists a process for a moment after it exits).
+pub const EXITED: &str = "exited";
 
 /// How many ancestors are followed at most (a guard against a cycle in a racing read).
 const MAX_ANCESTORS: usize = 64;
@@ -634,7 +637,7 @@ fn is_exited(err: &io::Error) -> bool {
 /// A short reason for the `unreadable` field.
 fn describe(err: &io::Error) -> String {
     if is_exited(err) {
-        "exited".to_string()
+        EXITED.to_string()
     } else if err.kind() == io::ErrorKind::PermissionDenied {
         "permission denied".to_string()
     } else {

@@ -59,9 +59,18 @@ pub fn run(options: AppOptions, feed: Feed, mut status: Option<StateWriter>) -> 
     let input_tx = tx;
     let quick = Arc::new(QuickQuit::default());
     let (input_quick, keymap) = (Arc::clone(&quick), app.keymap.clone());
+    // Set when the loop ends, so that this thread reads no key meant for a screen that opened the monitor and
+    // draws again after it (`gpusight ssh`'s view): it waits for input 100 ms at a time and checks it.
+    let done = Arc::new(AtomicBool::new(false));
+    let input_done = Arc::clone(&done);
     std::thread::Builder::new().name("input".into()).spawn(move || {
         let mut sent = 0u64;
         loop {
+            match crossterm::event::poll(Duration::from_millis(100)) {
+                _ if input_done.load(Ordering::SeqCst) => break,
+                Ok(false) => continue,
+                Ok(true) | Err(_) => {}
+            }
             let event = match crossterm::event::read() {
                 Ok(event) => LoopEvent::Input(event),
                 Err(error) => LoopEvent::InputFailed(error.to_string()),
@@ -84,6 +93,7 @@ pub fn run(options: AppOptions, feed: Feed, mut status: Option<StateWriter>) -> 
     })?;
     let mut tui = terminal::init(app.mouse)?;
     let result = event_loop_with(&mut tui, &mut app, &rx, terminal::suspend, &quick, &mut status);
+    done.store(true, Ordering::SeqCst);
     terminal::restore();
     Ok(result?)
 }

@@ -94,7 +94,8 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) ->
         })?;
     }
     let mut terminal = crate::terminal::init(false)?;
-    let mut screen = FleetScreen { url: redact_url(url), view: None, error: None };
+    let mut screen =
+        FleetScreen { url: redact_url(url), view: None, error: None, signals: false, monitors: false, notice: None };
     let result = (|| -> color_eyre::Result<i32> {
         loop {
             terminal.draw(|frame| screen.draw_with(frame, paint))?;

@@ -14,6 +14,7 @@
 //! | `--record FILE --headless` | `run/record.rs` |
 //! | `export` | `run/export.rs` |
 //! | `--prometheus URL` | `run/fleet.rs` |
+//! | `ssh HOSTS…` | `run/ssh.rs` (its live view in `run/ssh/view.rs`) |
 //! | `healthcheck` | `run/healthcheck.rs` |
 //! | `config check` | `run/config_check.rs` |
 
@@ -30,6 +31,7 @@ mod monitor;
 mod once;
 mod record;
 mod report;
+mod ssh;
 mod status;
 mod watch;
 
@@ -95,6 +97,10 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     for warning in crate::flag_checks::check(cli).map_err(RunError::Usage)? {
         warn(&warning);
     }
+    if let Some(Command::Ssh(args)) = &cli.command {
+        let draws = !args.once && !args.doctor && !args.list;
+        return ssh::run(cli, args, &effective_config(&cli.data, draws)?);
+    }
     // Only the monitor and the fleet view read [ui] and [keys]: elsewhere a bad value there is a warning.
     let draws = cli.command.is_none() && !cli.view.once && !cli.view.status && !cli.data.headless;
     let config = effective_config(&cli.data, draws)?;
@@ -112,9 +118,13 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
         Some(Command::Export { listen, web_config_file }) => {
             export::run(&data, &config, interval, *listen, web_config_file.as_deref())
         }
-        Some(Command::Completions { .. } | Command::Man | Command::Config { .. } | Command::Healthcheck { .. }) => {
-            Ok(0)
-        }
+        Some(
+            Command::Completions { .. }
+            | Command::Man
+            | Command::Config { .. }
+            | Command::Healthcheck { .. }
+            | Command::Ssh(_),
+        ) => Ok(0),
         None if cli.data.headless => record::run(&data, &cli.data, &config, interval),
         None if cli.view.status => status::run(&data, cli, &config, interval),
         None if cli.view.prometheus.is_some() && !cli.view.once && !has_terminal() => Ok(no_terminal()),

@@ -101,7 +101,7 @@ pub(super) fn theme(cli: &Cli, config: &Config) -> Result<ThemeName, RunError> {
 }
 
 /// The monitor's options from the command line and the config.
-fn options(cli: &Cli, config: &Config, interval: Duration) -> Result<AppOptions, RunError> {
+pub(super) fn options(cli: &Cli, config: &Config, interval: Duration) -> Result<AppOptions, RunError> {
     let mut ui = config.ui.clone();
     ui.theme = theme(cli, config)?;
     Ok(AppOptions {

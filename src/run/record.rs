@@ -30,6 +30,9 @@ pub(super) fn run(data: &Data, args: &DataArgs, config: &Config, interval: Durat
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|source| RunError::Signals { what: "signal", source })?;
     }
+    if args.exit_on_stdin_eof {
+        watch_stdin(Arc::clone(&stop))?;
+    }
     let tap = Tap { recorder: Arc::clone(&recorder), on_error: OnWriteError::Stop };
     let mut feed = LiveFeed::new(spawn_feed(source, interval, false, Some(tap))?, &machine);
     warn(&format!(
@@ -60,6 +63,22 @@ pub(super) fn run(data: &Data, args: &DataArgs, config: &Config, interval: Durat
         result = Err(RunError::Record(e));
     }
     result
+}
+
+/// `--exit-on-stdin-eof`: a thread reads standard input to its end (or an error) and then asks the recorder to
+/// stop, as a signal would. Over `gpusight ssh` standard input is the ssh channel: it ends when the session does,
+/// even when no hangup is forwarded (ssh without a terminal sends none).
+fn watch_stdin(stop: Arc<AtomicBool>) -> Result<(), RunError> {
+    std::thread::Builder::new()
+        .name("gpusight-stdin-eof".into())
+        .spawn(move || {
+            let mut buf = [0_u8; 4096];
+            let mut stdin = std::io::stdin().lock();
+            while std::io::Read::read(&mut stdin, &mut buf).is_ok_and(|n| n > 0) {}
+            stop.store(true, Ordering::Relaxed);
+        })
+        .map(drop)
+        .map_err(RunError::Thread)
 }
 
 /// `--record-max-mb` in bytes.

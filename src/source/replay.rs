@@ -415,6 +415,78 @@ impl Source for ReplaySource {
     }
 }
 
+/// One item of a recording read as a stream ([`StreamReader`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamItem {
+    /// The header line: the machine.
+    Machine(Arc<MachineInfo>),
+    /// One tick after it.
+    Tick(Box<Tick>),
+}
+
+/// Why a stream stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// The stream could not be read.
+    #[error("cannot read: {0}")]
+    Io(#[from] std::io::Error),
+    /// A line that is not part of a recording (over the line or GPU bounds, not JSON, not a tick).
+    #[error("line {line}: {what}")]
+    Bad { line: usize, what: String },
+}
+
+/// A recording read line by line as it arrives (`gpusight --record -` over a pipe): the header, then ticks, within
+/// the same [`ReadLimits`] as a file (the line length and the GPU count; the ticks are the caller's to keep).
+#[derive(Debug)]
+pub struct StreamReader<R> {
+    reader: R,
+    limits: ReadLimits,
+    machine: Option<Arc<MachineInfo>>,
+    line: usize,
+}
+
+impl<R: BufRead> StreamReader<R> {
+    #[must_use]
+    pub fn new(reader: R, limits: ReadLimits) -> Self {
+        Self { reader, limits, machine: None, line: 0 }
+    }
+
+    /// The next item; `None` at the end of the stream. Blank lines and the header of a joined part of the same
+    /// machine are skipped.
+    ///
+    /// # Errors
+    /// [`StreamError::Io`] when reading fails, [`StreamError::Bad`] for a line that is not part of a recording
+    /// (a line cut short at the end included: a stream has no writer killed mid-line to forgive).
+    pub fn next_item(&mut self) -> Result<Option<StreamItem>, StreamError> {
+        loop {
+            self.line += 1;
+            let bad = |line: usize, what: String| StreamError::Bad { line, what };
+            let (bytes, _) = match read_line(&mut self.reader, self.limits.max_line_bytes) {
+                Ok(None) => return Ok(None),
+                Ok(Some(line)) => line,
+                Err(LineError::TooLong) => return Err(bad(self.line, too_long(self.limits))),
+                Err(LineError::Io(e)) => return Err(StreamError::Io(e)),
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            let Some(machine) = &self.machine else {
+                let first = text.strip_prefix('\u{feff}').unwrap_or(&text);
+                let header = parse_header(first, self.limits).map_err(|what| bad(self.line, what))?;
+                let machine = Arc::new(header.machine);
+                self.machine = Some(Arc::clone(&machine));
+                return Ok(Some(StreamItem::Machine(machine)));
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            match parse_tick_line(&text, machine, self.limits) {
+                Ok(TickLine::Tick(tick)) => return Ok(Some(StreamItem::Tick(tick))),
+                Ok(TickLine::JoinedPart) => {}
+                Err((what, _)) => return Err(bad(self.line, what)),
+            }
+        }
+    }
+}
+
 /// Why a recording could not be written.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -704,6 +776,26 @@ impl Drop for Recorder {
 mod tests {
     use super::*;
     use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+    #[test]
+    fn a_stream_gives_the_machine_then_ticks_and_stops_at_a_bad_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, ticks, machine) = record(dir.path(), 2);
+        let mut text = std::fs::read_to_string(&path).expect("read");
+        text.push_str("\nnot a tick\n");
+        let mut stream = StreamReader::new(text.as_bytes(), ReadLimits::default());
+        assert!(matches!(stream.next_item(), Ok(Some(StreamItem::Machine(m))) if *m == *machine));
+        for tick in &ticks {
+            assert!(matches!(stream.next_item(), Ok(Some(StreamItem::Tick(t))) if *t == *tick));
+        }
+        let error = stream.next_item().expect_err("garbage");
+        assert!(matches!(&error, StreamError::Bad { line: 5, .. }), "{error}");
+        let long = ReadLimits { max_line_bytes: 16, ..ReadLimits::default() };
+        let error = StreamReader::new(text.as_bytes(), long).next_item().expect_err("too long");
+        assert!(error.to_string().contains("line 1") && error.to_string().contains("without a line break"), "{error}");
+        let mut empty = StreamReader::new(&b""[..], ReadLimits::default());
+        assert!(matches!(empty.next_item(), Ok(None)));
+    }
 
     fn record(dir: &Path, n: u64) -> (PathBuf, Vec<Tick>, Arc<MachineInfo>) {
         let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:3").expect("spec"));

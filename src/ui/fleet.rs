@@ -40,6 +40,23 @@ const LAST_COLUMN_MIN: u16 = 28;
 /// The same for the drill-down's GPU table, whose last column is THROTTLE.
 const THROTTLE_MIN: u16 = 12;
 
+/// The grid's memory reading ("42.5/140 GiB") padded to this, so that the power readings line up under POWER.
+const MEMORY_W: usize = 14;
+/// The grid's temperature ("67 C") padded to this, so that the throttle reasons line up under THROTTLE.
+const TEMP_W: usize = 5;
+
+/// The NODE / GPU column's width: the longest node name or GPU label, at least its header's, at most 24 (longer
+/// names are cut), so that a narrow terminal keeps its columns for readings and findings.
+fn name_width(nodes: &[Node]) -> u16 {
+    let longest = nodes
+        .iter()
+        .map(|n| n.name.chars().count())
+        .chain(nodes.iter().flat_map(|n| n.gpus.iter().map(|g| format!("  GPU {}", g.index).len())))
+        .max()
+        .unwrap_or(0);
+    u16::try_from(longest.clamp("NODE / GPU".len(), 24)).unwrap_or(24)
+}
+
 /// The JOB column's width where it fits in `width` beside `fixed` (the other columns' widths and the spacing
 /// between them, borders included) with `last_min` left for the last column; `None` where no GPU names a job or it
 /// does not fit.
@@ -50,15 +67,21 @@ fn job_column<'a>(nodes: impl IntoIterator<Item = &'a Node>, width: u16, fixed: 
 impl FleetWidget<'_> {
     fn render_grid(&self, area: Rect, buf: &mut Buffer) {
         let (view, theme) = (self.view, &self.paint.theme);
+        let name_w = name_width(&view.fleet.nodes);
         // Borders, the three columns before JOB and the spaces between them.
-        let job_w = job_column(&view.fleet.nodes, area.width, 2 + 24 + 7 + 30 + 3, LAST_COLUMN_MIN);
+        let job_w = job_column(&view.fleet.nodes, area.width, 2 + name_w + 7 + 30 + 3, LAST_COLUMN_MIN);
         let mut rows = Vec::new();
         for (i, node) in view.fleet.nodes_worst_first().into_iter().enumerate() {
-            let state_style = if node.state == NodeState::Up { theme.base } else { theme.alarm };
-            let worst = node.findings.first().map_or_else(
-                || Cell::from(""),
-                |f| Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
-            );
+            let state_style = match node.state {
+                NodeState::Up | NodeState::Connecting => theme.base,
+                _ => theme.alarm,
+            };
+            // The worst finding, else why the node is not up (over ssh: ssh's error, the install command).
+            let worst = match (node.findings.first(), &node.note) {
+                (Some(f), _) => Cell::from(f.title()).style(severity_style(self.paint, &f.severity)),
+                (None, Some(note)) => Cell::from(crate::text::visible(note).into_owned()).style(state_style),
+                (None, None) => Cell::from(""),
+            };
             let mut cells = vec![
                 Cell::from(node.name.clone()),
                 Cell::from(state_word(node.state)).style(state_style),
@@ -75,24 +98,25 @@ impl FleetWidget<'_> {
                 let mut cells = vec![
                     Cell::from(format!("  GPU {}", c[0])),
                     Cell::from(c[2].clone()).style(self.paint.load_style(gpu.util_pct)),
-                    Cell::from(format!("{} {}", c[3], c[4])),
+                    Cell::from(format!("{:<MEMORY_W$} {}", c[3], c[4])),
                 ];
                 if let Some(w) = job_w {
                     cells.push(Cell::from(crate::units::truncate(&job_cell(gpu), usize::from(w), self.paint.ascii())));
                 }
-                cells.push(Cell::from(format!("{} {}", c[5], c[6])));
+                cells.push(Cell::from(format!("{:<TEMP_W$} {}", c[5], c[6])));
                 rows.push(Row::new(cells));
             }
         }
         let title = format!(" Fleet: {} nodes, {} GPUs (Enter: details) ", view.fleet.nodes.len(), view.fleet.n_gpus());
-        let mut widths = vec![Constraint::Length(24), Constraint::Length(7), Constraint::Length(30)];
-        let mut header = vec!["NODE / GPU", "STATE", "MEMORY  POWER"];
+        let mut widths = vec![Constraint::Length(name_w), Constraint::Length(7), Constraint::Length(30)];
+        let mut header = vec!["NODE / GPU", "STATE", "MEMORY         POWER"];
         if let Some(w) = job_w {
             widths.push(Constraint::Length(w));
             header.push("JOB");
         }
         widths.push(Constraint::Fill(1));
         header.push("TEMP  THROTTLE / FINDING");
+        debug_assert_eq!(header[2].find("POWER"), Some(MEMORY_W + 1), "POWER over the power readings");
         Table::new(rows, widths)
             .header(Row::new(header).style(theme.header_row))
             .block(Block::new().borders(Borders::ALL).border_style(theme.border).title(title))
@@ -137,6 +161,13 @@ impl FleetWidget<'_> {
                     .title(format!(" {} (Esc: fleet) ", node_header(node))),
             )
             .render(gpus_area, buf);
+        if let Some(note) = &node.note {
+            // Why the node is in its state, on the GPU table's bottom border.
+            let y = gpus_area.bottom().saturating_sub(1);
+            let text = format!(" {} ", crate::text::visible(note));
+            Line::styled(text, theme.alarm)
+                .render(Rect::new(gpus_area.x + 1, y, gpus_area.width.saturating_sub(2), 1), buf);
+        }
         let samples = process_samples(&node.processes);
         let rows = TableState::default().rows(&samples, &FixedFilters::default());
         let columns = columns::only(&FLEET_COLUMNS);
@@ -145,8 +176,10 @@ impl FleetWidget<'_> {
             let line = Line::from(text);
             Cell::from(if c.align == columns::Align::Right { line.right_aligned() } else { line })
         };
-        let proc_rows =
-            rows.iter().map(|row| Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>()));
+        let proc_rows = rows.iter().enumerate().map(|(i, row)| {
+            let cells = Row::new(columns.iter().map(|c| cell(c, (c.cell)(row, &ctx))).collect::<Vec<_>>());
+            if i == self.view.process { cells.style(theme.selected) } else { cells }
+        });
         let widths =
             columns.iter().map(|c| if c.width == 0 { Constraint::Fill(1) } else { Constraint::Length(c.width) });
         Table::new(proc_rows, widths)
@@ -181,6 +214,12 @@ impl Widget for FleetWidget<'_> {
     }
 }
 
+/// Draws the monitor's signal confirmation dialog over the fleet view (`gpusight ssh`'s drill-down), the same
+/// dialog as the monitor's.
+pub fn render_signal_dialog(dialog: &crate::app::SignalDialog, paint: &Paint, area: Rect, buf: &mut Buffer) {
+    super::screens::Dialog { dialog, paint }.render(area, buf);
+}
+
 /// Keeps `&FleetView` drawable as before: it draws through [`FleetWidget`] with bold and reverse only.
 impl Widget for &FleetView {
     fn render(self, area: Rect, buf: &mut Buffer) {
@@ -201,15 +240,22 @@ impl crate::fleet::screen::FleetScreen {
             Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(frame.area());
         let state = match (&self.error, &self.view) {
             (Some(error), _) => format!("  {error}"),
+            (None, Some(_)) if self.notice.is_some() => format!("  {}", self.notice.as_deref().unwrap_or_default()),
             (None, None) => "  querying…".to_owned(),
             (None, Some(view)) => format!("  {} nodes", view.fleet.nodes.len()),
         };
-        let style = if self.error.is_some() { paint.theme.alarm } else { paint.theme.title };
+        let style = if self.error.is_some() || self.notice.is_some() { paint.theme.alarm } else { paint.theme.title };
         frame.render_widget(Line::styled(format!(" gpusight fleet │ {}{state}", self.url), style), title);
         if let Some(view) = &self.view {
             frame.render_widget(FleetWidget { view, paint }, body);
         }
-        frame.render_widget(Line::raw(" ↑↓ select  Enter open node  Esc back  q quit"), footer);
+        let keys = match (self.view.as_ref().is_some_and(|v| v.drilled), self.monitors, self.signals) {
+            (true, true, true) => " ↑↓ select process  Enter monitor  T/K/I signal (asks first)  Esc back  q quit",
+            (true, true, false) => " ↑↓ select process  Enter monitor  Esc back  q quit",
+            (true, false, true) => " ↑↓ select process  T/K/I signal (asks first)  Esc back  q quit",
+            _ => " ↑↓ select  Enter open node  Esc back  q quit",
+        };
+        frame.render_widget(Line::raw(keys), footer);
     }
 }
 
@@ -252,6 +298,7 @@ mod tests {
                 })
                 .into_iter()
                 .collect(),
+            note: None,
         }
     }
 

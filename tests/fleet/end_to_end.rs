@@ -111,7 +111,10 @@ fn three_exporters_through_prometheus() {
     let fleet = poll("the stopped node shows as down", Duration::from_secs(30), || {
         let fleet = Fleet::query(&url, &options).map_err(|e| e.to_string())?;
         match fleet.nodes.iter().find(|n| n.instance == stopped_instance) {
-            Some(node) if node.state == NodeState::Down => Ok(fleet),
+            // Down, and its series stale (marked after the failed scrape): only `up` names it.
+            Some(n) if n.state == NodeState::Down && fleet.to_text().contains(&format!("{stopped_instance}  DOWN")) => {
+                Ok(fleet)
+            }
             other => Err(format!("{other:?}")),
         }
     });

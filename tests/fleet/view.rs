@@ -38,6 +38,7 @@ fn fleet() -> Fleet {
                 gpus: vec![gpu(0, Some(99.0))],
                 processes: vec![],
                 findings: vec![],
+                note: None,
             },
             Node {
                 name: "beta".to_owned(),
@@ -52,6 +53,7 @@ fn fleet() -> Fleet {
                     command: Some("python3".to_owned()),
                     gpu_memory_bytes: Some(12 << 30),
                     sm_util_pct: Some(4.0),
+                    start_ticks: None,
                 }],
                 findings: vec![FleetFinding {
                     rule: Some("input-bound".to_owned()),
@@ -59,6 +61,7 @@ fn fleet() -> Fleet {
                     gpu_index: Some(0),
                     pid: Some(4242),
                 }],
+                note: None,
             },
         ],
         missing_columns: vec![],
@@ -120,7 +123,14 @@ fn the_fleet_screen_keeps_the_last_grid_under_an_error_and_drills_down() {
         let buffer = terminal.backend().buffer().clone();
         (0..20).map(|y| (0..100).map(|x| buffer[(x, y)].symbol()).collect::<String>() + "\n").collect::<String>()
     };
-    let mut screen = FleetScreen { url: "http://prom:9090".to_owned(), view: None, error: None };
+    let mut screen = FleetScreen {
+        url: "http://prom:9090".to_owned(),
+        view: None,
+        error: None,
+        signals: false,
+        monitors: false,
+        notice: None,
+    };
     assert!(draw(&screen).contains("querying"));
     screen.on_result(Ok(fleet()));
     let text = draw(&screen);
@@ -168,10 +178,10 @@ fn grid_shows_the_job_of_each_gpu_and_drops_the_column_first_when_narrow() {
     let at = line_of(&screen, "NODE / GPU").find("JOB").unwrap();
     assert!(blank[at..at + 12].trim().is_empty(), "{screen}");
     insta::assert_snapshot!(screen);
-    // At 100 columns the JOB column goes first; the others are as they were without jobs.
-    let narrow = draw_at(&view, 100, 16);
+    // At 90 columns the JOB column goes first; the others are as they were without jobs.
+    let narrow = draw_at(&view, 90, 16);
     assert!(!narrow.contains("JOB") && !narrow.contains("4242"), "{narrow}");
-    assert_eq!(narrow.replace("50 %", ""), draw_at(&FleetView::new(fleet_with_gpu_2()), 100, 16).replace("50 %", ""));
+    assert_eq!(narrow.replace("50 %", ""), draw_at(&FleetView::new(fleet_with_gpu_2()), 90, 16).replace("50 %", ""));
     // No GPU names a job: no JOB column however wide.
     assert!(!draw_at(&FleetView::new(fleet()), 160, 16).contains("JOB"));
 }
@@ -195,4 +205,39 @@ fn drill_down_and_text_show_the_job() {
     assert!(line_of(&text, "MODEL").trim_end().ends_with("JOB"), "{text}");
     assert!(line_of(&text, "99 %").trim_end().ends_with("4242"), "{text}");
     assert!(!fleet().to_text().contains("JOB"), "no job anywhere: no column");
+}
+
+/// `gpusight ssh`'s additions: a node that is not up says why in the grid, and the drill-down selects processes
+/// in the order its table shows them (the one T/K/I signal).
+#[test]
+fn a_node_says_why_it_is_not_up_and_the_drill_down_selects_processes_in_table_order() {
+    use gpusight::fleet::view::process_order;
+    let mut fleet = fleet();
+    fleet.nodes[0].state = NodeState::Lost;
+    fleet.nodes[0].note = Some("Connection refused".to_owned());
+    fleet.nodes[1].processes.push(FleetProcess {
+        gpu_index: 1,
+        pid: 5151,
+        user: Some("bob".to_owned()),
+        command: Some("python3 eval.py".to_owned()),
+        gpu_memory_bytes: Some(1 << 30),
+        sm_util_pct: Some(1.0),
+        start_ticks: Some(99),
+    });
+    let mut view = FleetView::new(fleet);
+    let grid = draw(&view);
+    assert!(grid.contains("LOST") && grid.contains("Connection refused"), "{grid}");
+    assert_eq!(view.selected_process(), None, "the grid selects nodes, not processes");
+    // The lost node sorts first; beta is the second.
+    view.move_selection(1);
+    view.set_drilled(true);
+    let order = process_order(&view.selected_node().unwrap().processes);
+    assert_eq!(order.len(), 2);
+    assert_eq!(view.selected_process().map(|p| p.pid), Some(order[0].1));
+    view.move_selection(5);
+    assert_eq!((view.process, view.selected_process().map(|p| p.pid)), (1, Some(order[1].1)), "kept in range");
+    view.set_drilled(false);
+    assert_eq!(view.selected, 1, "Up and Down moved processes, not nodes, while drilled");
+    view.set_drilled(true);
+    assert_eq!(view.process, 0, "a node opened again starts at its first process");
 }
