@@ -12,7 +12,8 @@
 //! ```
 //!
 //! - [`sample`]: the plain data every part shares: `MachineInfo` (read once), `Tick` (each sample), `Snapshot`.
-//! - [`source`]: where ticks come from: [`source::nvml`] (live), [`source::replay`] (recordings),
+//! - [`source`]: where ticks come from: [`source::nvml`] (live; a MIG GPU's devices in [`source::nvml::mig`];
+//!   tested without a GPU on the fake NVML of `fake-nvml/`, docs/fake-nvml.md), [`source::replay`] (recordings),
 //!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
 //!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`), [`source::visible`] (`--only-visible`:
 //!   the GPUs `CUDA_VISIBLE_DEVICES` names).

@@ -258,6 +258,60 @@ pub struct GpuTick {
     pub nvlink_rx_mib_s: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nvlink_tx_mib_s: Option<u32>,
+    /// The GPU's MIG devices when it is in MIG mode (empty otherwise, and in recordings made before they were
+    /// read).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub mig: Vec<MigTick>,
+    /// Each NVLink link's state and error counters, read on the slow tier (empty without NVLink, and in older
+    /// recordings).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nvlinks: Vec<NvLinkTick>,
+}
+
+/// One NVLink link of a GPU: whether it is up, its version, and its data-link error counters since the driver
+/// loaded (they only climb; a climbing one is a link going bad).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct NvLinkTick {
+    pub link: u32,
+    pub up: bool,
+    pub version: Option<u32>,
+    /// Flow-control digits received with a CRC error.
+    pub crc_flit_errors: Option<u64>,
+    /// Transmit replays.
+    pub replay_errors: Option<u64>,
+    /// Transmit recoveries (the link retrained).
+    pub recovery_errors: Option<u64>,
+}
+
+/// One MIG device of a GPU in MIG mode: a GPU instance with one of its compute instances, as NVML lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct MigTick {
+    /// NVML's index of the MIG device on its GPU.
+    pub index: u32,
+    /// The GPU instance id (dcgm-exporter's `GPU_I_ID` label).
+    pub gpu_instance_id: Option<u32>,
+    pub compute_instance_id: Option<u32>,
+    /// The profile, e.g. `1g.18gb` (dcgm-exporter's `GPU_I_PROFILE` label), from the device's name.
+    pub profile: Option<String>,
+    pub uuid: String,
+    pub mem_used_bytes: Option<u64>,
+    pub mem_total_bytes: Option<u64>,
+    /// The slice's SM activity (GPM of its GPU instance), 0–100 %.
+    pub sm_active_pct: Option<f32>,
+}
+
+impl MigTick {
+    /// `1g.18gb (GI 7)`, or the MIG index when the profile is unknown.
+    #[must_use]
+    pub fn label(&self) -> String {
+        let profile = self.profile.clone().unwrap_or_else(|| format!("MIG {}", self.index));
+        match self.gpu_instance_id {
+            Some(gi) => format!("{profile} (GI {gi})"),
+            None => profile,
+        }
+    }
 }
 
 /// Cumulative nanoseconds in each throttle reason since the driver loaded (NVML field values).
@@ -339,6 +393,23 @@ pub struct GpuProcess {
     pub mem_util_pct: Option<u32>,
     pub enc_util_pct: Option<u32>,
     pub dec_util_pct: Option<u32>,
+    /// The GPU and compute instance the process runs on, on a GPU in MIG mode (matches [`MigTick`]'s ids).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compute_instance_id: Option<u32>,
+}
+
+impl GpuProcess {
+    /// The MIG device of `gpu` this process runs on, matched by its GPU and compute instance ids.
+    #[must_use]
+    pub fn mig_device<'a>(&self, gpu: &'a GpuTick) -> Option<&'a MigTick> {
+        let gi = self.gpu_instance_id?;
+        gpu.mig.iter().find(|m| {
+            m.gpu_instance_id == Some(gi)
+                && (self.compute_instance_id.is_none() || m.compute_instance_id == self.compute_instance_id)
+        })
+    }
 }
 
 /// How a host process relates to the GPU processes.
@@ -727,4 +798,34 @@ impl Tick {
 pub fn by_index<T>(items: &[T], index: u32, key: impl Fn(&T) -> u32) -> Option<&T> {
     let slot = usize::try_from(index).ok().and_then(|i| items.get(i)).filter(|item| key(item) == index);
     slot.or_else(|| items.iter().find(|item| key(item) == index))
+}
+
+#[cfg(test)]
+mod mig_tests {
+    use super::*;
+
+    #[test]
+    fn old_recordings_read_without_mig_fields_and_new_ones_round_trip() {
+        let old: GpuTick = serde_json::from_str(r#"{"index":0,"state":"ok","util_pct":5}"#).expect("old tick");
+        assert!(old.mig.is_empty());
+        let old: GpuProcess = serde_json::from_str(r#"{"gpu_index":0,"pid":7,"kind":"compute"}"#).expect("old process");
+        assert_eq!((old.gpu_instance_id, old.compute_instance_id), (None, None));
+        let slice = MigTick {
+            index: 0,
+            gpu_instance_id: Some(7),
+            compute_instance_id: Some(0),
+            profile: Some("1g.18gb".to_owned()),
+            sm_active_pct: Some(95.0),
+            ..MigTick::default()
+        };
+        let tick = GpuTick { mig: vec![slice.clone()], ..GpuTick::default() };
+        let back: GpuTick = serde_json::from_str(&serde_json::to_string(&tick).expect("write")).expect("read");
+        assert_eq!(back, tick);
+        assert!(!serde_json::to_string(&GpuTick::default()).expect("write").contains("mig"), "absent when empty");
+        assert_eq!(slice.label(), "1g.18gb (GI 7)");
+        let process = GpuProcess { gpu_instance_id: Some(7), compute_instance_id: Some(0), ..GpuProcess::default() };
+        assert_eq!(process.mig_device(&tick).map(|m| m.index), Some(0));
+        let elsewhere = GpuProcess { gpu_instance_id: Some(8), ..GpuProcess::default() };
+        assert!(elsewhere.mig_device(&tick).is_none());
+    }
 }

@@ -15,6 +15,8 @@ timestamps. Reports p50/p95/p99/max per delay setting.
 Usage:
   python3 tools/key_latency.py [--bin target/release/gpusight] [--delays 80,900] [--keys 200]
                                  [--spec mixed:8] [--interval 0.1] [--seed 1]
+  GPUSIGHT_NVML_LIB=target/release/libgpusight_fake_nvml.so \
+    python3 tools/key_latency.py --fake scale:72x8 --delays 0 --interval 1   # the live path on the fake NVML
 
 Needs the pyte package (pip install pyte) to parse the screen; everything else is the standard library.
 """
@@ -158,7 +160,12 @@ def percentile(sorted_values, p):
 
 def run(args, delay_ms, rng):
     env = dict(os.environ, TERM="xterm-256color", GPUSIGHT_SYNTHETIC_DELAY_MS=str(delay_ms))
-    argv = [os.path.abspath(args.bin), "--synthetic", args.spec, "--interval", str(args.interval)]
+    if args.fake:
+        # The live NVML path on the fake NVML (docs/fake-nvml.md): GPUSIGHT_NVML_LIB names the fake library.
+        env["GPUSIGHT_FAKE_NVML"] = args.fake
+        argv = [os.path.abspath(args.bin), "--interval", str(args.interval)]
+    else:
+        argv = [os.path.abspath(args.bin), "--synthetic", args.spec, "--interval", str(args.interval)]
     mon = Monitor(argv, env, args.cols, args.rows)
     latencies, by_kind, timeouts = [], {}, {}
     try:
@@ -210,6 +217,8 @@ def main():
     parser.add_argument("--delays", default="80,900", help="GPUSIGHT_SYNTHETIC_DELAY_MS values, comma-separated")
     parser.add_argument("--keys", type=int, default=200)
     parser.add_argument("--spec", default="mixed:8")
+    parser.add_argument("--fake", default="", help="run live on the fake NVML with this scenario (e.g. scale:72x8); "
+                        "GPUSIGHT_NVML_LIB must name the fake library; --delays does not apply")
     parser.add_argument("--interval", type=float, default=0.1)
     parser.add_argument("--cols", type=int, default=120)
     parser.add_argument("--rows", type=int, default=40)
@@ -220,7 +229,8 @@ def main():
         sys.exit("key_latency.py needs pyte to parse the screen: pip install pyte")
     sys.setswitchinterval(0.0005)  # let the reader thread timestamp promptly while pyte parses
     rng = random.Random(args.seed)
-    print(f"gpusight key latency: {args.bin} --synthetic {args.spec} --interval {args.interval}, "
+    source = f"live on the fake NVML {args.fake}" if args.fake else f"--synthetic {args.spec}"
+    print(f"gpusight key latency: {args.bin} {source} --interval {args.interval}, "
           f"{args.cols}x{args.rows}, {args.keys} keys per run, seed {args.seed}")
     for delay in [int(d) for d in args.delays.split(",") if d.strip()]:
         lat, by_kind, timeouts = run(args, delay, rng)

@@ -290,6 +290,8 @@ pub fn render_with_pods(
             b.push(Family::XidErrors, &xid_labels, Some(Value::Int(u64::from(code))));
         }
         push_gpusight_gpu(&mut b, info, g, &labels);
+        push_mig(&mut b, g, &labels);
+        push_nvlinks(&mut b, g, &labels);
     }
     push_processes(&mut b, machine, tick, hostname);
     push_host(&mut b, tick, hostname);
@@ -335,6 +337,35 @@ fn push_dcgm_gpu(b: &mut Builder, g: &GpuTick, labels: &Labels) {
         b.push(Family::UncorrectableRemappedRows, labels, Some(Value::Int(u64::from(rows.uncorrectable))));
         b.push(Family::CorrectableRemappedRows, labels, Some(Value::Int(u64::from(rows.correctable))));
         b.push(Family::RowRemapFailure, labels, Some(flag(rows.failure)));
+    }
+}
+
+/// The per-MIG-device series of a GPU in MIG mode, as dcgm-exporter writes them: the GPU's labels with
+/// `GPU_I_PROFILE` and `GPU_I_ID` before `hostname`; framebuffer used and free, and the slice's SM activity.
+fn push_mig(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
+    let mib = |bytes: Option<u64>| bytes.map(|v| Value::Int(v / MIB));
+    for m in &g.mig {
+        let mut labels = gpu_labels.clone();
+        let at = labels.iter().position(|(k, _)| *k == "hostname").unwrap_or(labels.len());
+        let profile = m.profile.clone().unwrap_or_default();
+        let gi = m.gpu_instance_id.map(|v| v.to_string()).unwrap_or_default();
+        labels.splice(at..at, [("GPU_I_PROFILE", profile), ("GPU_I_ID", gi)]);
+        let free = m.mem_total_bytes.zip(m.mem_used_bytes).map(|(t, u)| t.saturating_sub(u));
+        b.push(Family::FbUsed, &labels, mib(m.mem_used_bytes));
+        b.push(Family::FbFree, &labels, mib(free));
+        b.push(Family::SmActive, &labels, ratio(m.sm_active_pct));
+    }
+}
+
+/// Each NVLink link's state and error counters, the GPU's labels with `nvlink` (the link number).
+fn push_nvlinks(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
+    for link in &g.nvlinks {
+        let mut labels = gpu_labels.clone();
+        labels.push(("nvlink", link.link.to_string()));
+        b.push(Family::NvlinkUp, &labels, Some(flag(link.up)));
+        b.push(Family::NvlinkCrcFlitErrors, &labels, int(link.crc_flit_errors));
+        b.push(Family::NvlinkReplayErrors, &labels, int(link.replay_errors));
+        b.push(Family::NvlinkRecoveryErrors, &labels, int(link.recovery_errors));
     }
 }
 

@@ -78,6 +78,10 @@ pub enum Family {
     NvlinkTx,
     NvlinkRx,
     PcieReplay,
+    NvlinkCrcFlitErrors,
+    NvlinkReplayErrors,
+    NvlinkRecoveryErrors,
+    NvlinkUp,
     GpuUtil,
     MemCopyUtil,
     EncUtil,
@@ -116,7 +120,7 @@ pub enum Family {
 
 impl Family {
     /// Every family, in rendering order: `Family::ALL[f as usize] == f`.
-    pub const ALL: [Self; 45] = [
+    pub const ALL: [Self; 49] = [
         Self::SmClock,
         Self::MemClock,
         Self::GpuTemp,
@@ -128,6 +132,10 @@ impl Family {
         Self::NvlinkTx,
         Self::NvlinkRx,
         Self::PcieReplay,
+        Self::NvlinkCrcFlitErrors,
+        Self::NvlinkReplayErrors,
+        Self::NvlinkRecoveryErrors,
+        Self::NvlinkUp,
         Self::GpuUtil,
         Self::MemCopyUtil,
         Self::EncUtil,
@@ -188,7 +196,7 @@ const fn def(
 }
 
 /// The definitions, indexed by [`Family`].
-const DEFS: [MetricDef; 45] = [
+const DEFS: [MetricDef; 49] = [
     def("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", None, Kind::Gauge),
@@ -235,6 +243,34 @@ const DEFS: [MetricDef; 45] = [
         "Total number of PCIe retries.",
         None,
         Kind::Untyped,
+    ),
+    def(
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL",
+        "NVLink flow-control CRC errors of one link (label nvlink) since the driver loaded.",
+        None,
+        Kind::Untyped,
+    ),
+    def(
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "NVLink replay errors of one link (label nvlink) since the driver loaded.",
+        None,
+        Kind::Untyped,
+    ),
+    def(
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "NVLink recovery errors of one link (label nvlink) since the driver loaded.",
+        None,
+        Kind::Untyped,
+    ),
+    def(
+        "gpusight_nvlink_link_up",
+        "gpusight_nvlink_link_up",
+        "Whether an NVLink link (label nvlink) is up: 1 up, 0 down.",
+        None,
+        Kind::Gauge,
     ),
     def("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", None, Kind::Gauge),
     def("DCGM_FI_DEV_MEM_COPY_UTIL", "DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", None, Kind::Gauge),

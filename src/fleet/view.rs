@@ -120,6 +120,8 @@ pub(crate) fn process_samples(processes: &[FleetProcess]) -> Tick {
             mem_util_pct: None,
             enc_util_pct: None,
             dec_util_pct: None,
+            gpu_instance_id: None,
+            compute_instance_id: None,
         })
         .collect();
     let host = processes

@@ -102,7 +102,18 @@ series_set! {
         /// NVLink RX and TX over all links, MiB/s (GPM).
         pub nvlink_rx_mib_s: Option<u32>,
         pub nvlink_tx_mib_s: Option<u32>,
+        /// NVLink data-link errors (CRC, replay, recovery) summed over the links since the driver loaded.
+        pub nvlink_errors: Option<u64>,
     }
+}
+
+/// A GPU's NVLink error counters summed over its links and kinds; `None` without NVLink readings.
+fn nvlink_errors(gpu: &GpuTick) -> Option<u64> {
+    gpu.nvlinks
+        .iter()
+        .flat_map(|l| [l.crc_flit_errors, l.replay_errors, l.recovery_errors])
+        .flatten()
+        .reduce(u64::saturating_add)
 }
 
 impl GpuSeries {
@@ -136,6 +147,7 @@ impl GpuSeries {
             mem_temp_c: gpu.and_then(|g| g.mem_temp_c),
             nvlink_rx_mib_s: gpu.and_then(|g| g.nvlink_rx_mib_s),
             nvlink_tx_mib_s: gpu.and_then(|g| g.nvlink_tx_mib_s),
+            nvlink_errors: gpu.and_then(nvlink_errors),
         });
     }
 }

@@ -134,7 +134,44 @@ fn gpus(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &TableOpt
     for info in machine.gpus.iter().filter(|g| options.shows_gpu(g.index)) {
         let Some(gpu) = tick.gpu(info.index) else { continue };
         let _ = writeln!(out, "{}", gpu_row(info, gpu));
+        put(out, &mig_rows(gpu, tick, options.ascii));
     }
+}
+
+/// One line per MIG device under its GPU: profile, GPU and compute instance, memory, the slice's SM activity and
+/// how many processes run on it.
+fn mig_rows(gpu: &GpuTick, tick: &Tick, ascii: bool) -> Vec<String> {
+    let count = gpu.mig.len();
+    gpu.mig
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let branch = match (ascii, i + 1 == count) {
+                (true, _) => "-",
+                (false, true) => "\u{2514}",
+                (false, false) => "\u{251c}",
+            };
+            let ids = format!(
+                "GI {} CI {}",
+                opt(m.gpu_instance_id, |v| v.to_string()),
+                opt(m.compute_instance_id, |v| v.to_string())
+            );
+            let memory = match (m.mem_used_bytes, m.mem_total_bytes) {
+                (Some(used), Some(total)) if total > 0 => {
+                    format!("{} / {} {:>2}%", gib_short(used), bytes(total), used.saturating_mul(100) / total)
+                }
+                (used, _) => opt(used, bytes),
+            };
+            let sm = opt(m.sm_active_pct, |v| format!("{v:.0}%"));
+            let procs = tick
+                .gpu_processes
+                .iter()
+                .filter(|p| p.gpu_index == gpu.index && p.mig_device(gpu).is_some_and(|d| d.index == m.index))
+                .count();
+            let profile = visible(m.profile.as_deref().unwrap_or("MIG")).into_owned();
+            format!("    {branch} {profile:<12} {ids:<11} {memory:>22}  SM ACT {sm:>4}  procs {procs}")
+        })
+        .collect()
 }
 
 /// One field of a GPU line when it is fitted: its title, width (0: as wide as its widest cell, the last field),
@@ -189,9 +226,12 @@ fn gpus_fitted(out: &mut String, machine: &MachineInfo, tick: &Tick, options: &T
     };
     let titles: Vec<String> = GPU_FIELDS.iter().map(|f| f.title.to_owned()).collect();
     let _ = writeln!(out, "\n{}", line(&titles));
-    for ((info, _), cells) in rows.iter().zip(&cells) {
+    for ((info, gpu), cells) in rows.iter().zip(&cells) {
         if let Some(cells) = cells {
             let _ = writeln!(out, "{}", line(cells));
+            let mig: Vec<String> =
+                mig_rows(gpu, tick, options.ascii).into_iter().map(|l| truncate(&l, width, options.ascii)).collect();
+            put(out, &mig);
         } else {
             let name = if keep.contains(&1) { format!(" {:<14}", gpu_name(info)) } else { String::new() };
             let first = format!("{:>3}{name} ", info.index);

@@ -33,6 +33,12 @@ pub enum RunError {
     /// A live watch (`doctor`, `report`) ended before any sample came.
     #[error("no sample arrived during the window")]
     NoSampleInWindow,
+    /// A live sample did not come within the deadline (NVML's init or a call hangs).
+    #[error(
+        "no sample within {0} s: the NVIDIA driver did not answer (a hung NVML call); `gpusight --status` and the \
+         monitor show which GPU"
+    )]
+    NoAnswer(u64),
     /// The source failed while sampling; the text is the source's.
     #[error("{0}")]
     SamplingStopped(String),

@@ -57,14 +57,31 @@ pub(super) fn once_pipeline(data: &Data, cli: &Cli, config: &Config, interval: D
             let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
             collect(source.as_mut(), n, capacity, config.thresholds.clone())
         }
-        Data::Live(..) => {
-            // Two samples: CPU %, I/O rates and GPM need a previous reading.
-            let mut source = data.open_source(config, interval, OptionalReadings::ALL)?;
+        Data::Live(..) => live_within(data, config, interval, LIVE_DEADLINE),
+    }
+}
+
+/// How long `--once` waits for its two live samples before it gives up: a driver whose init or calls hang must
+/// not hold the command forever. A GPU that stops answering mid-read is reported as not answering well before.
+pub const LIVE_DEADLINE: Duration = Duration::from_secs(10);
+
+/// Two live samples (CPU %, I/O rates and GPM need a previous reading), taken on their own thread and waited for
+/// until `deadline`: a source that hangs is left behind on that thread, which ends with the process.
+fn live_within(data: &Data, config: &Config, interval: Duration, deadline: Duration) -> Result<Pipeline, RunError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (data, config) = (data.clone(), config.clone());
+    let sample = move || {
+        let done = (|| {
+            let capacity = capacity(&config, interval);
+            let mut source = data.open_source(&config, interval, OptionalReadings::ALL)?;
             let first = next_snapshot(source.as_mut())?;
             std::thread::sleep(interval.clamp(Duration::from_millis(500), Duration::from_secs(1)));
             let second = next_snapshot(source.as_mut())?;
             Pipeline::from_snapshots([first, second], capacity, config.thresholds.clone())
                 .ok_or(RunError::NoFirstSample)
-        }
-    }
+        })();
+        let _ = tx.send(done);
+    };
+    std::thread::Builder::new().name("gpusight-once".into()).spawn(sample).map_err(RunError::Thread)?;
+    rx.recv_timeout(deadline).unwrap_or(Err(RunError::NoAnswer(deadline.as_secs())))
 }

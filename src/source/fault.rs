@@ -139,12 +139,12 @@ impl FaultSource {
                     .gpu_processes
                     .iter()
                     .filter(|p| p.gpu_index == gpu)
-                    .filter_map(|p| Some(RawProcess { pid: p.pid?, used_bytes: p.used_gpu_memory_bytes }))
+                    .filter_map(|p| Some(RawProcess { pid: p.pid?, used_bytes: p.used_gpu_memory_bytes, mig: None }))
                     .collect();
                 raw.extend([
-                    RawProcess { pid: 0, used_bytes: Some(1 << 30) },
-                    RawProcess { pid: u32::MAX, used_bytes: Some(1 << 30) },
-                    RawProcess { pid: 4242, used_bytes: Some(u64::MAX) },
+                    RawProcess { pid: 0, used_bytes: Some(1 << 30), mig: None },
+                    RawProcess { pid: u32::MAX, used_bytes: Some(1 << 30), mig: None },
+                    RawProcess { pid: 4242, used_bytes: Some(u64::MAX), mig: None },
                 ]);
                 let merged = merge_processes(gpu, &raw, &[], PID_MAX, mem_total);
                 // The sane entries keep their utilization from the synthetic tick.

@@ -55,13 +55,23 @@ pub struct Column {
     pub cell: fn(&ProcessRow<'_>, &CellContext) -> String,
 }
 
+/// A process's GPU: its index, with `/GI` (the GPU instance id) for a process on a MIG slice.
+fn gpu_and_slice(p: &crate::sample::GpuProcess) -> String {
+    match p.gpu_instance_id {
+        Some(gi) => format!("{}/{gi}", p.gpu_index),
+        None => p.gpu_index.to_string(),
+    }
+}
+
 fn gpu(row: &ProcessRow<'_>, ctx: &CellContext) -> String {
     if ctx.tree {
         if row.gpus.is_empty() {
             "Host".to_owned()
         } else {
-            row.gpus.iter().map(|g| g.gpu_index.to_string()).collect::<Vec<_>>().join(",")
+            row.gpus.iter().map(|g| gpu_and_slice(g)).collect::<Vec<_>>().join(",")
         }
+    } else if let Some(p) = row.gpus.first().filter(|p| p.gpu_instance_id.is_some()) {
+        gpu_and_slice(p)
     } else {
         row.key.gpu_index.map_or_else(|| units::NA.to_owned(), |g| g.to_string())
     }

@@ -163,6 +163,62 @@ impl Gpu<'_> {
         (!parts.is_empty()).then(|| parts.join("  "))
     }
 
+    /// One short reading per MIG device (profile and GPU instance, memory, the slice's SM activity), in NVML's
+    /// order; empty for a GPU not in MIG mode.
+    fn mig_readings(&self) -> Vec<String> {
+        let Some(t) = self.tick else { return Vec::new() };
+        t.mig
+            .iter()
+            .map(|m| {
+                format!(
+                    "{}/GI{} {}/{}G SM {}",
+                    crate::text::visible(m.profile.as_deref().unwrap_or("MIG")),
+                    units::num(m.gpu_instance_id, ""),
+                    units::gib_number(m.mem_used_bytes),
+                    units::gib_number(m.mem_total_bytes),
+                    units::pct(m.sm_active_pct),
+                )
+            })
+            .collect()
+    }
+
+    /// The MIG readings as spans after a label, for a line with room for as many as fit (whole readings only).
+    fn mig_spans<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
+        let readings = self.mig_readings();
+        if readings.is_empty() {
+            return Vec::new();
+        }
+        let mut spans = vec![Span::styled("  MIG ", paint.theme.label)];
+        for (i, r) in readings.into_iter().enumerate() {
+            spans.push(Span::raw(if i == 0 { r } else { format!("  {r}") }));
+        }
+        spans
+    }
+
+    /// The NVLink links in one reading: how many are up, and the error counters summed over the links
+    /// (`NVLink 17/18 up  CRC 950 replay 38 recovery 0`); `None` without NVLink readings.
+    fn nvlink_reading(&self) -> Option<String> {
+        let links = &self.tick?.nvlinks;
+        if links.is_empty() {
+            return None;
+        }
+        let up = links.iter().filter(|l| l.up).count();
+        let sum = |f: fn(&crate::sample::NvLinkTick) -> Option<u64>| {
+            links
+                .iter()
+                .filter_map(f)
+                .reduce(u64::saturating_add)
+                .map_or_else(|| units::NA.to_owned(), |v| v.to_string())
+        };
+        Some(format!(
+            "NVLink {up}/{} up  CRC {} replay {} recovery {}",
+            links.len(),
+            sum(|l| l.crc_flit_errors),
+            sum(|l| l.replay_errors),
+            sum(|l| l.recovery_errors)
+        ))
+    }
+
     fn gpm(&self) -> Option<String> {
         let gpm = self.tick?.gpm?;
         Some(format!(
@@ -373,6 +429,7 @@ impl Gpu<'_> {
             3 => {
                 lines.push(Line::from(second));
                 let mut third = self.gpm_and_throttle(paint);
+                third.extend(self.mig_spans(paint));
                 self.push_sparkline(&mut third, width, span_s, paint);
                 lines.push(Line::from(third));
             }
@@ -390,7 +447,10 @@ impl Gpu<'_> {
                 }
                 lines.push(Line::from(second));
                 lines.push(Line::from(self.gpm_and_throttle(paint)));
-                let mut fourth = vec![Span::raw("  ")];
+                let mut fourth = self.mig_spans(paint);
+                if fourth.is_empty() {
+                    fourth.push(Span::raw("  "));
+                }
                 self.push_sparkline(&mut fourth, width, span_s, paint);
                 lines.push(Line::from(fourth));
             }

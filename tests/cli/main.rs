@@ -10,5 +10,6 @@ mod build_script;
 mod commands;
 mod config;
 mod conventions;
+mod fake_nvml;
 mod once_output;
 mod status;

@@ -13,6 +13,7 @@
 
 pub mod app;
 pub mod export;
+pub mod fake_nvml;
 pub mod pty;
 
 pub use app::{fed_app, live_app, next_snapshot, replay_app, screen, synthetic};

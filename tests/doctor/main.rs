@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fake_nvml;
 mod h200_recordings;
 mod input_causes;
 mod jobs;

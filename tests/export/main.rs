@@ -6,6 +6,7 @@
 mod common;
 
 mod deploy_kit;
+mod fake_nvml;
 mod kubelet;
 mod listen;
 mod metrics;

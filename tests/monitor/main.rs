@@ -5,6 +5,7 @@
 mod common;
 
 mod app;
+mod fake_nvml;
 mod in_pty;
 mod screens;
 mod terminal;

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod fake_nvml;
 mod faults;
 mod fuzz_regressions;
 mod hostile_input;

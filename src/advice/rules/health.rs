@@ -263,6 +263,42 @@ impl ErrorReport {
     }
 
     /// The counters of the newest sample: corrected and uncorrected ECC, remapped rows, retired pages.
+    /// NVLink: a link that is down, and data-link errors (CRC, replay, recovery) that climbed over the watch.
+    fn add_nvlinks(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str) {
+        let down: Vec<String> = gpu.nvlinks.iter().filter(|l| !l.up).map(|l| l.link.to_string()).collect();
+        if !down.is_empty() {
+            self.ask(Ask::Maintenance);
+            self.title.get_or_insert_with(|| format!("{name} has NVLink links down"));
+            self.lines.push(format!(
+                "NVLink link{} {} down of {} (traffic takes the remaining links or PCIe)",
+                if down.len() == 1 { "" } else { "s" },
+                down.join(", "),
+                gpu.nvlinks.len()
+            ));
+        }
+        let counted = ctx.history.gpu(gpu.index).map(|g| g.nvlink_errors.iter().copied().flatten());
+        let grown = counted.map_or(0, |mut values| {
+            let first = values.next();
+            let last = values.last().or(first);
+            first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
+        });
+        if grown > 0 {
+            let climbing: Vec<String> = gpu
+                .nvlinks
+                .iter()
+                .filter(|l| l.crc_flit_errors.or(l.replay_errors).or(l.recovery_errors).is_some_and(|n| n > 0))
+                .map(|l| l.link.to_string())
+                .collect();
+            self.ask(Ask::Maintenance);
+            self.title.get_or_insert_with(|| format!("{name}'s NVLink errors are climbing"));
+            self.lines.push(format!(
+                "{grown} NVLink data-link errors (CRC, replay, recovery) over the watch, on link{} {}",
+                if climbing.len() == 1 { "" } else { "s" },
+                climbing.join(", ")
+            ));
+        }
+    }
+
     fn add_counters(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str, corrected_events: u64) {
         let t = ctx.t;
         // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
@@ -306,6 +342,7 @@ impl ErrorReport {
                 rows.uncorrectable, rows.correctable
             ));
         }
+        self.add_nvlinks(ctx, gpu, name);
         if gpu.retired_pages_pending == Some(true) {
             self.ask(Ask::Maintenance);
             self.title.get_or_insert_with(|| format!("{name} has pages pending retirement"));
@@ -457,6 +494,26 @@ pub fn persistence_off(ctx: &Ctx<'_>) -> Vec<Observation> {
     vec![Observation::holds(finding)]
 }
 
+/// Each slice of these GPUs as the latest sample read it: profile, GPU instance, SM activity and processes
+/// (`GPU 6 1g.10gb (GI 7) SM 95% 1 process; ...; `), or nothing when no slice was read.
+fn slices_said(ctx: &Ctx<'_>, gpus: &[u32]) -> String {
+    let tick = ctx.history.latest();
+    let mut parts = Vec::new();
+    for gpu in tick.gpus.iter().filter(|g| gpus.contains(&g.index)) {
+        for m in &gpu.mig {
+            let procs = tick
+                .gpu_processes
+                .iter()
+                .filter(|p| p.gpu_index == gpu.index)
+                .filter(|p| p.mig_device(gpu).is_some_and(|d| d.index == m.index));
+            let n = procs.count();
+            let sm = m.sm_active_pct.map_or_else(|| "SM N/A".to_owned(), |v| format!("SM {v:.0}%"));
+            parts.push(format!("GPU {} {} {sm} {n} process{}", gpu.index, m.label(), if n == 1 { "" } else { "es" }));
+        }
+    }
+    if parts.is_empty() { String::new() } else { format!("slices: {}; ", parts.join(", ")) }
+}
+
 /// mig-active: MIG is enabled, so processes see a slice, not the whole card; says which rules are not judged there
 /// (see `blind::MIG_BLIND_RULES`).
 #[must_use]
@@ -469,9 +526,10 @@ pub fn mig_active(ctx: &Ctx<'_>) -> Vec<Observation> {
     let finding = Finding {
         title: format!("MIG is enabled on {}", gpus_label(&gpus)),
         evidence: format!(
-            "MIG mode on for {}; whole-GPU utilization and SM activity do not describe a slice, so these are not \
-             judged there until per-slice readings exist: {}",
+            "MIG mode on for {}; {}whole-GPU utilization and SM activity do not describe a slice, so these are not \
+             judged there: {}",
             gpus_label(&gpus),
+            slices_said(ctx, &gpus),
             blind.join(", ")
         ),
         remedy: "Check that the MIG layout is the one you expect (`nvidia-smi mig -lgi`); a job sees one slice, not \

@@ -92,6 +92,12 @@ pub trait GpmReader: Send + 'static {
     fn nvlink_mib_s(&self) -> Option<(u32, u32)> {
         None
     }
+
+    /// Each MIG slice's SM activity (GPU instance id, %) over the window of the last [`GpmReader::read`], on a GPU
+    /// in MIG mode; empty otherwise.
+    fn mig_sm_active(&self) -> Vec<(u32, f32)> {
+        Vec::new()
+    }
 }
 
 /// A GPM rate in MiB/s as a whole number of MiB/s.
@@ -112,19 +118,57 @@ pub struct NvmlGpm {
     gr_engine: bool,
     /// Whether NVLink rates are still worth asking for (no refusal yet).
     nvlink_asked: bool,
+    /// On a GPU in MIG mode: each GPU instance id and its previous sample.
+    mig_previous: Vec<(u32, Option<GpmSample<'static>>)>,
+    mig_sm: Vec<(u32, f32)>,
 }
 
 impl NvmlGpm {
     /// A reader for this device; `gr_engine`: whether to ask for GR engine active too.
     #[must_use]
     pub fn new(nvml: &'static Nvml, device: Arc<Device<'static>>, gr_engine: bool) -> Self {
-        Self { nvml, device, previous: None, pcie: None, nvlink: None, gr_engine, nvlink_asked: true }
+        Self {
+            nvml,
+            device,
+            previous: None,
+            pcie: None,
+            nvlink: None,
+            gr_engine,
+            nvlink_asked: true,
+            mig_previous: Vec::new(),
+            mig_sm: Vec::new(),
+        }
+    }
+
+    /// Also samples these GPU instances (a GPU in MIG mode), for each slice's SM activity.
+    #[must_use]
+    pub fn with_mig(mut self, gpu_instances: &[u32]) -> Self {
+        self.mig_previous = gpu_instances.iter().map(|&gi| (gi, None)).collect();
+        self
+    }
+
+    /// One GPM sample per GPU instance and each slice's SM activity since the previous one. A slice that fails is
+    /// left out this round; the whole GPU's read does not depend on it.
+    fn read_mig(&mut self) {
+        self.mig_sm.clear();
+        for (gi, previous) in &mut self.mig_previous {
+            let Ok(sample) = self.device.gpm_mig_sample(*gi) else { continue };
+            let Some(before) = previous.replace(sample) else { continue };
+            let Some(after) = previous.as_ref() else { continue };
+            let asked = [GpmMetricId::SmUtil];
+            let results = nvml_wrapper::gpm::gpm_metrics_get(self.nvml, &before, after, &asked);
+            if let Some(pct) = results.ok().and_then(|r| answered(&asked, &r, GpmMetricId::SmUtil)).and_then(gpm_pct) {
+                self.mig_sm.push((*gi, pct));
+            }
+        }
     }
 }
 
 impl GpmReader for NvmlGpm {
     fn read(&mut self) -> Result<Option<GpmMetrics>, NvmlError> {
         let sample = self.device.gpm_sample()?;
+        // The slices are sampled on every round, the first included, so their rates come with the GPU's.
+        self.read_mig();
         // The sample two reads back is freed here, on this thread, when `replace` hands it back and it drops.
         let Some(previous) = self.previous.replace(sample) else { return Ok(None) };
         let Some(current) = self.previous.as_ref() else { return Ok(None) };
@@ -177,14 +221,20 @@ impl GpmReader for NvmlGpm {
     fn nvlink_mib_s(&self) -> Option<(u32, u32)> {
         self.nvlink
     }
+
+    fn mig_sm_active(&self) -> Vec<(u32, f32)> {
+        self.mig_sm.clone()
+    }
 }
 
 /// The latest metrics of one GPU and the sample time of the request that produced them.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct Latest {
     metrics: Option<GpmMetrics>,
     pcie_kbps: Option<(u32, u32)>,
     nvlink_mib_s: Option<(u32, u32)>,
+    /// Each MIG slice's SM activity: (GPU instance id, %).
+    mig_sm: Vec<(u32, f32)>,
     at_ms: Option<UnixMs>,
 }
 
@@ -278,6 +328,20 @@ impl GpmMonitor {
         (now_ms.saturating_sub(at_ms) <= self.stale_ms).then_some(latest.nvlink_mib_s).flatten()
     }
 
+    /// The latest SM activity of each MIG slice (GPU instance id, %) of the GPU with this NVML index, unless older
+    /// than the staleness limit at `now_ms`.
+    #[must_use]
+    pub fn latest_mig(&self, index: u32, now_ms: UnixMs) -> Vec<(u32, f32)> {
+        let Some(slot) = self.indices.iter().position(|&i| i == index) else { return Vec::new() };
+        let shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        match shared.latest.get(slot) {
+            Some(latest) if latest.at_ms.is_some_and(|at| now_ms.saturating_sub(at) <= self.stale_ms) => {
+                latest.mig_sm.clone()
+            }
+            _ => Vec::new(),
+        }
+    }
+
     /// Hands over the flag this GPU's PCIe thread watches: set while GPM reports the GPU's PCIe rates, cleared when a
     /// read brings none, so the thread reads PCIe itself only when GPM does not.
     pub fn share_pcie_flag(&self, index: u32, flag: Arc<AtomicBool>) {
@@ -307,6 +371,7 @@ fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shar
             };
             let pcie_kbps = entry.reader.pcie_kbps().filter(|_| matches!(read, Some(Some(_))));
             let nvlink_mib_s = entry.reader.nvlink_mib_s().filter(|_| matches!(read, Some(Some(_))));
+            let mig_sm = entry.reader.mig_sm_active();
             let notes = entry.memo.take_notes();
             let mut shared = shared.lock().unwrap_or_else(PoisonError::into_inner);
             shared.notes.extend(notes);
@@ -314,7 +379,7 @@ fn run(mut entries: Vec<Entry>, requests: &Receiver<UnixMs>, shared: &Mutex<Shar
                 flag.store(pcie_kbps.is_some(), Ordering::Relaxed);
             }
             if let (Some(Some(metrics)), Some(latest)) = (read, shared.latest.get_mut(slot)) {
-                *latest = Latest { metrics: Some(metrics), pcie_kbps, nvlink_mib_s, at_ms: Some(now_ms) };
+                *latest = Latest { metrics: Some(metrics), pcie_kbps, nvlink_mib_s, mig_sm, at_ms: Some(now_ms) };
             }
         }
     }

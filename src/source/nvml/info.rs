@@ -139,8 +139,7 @@ pub fn read_gpu_info(index: u32, device: &Device<'_>, notes: &mut Vec<String>) -
     }
 }
 
-/// NVLink link slots NVML knows (`NVML_NVLINK_MAX_LINKS`).
-const MAX_NVLINKS: u32 = 18;
+use super::nvlink::MAX_NVLINKS;
 
 /// How many NVLink links of this GPU are up; `None` when NVML does not say for the first link.
 fn active_nvlinks(device: &Device<'_>) -> Option<u32> {

@@ -22,6 +22,8 @@ pub mod errors;
 pub mod fields;
 pub mod gpm;
 pub mod info;
+pub mod mig;
+pub mod nvlink;
 pub mod pcie;
 pub mod procs;
 pub mod tiers;
@@ -126,6 +128,22 @@ fn nvml() -> Result<&'static Nvml, SourceError> {
     NVML.get().ok_or_else(|| SourceError::NoDriver("NVML started but could not be kept".to_string()))
 }
 
+/// NVML gives no per-process utilization on a GPU in MIG mode; a process alone on its slice is given the slice's
+/// SM activity (GPM of its GPU instance) as its SM share, so the process table and the rules see a job that keeps
+/// its slice busy as busy. Processes sharing a slice stay unknown.
+fn attribute_slices(tick: &GpuTick, processes: &mut [GpuProcess]) {
+    for i in 0..processes.len() {
+        let Some(slice) = processes[i].mig_device(tick) else { continue };
+        let (gi, ci) = (processes[i].gpu_instance_id, processes[i].compute_instance_id);
+        let alone = processes.iter().filter(|p| p.gpu_instance_id == gi && p.compute_instance_id == ci).count() == 1;
+        if alone && processes[i].sm_util_pct.is_none() {
+            #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a percentage in 0..=100")]
+            let pct = slice.sm_active_pct.map(|v| v.round().clamp(0.0, 100.0) as u32);
+            processes[i].sm_util_pct = pct;
+        }
+    }
+}
+
 /// The driver's versions, and whether its kernel module is the open one.
 fn driver_info(nvml: &'static Nvml) -> DriverInfo {
     DriverInfo {
@@ -224,7 +242,13 @@ impl NvmlGpus {
             let lost = requests.is_none();
             slots.push(Slot { index, requests, busy: false, lost });
             if gpu.gpm_supported && periods.gpm_ms > 0 {
-                gpm_readers.push((index, Box::new(NvmlGpm::new(nvml, Arc::clone(&device), optional.gr_engine_active))));
+                let mut reader = NvmlGpm::new(nvml, Arc::clone(&device), optional.gr_engine_active);
+                if gpu.mig_enabled == Some(true) {
+                    let slices = mig::read_mig_devices(nvml, &device).unwrap_or_default();
+                    let instances: Vec<u32> = slices.iter().filter_map(|m| m.gpu_instance_id).collect();
+                    reader = reader.with_mig(&instances);
+                }
+                gpm_readers.push((index, Box::new(reader)));
                 pcie_flags.push((index, pcie_covered));
             }
             devices.push((index, device));
@@ -322,6 +346,15 @@ impl NvmlGpus {
                 if let Some((rx, tx)) = self.gpm.as_ref().and_then(|g| g.latest_pcie(slot.index, now_ms)) {
                     (reply.tick.pcie_rx_kbps, reply.tick.pcie_tx_kbps) = (Some(rx), Some(tx));
                 }
+                if let Some(gpm) = &self.gpm {
+                    for (gi, pct) in gpm.latest_mig(slot.index, now_ms) {
+                        let slice = reply.tick.mig.iter_mut().find(|m| m.gpu_instance_id == Some(gi));
+                        if let Some(slice) = slice {
+                            slice.sm_active_pct = Some(pct);
+                        }
+                    }
+                }
+                attribute_slices(&reply.tick, &mut reply.processes);
                 let nvlink = self.gpm.as_ref().and_then(|g| g.latest_nvlink(slot.index, now_ms));
                 (reply.tick.nvlink_rx_mib_s, reply.tick.nvlink_tx_mib_s) = (nvlink.map(|n| n.0), nvlink.map(|n| n.1));
                 out.gpus.push(reply.tick);

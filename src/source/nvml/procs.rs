@@ -11,6 +11,8 @@ pub struct RawProcess {
     pub pid: u32,
     /// `None` when NVML said the value is not available.
     pub used_bytes: Option<u64>,
+    /// The (GPU instance, compute instance) it runs on, on a GPU in MIG mode.
+    pub mig: Option<(u32, Option<u32>)>,
 }
 
 /// One per-process utilization sample, reduced to what we use.
@@ -68,6 +70,8 @@ pub fn merge_processes(
                 pid: Some(p.pid),
                 kind,
                 used_gpu_memory_bytes: p.used_bytes,
+                gpu_instance_id: p.mig.map(|m| m.0),
+                compute_instance_id: p.mig.and_then(|m| m.1),
                 ..GpuProcess::default()
             });
         }
@@ -149,7 +153,7 @@ mod tests {
     const GIB: u64 = 1 << 30;
 
     fn raw(pid: u32, used: Option<u64>) -> RawProcess {
-        RawProcess { pid, used_bytes: used }
+        RawProcess { pid, used_bytes: used, mig: None }
     }
 
     #[test]

@@ -52,6 +52,8 @@ pub enum Field {
     RetiredPending,
     RemappedRows,
     PcieReplay,
+    Mig,
+    NvLink,
 }
 
 /// A request to read at this sample time.
@@ -95,6 +97,12 @@ pub struct GpuReader {
     retired_pages_pending: Option<bool>,
     pcie_replay_count: Option<u64>,
     pcie: Option<PcieMonitor>,
+    /// The MIG devices, read on the process tier when the GPU is in MIG mode.
+    mig: Vec<crate::sample::MigTick>,
+    mig_mode: bool,
+    /// The NVLink links, read on the slow tier when the GPU has any.
+    nvlinks: Vec<crate::sample::NvLinkTick>,
+    has_nvlink: bool,
 }
 
 impl GpuReader {
@@ -153,6 +161,10 @@ impl GpuReader {
             retired_pages_pending: None,
             pcie_replay_count: None,
             pcie,
+            mig: Vec::new(),
+            mig_mode: info.mig_enabled == Some(true),
+            nvlinks: Vec::new(),
+            has_nvlink: info.nvlinks_active.is_some(),
         }
     }
 
@@ -183,6 +195,8 @@ impl GpuReader {
         tick.remapped_rows = self.remapped_rows;
         tick.retired_pages_pending = self.retired_pages_pending;
         tick.pcie_replay_count = self.pcie_replay_count;
+        tick.mig.clone_from(&self.mig);
+        tick.nvlinks.clone_from(&self.nvlinks);
         if self.memo.is_lost() {
             // Lost during this read: nothing read after the loss is trustworthy.
             return (GpuTick { index: self.index, state: GpuState::Lost, ..GpuTick::default() }, Vec::new());
@@ -230,6 +244,13 @@ impl GpuReader {
 
     fn read_medium(&mut self) {
         self.read_processes();
+        if self.mig_mode {
+            let _running = crash::enter(Family::Processes, Some(self.index));
+            let (nvml, d) = (self.nvml, &self.device);
+            if let Some(mig) = self.memo.call(Field::Mig, || super::mig::read_mig_devices(nvml, d)) {
+                self.mig = mig;
+            }
+        }
         let _running = crash::enter(Family::Fields, Some(self.index));
         let d = &self.device;
         let m = &mut self.memo;
@@ -280,6 +301,7 @@ impl GpuReader {
                         UsedGpuMemory::Used(b) => Some(b),
                         UsedGpuMemory::Unavailable => None,
                     },
+                    mig: p.gpu_instance_id.map(|gi| (gi, p.compute_instance_id)),
                 })
                 .collect()
         };
@@ -385,6 +407,11 @@ impl GpuReader {
         let nvml = self.nvml;
         self.remapped_rows = m.call(Field::RemappedRows, || remapped_rows(nvml, d));
         self.pcie_replay_count = m.call(Field::PcieReplay, || d.pcie_replay_counter()).map(u64::from);
+        if self.has_nvlink
+            && let Some(links) = m.call(Field::NvLink, || super::nvlink::read_nvlinks(d))
+        {
+            self.nvlinks = links;
+        }
     }
 }
 

@@ -440,6 +440,8 @@ pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload,
         mem_temp_c: shape.mem_temp_c,
         nvlink_rx_mib_s: nvlink_mib_s(info, workload),
         nvlink_tx_mib_s: nvlink_mib_s(info, workload),
+        mig: Vec::new(),
+        nvlinks: Vec::new(),
     }
 }
 

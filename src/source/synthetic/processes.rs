@@ -257,6 +257,8 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
         mem_util_pct: Some(sm / 4),
         enc_util_pct: Some(0),
         dec_util_pct: Some(0),
+        gpu_instance_id: None,
+        compute_instance_id: None,
     });
     for (k, worker) in job.workers.iter().enumerate() {
         let mut child = slot.process(ProcSpec {
@@ -327,6 +329,8 @@ fn add_scale_extras(slot: &Slot<'_>, tick: &mut Tick) {
             mem_util_pct: Some(1),
             enc_util_pct: Some(0),
             dec_util_pct: Some(0),
+            gpu_instance_id: None,
+            compute_instance_id: None,
         });
     }
 }
@@ -386,6 +390,8 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
             mem_util_pct: Some(10),
             enc_util_pct: Some(0),
             dec_util_pct: Some(0),
+            gpu_instance_id: None,
+            compute_instance_id: None,
         });
     }
 }

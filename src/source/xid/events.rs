@@ -162,13 +162,25 @@ fn run(
     }
 }
 
-/// The NVML index of the GPU an event is about, found by comparing UUIDs with the registered devices.
+/// The NVML index of the GPU an event is about: the registered device with the event's handle (which needs no
+/// call, so it holds for a GPU that is lost and answers nothing, the one an Xid 79 is about), else the device's
+/// index or UUID as NVML answers them.
 fn gpu_index_of(data: &EventData<'_>, registered: &[&WatchedGpu]) -> Option<u32> {
+    if let Some((index, _)) = registered.iter().find(|(_, d)| same_handle(&data.device, d)) {
+        return Some(*index);
+    }
     if let Ok(index) = data.device.index() {
         return Some(index);
     }
     let uuid = data.device.uuid().ok()?;
     registered.iter().find(|(_, d)| d.uuid().ok().as_deref() == Some(uuid.as_str())).map(|(i, _)| *i)
+}
+
+/// Whether two devices are the same NVML handle.
+#[expect(unsafe_code, reason = "reading two device handles to compare them; neither is dereferenced")]
+fn same_handle(a: &Device<'_>, b: &Device<'_>) -> bool {
+    // SAFETY: `handle` only returns the stored pointer; it is compared, never used for a call.
+    unsafe { a.handle() == b.handle() }
 }
 
 /// Turns one NVML event into our events (an event may carry several type bits).

@@ -130,6 +130,13 @@ impl Gpu<'_> {
             spans.extend(badges);
             Line::from(spans)
         });
+        if let Some(nvlink) = self.nvlink_reading() {
+            lines.push(Line::from(Span::raw(nvlink)));
+        }
+        // Each MIG device on a line of its own, under the GPU's readings, as far as the panel has rows.
+        for reading in self.mig_readings() {
+            lines.push(Line::from(vec![Span::styled("MIG ", paint.theme.label), Span::raw(reading)]));
+        }
         // Fan, encoder/decoder, persistence and ECC on the first of the lower lines with room for them.
         if let Some(extras) = self.device_extras() {
             let room = |line: &Line<'_>| line.width() + 2 + extras.chars().count() <= usize::from(TEXT_W);

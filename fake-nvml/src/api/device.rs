@@ -1,0 +1,289 @@
+//! One device's identity, settings and readings, and field values.
+
+use std::ffi::{c_char, c_int, c_uint, c_ulonglong};
+
+use nvml_wrapper_sys::bindings::{
+    nvmlDevice_t, nvmlFieldValue_t, nvmlGpuP2PStatus_t, nvmlGpuTopologyLevel_t, nvmlMemory_v2_t, nvmlPciInfo_t,
+    nvmlUtilization_t, nvmlValue_t,
+};
+
+use crate::machine::{Dev, Gpu};
+use crate::{device_fn, put, put_str, ret};
+
+const MIB: u64 = 1 << 20;
+
+/// The PCI description of a GPU, as NVML fills `nvmlPciInfo_t`.
+pub fn pci_info(gpu: &Gpu) -> nvmlPciInfo_t {
+    let mut busid = [0 as c_char; 32];
+    let mut legacy = [0 as c_char; 16];
+    let long = format!("{:08X}:{:02X}:00.0", 0, gpu.pci_bus);
+    let short = format!("{:04X}:{:02X}:00.0", 0, gpu.pci_bus);
+    for (dst, b) in busid.iter_mut().zip(long.bytes()) {
+        *dst = b as c_char;
+    }
+    for (dst, b) in legacy.iter_mut().zip(short.bytes()) {
+        *dst = b as c_char;
+    }
+    nvmlPciInfo_t {
+        busIdLegacy: legacy,
+        domain: 0,
+        bus: gpu.pci_bus,
+        device: 0,
+        pciDeviceId: 0x2335_10de,
+        pciSubSystemId: 0x18be_10de,
+        busId: busid,
+    }
+}
+
+/// The device's name: a MIG device's is its GPU's, "MIG" and its profile, as real drivers answer.
+fn name_of(d: &Dev) -> String {
+    match d.mig {
+        Some((_, m)) => format!("{} MIG {}", d.gpu.spec.name, m.profile),
+        None => d.gpu.spec.name.clone(),
+    }
+}
+
+fn uuid_of(d: &Dev) -> String {
+    match d.mig {
+        Some((i, m)) => format!("MIG-{}-{:02x}{:02x}{:02x}", d.gpu.uuid.trim_start_matches("GPU-"), i, m.gi, m.ci),
+        None => d.gpu.uuid.clone(),
+    }
+}
+
+device_fn!(nvmlDeviceGetName(name: *mut c_char, length: c_uint) |d| { put_str(name, length, &name_of(&d)) });
+device_fn!(nvmlDeviceGetUUID(uuid: *mut c_char, length: c_uint) |d| { put_str(uuid, length, &uuid_of(&d)) });
+device_fn!(nvmlDeviceGetSerial(serial: *mut c_char, length: c_uint) |d| { put_str(serial, length, &d.gpu.serial) });
+device_fn!(nvmlDeviceGetIndex(index: *mut c_uint) |d| { put(index, d.gpu.index) });
+device_fn!(nvmlDeviceGetPciInfo_v3(pci: *mut nvmlPciInfo_t) |d| { put(pci, pci_info(d.gpu)) });
+device_fn!(nvmlDeviceGetArchitecture(arch: *mut c_uint) |d| { put(arch, d.gpu.spec.architecture.as_c()) });
+device_fn!(nvmlDeviceGetCudaComputeCapability(major: *mut c_int, minor: *mut c_int) |d| {
+    put(major, d.gpu.spec.compute_capability[0])?;
+    put(minor, d.gpu.spec.compute_capability[1])
+});
+device_fn!(nvmlDeviceGetPersistenceMode(mode: *mut c_uint) |d| { put(mode, u32::from(d.gpu.spec.persistence)) });
+device_fn!(nvmlDeviceGetDisplayActive(active: *mut c_uint) |d| { put(active, u32::from(d.gpu.spec.display_active)) });
+device_fn!(nvmlDeviceGetEccMode(current: *mut c_uint, pending: *mut c_uint) |d| {
+    put(current, u32::from(d.gpu.spec.ecc))?;
+    put(pending, u32::from(d.gpu.spec.ecc))
+});
+
+device_fn!(nvmlDeviceGetMemoryInfo_v2(memory: *mut nvmlMemory_v2_t) |d| {
+    let (total, used) = match d.mig {
+        Some((_, m)) => (m.memory_total_mib * MIB, m.memory_used_mib * MIB),
+        None => (d.gpu.spec.memory_total_mib * MIB, d.phase().mem_used_mib * MIB),
+    };
+    let reserved = if d.mig.is_some() { 0 } else { d.gpu.spec.memory_reserved_mib * MIB };
+    let used = used.min(total.saturating_sub(reserved));
+    let free = total.saturating_sub(reserved + used);
+    let version = if memory.is_null() { 0 } else { (*memory).version };
+    put(memory, nvmlMemory_v2_t { version, total, reserved, free, used })
+});
+device_fn!(nvmlDeviceGetUtilizationRates(u: *mut nvmlUtilization_t) |d| {
+    d.whole_gpu_only()?;
+    // Under MIG the whole GPU's utilization is not reported.
+    if d.gpu.spec.mig {
+        return Err(ret::NOT_SUPPORTED);
+    }
+    let p = d.phase();
+    put(u, nvmlUtilization_t { gpu: p.util, memory: p.mem_util })
+});
+device_fn!(nvmlDeviceGetClockInfo(kind: c_uint, clock: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    let p = d.phase();
+    // NVML_CLOCK_GRAPHICS 0, SM 1, MEM 2, VIDEO 3.
+    match kind {
+        0 | 1 => put(clock, p.sm_clock_mhz),
+        2 => put(clock, p.mem_clock_mhz),
+        _ => Err(ret::NOT_SUPPORTED),
+    }
+});
+device_fn!(nvmlDeviceGetMaxClockInfo(kind: c_uint, clock: *mut c_uint) |d| {
+    match kind {
+        0 | 1 => put(clock, d.gpu.spec.max_sm_clock_mhz),
+        2 => put(clock, d.gpu.spec.max_mem_clock_mhz),
+        _ => Err(ret::NOT_SUPPORTED),
+    }
+});
+device_fn!(nvmlDeviceGetPowerUsage(power: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    put(power, (d.phase().power_w * 1000.0).round() as u32)
+});
+device_fn!(nvmlDeviceGetEnforcedPowerLimit(limit: *mut c_uint) |d| {
+    put(limit, d.gpu.spec.power_limit_w.unwrap_or(d.gpu.spec.power_default_w) * 1000)
+});
+device_fn!(nvmlDeviceGetPowerManagementDefaultLimit(limit: *mut c_uint) |d| {
+    put(limit, d.gpu.spec.power_default_w * 1000)
+});
+device_fn!(nvmlDeviceGetPowerManagementLimit(limit: *mut c_uint) |d| {
+    put(limit, d.gpu.spec.power_limit_w.unwrap_or(d.gpu.spec.power_default_w) * 1000)
+});
+device_fn!(nvmlDeviceGetPowerManagementLimitConstraints(min: *mut c_uint, max: *mut c_uint) |d| {
+    put(min, d.gpu.spec.power_min_w * 1000)?;
+    put(max, d.gpu.spec.power_max_w * 1000)
+});
+device_fn!(nvmlDeviceGetTotalEnergyConsumption(energy: *mut c_ulonglong) |d| {
+    d.whole_gpu_only()?;
+    let joules = d.gpu.spec.integrate(d.machine.now(), |p| p.power_w);
+    put(energy, d.gpu.spec.energy_start_mj + (joules * 1000.0) as u64)
+});
+device_fn!(nvmlDeviceGetTemperature(sensor: c_uint, temp: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    if sensor != 0 {
+        return Err(ret::INVALID_ARGUMENT);
+    }
+    put(temp, d.phase().temp_c)
+});
+device_fn!(nvmlDeviceGetTemperatureThreshold(kind: c_uint, temp: *mut c_uint) |d| {
+    // SHUTDOWN 0, SLOWDOWN 1, MEM_MAX 2, GPU_MAX 3.
+    let s = &d.gpu.spec;
+    match kind {
+        0 => put(temp, s.temp_shutdown_c),
+        1 => put(temp, s.temp_slowdown_c),
+        2 => put(temp, s.temp_mem_max_c),
+        3 => put(temp, s.temp_gpu_max_c),
+        _ => Err(ret::NOT_SUPPORTED),
+    }
+});
+device_fn!(nvmlDeviceGetNumFans(fans: *mut c_uint) |d| { put(fans, d.gpu.spec.fans) });
+device_fn!(nvmlDeviceGetFanSpeed_v2(fan: c_uint, speed: *mut c_uint) |d| {
+    if fan >= d.gpu.spec.fans {
+        return Err(ret::INVALID_ARGUMENT);
+    }
+    put(speed, d.phase().fan_pct)
+});
+device_fn!(nvmlDeviceGetFanSpeed(speed: *mut c_uint) |d| {
+    if d.gpu.spec.fans == 0 {
+        return Err(ret::NOT_SUPPORTED);
+    }
+    put(speed, d.phase().fan_pct)
+});
+device_fn!(nvmlDeviceGetCurrentClocksThrottleReasons(reasons: *mut c_ulonglong) |d| {
+    d.whole_gpu_only()?;
+    put(reasons, d.phase().throttle)
+});
+device_fn!(nvmlDeviceGetCurrentClocksEventReasons(reasons: *mut c_ulonglong) |d| {
+    d.whole_gpu_only()?;
+    put(reasons, d.phase().throttle)
+});
+device_fn!(nvmlDeviceGetSupportedClocksThrottleReasons(reasons: *mut c_ulonglong) |d| {
+    let _ = d;
+    put(reasons, 0x1ff)
+});
+device_fn!(nvmlDeviceGetPerformanceState(state: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    put(state, d.phase().pstate)
+});
+device_fn!(nvmlDeviceGetCurrPcieLinkGeneration(gen_: *mut c_uint) |d| { put(gen_, d.phase().pcie_gen) });
+device_fn!(nvmlDeviceGetCurrPcieLinkWidth(width: *mut c_uint) |d| { put(width, d.phase().pcie_width) });
+device_fn!(nvmlDeviceGetMaxPcieLinkGeneration(gen_: *mut c_uint) |d| { put(gen_, d.gpu.spec.pcie_max_gen) });
+device_fn!(nvmlDeviceGetMaxPcieLinkWidth(width: *mut c_uint) |d| { put(width, d.gpu.spec.pcie_max_width) });
+device_fn!(nvmlDeviceGetPcieThroughput(counter: c_uint, value: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    let p = d.phase();
+    // TX_BYTES 0, RX_BYTES 1. The real call samples a 20 ms window; the fake answers at once.
+    match counter {
+        0 => put(value, p.pcie_tx_kbps),
+        1 => put(value, p.pcie_rx_kbps),
+        _ => Err(ret::INVALID_ARGUMENT),
+    }
+});
+device_fn!(nvmlDeviceGetPcieReplayCounter(value: *mut c_uint) |d| { put(value, d.gpu.spec.pcie_replay) });
+device_fn!(nvmlDeviceGetEncoderUtilization(util: *mut c_uint, period: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    put(util, d.phase().enc_util)?;
+    put(period, 167_000)
+});
+device_fn!(nvmlDeviceGetDecoderUtilization(util: *mut c_uint, period: *mut c_uint) |d| {
+    d.whole_gpu_only()?;
+    put(util, d.phase().dec_util)?;
+    put(period, 167_000)
+});
+device_fn!(nvmlDeviceGetTotalEccErrors(kind: c_uint, counter: c_uint, count: *mut c_ulonglong) |d| {
+    if !d.gpu.spec.ecc {
+        return Err(ret::NOT_SUPPORTED);
+    }
+    let _ = counter;
+    let t = d.machine.now();
+    let n = if kind == 0 {
+        d.gpu.spec.integrate(t, |p| p.ecc_corrected_per_s)
+    } else {
+        d.gpu.spec.integrate(t, |p| p.ecc_uncorrected_per_s)
+    };
+    put(count, n as u64)
+});
+device_fn!(nvmlDeviceGetRetiredPagesPendingStatus(pending: *mut c_uint) |d| {
+    put(pending, u32::from(d.gpu.spec.retired_pages_pending))
+});
+device_fn!(nvmlDeviceGetRemappedRows(corr: *mut c_uint, unc: *mut c_uint, pending: *mut c_uint, failed: *mut c_uint) |d| {
+    put(corr, d.gpu.spec.remapped_rows[0])?;
+    put(unc, d.gpu.spec.remapped_rows[1])?;
+    put(pending, 0)?;
+    put(failed, 0)
+});
+device_fn!(nvmlDeviceGetTopologyCommonAncestor(other: nvmlDevice_t, level: *mut nvmlGpuTopologyLevel_t) |d| {
+    let o = crate::machine::device("nvmlDeviceGetTopologyCommonAncestor", other)?;
+    // Pairs of neighbours share a PCIe switch; the others meet at the host bridge (0) or the node.
+    let same_pair = d.gpu.index / 2 == o.gpu.index / 2;
+    put(level, if d.gpu.index == o.gpu.index { 0 } else if same_pair { 10 } else { 40 })
+});
+device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *mut nvmlGpuP2PStatus_t) |d| {
+    let o = crate::machine::device("nvmlDeviceGetP2PStatus", other)?;
+    // P2P_CAPS_INDEX_NVLINK is 3; status 0 is OK, 5 (NOT_SUPPORTED) otherwise.
+    let both_nvlink = d.gpu.spec.nvlink.is_some() && o.gpu.spec.nvlink.is_some();
+    put(status, if index == 3 && both_nvlink { 0 } else { 5 })
+});
+
+/// The value of one field at this moment: Ok(value) or the field's own error.
+fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> {
+    let p = d.phase();
+    let t = d.machine.now();
+    let counter = |i: usize| d.gpu.spec.integrate(t, |p| p.throttle_ns_per_s[i]) as u64;
+    // valueType: 0 double, 1 unsigned int, 3 unsigned long long.
+    match id {
+        82 => Ok((1, nvmlValue_t { uiVal: p.mem_temp_c })),
+        186 => Ok((1, nvmlValue_t { uiVal: (p.power_w * 1000.0) as u32 })),
+        74 => Ok((3, nvmlValue_t { ullVal: counter(0) })),
+        76 => Ok((3, nvmlValue_t { ullVal: counter(1) })),
+        // Canonical 251-253, or 269-271 as drivers from 580.82 number them.
+        251 | 269 => Ok((3, nvmlValue_t { ullVal: counter(2) })),
+        252 | 270 => Ok((3, nvmlValue_t { ullVal: counter(3) })),
+        253 | 271 => Ok((3, nvmlValue_t { ullVal: counter(4) })),
+        91 => d.gpu.spec.nvlink.as_ref().map(|l| (1, nvmlValue_t { uiVal: l.links })).ok_or(ret::NOT_SUPPORTED),
+        138 | 139 => {
+            let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
+            let up = links.links.saturating_sub(u32::try_from(links.down.len()).unwrap_or(0)).max(1);
+            // KiB since start, over all links (scope u32::MAX) or one link (its share).
+            let rate = if id == 138 {
+                |p: &crate::scenario::Phase| p.nvlink_tx_mib_s
+            } else {
+                |p: &crate::scenario::Phase| p.nvlink_rx_mib_s
+            };
+            let kib = d.gpu.spec.integrate(t, rate) * 1024.0;
+            let share = if scope == u32::MAX { kib } else { kib / f64::from(up) };
+            Ok((3, nvmlValue_t { ullVal: share as u64 }))
+        }
+        _ => Err(ret::NOT_SUPPORTED),
+    }
+}
+
+device_fn!(nvmlDeviceGetFieldValues(count: c_int, values: *mut nvmlFieldValue_t) |d| {
+    if values.is_null() || count < 0 {
+        return Err(ret::INVALID_ARGUMENT);
+    }
+    // SAFETY: NVML's contract: `values` points at `count` entries whose fieldId (and scopeId) the caller set.
+    let entries = std::slice::from_raw_parts_mut(values, count as usize);
+    let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |t| t.as_micros());
+    for e in entries {
+        e.timestamp = i64::try_from(now_us).unwrap_or(0);
+        e.latencyUsec = 0;
+        match field_value(&d, e.fieldId, e.scopeId) {
+            Ok((kind, value)) => {
+                e.valueType = kind;
+                e.value = value;
+                e.nvmlReturn = ret::SUCCESS;
+            }
+            Err(code) => e.nvmlReturn = code,
+        }
+    }
+    Ok(())
+});
