@@ -296,6 +296,8 @@ pub struct ProcSpec {
     pub used_mib: Option<u64>,
     /// Exact memory in bytes (a capture), in place of `used_mib`.
     pub used_bytes: Option<u64>,
+    /// NVML cannot tell its memory (a capture of unprivileged MIG, WDDM).
+    pub used_unknown: bool,
     pub sm: u32,
     pub mem: u32,
     pub enc: u32,
@@ -314,6 +316,7 @@ impl Default for ProcSpec {
             graphics: false,
             used_mib: Some(1024),
             used_bytes: None,
+            used_unknown: false,
             sm: 0,
             mem: 0,
             enc: 0,

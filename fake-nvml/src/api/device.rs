@@ -70,17 +70,16 @@ device_fn!(nvmlDeviceGetEccMode(current: *mut c_uint, pending: *mut c_uint) |d| 
 
 /// (total, reserved, used, free) in bytes: a capture's exact figures where it has them, else from the MiB ones.
 fn memory_of(d: &Dev) -> (u64, u64, u64, u64) {
-    let (total, reserved, used, free) = match d.mig {
-        Some((_, m)) => (m.memory_total_mib * MIB, 0, m.memory_used_mib * MIB, None),
-        None => {
-            let (s, p) = (&d.gpu.spec, d.phase());
-            (
-                s.memory_total_bytes.unwrap_or(s.memory_total_mib * MIB),
-                s.memory_reserved_bytes.unwrap_or(s.memory_reserved_mib * MIB),
-                p.mem_used_bytes.unwrap_or(p.mem_used_mib * MIB),
-                p.mem_free_bytes,
-            )
-        }
+    let (total, reserved, used, free) = if let Some((_, m)) = d.mig {
+        (m.memory_total_mib * MIB, 0, m.memory_used_mib * MIB, None)
+    } else {
+        let (s, p) = (&d.gpu.spec, d.phase());
+        (
+            s.memory_total_bytes.unwrap_or(s.memory_total_mib * MIB),
+            s.memory_reserved_bytes.unwrap_or(s.memory_reserved_mib * MIB),
+            p.mem_used_bytes.unwrap_or(p.mem_used_mib * MIB),
+            p.mem_free_bytes,
+        )
     };
     let used = used.min(total.saturating_sub(reserved));
     (total, reserved, used, free.unwrap_or_else(|| total.saturating_sub(reserved + used)))

@@ -167,6 +167,11 @@ pub unsafe extern "C" fn nvmlGpmMetricsGet(request: *mut nvmlGpmMetricsGet_t) ->
                 _ => None,
             };
             metric.metricInfo = info();
+            // A capture's per-metric answer: the metric's own error.
+            if let Err(code) = machine::arg_faults(call, gpu, m.now(), &[metric.metricId]) {
+                metric.nvmlReturn = code;
+                continue;
+            }
             match value {
                 Some(v) => {
                     metric.value = v;

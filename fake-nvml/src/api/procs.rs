@@ -48,7 +48,11 @@ unsafe fn list(d: &Dev, graphics: bool, count: *mut c_uint, infos: *mut nvmlProc
         let info = nvmlProcessInfo_t {
             pid: *pid,
             // NVML_VALUE_NOT_AVAILABLE (unsigned long long -1) when the driver cannot tell.
-            usedGpuMemory: spec.used_bytes.or(spec.used_mib.map(|m| m << 20)).unwrap_or(u64::MAX),
+            usedGpuMemory: if spec.used_unknown {
+                u64::MAX
+            } else {
+                spec.used_bytes.or(spec.used_mib.map(|m| m << 20)).unwrap_or(u64::MAX)
+            },
             gpuInstanceId: gi,
             computeInstanceId: ci,
         };
