@@ -8,13 +8,14 @@
 //! card has them at the end of the capture, and each counter's rate over each interval.
 //!
 //! `cargo run --release --example nvml_capture -- [SAMPLES] [INTERVAL_S] > capture.toml` (default 10 samples, 1 s).
+//! `GPUSIGHT_NVML_LIB` names another NVML library, as for gpusight: with the fake NVML, a capture of a scenario.
 
 use std::error::Error;
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use nvml_wrapper::enum_wrappers::device::{
-    Clock, EccCounter, MemoryError, PcieUtilCounter, TemperatureSensor, TemperatureThreshold,
+    Clock, EccCounter, MemoryError, P2pCapabilitiesIndex, PcieUtilCounter, TemperatureSensor, TemperatureThreshold,
 };
 use nvml_wrapper::enum_wrappers::nv_link::ErrorCounter;
 use nvml_wrapper::enums::device::{SampleValue, UsedGpuMemory};
@@ -45,7 +46,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let samples: usize = args.next().map(|a| a.parse()).transpose()?.unwrap_or(10).max(1);
     let interval: f64 = args.next().map(|a| a.parse()).transpose()?.unwrap_or(1.0_f64).max(0.1);
-    let nvml = Nvml::init()?;
+    // GPUSIGHT_NVML_LIB names another library, as for gpusight (the fake NVML, to test the capture itself).
+    let nvml = match std::env::var_os("GPUSIGHT_NVML_LIB") {
+        Some(path) => Nvml::builder().lib_path(&path).init()?,
+        None => Nvml::init()?,
+    };
     let mut out = String::new();
     writeln!(out, "# Captured by tools/nvml_capture.rs: {samples} samples {interval} s apart, replayed in a loop.")?;
     writeln!(out, "name = \"capture\"")?;
@@ -64,8 +69,10 @@ fn main() -> Result<(), Box<dyn Error>> {
             g.sample(&nvml, interval);
         }
     }
-    for g in &gpus {
-        out.push_str(&g.finish(&nvml, samples, interval));
+    for (i, g) in gpus.iter().enumerate() {
+        let mut topo = Rec::default();
+        topology(&nvml, &g.device, i, gpus.len(), &mut topo);
+        out.push_str(&g.finish(&nvml, topo, samples, interval));
     }
     print!("{out}");
     Ok(())
@@ -155,17 +162,17 @@ impl<'n> GpuCapture<'n> {
             gpm_rates(nvml, before, after, &mut p);
         }
         self.gpm = after.or(self.gpm.take());
-        let now = counters(&self.device, &mut Rec::default());
+        let now = counters(&self.device, &mut p);
         counter_rates(&self.counters, &now, &mut p);
         self.counters = now;
         self.phases.push(p);
     }
 
     /// The GPU's whole text: statics and counters at the end, links, phases, processes and faults.
-    fn finish(&self, nvml: &'n Nvml, samples: usize, interval: f64) -> String {
+    fn finish(&self, nvml: &'n Nvml, topo: Rec, samples: usize, interval: f64) -> String {
         let d = &self.device;
-        let mut head = Rec::default();
-        head.text.push_str("\n[[gpu]]\nrepeat = true\n");
+        let mut head = topo;
+        head.text.insert_str(0, "\n[[gpu]]\nrepeat = true\n");
         statics(d, &mut head);
         limits(d, &mut head);
         health(d, nvml, &mut head);
@@ -224,6 +231,31 @@ fn statics(d: &Device<'_>, s: &mut Rec) {
     s.put("display_active", "nvmlDeviceGetDisplayActive", &[], d.is_display_active());
     s.put("gpm", "nvmlGpmQueryDeviceSupport", &[], d.gpm_support());
     s.put("mig", "nvmlDeviceGetMigMode", &[], d.mig_mode().map(|m| m.current == 1));
+}
+
+/// To every GPU of the machine: the closest PCIe ancestor the two share, and whether they reach each other over
+/// NVLink (P2P status), as NVML numbers them; its own entry is 0.
+fn topology(nvml: &Nvml, d: &Device<'_>, me: usize, count: usize, s: &mut Rec) {
+    let mut levels = vec![0; count];
+    let mut p2p = vec![0; count];
+    for (j, (level, status)) in levels.iter_mut().zip(&mut p2p).enumerate() {
+        let index = u32::try_from(j).unwrap_or(u32::MAX);
+        let Ok(other) = nvml.device_by_index(index) else { continue };
+        if j == me {
+            continue;
+        }
+        let nvlink = P2pCapabilitiesIndex::NvLink;
+        *status = s
+            .ok("nvmlDeviceGetP2PStatus", &[index, nvlink.as_c()], d.p2p_status(&other, nvlink))
+            .map_or(5, |p| p.as_c());
+        *level = s
+            .ok("nvmlDeviceGetTopologyCommonAncestor", &[index], d.topology_common_ancestor(other))
+            .map_or(0, |l| l.as_c());
+    }
+    if count > 1 {
+        s.line("topology", format!("{levels:?}"));
+        s.line("p2p_nvlink", format!("{p2p:?}"));
+    }
 }
 
 /// Maxima, limits and thresholds.

@@ -98,6 +98,12 @@ pub struct GpuSpec {
     pub throttle_ns_start: [u64; 5],
     pub remapped_rows_pending: bool,
     pub remapped_rows_failure: bool,
+    /// To each GPU of the machine, by index (a capture): the closest PCIe ancestor the two share, as NVML numbers
+    /// it (0 the board, 10 one switch, 20 several, 30 the host bridge, 40 the NUMA node, 50 the system), and the
+    /// NVLink P2P status (0 OK, 5 not supported). Absent: neighbours in pairs share a switch, NVLink when both
+    /// have links.
+    pub topology: Vec<u32>,
+    pub p2p_nvlink: Vec<u32>,
     /// Play the phases again from the first after the last (else the last holds).
     pub repeat: bool,
     #[serde(rename = "phase")]
@@ -157,6 +163,8 @@ impl Default for GpuSpec {
             throttle_ns_start: [0; 5],
             remapped_rows_pending: false,
             remapped_rows_failure: false,
+            topology: Vec::new(),
+            p2p_nvlink: Vec::new(),
             repeat: false,
             phases: Vec::new(),
             processes: Vec::new(),

@@ -242,15 +242,23 @@ device_fn!(nvmlDeviceGetRemappedRows(corr: *mut c_uint, unc: *mut c_uint, pendin
 });
 device_fn!(nvmlDeviceGetTopologyCommonAncestor(other: nvmlDevice_t, level: *mut nvmlGpuTopologyLevel_t) |d| {
     let o = crate::machine::device("nvmlDeviceGetTopologyCommonAncestor", other)?;
+    d.arg_faults("nvmlDeviceGetTopologyCommonAncestor", &[o.gpu.index])?;
+    if let Some(&at) = d.gpu.spec.topology.get(o.gpu.index as usize) {
+        return put(level, at);
+    }
     // Pairs of neighbours share a PCIe switch; the others meet at the host bridge (0) or the node.
     let same_pair = d.gpu.index / 2 == o.gpu.index / 2;
     put(level, if d.gpu.index == o.gpu.index { 0 } else if same_pair { 10 } else { 40 })
 });
 device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *mut nvmlGpuP2PStatus_t) |d| {
     let o = crate::machine::device("nvmlDeviceGetP2PStatus", other)?;
-    // P2P_CAPS_INDEX_NVLINK is 3; status 0 is OK, 5 (NOT_SUPPORTED) otherwise.
+    d.arg_faults("nvmlDeviceGetP2PStatus", &[o.gpu.index, index])?;
+    if let (2, Some(&s)) = (index, d.gpu.spec.p2p_nvlink.get(o.gpu.index as usize)) {
+        return put(status, s);
+    }
+    // P2P_CAPS_INDEX_NVLINK is 2; status 0 is OK, 5 (NOT_SUPPORTED) otherwise.
     let both_nvlink = d.gpu.spec.nvlink.is_some() && o.gpu.spec.nvlink.is_some();
-    put(status, if index == 3 && both_nvlink { 0 } else { 5 })
+    put(status, if index == 2 && both_nvlink { 0 } else { 5 })
 });
 
 /// The value of one field at this moment: Ok(value) or the field's own error.
