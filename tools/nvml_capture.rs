@@ -459,6 +459,8 @@ fn processes(d: &Device<'_>, s: &mut Rec) {
                 "sm = {}\nmem = {}\nenc = {}\ndec = {}",
                 u.sm_util, u.mem_util, u.enc_util, u.dec_util
             );
+        } else {
+            s.line("no_samples", true);
         }
     }
 }

@@ -306,6 +306,8 @@ pub struct ProcSpec {
     pub used_bytes: Option<u64>,
     /// NVML cannot tell its memory (a capture of unprivileged MIG, WDDM).
     pub used_unknown: bool,
+    /// NVML has no utilization sample for it (a capture): it is left out of the process utilization answer.
+    pub no_samples: bool,
     pub sm: u32,
     pub mem: u32,
     pub enc: u32,
@@ -325,6 +327,7 @@ impl Default for ProcSpec {
             used_mib: Some(1024),
             used_bytes: None,
             used_unknown: false,
+            no_samples: false,
             sm: 0,
             mem: 0,
             enc: 0,

@@ -96,6 +96,7 @@ device_fn!(nvmlDeviceGetProcessUtilization(
     }
     let mut procs = running(&d, false);
     procs.extend(running(&d, true));
+    procs.retain(|(_, spec)| !spec.no_samples);
     let n = u32::try_from(procs.len()).unwrap_or(u32::MAX);
     if n == 0 {
         return Err(ret::NOT_FOUND);
