@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::fake_nvml::{h200s, run_on, scenario_file};
+use crate::common::fake_nvml::{capture_of, h200s, run_on, scenario_file};
 use crate::common::{json, stderr, stdout, temp_dir};
 
 /// The GPU rows of a `--once` table: lines that start with a GPU index and name one of `names`.
@@ -176,6 +176,44 @@ fn once_shows_each_mig_device_under_its_gpu() {
         .collect();
     assert_eq!(on_slice, [(3300.into(), 1.into()), (3301.into(), 2.into())]);
     assert!(doc["tick"]["gpus"][0].get("mig").is_none(), "no MIG key on a GPU without MIG");
+}
+
+/// The capture tool on the fake itself: a capture of a scenario replays as the scenario, for everything `--once
+/// --json` shows but the counters (the fake "card" counts them from its own start, the replay from the capture's end)
+/// and GPM (`--once` may or may not finish a GPM round in time). The consumer card answers NotSupported to
+/// everything optional; two H200s joined by NVLink carry topology, links and GPM's PCIe rates.
+#[test]
+fn a_capture_of_the_fake_replays_as_the_fake() {
+    let dir = temp_dir();
+    let two = scenario_file(dir.path(), "two", &h200s(2, "[gpu.nvlink]\nlinks = 4"));
+    for scenario in ["consumer", two.as_str()] {
+        let capture = scenario_file(dir.path(), "capture", &capture_of(scenario, 2, "0.2"));
+        let (card, replay) =
+            (json(&run_on(scenario, &["--once", "--json"])), json(&run_on(&capture, &["--once", "--json"])));
+        assert_eq!(card["machine"]["gpus"], replay["machine"]["gpus"], "{scenario}: the GPUs' static facts");
+        let (cards, replays) =
+            (card["tick"]["gpus"].as_array().expect("ticks"), replay["tick"]["gpus"].as_array().expect("ticks"));
+        assert_eq!(cards.len(), replays.len());
+        for (c, r) in cards.iter().zip(replays) {
+            for (key, value) in c.as_object().expect("a tick") {
+                if ![
+                    "energy_mj",
+                    "throttle_ns",
+                    "gpm",
+                    "pcie_rx_kbps",
+                    "pcie_tx_kbps",
+                    "nvlink_rx_mib_s",
+                    "nvlink_tx_mib_s",
+                ]
+                .contains(&key.as_str())
+                {
+                    assert_eq!(&r[key], value, "{scenario}: tick.gpus.{key}");
+                }
+            }
+            assert_eq!(c["energy_mj"].is_null(), r["energy_mj"].is_null(), "{scenario}: energy read or N/A alike");
+        }
+        assert_eq!(card["tick"]["gpu_processes"], replay["tick"]["gpu_processes"], "{scenario}: processes");
+    }
 }
 
 /// The capture's `[[gpu]]` tables, its phases' values of `key` (times `factor`, rounded), and whether a fault
