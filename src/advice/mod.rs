@@ -504,6 +504,9 @@ pub const CAUSES: [Rule; 12] = [
     Rule::UtilMisleading,
 ];
 
+/// A place findings are about: a GPU index, and on a MIG GPU a slice's GPU instance id.
+type PlaceKey = (u32, Option<u32>);
+
 /// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker
 /// cause on the same GPU becomes info with [`Finding::cause`] naming the strongest (util-misleading too: it is the
 /// weakest cause); and the umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays
@@ -513,7 +516,7 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
     let slice = |gpu: u32, gi: u32| history.slices.iter().find(|s| s.gpu_index == gpu && s.gpu_instance_id == gi);
     // A job-wide cause (see [`job_causes`]) comes first: it is not in `CAUSES`, so no per-GPU cause displaces it.
     // Per place: a GPU, or a slice of a MIG GPU (each slice's job has its own verdict).
-    let mut strongest: Vec<((u32, Option<u32>), Rule, Option<u32>)> =
+    let mut strongest: Vec<(PlaceKey, Rule, Option<u32>)> =
         job_causes.iter().map(|&(gpu, rule, pid)| ((gpu, None), rule, pid)).collect();
     for f in findings.iter() {
         let (Some(gpu), Some(rank)) = (f.gpu_index, CAUSES.iter().position(|c| *c == f.rule)) else { continue };

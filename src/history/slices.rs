@@ -117,7 +117,7 @@ mod tests {
         assert!(slices.iter().all(|s| s.sm_active_pct.len() == 3), "every series keeps its bound");
         let p = GpuProcess { gpu_instance_id: Some(8), ..GpuProcess::default() };
         assert!(slices[0].holds(&p));
-        assert!(!slices[0].holds(&GpuProcess { gpu_instance_id: Some(7), ..p.clone() }));
+        assert!(!slices[0].holds(&GpuProcess { gpu_instance_id: Some(7), ..p }));
         assert!(!slices[0].holds(&GpuProcess { gpu_index: 1, ..p }));
     }
 }
