@@ -465,8 +465,7 @@ pub fn blind_spots(history: &History) -> Vec<String> {
     }
     for gpu in history.machine().gpus.iter().filter(|g| g.mig_enabled == Some(true)) {
         out.push(format!(
-            "{} on GPU {}: MIG is on, and a slice has no such reading of its own (the other rules over the GPU's work \
-             judge each slice by its SM activity)",
+            "{} on GPU {}: MIG is on (the other rules over the GPU's work judge each slice by its SM activity)",
             crate::advice::rules::blind::mig_unjudged_said(),
             gpu.index
         ));

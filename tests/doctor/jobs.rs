@@ -125,6 +125,6 @@ fn doctor_names_comm_bound_ranks_the_spinning_input_rank_and_what_it_cannot_judg
     let mig = doctor(&["--synthetic", "mig-slice-busy", "--duration", "90s"]);
     assert_eq!(warnings(&mig), Vec::<String>::new(), "{mig}");
     let not_judged = mig["not_judged"].to_string();
-    assert!(not_judged.contains("util-misleading") && not_judged.contains("no such reading of its own"), "{mig}");
+    assert!(not_judged.contains("util-misleading") && not_judged.contains("has no per-slice reading"), "{mig}");
     assert!(!not_judged.contains("cpu-bound-input"), "judged on its slice's SM activity: {mig}");
 }
