@@ -537,17 +537,21 @@ pub fn mig_active(ctx: &Ctx<'_>) -> Vec<Observation> {
     let finding = Finding {
         title: format!("MIG is enabled on {}", gpus_label(&gpus)),
         evidence: format!(
-            "MIG mode on for {}; {}each slice's work is judged by its own SM activity; not judged there: {}{unread_said}",
+            "MIG mode on for {}; {}each slice's work is judged by its own SM activity; not judged there (a slice has \
+             no utilization, PCIe or DRAM reading of its own): {}{unread_said}",
             gpus_label(&gpus),
             slices_said(ctx, &gpus),
-            super::blind::mig_unjudged_said(),
+            super::blind::MIG_UNJUDGED.iter().map(|(r, _)| r.name()).collect::<Vec<_>>().join(", "),
         ),
         remedy: "Check that the MIG layout is the one you expect (`nvidia-smi mig -lgi`); a job sees one slice, not \
                  the card."
             .to_owned(),
-        explanation: "With MIG, each instance has a fraction of the SMs and memory; whole-GPU utilization and memory \
-                      figures do not describe what one job gets."
-            .to_owned(),
+        explanation: format!(
+            "With MIG, each instance has a fraction of the SMs and memory; whole-GPU utilization and memory figures do \
+             not describe what one job gets, so the rules over a GPU's work judge each slice by its own SM activity \
+             (GPM per GPU instance). Not judged on MIG: {}.",
+            super::blind::mig_unjudged_said()
+        ),
         ..draft(Rule::MigActive, Severity::Info, single(&gpus), None, ctx.now_ms)
     };
     vec![Observation::holds(finding)]

@@ -84,6 +84,7 @@ fn a_mig_gpu_without_slice_sm_activity_is_not_judged_and_says_so() {
     // With the slice read, only the rules that need what a slice lacks are listed.
     let read = get(&Build::new("input-bound").mig_slice(0, 0, 7, |sm| sm).findings(90), Rule::MigActive).clone();
     assert!(!read.evidence.contains("no slice SM activity"), "{}", read.evidence);
-    assert!(read.evidence.contains("util-misleading, launch-bound (NVML utilization"), "{}", read.evidence);
+    assert!(read.evidence.contains("own): util-misleading, launch-bound, h2d-copy-bound"), "{}", read.evidence);
+    assert!(read.explanation.contains("util-misleading, launch-bound (NVML utilization"), "{}", read.explanation);
     assert!(!read.evidence.contains("input-bound"), "{}", read.evidence);
 }
