@@ -198,7 +198,7 @@ fn a_busy_mig_slice_is_judged_by_its_own_sm_activity_not_the_whole_gpus() {
         assert!(!has(&f, rule), "{rule:?}: {f:#?}");
     }
     let mig = get(&f, Rule::MigActive);
-    assert!(mig.evidence.contains("not judged there:"), "{}", mig.evidence);
+    assert!(mig.evidence.contains("not judged there ("), "{}", mig.evidence);
     assert!(mig.evidence.contains("util-misleading") && !mig.evidence.contains("cpu-bound-input"), "{}", mig.evidence);
     // Its neighbour: the same job with MIG off is called cpu-bound, as its numbers say.
     let whole = Build::new("mig-slice-busy")
