@@ -107,11 +107,8 @@ const START_MS: u64 = 1_800_000_000_000;
 
 /// Measures one scenario: NVML is already pointed at the fake and the scenario by the environment.
 fn bench_one(name: &str) {
-    let options = NvmlOptions {
-        deadline: Duration::from_secs(5),
-        optional: OptionalReadings::ALL,
-        ..NvmlOptions::default()
-    };
+    let options =
+        NvmlOptions { deadline: Duration::from_secs(5), optional: OptionalReadings::ALL, ..NvmlOptions::default() };
     let mut nvml = NvmlGpus::open_with(options).expect("the fake NVML opens");
     let gpus = nvml.gpus().len() as u64;
     let mut at_ms = START_MS;
