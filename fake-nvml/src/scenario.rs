@@ -488,8 +488,10 @@ impl Scenario {
         let (gpus, procs) = spec.split_once('x').unwrap_or((spec, "0"));
         let gpus: u32 = gpus.parse().map_err(|_| format!("scale:{spec}: GPUs are a number"))?;
         let procs: u32 = procs.parse().map_err(|_| format!("scale:{spec}: processes are a number"))?;
+        // PIDs from 10000: under 32768, the smallest pid_max, so gpusight's sanity check (a PID above the
+        // machine's pid_max is no PID) keeps them on every machine.
         let process = if procs > 0 {
-            format!("[[gpu.process]]\npid = 100000\ncount = {procs}\nsm = 50\nmem = 10\n")
+            format!("[[gpu.process]]\npid = 10000\ncount = {procs}\nsm = 50\nmem = 10\n")
         } else {
             String::new()
         };
