@@ -699,7 +699,8 @@ echo "== done in $(( $(date +%s) - t0 )) s"
 # (default 90) from 20 s after the start, from the sum of every thread's run time (/proc/PID/task/*/schedstat) and
 # from utime+stime; the 1 s monitor's CPU by thread; resident memory by mapping. BATCH=256 SIZE=224 makes the GPU
 # pace the step (default: 128 at 160 px, paced by the host's CPU). BASELINE=PATH runs another gpusight binary (an
-# earlier build) at 1 s and 0.1 s beside it in the same window, for a cost compared on the same job.
+# earlier build) at 1 s and 0.1 s beside it in the same window, for a cost compared on the same job (BASELINE_FIRST=1
+# starts it first).
 group_cost() (
 O=$BASE/cost
 WINDOW=${WINDOW:-90}
@@ -723,15 +724,16 @@ in_pty() {
     sleep "$total" | TERM=xterm-256color script -qfec "stty rows 50 cols 160; exec $*" /dev/null > /dev/null 2>&1 &
     PIDS+=($!)
 }
-in_pty "$B"
-in_pty "$B" --interval 0.1
 BASELINE=${BASELINE:-}
 if [ -n "$BASELINE" ]; then
     [ -x "$BASELINE" ] || { echo "BASELINE=$BASELINE is not an executable"; exit 3; }
-    echo "baseline: $("$BASELINE" --version), side by side"
-    in_pty "$BASELINE"
-    in_pty "$BASELINE" --interval 0.1
+    echo "baseline: $("$BASELINE" --version), side by side${BASELINE_FIRST:+, started first}"
 fi
+# BASELINE_FIRST=1 starts the baseline before the current build, so an order effect shows up as a swapped difference.
+[ -n "$BASELINE" ] && [ -n "${BASELINE_FIRST:-}" ] && { in_pty "$BASELINE"; in_pty "$BASELINE" --interval 0.1; }
+in_pty "$B"
+in_pty "$B" --interval 0.1
+[ -n "$BASELINE" ] && [ -z "${BASELINE_FIRST:-}" ] && { in_pty "$BASELINE"; in_pty "$BASELINE" --interval 0.1; }
 NVITOP=""
 if python3 -c "import nvitop" 2> /dev/null; then
     in_pty python3 -m nvitop --interval 1
