@@ -350,10 +350,15 @@ pub struct MigSpec {
 pub struct NvlinkSpec {
     pub links: u32,
     pub version: u32,
-    /// Per-link speed in Mbps.
+    /// Per-link speed in MB/s, as NVML's field 164 (`NVML_FI_DEV_NVLINK_GET_SPEED`) gives it.
     pub speed_mbps: u32,
-    /// Links that are down.
+    /// Speeds of the first links, overriding `speed_mbps` for those links (a link trained at a lower rate).
+    pub link_speed_mbps: Vec<u32>,
+    /// Links that are down (from `down_from_s` on; up before).
     pub down: Vec<u32>,
+    pub down_from_s: f64,
+    /// The per-link field values that answer NotSupported: `speed`, `throughput`.
+    pub not_supported: Vec<NvlinkField>,
     /// `gpus`: the links go round the other GPUs of the machine; `switch`: to NVSwitches.
     pub remote: String,
     /// Links whose error counters climb, and how fast (per virtual second) from `errors_from_s` on.
@@ -370,7 +375,10 @@ impl Default for NvlinkSpec {
             links: 18,
             version: 4,
             speed_mbps: 26_562,
+            link_speed_mbps: Vec::new(),
             down: Vec::new(),
+            down_from_s: 0.0,
+            not_supported: Vec::new(),
             remote: "gpus".to_string(),
             errors_on: Vec::new(),
             errors_from_s: 0.0,
@@ -378,6 +386,33 @@ impl Default for NvlinkSpec {
             replay_per_s: 0.0,
             recovery_per_s: 0.0,
         }
+    }
+}
+
+/// The per-link field values a scenario can make answer NotSupported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NvlinkField {
+    /// Field 164, the link's speed.
+    Speed,
+    /// Fields 138 and 139, the link's TX and RX data counters.
+    Throughput,
+}
+
+impl NvlinkSpec {
+    /// Whether `link` is down at virtual time `t`.
+    pub fn is_down(&self, link: u32, t: f64) -> bool {
+        self.down.contains(&link) && t >= self.down_from_s
+    }
+
+    /// How many links are up at `t`.
+    pub fn up_count(&self, t: f64) -> u32 {
+        (0..self.links).filter(|&l| !self.is_down(l, t)).count() as u32
+    }
+
+    /// The speed of `link`, MB/s.
+    pub fn speed_of(&self, link: u32) -> u32 {
+        self.link_speed_mbps.get(link as usize).copied().unwrap_or(self.speed_mbps)
     }
 }
 

@@ -233,6 +233,38 @@ device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *m
     put(status, if index == 3 && both_nvlink { 0 } else { 5 })
 });
 
+/// An NVLink field of one link (`scope`), or for 138 and 139 of all links (scope `u32::MAX`): the speed (164,
+/// MB/s; 0 for a link that is down) and the TX (138) and RX (139) data counters, KiB since the start: the phase's
+/// NVLink rate shared evenly by the links that are up (a link that went down keeps what it carried until then).
+fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_t), u32> {
+    use crate::scenario::NvlinkField;
+    let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
+    let kind = if id == 164 { NvlinkField::Speed } else { NvlinkField::Throughput };
+    if links.not_supported.contains(&kind) {
+        return Err(ret::NOT_SUPPORTED);
+    }
+    if (scope != u32::MAX && scope >= links.links) || (id == 164 && scope == u32::MAX) {
+        return Err(ret::INVALID_ARGUMENT);
+    }
+    if id == 164 {
+        let speed = if links.is_down(scope, t) { 0 } else { links.speed_of(scope) };
+        return Ok((1, nvmlValue_t { uiVal: speed }));
+    }
+    let rate = if id == 138 {
+        |p: &crate::scenario::Phase| p.nvlink_tx_mib_s
+    } else {
+        |p: &crate::scenario::Phase| p.nvlink_rx_mib_s
+    };
+    let kib = if scope == u32::MAX {
+        d.gpu.spec.integrate(t, rate) * 1024.0
+    } else if links.is_down(scope, t) {
+        d.gpu.spec.integrate(links.down_from_s, rate) * 1024.0 / f64::from(links.links.max(1))
+    } else {
+        d.gpu.spec.integrate(t, rate) * 1024.0 / f64::from(links.up_count(t).max(1))
+    };
+    Ok((3, nvmlValue_t { ullVal: kib as u64 }))
+}
+
 /// The value of one field at this moment: Ok(value) or the field's own error.
 fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> {
     let p = d.phase();
@@ -249,19 +281,7 @@ fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> 
         252 | 270 => Ok((3, nvmlValue_t { ullVal: counter(3) })),
         253 | 271 => Ok((3, nvmlValue_t { ullVal: counter(4) })),
         91 => d.gpu.spec.nvlink.as_ref().map(|l| (1, nvmlValue_t { uiVal: l.links })).ok_or(ret::NOT_SUPPORTED),
-        138 | 139 => {
-            let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
-            let up = links.links.saturating_sub(u32::try_from(links.down.len()).unwrap_or(0)).max(1);
-            // KiB since start, over all links (scope u32::MAX) or one link (its share).
-            let rate = if id == 138 {
-                |p: &crate::scenario::Phase| p.nvlink_tx_mib_s
-            } else {
-                |p: &crate::scenario::Phase| p.nvlink_rx_mib_s
-            };
-            let kib = d.gpu.spec.integrate(t, rate) * 1024.0;
-            let share = if scope == u32::MAX { kib } else { kib / f64::from(up) };
-            Ok((3, nvmlValue_t { ullVal: share as u64 }))
-        }
+        138 | 139 | 164 => nvlink_field(d, id, scope, t),
         _ => Err(ret::NOT_SUPPORTED),
     }
 }

@@ -20,7 +20,7 @@ fn link_of(d: &Dev, link: c_uint) -> Result<&'static NvlinkSpec, u32> {
 
 device_fn!(nvmlDeviceGetNvLinkState(link: c_uint, active: *mut c_uint) |d| {
     let spec = link_of(&d, link)?;
-    put(active, u32::from(!spec.down.contains(&link)))
+    put(active, u32::from(!spec.is_down(link, d.machine.now())))
 });
 device_fn!(nvmlDeviceGetNvLinkVersion(link: c_uint, version: *mut c_uint) |d| {
     let spec = link_of(&d, link)?;
