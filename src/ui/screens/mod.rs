@@ -14,6 +14,7 @@ mod environment;
 mod explain;
 mod footer;
 mod help;
+mod nvlinks;
 
 pub use dialog::Dialog;
 pub use explain::explain_lines;
@@ -40,6 +41,7 @@ impl Widget for SubScreen<'_> {
                 environment::render_environment(area, buf, &view, vars, paint);
             }
             Screen::Explain { index, offset } => explain::render_explain(area, buf, *index, *offset, app, paint),
+            Screen::NvLinks { gpu } => nvlinks::render_nvlinks(area, buf, *gpu, app, paint),
         }
     }
 }
