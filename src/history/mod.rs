@@ -189,7 +189,7 @@ impl History {
         let tick_gap_ms = self.times.last().map_or(0, |newest| at_ms - newest);
         self.times.push(at_ms);
         for series in &mut self.gpus {
-            series.push(tick.gpu(series.index));
+            series.push(tick.gpu(series.index), self.latest.gpu(series.index));
         }
         self.host.push(&tick);
         self.push_processes(&tick, tick_gap_ms);

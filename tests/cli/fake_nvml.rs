@@ -235,3 +235,34 @@ fn a_capture_replays_field_by_field() {
     assert_eq!(p455["used_gpu_memory_bytes"], 4818_u64 << 20);
     assert_eq!(p455["sm_util_pct"], 94);
 }
+
+/// `--once --json` on the HGX board: each NVLink link with its speed, its data counters and the rates between the
+/// two samples; a link the scenario trains slower, a link down, and a driver that does not answer the fields.
+#[test]
+fn once_json_carries_each_nvlink_links_speed_and_throughput() {
+    let doc = json(&run_on("hgx8-mig", &["--once", "--json"]));
+    let links = doc["tick"]["gpus"][0]["nvlinks"].as_array().expect("GPU 0's links");
+    assert_eq!(links.len(), 18);
+    for l in links {
+        assert_eq!(l["up"], true);
+        assert_eq!(l["speed_mb_s"], 26_562, "{l}");
+        assert!(l["rx_kib"].as_u64().is_some_and(|k| k > 0), "{l}");
+        // 120,000 MiB/s received over 18 links: 6.99 GB/s a link, between two samples half a second apart or more.
+        let rx = l["rx_bytes_s"].as_u64().unwrap_or_else(|| panic!("a rate: {l}"));
+        assert!((6_000_000_000..8_000_000_000).contains(&rx), "{l}");
+        assert!(l["tx_bytes_s"].as_u64().is_some(), "{l}");
+    }
+    let dir = temp_dir();
+    let toml = h200s(1, "[gpu.nvlink]\nlink_speed_mbps = [13281]\ndown = [5]\n");
+    let doc = json(&run_on(&scenario_file(dir.path(), "slow-link", &toml), &["--once", "--json"]));
+    let links = &doc["tick"]["gpus"][0]["nvlinks"];
+    assert_eq!(links[0]["speed_mb_s"], 13_281, "link 0 trained at half rate");
+    assert_eq!(links[1]["speed_mb_s"], 26_562);
+    assert_eq!(links[5]["up"], false);
+    assert!(links[5].get("speed_mb_s").is_none() && links[5].get("rx_bytes_s").is_none(), "{}", links[5]);
+    let toml = h200s(1, "[gpu.nvlink]\nnot_supported = [\"speed\", \"throughput\"]\n");
+    let doc = json(&run_on(&scenario_file(dir.path(), "no-fields", &toml), &["--once", "--json"]));
+    let link = &doc["tick"]["gpus"][0]["nvlinks"][0];
+    assert_eq!(link["up"], true);
+    assert!(link.get("speed_mb_s").is_none() && link.get("rx_kib").is_none(), "absent, not zero: {link}");
+}
