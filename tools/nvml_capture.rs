@@ -28,16 +28,19 @@ fn main() -> Result<(), Box<dyn Error>> {
     let count = nvml.device_count()?;
     let devices: Vec<Device<'_>> = (0..count).map(|i| nvml.device_by_index(i)).collect::<Result<_, _>>()?;
     let mut phases: Vec<String> = vec![String::new(); devices.len()];
+    let mut link_counters: Vec<Option<LinkCounters>> = vec![None; devices.len()];
     for n in 0..samples {
         if n > 0 {
             std::thread::sleep(std::time::Duration::from_secs_f64(interval));
         }
-        for (device, text) in devices.iter().zip(&mut phases) {
+        for ((device, text), counters) in devices.iter().zip(&mut phases).zip(&mut link_counters) {
             text.push_str(&phase(device, interval)?);
+            text.push_str(&nvlink_rates(&nvml, device, counters));
         }
     }
     for (device, phases) in devices.iter().zip(&phases) {
         out.push_str(&statics(device)?);
+        out.push_str(&nvlink_table(&nvml, device)?);
         out.push_str(phases);
         out.push_str(&processes(device)?);
     }
@@ -127,4 +130,51 @@ fn processes(d: &Device<'_>) -> Result<String, Box<dyn Error>> {
         }
     }
     Ok(s)
+}
+
+/// The time of a read and the RX and TX data counters (KiB) summed over the links that answered.
+type LinkCounters = (std::time::Instant, u64, u64);
+
+/// The links that answer `is_active`, and whether each is up.
+fn nvlink_states(d: &Device<'_>) -> Vec<(u32, bool)> {
+    (0..gpusight::source::nvml::nvlink::MAX_NVLINKS)
+        .map_while(|l| d.link_wrapper_for(l).is_active().ok().map(|up| (l, up)))
+        .collect()
+}
+
+/// The `[gpu.nvlink]` table: the link count, the version, the links down, each link's speed (field 164, MB/s).
+/// Nothing for a GPU without NVLink.
+fn nvlink_table(nvml: &Nvml, d: &Device<'_>) -> Result<String, std::fmt::Error> {
+    use gpusight::source::nvml::nvlink::{SPEED_FIELD, link_field_values};
+    let states = nvlink_states(d);
+    if states.is_empty() {
+        return Ok(String::new());
+    }
+    let mut s = format!("[gpu.nvlink]\nlinks = {}\n", states.len());
+    s.push_str(&line("version", d.link_wrapper_for(0).version()));
+    let down: Vec<String> = states.iter().filter(|(_, up)| !up).map(|(l, _)| l.to_string()).collect();
+    writeln!(s, "down = [{}]", down.join(", "))?;
+    let asks: Vec<(u32, u32)> = states.iter().map(|&(l, _)| (SPEED_FIELD, l)).collect();
+    let speeds: Vec<u64> =
+        link_field_values(nvml, d, &asks).map(|a| a.into_iter().map(|v| v.unwrap_or(0)).collect()).unwrap_or_default();
+    if let Some(&top) = speeds.iter().max() {
+        let list: Vec<String> = speeds.iter().map(u64::to_string).collect();
+        writeln!(s, "speed_mbps = {top}\nlink_speed_mbps = [{}]", list.join(", "))?;
+    }
+    Ok(s)
+}
+
+/// A phase's NVLink rates (`nvlink_rx_mib_s`, `nvlink_tx_mib_s`) from the links' data counters (fields 139 and
+/// 138 per link) since the previous sample; nothing at the first sample or without NVLink.
+fn nvlink_rates(nvml: &Nvml, d: &Device<'_>, previous: &mut Option<LinkCounters>) -> String {
+    use gpusight::source::nvml::nvlink::{THROUGHPUT_RX_FIELD, THROUGHPUT_TX_FIELD, link_field_values};
+    let up: Vec<u32> = nvlink_states(d).into_iter().filter(|(_, up)| *up).map(|(l, _)| l).collect();
+    let asks: Vec<(u32, u32)> = up.iter().flat_map(|&l| [(THROUGHPUT_RX_FIELD, l), (THROUGHPUT_TX_FIELD, l)]).collect();
+    let Ok(answers) = link_field_values(nvml, d, &asks) else { return String::new() };
+    let sum = |parity: usize| answers.iter().skip(parity).step_by(2).filter_map(|a| a.as_ref().ok()).sum::<u64>();
+    let now = (std::time::Instant::now(), sum(0), sum(1));
+    let Some(before) = previous.replace(now) else { return String::new() };
+    let secs = now.0.duration_since(before.0).as_secs_f64().max(1e-3);
+    let mib_s = |after: u64, before: u64| after.saturating_sub(before) as f64 / 1024.0 / secs;
+    format!("nvlink_rx_mib_s = {:.1}\nnvlink_tx_mib_s = {:.1}\n", mib_s(now.1, before.1), mib_s(now.2, before.2))
 }
