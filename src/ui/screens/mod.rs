@@ -1,4 +1,4 @@
-//! The footer, the full screens (help, process details, environment, a finding's explanation)
+//! The footer, the full screens (help, process details, environment, a finding's explanation, a GPU's NVLink links)
 //! and the signal dialog, one file each; [`SubScreen`] draws the one in front.
 
 use ratatui::buffer::Buffer;
@@ -20,7 +20,7 @@ pub use dialog::Dialog;
 pub use explain::explain_lines;
 pub use footer::Footer;
 
-/// A full screen in front of the main one: help, process details, environment or a finding's explanation.
+/// A full screen in front of the main one: help, process details, environment, a finding's explanation or NVLink.
 #[derive(Debug)]
 pub struct SubScreen<'a> {
     pub app: &'a App,
