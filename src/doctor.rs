@@ -465,11 +465,22 @@ pub fn blind_spots(history: &History) -> Vec<String> {
     }
     for gpu in history.machine().gpus.iter().filter(|g| g.mig_enabled == Some(true)) {
         out.push(format!(
-            "{} on GPU {}: MIG is on, and whole-GPU utilization and SM activity do not describe a slice (judged again \
-             once per-slice readings exist)",
-            names(&crate::advice::rules::blind::MIG_BLIND_RULES),
+            "{} on GPU {}: MIG is on (the other rules over the GPU's work judge each slice by its SM activity)",
+            crate::advice::rules::blind::mig_unjudged_said(),
             gpu.index
         ));
+        let slices_read = history
+            .slices
+            .iter()
+            .any(|s| s.gpu_index == gpu.index && s.sm_active_pct.last().copied().flatten().is_some());
+        if !slices_read {
+            out.push(format!(
+                "{} on GPU {}: its slices carry no SM activity (no GPM per GPU instance from this driver), so no \
+                 slice's work can be judged",
+                names(&crate::advice::rules::blind::SLICE_RULES),
+                gpu.index
+            ));
+        }
         if latest.gpu(gpu.index).is_some_and(|t| t.util_pct.is_none()) {
             out.push(format!("power-capped and pcie-downgraded on GPU {}: MIG makes its utilization N/A", gpu.index));
         }

@@ -20,11 +20,13 @@
 //! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs; each GPU process's job
 //!   (rank, launcher, container; [`host::job`]) read once per process.
 //! - [`history`]: fixed-capacity rings with gaps ([`history::ring`]) and windows over them ([`history::window`]),
-//!   the machine's series ([`history::series`]) and each process's ([`history::process`]); [`pipeline`]: history
+//!   the machine's series ([`history::series`]), each MIG slice's ([`history::slices`]) and each process's
+//!   ([`history::process`]); [`pipeline`]: history
 //!   plus findings per snapshot.
 //! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]; what is
 //!   watched before the first window is covered: [`advice::judging`]; findings alike on several GPUs, grouped for
-//!   the advice pane: [`advice::group`]).
+//!   the advice pane: [`advice::group`]; where a process works, its GPU or MIG slice, and how busy that is:
+//!   [`advice::place`]).
 //! - [`table`]: the process table's rows, sort, state, filters and columns, shared by the monitor, `--once` and
 //!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
 //! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]); [`terminal`]: the

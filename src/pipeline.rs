@@ -212,11 +212,25 @@ impl Pipeline {
 /// Copies `from` into `slot` field by field: `String::clone_from` keeps the slot's buffers when they are large
 /// enough, so refreshing a finding that stays active allocates nothing.
 fn refresh(slot: &mut Finding, from: &Finding) {
-    let Finding { rule, severity, gpu_index, pid, title, evidence, remedy, explanation, since_ms, cause, also } = from;
+    let Finding {
+        rule,
+        severity,
+        gpu_index,
+        pid,
+        gpu_instance_id,
+        title,
+        evidence,
+        remedy,
+        explanation,
+        since_ms,
+        cause,
+        also,
+    } = from;
     slot.rule = *rule;
     slot.severity = *severity;
     slot.gpu_index = *gpu_index;
     slot.pid = *pid;
+    slot.gpu_instance_id = *gpu_instance_id;
     slot.title.clone_from(title);
     slot.evidence.clone_from(evidence);
     slot.remedy.clone_from(remedy);
@@ -263,6 +277,7 @@ mod tests {
             severity: crate::advice::Severity::Warning,
             gpu_index: Some(3),
             pid: Some(42),
+            gpu_instance_id: None,
             title: "t".to_owned(),
             evidence: "e".to_owned(),
             remedy: "r".to_owned(),
@@ -275,6 +290,7 @@ mod tests {
             rule: Rule::SharedGpu,
             gpu_index: None,
             pid: None,
+            gpu_instance_id: None,
             title: "a much longer old title".to_owned(),
             since_ms: 1,
             cause: None,
@@ -296,6 +312,7 @@ mod tests {
             severity: crate::advice::Severity::Warning,
             gpu_index: Some(0),
             pid: Some(10_000 + i),
+            gpu_instance_id: None,
             title: String::new(),
             evidence: String::new(),
             remedy: String::new(),

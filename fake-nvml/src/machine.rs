@@ -212,9 +212,18 @@ pub fn faults(call: &str, gpu: &Gpu, t: f64) -> Result<(), nvmlReturn_t> {
     if gpu.lost.load(Ordering::SeqCst) {
         return Err(ret::GPU_IS_LOST);
     }
+    play(gpu, t, |f| f.args.is_empty() && (f.call == "*" || f.call == call))
+}
+
+/// Plays the faults of `gpu` for `call` with these selector arguments (a clock, a sensor, a link, a field id):
+/// those whose `args` are a prefix of `args`. Faults without `args` were played when the handle was resolved.
+pub fn arg_faults(call: &str, gpu: &Gpu, t: f64, args: &[u32]) -> Result<(), nvmlReturn_t> {
+    play(gpu, t, |f| !f.args.is_empty() && f.call == call && args.starts_with(&f.args))
+}
+
+fn play(gpu: &Gpu, t: f64, covers: impl Fn(&crate::scenario::FaultSpec) -> bool) -> Result<(), nvmlReturn_t> {
     for f in &gpu.spec.faults {
-        let covers = f.call == "*" || f.call == call;
-        if !covers || t < f.from_s || f.until_s.is_some_and(|u| t >= u) {
+        if !covers(f) || t < f.from_s || f.until_s.is_some_and(|u| t >= u) {
             continue;
         }
         if f.sleep_ms > 0 {
@@ -234,6 +243,11 @@ impl Dev {
     /// The phase in force now (the idle defaults when the GPU has none).
     pub fn phase(&self) -> Phase {
         self.gpu.spec.phase_at(self.machine.now()).0.cloned().unwrap_or_default()
+    }
+
+    /// Plays the faults for `call` with these selector arguments (see [`arg_faults`]).
+    pub fn arg_faults(&self, call: &str, args: &[u32]) -> Result<(), nvmlReturn_t> {
+        arg_faults(call, self.gpu, self.machine.now(), args)
     }
 
     /// A MIG handle answers NotSupported where real NVML does (device-level readings).

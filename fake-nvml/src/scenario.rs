@@ -57,10 +57,18 @@ pub struct GpuSpec {
     pub serial: Option<String>,
     /// The first GPU's PCI bus number; copies take the next ones.
     pub pci_bus: Option<u32>,
+    /// The PCI domain and device number, and the PCI device and subsystem ids (`nvmlPciInfo_t`).
+    pub pci_domain: u32,
+    pub pci_device: u32,
+    pub pci_device_id: u32,
+    pub pci_subsystem_id: u32,
     pub architecture: Arch,
     pub compute_capability: [i32; 2],
     pub memory_total_mib: u64,
     pub memory_reserved_mib: u64,
+    /// Exact sizes in bytes (a capture), in place of the MiB figures.
+    pub memory_total_bytes: Option<u64>,
+    pub memory_reserved_bytes: Option<u64>,
     pub max_sm_clock_mhz: u32,
     pub max_mem_clock_mhz: u32,
     pub power_default_w: u32,
@@ -84,6 +92,18 @@ pub struct GpuSpec {
     pub retired_pages_pending: bool,
     pub remapped_rows: [u32; 2],
     pub energy_start_mj: u64,
+    /// Where the counters start: ECC (volatile corrected, volatile uncorrected, aggregate corrected, aggregate
+    /// uncorrected) and the five throttle counters (ns); the phases' rates add to them.
+    pub ecc_start: [u64; 4],
+    pub throttle_ns_start: [u64; 5],
+    pub remapped_rows_pending: bool,
+    pub remapped_rows_failure: bool,
+    /// To each GPU of the machine, by index (a capture): the closest PCIe ancestor the two share, as NVML numbers
+    /// it (0 the board, 10 one switch, 20 several, 30 the host bridge, 40 the NUMA node, 50 the system), and the
+    /// NVLink P2P status (0 OK, 5 not supported). Absent: neighbours in pairs share a switch, NVLink when both
+    /// have links.
+    pub topology: Vec<u32>,
+    pub p2p_nvlink: Vec<u32>,
     /// Play the phases again from the first after the last (else the last holds).
     pub repeat: bool,
     #[serde(rename = "phase")]
@@ -107,10 +127,16 @@ impl Default for GpuSpec {
             uuid: None,
             serial: None,
             pci_bus: None,
+            pci_domain: 0,
+            pci_device: 0,
+            pci_device_id: 0x2335_10de,
+            pci_subsystem_id: 0x18be_10de,
             architecture: Arch::Hopper,
             compute_capability: [9, 0],
             memory_total_mib: 143_771,
             memory_reserved_mib: 615,
+            memory_total_bytes: None,
+            memory_reserved_bytes: None,
             max_sm_clock_mhz: 1980,
             max_mem_clock_mhz: 3201,
             power_default_w: 700,
@@ -133,6 +159,12 @@ impl Default for GpuSpec {
             retired_pages_pending: false,
             remapped_rows: [0, 0],
             energy_start_mj: 0,
+            ecc_start: [0; 4],
+            throttle_ns_start: [0; 5],
+            remapped_rows_pending: false,
+            remapped_rows_failure: false,
+            topology: Vec::new(),
+            p2p_nvlink: Vec::new(),
             repeat: false,
             phases: Vec::new(),
             processes: Vec::new(),
@@ -185,6 +217,9 @@ pub struct Phase {
     pub util: u32,
     pub mem_util: u32,
     pub mem_used_mib: u64,
+    /// Exact used and free memory in bytes (a capture), in place of `mem_used_mib` and the remainder.
+    pub mem_used_bytes: Option<u64>,
+    pub mem_free_bytes: Option<u64>,
     pub power_w: f64,
     pub temp_c: u32,
     pub mem_temp_c: u32,
@@ -205,9 +240,17 @@ pub struct Phase {
     pub gpm_occupancy: f64,
     pub gpm_tensor: f64,
     pub gpm_dram: f64,
-    /// NVLink throughput over all links, MiB/s.
+    /// GPM's PCIe rates in MiB/s (a capture); absent, they follow `pcie_rx_kbps`/`pcie_tx_kbps`.
+    pub gpm_pcie_rx_mib_s: Option<f64>,
+    pub gpm_pcie_tx_mib_s: Option<f64>,
+    /// NVLink throughput over all links, MiB/s (GPM's, and shared evenly by the links that are up for their data
+    /// counters unless the next two give each link's own).
     pub nvlink_rx_mib_s: f64,
     pub nvlink_tx_mib_s: f64,
+    /// Each link's own RX and TX rates, MiB/s, by link number (a capture): its data counters (fields 139 and 138)
+    /// climb at these.
+    pub nvlink_link_rx_mib_s: Vec<f64>,
+    pub nvlink_link_tx_mib_s: Vec<f64>,
     /// Nanoseconds per second spent in each cumulative throttle reason: SW power cap, sync boost, SW thermal,
     /// HW thermal, HW power brake.
     pub throttle_ns_per_s: [f64; 5],
@@ -223,6 +266,8 @@ impl Default for Phase {
             util: 0,
             mem_util: 0,
             mem_used_mib: 0,
+            mem_used_bytes: None,
+            mem_free_bytes: None,
             power_w: 119.0,
             temp_c: 33,
             mem_temp_c: 37,
@@ -242,8 +287,12 @@ impl Default for Phase {
             gpm_occupancy: 0.0,
             gpm_tensor: 0.0,
             gpm_dram: 0.0,
+            gpm_pcie_rx_mib_s: None,
+            gpm_pcie_tx_mib_s: None,
             nvlink_rx_mib_s: 0.0,
             nvlink_tx_mib_s: 0.0,
+            nvlink_link_rx_mib_s: Vec::new(),
+            nvlink_link_tx_mib_s: Vec::new(),
             throttle_ns_per_s: [0.0; 5],
             ecc_corrected_per_s: 0.0,
             ecc_uncorrected_per_s: 0.0,
@@ -260,6 +309,12 @@ pub struct ProcSpec {
     pub graphics: bool,
     /// `None`: NVML cannot tell (unprivileged MIG, WDDM).
     pub used_mib: Option<u64>,
+    /// Exact memory in bytes (a capture), in place of `used_mib`.
+    pub used_bytes: Option<u64>,
+    /// NVML cannot tell its memory (a capture of unprivileged MIG, WDDM).
+    pub used_unknown: bool,
+    /// NVML has no utilization sample for it (a capture): it is left out of the process utilization answer.
+    pub no_samples: bool,
     pub sm: u32,
     pub mem: u32,
     pub enc: u32,
@@ -277,6 +332,9 @@ impl Default for ProcSpec {
             count: 1,
             graphics: false,
             used_mib: Some(1024),
+            used_bytes: None,
+            used_unknown: false,
+            no_samples: false,
             sm: 0,
             mem: 0,
             enc: 0,
@@ -294,6 +352,11 @@ impl Default for ProcSpec {
 pub struct FaultSpec {
     /// The NVML function's name (`nvmlDeviceGetPowerUsage`), or `*` for every call on this GPU.
     pub call: String,
+    /// Only calls whose leading selector arguments are these (a clock, sensor, threshold, fan, PCIe counter, ECC
+    /// error and counter type, NVLink link and counter; for `nvmlDeviceGetFieldValues` the field id, answered as
+    /// that entry's own status). Empty: every call.
+    #[serde(default)]
+    pub args: Vec<u32>,
     #[serde(default)]
     pub error: Option<ErrorKind>,
     #[serde(default)]
@@ -367,6 +430,13 @@ pub struct NvlinkSpec {
     pub crc_per_s: f64,
     pub replay_per_s: f64,
     pub recovery_per_s: f64,
+    /// Each link's far end as (domain, bus, device), in place of `remote` (a capture).
+    pub remote_pci: Vec<[u32; 3]>,
+    /// Each link's error counters at the start (replay, recovery, CRC flit; a capture); the rates add to them.
+    pub counters_start: Vec<[u64; 3]>,
+    /// Each link's data counters at the start, KiB received and transmitted (fields 139 and 138; a capture); the
+    /// rates add to them.
+    pub traffic_start_kib: Vec<[u64; 2]>,
 }
 
 impl Default for NvlinkSpec {
@@ -385,6 +455,9 @@ impl Default for NvlinkSpec {
             crc_per_s: 0.0,
             replay_per_s: 0.0,
             recovery_per_s: 0.0,
+            remote_pci: Vec::new(),
+            counters_start: Vec::new(),
+            traffic_start_kib: Vec::new(),
         }
     }
 }
@@ -461,8 +534,10 @@ impl Scenario {
         let (gpus, procs) = spec.split_once('x').unwrap_or((spec, "0"));
         let gpus: u32 = gpus.parse().map_err(|_| format!("scale:{spec}: GPUs are a number"))?;
         let procs: u32 = procs.parse().map_err(|_| format!("scale:{spec}: processes are a number"))?;
+        // PIDs from 10000: under 32768, the smallest pid_max, so gpusight's sanity check (a PID above the
+        // machine's pid_max is no PID) keeps them on every machine.
         let process = if procs > 0 {
-            format!("[[gpu.process]]\npid = 100000\ncount = {procs}\nsm = 50\nmem = 10\n")
+            format!("[[gpu.process]]\npid = 10000\ncount = {procs}\nsm = 50\nmem = 10\n")
         } else {
             String::new()
         };

@@ -698,7 +698,8 @@ echo "== done in $(( $(date +%s) - t0 )) s"
 # `nvidia-smi dmon -d 1`, started together while scripts/device/job_impact.py's trainer runs; CPU over WINDOW seconds
 # (default 90) from 20 s after the start, from the sum of every thread's run time (/proc/PID/task/*/schedstat) and
 # from utime+stime; the 1 s monitor's CPU by thread; resident memory by mapping. BATCH=256 SIZE=224 makes the GPU
-# pace the step (default: 128 at 160 px, paced by the host's CPU).
+# pace the step (default: 128 at 160 px, paced by the host's CPU). BASELINE=PATH runs another gpusight binary (an
+# earlier build) at 1 s and 0.1 s beside it in the same window, for a cost compared on the same job.
 group_cost() (
 O=$BASE/cost
 WINDOW=${WINDOW:-90}
@@ -724,6 +725,13 @@ in_pty() {
 }
 in_pty "$B"
 in_pty "$B" --interval 0.1
+BASELINE=${BASELINE:-}
+if [ -n "$BASELINE" ]; then
+    [ -x "$BASELINE" ] || { echo "BASELINE=$BASELINE is not an executable"; exit 3; }
+    echo "baseline: $("$BASELINE" --version), side by side"
+    in_pty "$BASELINE"
+    in_pty "$BASELINE" --interval 0.1
+fi
 NVITOP=""
 if python3 -c "import nvitop" 2> /dev/null; then
     in_pty python3 -m nvitop --interval 1
@@ -736,6 +744,7 @@ DMON=$!
 PIDS+=($DMON)
 sleep 3
 PAIRS=("gpusight 1 s:$(pgrep -xf "$B")" "gpusight 0.1 s:$(pgrep -xf "$B --interval 0.1")")
+[ -n "$BASELINE" ] && PAIRS+=("baseline 1 s:$(pgrep -xf "$BASELINE")" "baseline 0.1 s:$(pgrep -xf "$BASELINE --interval 0.1")")
 [ -n "$NVITOP" ] && PAIRS+=("nvitop 1 s:$(pgrep -xf "python3 -m nvitop --interval 1")")
 PAIRS+=("nvidia-smi dmon -d 1:$DMON")
 echo "pids: ${PAIRS[*]}"

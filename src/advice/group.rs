@@ -97,6 +97,7 @@ mod tests {
             severity: Severity::Info,
             gpu_index: gpu,
             pid,
+            gpu_instance_id: None,
             title: title.to_owned(),
             evidence: "util 98 %".to_owned(),
             remedy: "Nothing to do.".to_owned(),

@@ -14,6 +14,7 @@ use crate::sample::UnixMs;
 
 pub mod group;
 pub mod judging;
+pub mod place;
 pub mod rules;
 pub mod thresholds;
 pub mod window;
@@ -287,6 +288,9 @@ pub struct Finding {
     pub gpu_index: Option<u32>,
     /// The process it is about, if any.
     pub pid: Option<u32>,
+    /// On a GPU in MIG mode, the slice it is about (its GPU instance id): the slice's own readings judged it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_instance_id: Option<u32>,
     /// One line: what is wrong.
     pub title: String,
     /// The numbers over a named window, e.g. "SM util 4 % (median, 30 s); PSI io 36.8 %; PID 455 in D 40 % of reads".
@@ -330,6 +334,12 @@ impl Finding {
     #[must_use]
     pub fn key(&self) -> (Rule, Option<u32>, Option<u32>) {
         (self.rule, self.gpu_index, self.pid)
+    }
+
+    /// Where it is: its GPU and, on a MIG GPU, its slice. Verdicts are one per place.
+    #[must_use]
+    pub fn place(&self) -> (Option<u32>, Option<u32>) {
+        (self.gpu_index, self.gpu_instance_id)
     }
 
     /// Whether this verdict is, or has folded in, the finding with `key`.
@@ -440,15 +450,15 @@ pub fn evaluate(history: &History, thresholds: &Thresholds) -> Vec<Finding> {
 pub(crate) fn apply_diagnosis_order(findings: &mut Vec<Finding>, history: &History) {
     let lost: Vec<u32> =
         history.gpus.iter().filter(|g| g.lost.last().copied().unwrap_or(false)).map(|g| g.index).collect();
-    let input_bound: Vec<u32> =
-        findings.iter().filter(|f| f.rule == Rule::InputBound).filter_map(|f| f.gpu_index).collect();
+    let input_bound: Vec<(Option<u32>, Option<u32>)> =
+        findings.iter().filter(|f| f.rule == Rule::InputBound).map(Finding::place).collect();
     findings.retain(|f| match f.gpu_index {
         Some(gpu) if lost.contains(&gpu) => f.rule == Rule::GpuErrors,
-        Some(gpu) if f.rule == Rule::CpuBoundInput => !input_bound.contains(&gpu),
+        Some(_) if f.rule == Rule::CpuBoundInput => !input_bound.contains(&f.place()),
         _ => true,
     });
     let seeds = job_causes(findings, history);
-    name_the_cause(findings, &seeds);
+    name_the_cause(findings, &seeds, history);
 }
 
 /// The causes a job-wide finding gives the other ranks' GPUs: rank-straggler is why the waiting ranks' GPUs do
@@ -494,22 +504,29 @@ pub const CAUSES: [Rule; 12] = [
     Rule::UtilMisleading,
 ];
 
+/// A place findings are about: a GPU index, and on a MIG GPU a slice's GPU instance id.
+type PlaceKey = (u32, Option<u32>);
+
 /// One verdict per waiting GPU. The strongest cause on a GPU keeps its warning and its own rule name; any weaker
 /// cause on the same GPU becomes info with [`Finding::cause`] naming the strongest (util-misleading too: it is the
 /// weakest cause); and the umbrella gpu-underfed becomes info naming the cause. With no cause, gpu-underfed stays
 /// the warning, says "cause unknown" and lists the causes that did not hold. [`fold_into_verdicts`] then folds the
 /// infos into their verdict.
-pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule, Option<u32>)]) {
+pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule, Option<u32>)], history: &History) {
+    let slice = |gpu: u32, gi: u32| history.slices.iter().find(|s| s.gpu_index == gpu && s.gpu_instance_id == gi);
     // A job-wide cause (see [`job_causes`]) comes first: it is not in `CAUSES`, so no per-GPU cause displaces it.
-    let mut strongest: Vec<(u32, Rule, Option<u32>)> = job_causes.to_vec();
+    // Per place: a GPU, or a slice of a MIG GPU (each slice's job has its own verdict).
+    let mut strongest: Vec<(PlaceKey, Rule, Option<u32>)> =
+        job_causes.iter().map(|&(gpu, rule, pid)| ((gpu, None), rule, pid)).collect();
     for f in findings.iter() {
         let (Some(gpu), Some(rank)) = (f.gpu_index, CAUSES.iter().position(|c| *c == f.rule)) else { continue };
-        match strongest.iter_mut().find(|(g, _, _)| *g == gpu) {
+        let place = (gpu, f.gpu_instance_id);
+        match strongest.iter_mut().find(|(p, _, _)| *p == place) {
             Some(entry) if CAUSES.iter().position(|c| *c == entry.1).is_some_and(|r| rank < r) => {
-                *entry = (gpu, f.rule, f.pid);
+                *entry = (place, f.rule, f.pid);
             }
             Some(_) => {}
-            None => strongest.push((gpu, f.rule, f.pid)),
+            None => strongest.push((place, f.rule, f.pid)),
         }
     }
     // A straggler that knows its own cause (busy on the CPU, compute, throttled) is the cause on its own GPU where
@@ -517,15 +534,16 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
     for f in
         findings.iter().filter(|f| f.rule == Rule::RankStraggler && !f.evidence.contains(rules::jobs::CAUSE_UNKNOWN))
     {
-        if let Some(gpu) = f.gpu_index.filter(|gpu| !strongest.iter().any(|(g, _, _)| g == gpu)) {
-            strongest.push((gpu, f.rule, f.pid));
+        let place = f.gpu_index.map(|gpu| (gpu, f.gpu_instance_id));
+        if let Some(place) = place.filter(|place| !strongest.iter().any(|(p, _, _)| p == place)) {
+            strongest.push((place, f.rule, f.pid));
         }
     }
     for f in findings.iter_mut() {
         let Some(gpu) = f.gpu_index else { continue };
-        let found = strongest.iter().find(|(g, _, _)| *g == gpu).copied();
+        let found = strongest.iter().find(|(p, _, _)| *p == (gpu, f.gpu_instance_id)).copied();
         if f.rule == Rule::RankStraggler {
-            name_the_stragglers_cause(f, found);
+            name_the_stragglers_cause(f, found.map(|((gpu, _), rule, pid)| (gpu, rule, pid)));
             continue;
         }
         let Some((_, cause, cause_pid)) = found else {
@@ -539,10 +557,11 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
             f.severity = Severity::Info;
             f.cause = Some(cause);
             let pid = cause_pid.map_or_else(String::new, |p| format!(" in PID {p}"));
+            let at = place::label_of(gpu, f.gpu_instance_id.and_then(|gi| slice(gpu, gi)));
             f.title = if cause == Rule::UtilMisleading {
-                format!("GPU {gpu} does little work: its kernels leave the SMs idle (see util-misleading)")
+                format!("{at} does little work: its kernels leave the SMs idle (see util-misleading)")
             } else {
-                format!("GPU {gpu} is underfed: the cause is {}{pid} (see that finding)", cause.name())
+                format!("{at} is underfed: the cause is {}{pid} (see that finding)", cause.name())
             };
             f.remedy = format!("Follow the remedy of {}.", cause.name());
         } else if f.rule != cause && CAUSES.contains(&f.rule) {
@@ -567,10 +586,10 @@ pub fn fold_into_verdicts(findings: Vec<Finding>) -> Vec<Finding> {
         let same_process = |v: &Finding| v.pid.is_none() || f.pid.is_none() || v.pid == f.pid;
         let target = out
             .iter()
-            .position(|v| v.gpu_index == f.gpu_index && Some(v.rule) == f.cause && same_process(v))
+            .position(|v| v.place() == f.place() && Some(v.rule) == f.cause && same_process(v))
             .or_else(|| {
                 out.iter().position(|v| {
-                    v.gpu_index == f.gpu_index && v.rule == Rule::GpuUnderfed && v.cause == f.cause && same_process(v)
+                    v.place() == f.place() && v.rule == Rule::GpuUnderfed && v.cause == f.cause && same_process(v)
                 })
             });
         if let Some(i) = target {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::history::History;
-use crate::sample::{MachineInfo, Tick};
+use crate::sample::{MachineInfo, MigTick, Tick};
 use crate::source::Source;
 use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
@@ -38,6 +38,44 @@ impl Build {
     pub fn tick(mut self, tweak: impl Fn(u64, &mut Tick) + 'static) -> Self {
         self.tweaks.push(Box::new(tweak));
         self
+    }
+
+    /// Runs GPU `from`'s job on a 1g slice (GPU instance `gi`) of GPU `to`, which goes into MIG mode: the slice's SM
+    /// activity is what `from` did (its GPM SM activity, else its utilization), `from`'s processes move onto the
+    /// slice, `to`'s utilization reads N/A and its whole-GPU SM activity is its slices' over 7, as on a real card.
+    /// `slice_sm` can drop or change the slice's reading (a driver without GPM per GPU instance).
+    pub fn mig_slice(
+        self,
+        from: u32,
+        to: u32,
+        gi: u32,
+        slice_sm: impl Fn(Option<f32>) -> Option<f32> + 'static,
+    ) -> Self {
+        let to_index = usize::try_from(to).expect("index");
+        self.machine(|m| m.gpus[to_index].mig_enabled = Some(true)).tick(move |_, t| {
+            let Some(source) = t.gpu(from).cloned() else { return };
+            let busy = source.gpm.and_then(|g| g.sm_active_pct).or(source.util_pct.map(|u| u as f32));
+            for p in t.gpu_processes.iter_mut().filter(|p| p.gpu_index == from) {
+                (p.gpu_index, p.gpu_instance_id, p.compute_instance_id) = (to, Some(gi), Some(0));
+                (p.sm_util_pct, p.mem_util_pct) = (None, None);
+            }
+            let Some(gpu) = t.gpus.iter_mut().find(|g| g.index == to) else { return };
+            gpu.mig.push(MigTick {
+                index: u32::try_from(gpu.mig.len()).expect("few slices"),
+                gpu_instance_id: Some(gi),
+                compute_instance_id: Some(0),
+                profile: Some("1g.18gb".to_owned()),
+                uuid: format!("MIG-test-{to}-{gi}"),
+                mem_used_bytes: source.mem_used_bytes,
+                mem_total_bytes: Some(16_896 << 20),
+                sm_active_pct: slice_sm(busy),
+            });
+            gpu.util_pct = None;
+            let whole: f32 = gpu.mig.iter().filter_map(|m| m.sm_active_pct).sum::<f32>() / 7.0;
+            if let Some(gpm) = gpu.gpm.as_mut() {
+                gpm.sm_active_pct = Some(whole);
+            }
+        })
     }
 
     /// The history of the first `n` ticks.

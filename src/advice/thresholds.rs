@@ -24,7 +24,7 @@ pub struct Thresholds {
     pub min_window_coverage: f64,
 
     /// Mean GPU utilization (%) over the window below which a GPU counts as starved (input-bound and
-    /// cpu-bound-input); GPM SM activity stands in where NVML utilization is N/A (MIG).
+    /// cpu-bound-input); GPM SM activity stands in where NVML utilization is N/A (on a MIG GPU, the slice's own).
     pub starved_util_pct: f64,
     /// Mean GPU utilization (%) above which an active input finding clears (higher than `starved_util_pct`).
     pub starved_exit_util_pct: f64,

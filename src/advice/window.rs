@@ -77,6 +77,15 @@ impl<'a> Ctx<'a> {
         self.compute.clone()
     }
 
+    /// How many compute processes the newest tick lists on the GPU with this index (a binary search: rules ask it
+    /// once per process, and 8 GPUs each listing 1,000 processes would make a scan per process quadratic).
+    #[must_use]
+    pub fn compute_count_on(&self, gpu_index: u32) -> usize {
+        let start = self.compute.partition_point(|(g, _)| *g < gpu_index);
+        let end = self.compute.partition_point(|(g, _)| *g <= gpu_index);
+        end - start
+    }
+
     /// Whether the GPU with this index is lost in the newest sample.
     #[must_use]
     pub fn gpu_lost(&self, index: u32) -> bool {
@@ -265,6 +274,18 @@ mod tests {
         assert_eq!(pct_label(36.8), "37 %");
         assert_eq!(pct_label(2.04), "2.0 %");
         assert_eq!(share_label(0.4), "40 %");
+    }
+
+    #[test]
+    fn compute_processes_are_counted_per_gpu() {
+        let history = crate::advice::testkit::Build::new("mixed:8x10").history(2);
+        let t = Thresholds::default();
+        let ctx = Ctx::new(&history, &t).expect("a sample");
+        let pairs = ctx.compute_processes();
+        assert!(!pairs.is_empty());
+        for gpu in 0..9 {
+            assert_eq!(ctx.compute_count_on(gpu), pairs.iter().filter(|(g, _)| *g == gpu).count(), "GPU {gpu}");
+        }
     }
 
     #[test]

@@ -7,7 +7,8 @@
 //!
 //! The parts: [`ring`] (the fixed-capacity ring), [`window`] (windows over a time column, statistics),
 //! [`series`] (the machine's series per GPU and for the host, declared once each), [`process`] (each process's
-//! series, its bound and its row per tick), [`input`] (a process's input path as one record per sample). This
+//! series, its bound and its row per tick), [`input`] (a process's input path as one record per sample), [`slices`]
+//! (each MIG slice's SM activity and memory, for the rules that judge a slice's work). This
 //! module holds the [`History`] that pushes a tick into all of them.
 
 use std::collections::{HashMap, VecDeque};
@@ -19,12 +20,14 @@ pub mod input;
 pub mod process;
 pub mod ring;
 pub mod series;
+pub mod slices;
 pub mod window;
 
 pub use input::InputSample;
 pub use process::{ProcessBound, ProcessKey, ProcessRow, ProcessSeries};
 pub use ring::{Ring, Series};
 pub use series::{GpuRow, GpuSeries, HostRow, HostSeries};
+pub use slices::{SliceRow, SliceSeries};
 pub use window::{Stats, Window, window_of};
 
 /// Everything the pipeline remembers: the machine, the latest tick, the rings and recent events.
@@ -36,6 +39,8 @@ pub struct History {
     pub times: Ring<UnixMs>,
     pub gpus: Vec<GpuSeries>,
     pub host: HostSeries,
+    /// Each MIG slice's series (empty without MIG), aligned with `times`.
+    pub slices: Vec<SliceSeries>,
     pub processes: HashMap<ProcessKey, ProcessSeries>,
     /// Events, oldest first, at most [`History::MAX_EVENTS`].
     pub events: VecDeque<GpuEvent>,
@@ -75,6 +80,7 @@ impl History {
             times: Ring::new(capacity),
             gpus,
             host: HostSeries::new(capacity),
+            slices: Vec::new(),
             processes: HashMap::new(),
             events: VecDeque::new(),
             latest: Tick::default(),
@@ -130,6 +136,12 @@ impl History {
         crate::sample::by_index(&self.gpus, index, |g| g.index)
     }
 
+    /// The series of the MIG slice a GPU process runs on, on a GPU in MIG mode.
+    #[must_use]
+    pub fn slice_of(&self, p: &crate::sample::GpuProcess) -> Option<&SliceSeries> {
+        self.slices.iter().find(|s| s.holds(p))
+    }
+
     /// The newest series of the process with this PID (the live one if the PID was reused).
     #[must_use]
     pub fn process(&self, pid: u32) -> Option<&ProcessSeries> {
@@ -144,6 +156,7 @@ impl History {
         let processes: usize = self.processes.values().map(ProcessSeries::heap_bytes).sum();
         self.times.heap_bytes()
             + gpus
+            + slices::heap_bytes(&self.slices)
             + self.host.heap_bytes()
             + processes
             + self.events.capacity() * std::mem::size_of::<GpuEvent>()
@@ -192,6 +205,7 @@ impl History {
             series.push(tick.gpu(series.index), self.latest.gpu(series.index));
         }
         self.host.push(&tick);
+        slices::push(&mut self.slices, &tick, self.times.len() - 1, self.capacity);
         self.push_processes(&tick, tick_gap_ms);
         for event in &tick.events {
             if self.events.len() == Self::MAX_EVENTS {

@@ -5,14 +5,13 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crossterm::event::{Event, KeyEventKind};
-
 use crate::cli::Cli;
 use crate::config::Config;
 use crate::fleet::query::{Fleet, FleetError, FleetOptions, check_url, redact_url};
 use crate::fleet::screen::FleetScreen;
-use crate::keys::{KeyBinding, KeyOverrides, Keymap};
+use crate::keys::{KeyOverrides, Keymap};
 
+use super::terminal_events::{TerminalEvent, spawn_input, spawn_signals};
 use super::{RunError, emit, emit_json, use_ascii, use_color};
 use crate::config::ui::ThemeName;
 use crate::ui::Paint;
@@ -38,11 +37,13 @@ pub(super) fn run(cli: &Cli, config: &Config, interval: Duration) -> Result<i32,
 
 enum Message {
     Fleet(Result<Box<Fleet>, FleetError>),
-    Key(KeyBinding),
-    Redraw,
-    InputClosed,
-    /// A terminating signal: restore and exit with 128 + the signal.
-    Terminate(i32),
+    Terminal(TerminalEvent),
+}
+
+impl From<TerminalEvent> for Message {
+    fn from(event: TerminalEvent) -> Self {
+        Self::Terminal(event)
+    }
 }
 
 /// Runs the fleet view until the user quits, with the monitor's keymap and the config's `[keys]` overrides.
@@ -66,33 +67,8 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) ->
             }
         })?;
     }
-    {
-        std::thread::Builder::new().name("fleet-input".into()).spawn(move || {
-            loop {
-                let message = match crossterm::event::read() {
-                    Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
-                        Message::Key(KeyBinding::from_event(&key))
-                    }
-                    Ok(Event::Resize(..)) => Message::Redraw,
-                    Ok(_) => continue,
-                    Err(_) => Message::InputClosed,
-                };
-                let closed = matches!(message, Message::InputClosed);
-                if tx.send(message).is_err() || closed {
-                    break;
-                }
-            }
-        })?;
-    }
-    {
-        let tx = signal_tx;
-        let mut signals = signal_hook::iterator::Signals::new(crate::terminal::TERMINATING_SIGNALS)?;
-        std::thread::Builder::new().name("fleet-signals".into()).spawn(move || {
-            if let Some(signal) = signals.forever().next() {
-                let _ = tx.send(Message::Terminate(signal));
-            }
-        })?;
-    }
+    spawn_input("fleet-input", tx, None)?;
+    spawn_signals("fleet-signals", signal_tx)?;
     let mut terminal = crate::terminal::init(false)?;
     let mut screen =
         FleetScreen { url: redact_url(url), view: None, error: None, signals: false, monitors: false, notice: None };
@@ -101,16 +77,18 @@ fn run_view(url: &str, refresh: Duration, keys: &KeyOverrides, paint: &Paint) ->
             terminal.draw(|frame| screen.draw_with(frame, paint))?;
             match rx.recv() {
                 Ok(Message::Fleet(result)) => screen.on_result(result.map(|fleet| *fleet)),
-                Ok(Message::Key(key)) => {
+                Ok(Message::Terminal(TerminalEvent::Key(key))) => {
                     if let Some(action) = keymap.lookup(key, false)
                         && !screen.on_action(action)
                     {
                         return Ok(0);
                     }
                 }
-                Ok(Message::Redraw) => {}
-                Ok(Message::InputClosed) | Err(_) => return Ok(0),
-                Ok(Message::Terminate(signal)) => return Ok(crate::exit::SIGNAL_BASE + signal),
+                Ok(Message::Terminal(TerminalEvent::Redraw)) => {}
+                Ok(Message::Terminal(TerminalEvent::InputClosed)) | Err(_) => return Ok(0),
+                Ok(Message::Terminal(TerminalEvent::Terminate(signal))) => {
+                    return Ok(crate::exit::SIGNAL_BASE + signal);
+                }
             }
         }
     })();

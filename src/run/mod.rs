@@ -33,6 +33,7 @@ mod record;
 mod report;
 mod ssh;
 mod status;
+mod terminal_events;
 mod watch;
 
 use std::io::Write as _;

@@ -140,6 +140,21 @@ fn collect(hosts: &[String], reader: &ReaderConfig, deadline: Duration) -> Resul
     Ok(outcomes)
 }
 
+/// Runs every host for `samples` samples, over `watch` plus the time to connect and three intervals' grace; the
+/// outcomes, and the deadline they were given.
+fn collect_samples(
+    hosts: &[String],
+    mut reader: ReaderConfig,
+    samples: usize,
+    watch: Duration,
+    interval: Duration,
+    args: &SshArgs,
+) -> Result<(Vec<HostOutcome>, Duration), RunError> {
+    reader.stop_after = Some(samples);
+    let deadline = watch + Duration::from_secs(args.connect_timeout) + interval * 3 + Duration::from_secs(5);
+    Ok((collect(hosts, &reader, deadline)?, deadline))
+}
+
 /// What a host that sent no sample in time says.
 fn no_sample_note(outcome: &HostOutcome, within: Duration) -> String {
     match (&outcome.node.note, outcome.node.state) {
@@ -152,13 +167,11 @@ fn no_sample_note(outcome: &HostOutcome, within: Duration) -> String {
 fn once(
     cli: &Cli,
     hosts: &[String],
-    mut reader: ReaderConfig,
+    reader: ReaderConfig,
     interval: Duration,
     args: &SshArgs,
 ) -> Result<i32, RunError> {
-    reader.stop_after = Some(2);
-    let deadline = Duration::from_secs(args.connect_timeout) + interval * 3 + Duration::from_secs(5);
-    let outcomes = collect(hosts, &reader, deadline)?;
+    let (outcomes, deadline) = collect_samples(hosts, reader, 2, Duration::ZERO, interval, args)?;
     let failed = outcomes.iter().filter(|o| o.pipeline.is_none()).count();
     if cli.view.json {
         let hosts: Vec<serde_json::Value> = outcomes.iter().map(|o| once_json(o, deadline)).collect();
@@ -210,16 +223,14 @@ fn once_json(outcome: &HostOutcome, deadline: Duration) -> serde_json::Value {
 fn doctor(
     cli: &Cli,
     hosts: &[String],
-    mut reader: ReaderConfig,
+    reader: ReaderConfig,
     interval: Duration,
     args: &SshArgs,
 ) -> Result<i32, RunError> {
     let samples = (args.duration.as_secs_f64() / interval.as_secs_f64()).ceil();
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a positive count, at most 7 days")]
     let samples = samples.max(1.0) as usize + 1;
-    reader.stop_after = Some(samples);
-    let deadline = args.duration + Duration::from_secs(args.connect_timeout) + interval * 3 + Duration::from_secs(5);
-    let outcomes = collect(hosts, &reader, deadline)?;
+    let (outcomes, deadline) = collect_samples(hosts, reader, samples, args.duration, interval, args)?;
     let mut worst = 0;
     let mut text = String::new();
     let mut json = Vec::new();

@@ -98,13 +98,21 @@ impl Source for LiveSource {
     }
 
     fn next_tick(&mut self) -> Result<Option<Tick>, SourceError> {
-        let at_ms = now_ms();
+        Ok(Some(self.tick_at(now_ms())))
+    }
+}
+
+impl LiveSource {
+    /// Reads one tick stamped `at_ms`. [`Source::next_tick`] passes the wall clock; a caller may pass its own
+    /// clock, as a recording's is replayed: `tools/fake_pipeline.rs` runs 15 minutes of 1 s ticks on the fake
+    /// NVML in seconds, which moves the slower tiers, the history and the rules' windows in that virtual time.
+    pub fn tick_at(&mut self, at_ms: UnixMs) -> Tick {
         let readout = self.gpus.read(at_ms);
         let mut gpu_pids: Vec<u32> = readout.gpu_processes.iter().filter_map(|p| p.pid).collect();
         gpu_pids.sort_unstable();
         gpu_pids.dedup();
         let (host, processes) = self.host.sample(at_ms, &gpu_pids);
-        Ok(Some(Tick {
+        Tick {
             at_ms,
             gpus: readout.gpus,
             host,
@@ -117,7 +125,7 @@ impl Source for LiveSource {
                 nvml_stalled_ms: None,
                 notes: readout.notes,
             },
-        }))
+        }
     }
 }
 

@@ -442,6 +442,7 @@ mod tests {
             severity,
             gpu_index: Some(1),
             pid: Some(3001),
+            gpu_instance_id: None,
             title: title.into(),
             evidence: "SM util 4 % (median, 30 s); PSI io 36.8 %; PID 3001 in D 40 % of samples".into(),
             remedy: "Raise DataLoader num_workers, use pinned memory, or move the data to local NVMe".into(),
@@ -619,6 +620,7 @@ mod tests {
                 severity: Severity::Info,
                 gpu_index: Some(g),
                 pid: Some(2000 + g),
+                gpu_instance_id: None,
                 title: format!("GPU {g} waits in a collective; judging which rank is slow"),
                 ..finding(Severity::Info, "")
             })

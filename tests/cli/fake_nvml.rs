@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::fake_nvml::{h200s, run_on, scenario_file};
+use crate::common::fake_nvml::{capture_of, h200s, run_on, scenario_file};
 use crate::common::{json, stderr, stdout, temp_dir};
 
 /// The GPU rows of a `--once` table: lines that start with a GPU index and name one of `names`.
@@ -178,62 +178,220 @@ fn once_shows_each_mig_device_under_its_gpu() {
     assert!(doc["tick"]["gpus"][0].get("mig").is_none(), "no MIG key on a GPU without MIG");
 }
 
+/// The capture tool on the fake itself: a capture of a scenario replays as the scenario, for everything `--once
+/// --json` shows but the counters (the fake "card" counts them from its own start, the replay from the capture's end)
+/// and GPM (`--once` may or may not finish a GPM round in time). The consumer card answers NotSupported to
+/// everything optional; two H200s joined by NVLink carry topology, links and GPM's PCIe rates.
+#[test]
+fn a_capture_of_the_fake_replays_as_the_fake() {
+    let dir = temp_dir();
+    let two = scenario_file(dir.path(), "two", &h200s(2, "[gpu.nvlink]\nlinks = 4"));
+    for scenario in ["consumer", two.as_str()] {
+        let capture = scenario_file(dir.path(), "capture", &capture_of(scenario, 2, "0.2"));
+        let (card, replay) =
+            (json(&run_on(scenario, &["--once", "--json"])), json(&run_on(&capture, &["--once", "--json"])));
+        assert_eq!(card["machine"]["gpus"], replay["machine"]["gpus"], "{scenario}: the GPUs' static facts");
+        let (cards, replays) =
+            (card["tick"]["gpus"].as_array().expect("ticks"), replay["tick"]["gpus"].as_array().expect("ticks"));
+        assert_eq!(cards.len(), replays.len());
+        for (c, r) in cards.iter().zip(replays) {
+            for (key, value) in c.as_object().expect("a tick") {
+                if ![
+                    "energy_mj",
+                    "throttle_ns",
+                    "gpm",
+                    "pcie_rx_kbps",
+                    "pcie_tx_kbps",
+                    "nvlink_rx_mib_s",
+                    "nvlink_tx_mib_s",
+                ]
+                .contains(&key.as_str())
+                {
+                    assert_eq!(&r[key], value, "{scenario}: tick.gpus.{key}");
+                }
+            }
+            assert_eq!(c["energy_mj"].is_null(), r["energy_mj"].is_null(), "{scenario}: energy read or N/A alike");
+        }
+        assert_eq!(card["tick"]["gpu_processes"], replay["tick"]["gpu_processes"], "{scenario}: processes");
+    }
+}
+
+/// The capture's `[[gpu]]` tables, its phases' values of `key` (times `factor`, rounded), and whether a fault
+/// covers `call` with these arguments: what a replay must read back.
+mod capture {
+    use toml::Value;
+
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss,
+        reason = "readings: small non-negative numbers"
+    )]
+    pub fn phase_values(gpu: &Value, key: &str, factor: f64) -> Vec<serde_json::Value> {
+        let phases = gpu.get("phase").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        phases
+            .iter()
+            .filter_map(|p| p.get(key))
+            .filter_map(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)))
+            .map(|v| serde_json::json!((v * factor).round() as u64))
+            .collect()
+    }
+
+    pub fn faulted(gpu: &Value, call: &str, args: &[i64]) -> bool {
+        let faults = gpu.get("fault").and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
+        faults.iter().any(|f| {
+            let fargs: Vec<i64> = f
+                .get("args")
+                .and_then(Value::as_array)
+                .map_or(Vec::new(), |a| a.iter().filter_map(Value::as_integer).collect());
+            f.get("call").and_then(Value::as_str) == Some(call) && args.starts_with(&fargs)
+        })
+    }
+
+    /// The JSON a scalar of the capture reads as.
+    pub fn json(v: Option<&Value>) -> serde_json::Value {
+        match v {
+            Some(Value::String(s)) => serde_json::json!(s),
+            Some(Value::Integer(i)) => serde_json::json!(i),
+            Some(Value::Boolean(b)) => serde_json::json!(b),
+            Some(Value::Float(f)) => serde_json::json!(f),
+            _ => serde_json::Value::Null,
+        }
+    }
+}
+
 /// A capture (tools/nvml_capture.rs's format; the fixture is made by hand from the H200's figures until a real
-/// capture replaces it) replayed through the fake: `--once` reads back every captured number.
+/// capture replaces it) replayed through the fake: `--once` reads back every captured number. The expected values
+/// come from the capture file itself, so a real capture dropped in its place is checked the same way.
 #[test]
 fn a_capture_replays_field_by_field() {
-    let capture = crate::common::repo_path("tests/fixtures/fake-nvml/h200-capture.toml");
-    let doc = json(&run_on(&capture.display().to_string(), &["--once", "--json"]));
-    let info = &doc["machine"]["gpus"][0];
-    assert_eq!(doc["machine"]["driver_version"], "580.159.04");
-    assert_eq!(doc["machine"]["cuda_driver_version"], 13000);
-    for (key, want) in [
-        ("name", serde_json::json!("NVIDIA H200")),
-        ("uuid", serde_json::json!("GPU-5e7f0c7a-1d2b-4c3d-9e8f-0a1b2c3d4e5f")),
-        ("pci_bus_id", serde_json::json!("0000:18:00.0")),
-        ("architecture", serde_json::json!("Hopper")),
-        ("compute_capability", serde_json::json!([9, 0])),
-        ("mem_total_bytes", serde_json::json!(143_771_u64 << 20)),
-        ("max_sm_clock_mhz", serde_json::json!(1980)),
-        ("max_mem_clock_mhz", serde_json::json!(3201)),
-        ("power_limit_default_mw", serde_json::json!(700_000)),
-        ("power_limit_min_mw", serde_json::json!(200_000)),
-        ("temp_slowdown_c", serde_json::json!(89)),
-        ("temp_shutdown_c", serde_json::json!(95)),
-        ("temp_gpu_max_c", serde_json::json!(87)),
-        ("max_pcie_gen", serde_json::json!(5)),
-        ("max_pcie_width", serde_json::json!(16)),
-        ("persistence_mode", serde_json::json!(true)),
-        ("ecc_enabled", serde_json::json!(true)),
-        ("mig_enabled", serde_json::json!(false)),
-        ("gpm_supported", serde_json::json!(true)),
-    ] {
-        assert_eq!(info[key], want, "machine.gpus[0].{key}");
+    let path = crate::common::repo_path("tests/fixtures/fake-nvml/h200-capture.toml");
+    let text = std::fs::read_to_string(&path).expect("the capture");
+    let cap: toml::Value = toml::from_str(&text).expect("a TOML capture");
+    let doc = json(&run_on(&path.display().to_string(), &["--once", "--json"]));
+    for key in ["driver_version", "cuda_driver_version", "nvml_version"] {
+        assert_eq!(doc["machine"][key], capture::json(cap.get(key)), "machine.{key}");
     }
-    let tick = &doc["tick"]["gpus"][0];
-    for (key, want) in [
-        ("util_pct", serde_json::json!(100)),
-        ("mem_util_pct", serde_json::json!(23)),
-        ("mem_used_bytes", serde_json::json!(9634_u64 << 20)),
-        ("mem_reserved_bytes", serde_json::json!(615_u64 << 20)),
-        ("power_mw", serde_json::json!(692_000)),
-        ("power_limit_mw", serde_json::json!(700_000)),
-        ("temp_c", serde_json::json!(63)),
-        ("mem_temp_c", serde_json::json!(47)),
-        ("sm_clock_mhz", serde_json::json!(1470)),
-        ("mem_clock_mhz", serde_json::json!(3201)),
-        ("throttle_bits", serde_json::json!(4)),
-        ("pstate", serde_json::json!(0)),
-        ("pcie_gen", serde_json::json!(5)),
-        ("pcie_width", serde_json::json!(16)),
-        ("pcie_replay_count", serde_json::json!(1)),
-    ] {
-        assert_eq!(tick[key], want, "tick.gpus[0].{key}");
+    let gpus = cap.get("gpu").and_then(toml::Value::as_array).expect("[[gpu]] tables");
+    assert_eq!(doc["machine"]["gpus"].as_array().map(Vec::len), Some(gpus.len()));
+    for (i, gpu) in gpus.iter().enumerate() {
+        replays_statics(gpu, &doc["machine"]["gpus"][i]);
+        replays_readings(gpu, &doc["tick"]["gpus"][i]);
+        let procs: Vec<&serde_json::Value> = doc["tick"]["gpu_processes"]
+            .as_array()
+            .expect("processes")
+            .iter()
+            .filter(|p| p["gpu_index"] == i)
+            .collect();
+        for p in gpu.get("process").and_then(toml::Value::as_array).map_or(&[][..], Vec::as_slice) {
+            let pid = capture::json(p.get("pid"));
+            let row = procs.iter().find(|r| r["pid"] == pid).unwrap_or_else(|| panic!("GPU {i}: pid {pid}"));
+            assert_eq!(row["used_gpu_memory_bytes"], capture::json(p.get("used_bytes")), "pid {pid} memory");
+            if p.get("sm").is_some() {
+                assert_eq!(row["sm_util_pct"], capture::json(p.get("sm")), "pid {pid} SM");
+            }
+        }
     }
-    let procs = doc["tick"]["gpu_processes"].as_array().expect("processes");
-    let p455 = procs.iter().find(|p| p["pid"] == 455).expect("pid 455");
-    assert_eq!(p455["used_gpu_memory_bytes"], 4818_u64 << 20);
-    assert_eq!(p455["sm_util_pct"], 94);
+}
+
+/// `machine.gpus[i]` against the capture's `[[gpu]]`.
+fn replays_statics(gpu: &toml::Value, info: &serde_json::Value) {
+    let get = |k: &str| capture::json(gpu.get(k));
+    let int = |k: &str| gpu.get(k).and_then(toml::Value::as_integer).expect(k);
+    let mw =
+        |k: &str| gpu.get(k).and_then(toml::Value::as_integer).map_or(serde_json::Value::Null, |w| (w * 1000).into());
+    let bus = format!("{:04x}:{:02x}:{:02x}.0", int("pci_domain"), int("pci_bus"), int("pci_device"));
+    assert_eq!(info["pci_bus_id"], serde_json::json!(bus));
+    for (key, want) in [
+        ("name", get("name")),
+        ("uuid", get("uuid")),
+        ("compute_capability", serde_json::to_value(gpu.get("compute_capability")).expect("cc")),
+        ("mem_total_bytes", get("memory_total_bytes")),
+        ("max_sm_clock_mhz", get("max_sm_clock_mhz")),
+        ("max_mem_clock_mhz", get("max_mem_clock_mhz")),
+        ("power_limit_default_mw", mw("power_default_w")),
+        ("power_limit_min_mw", mw("power_min_w")),
+        ("power_limit_max_mw", mw("power_max_w")),
+        ("temp_slowdown_c", get("temp_slowdown_c")),
+        ("temp_shutdown_c", get("temp_shutdown_c")),
+        ("temp_gpu_max_c", get("temp_gpu_max_c")),
+        ("temp_mem_max_c", get("temp_mem_max_c")),
+        ("max_pcie_gen", get("pcie_max_gen")),
+        ("max_pcie_width", get("pcie_max_width")),
+        ("persistence_mode", get("persistence")),
+        ("ecc_enabled", get("ecc")),
+        ("mig_enabled", get("mig")),
+        ("display_active", get("display_active")),
+        ("gpm_supported", get("gpm")),
+    ] {
+        assert_eq!(info[key], want, "machine.gpus.{key}");
+    }
+    let arch = info["architecture"].as_str().map(str::to_lowercase);
+    assert_eq!(arch.as_deref(), gpu.get("architecture").and_then(toml::Value::as_str), "architecture");
+}
+
+/// `tick.gpus[i]` against the capture: each reading one of the phases' values, a call that answered an error N/A,
+/// the counters from where the card had them.
+fn replays_readings(gpu: &toml::Value, tick: &serde_json::Value) {
+    let one_of = |field: &str, wants: Vec<serde_json::Value>| {
+        if !wants.is_empty() {
+            assert!(wants.contains(&tick[field]), "tick.gpus.{field}: {} not one of {wants:?}", tick[field]);
+        }
+    };
+    for (field, key, factor) in [
+        ("util_pct", "util", 1.0),
+        ("mem_util_pct", "mem_util", 1.0),
+        ("mem_used_bytes", "mem_used_bytes", 1.0),
+        ("mem_free_bytes", "mem_free_bytes", 1.0),
+        ("power_mw", "power_w", 1000.0),
+        ("temp_c", "temp_c", 1.0),
+        ("mem_temp_c", "mem_temp_c", 1.0),
+        ("sm_clock_mhz", "sm_clock_mhz", 1.0),
+        ("mem_clock_mhz", "mem_clock_mhz", 1.0),
+        ("throttle_bits", "throttle", 1.0),
+        ("pstate", "pstate", 1.0),
+        ("pcie_gen", "pcie_gen", 1.0),
+        ("pcie_width", "pcie_width", 1.0),
+        ("enc_util_pct", "enc_util", 1.0),
+        ("dec_util_pct", "dec_util", 1.0),
+    ] {
+        one_of(field, capture::phase_values(gpu, key, factor));
+    }
+    // PCIe from GPM (MiB/s, as gpusight converts it) or from the throughput call.
+    for dir in ["rx", "tx"] {
+        let mut wants = capture::phase_values(gpu, &format!("pcie_{dir}_kbps"), 1.0);
+        wants.extend(capture::phase_values(gpu, &format!("gpm_pcie_{dir}_mib_s"), 1_048.576));
+        one_of(&format!("pcie_{dir}_kbps"), wants);
+    }
+    let get = |k: &str| capture::json(gpu.get(k));
+    assert_eq!(tick["mem_reserved_bytes"], get("memory_reserved_bytes"));
+    assert_eq!(tick["pcie_replay_count"], get("pcie_replay"));
+    let pending = tick["retired_pages_pending"].clone();
+    if capture::faulted(gpu, "nvmlDeviceGetRetiredPagesPendingStatus", &[]) {
+        assert!(pending.is_null(), "an error replays as N/A: {pending}");
+    } else {
+        assert_eq!(pending, get("retired_pages_pending"));
+    }
+    if let Some(start) = gpu.get("energy_start_mj").and_then(toml::Value::as_integer) {
+        // The counter goes on from the card's, at the captured power, for at most the --once deadline.
+        let (energy, start) = (tick["energy_mj"].as_u64().expect("energy"), start.cast_unsigned());
+        let most = capture::phase_values(gpu, "power_w", 1000.0).iter().filter_map(serde_json::Value::as_u64).max();
+        assert!(energy >= start && energy - start <= most.unwrap_or(0) * 10 + 1, "energy {energy} from {start}");
+    } else {
+        assert!(tick["energy_mj"].is_null(), "energy the card did not answer: {}", tick["energy_mj"]);
+    }
+    let throttle = gpu.get("throttle_ns_start").and_then(toml::Value::as_array).expect("throttle start");
+    let sw_power = throttle[0].as_integer().expect("a counter").cast_unsigned();
+    if !capture::faulted(gpu, "nvmlDeviceGetFieldValues", &[74]) {
+        assert!(tick["throttle_ns"]["sw_power_cap_ns"].as_u64().is_some_and(|v| v >= sw_power), "{tick}");
+    }
+    let ecc = gpu.get("ecc_start").and_then(toml::Value::as_array).expect("ECC start");
+    let ecc_off = gpu.get("ecc").and_then(toml::Value::as_bool) == Some(false);
+    if ecc_off || capture::faulted(gpu, "nvmlDeviceGetTotalEccErrors", &[0, 1]) {
+        assert!(tick["ecc"]["aggregate_corrected"].is_null(), "{tick}");
+    } else {
+        assert_eq!(tick["ecc"]["aggregate_corrected"], capture::json(ecc.get(2)));
+    }
 }
 
 /// `--once --json` on the HGX board: each NVLink link with its speed, its data counters and the rates between the

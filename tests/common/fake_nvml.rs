@@ -32,6 +32,41 @@ pub fn lib() -> &'static Path {
     })
 }
 
+static CAPTURE: OnceLock<PathBuf> = OnceLock::new();
+
+/// The capture tool (`tools/nvml_capture.rs`), built on first use like [`lib`].
+pub fn capture_tool() -> &'static Path {
+    CAPTURE.get_or_init(|| {
+        let profile_dir = Path::new(BIN).parent().expect("the binary's directory");
+        let target_dir = profile_dir.parent().expect("the target directory");
+        let mut build = Command::new(env!("CARGO"));
+        build
+            .args(["build", "--locked", "--quiet", "--example", "nvml_capture"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            build.arg("--release");
+        }
+        let status = build.status().expect("run cargo build --example nvml_capture");
+        assert!(status.success(), "cargo build --example nvml_capture failed");
+        let tool = profile_dir.join("examples").join("nvml_capture");
+        assert!(tool.is_file(), "{} was not built", tool.display());
+        tool
+    })
+}
+
+/// A capture (`nvml_capture SAMPLES INTERVAL`) of the fake NVML playing `scenario`, as TOML.
+pub fn capture_of(scenario: &str, samples: u32, interval: &str) -> String {
+    let out = Command::new(capture_tool())
+        .args([&samples.to_string(), interval])
+        .env("GPUSIGHT_NVML_LIB", lib())
+        .env("GPUSIGHT_FAKE_NVML", scenario)
+        .output()
+        .expect("run nvml_capture");
+    assert!(out.status.success(), "nvml_capture failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("a UTF-8 capture")
+}
+
 /// `gpusight ARGS` as [`command`] sets it up, on the fake NVML playing `scenario`.
 pub fn command_on(scenario: &str, args: &[&str]) -> Command {
     let mut c = command(args);

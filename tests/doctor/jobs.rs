@@ -124,5 +124,7 @@ fn doctor_names_comm_bound_ranks_the_spinning_input_rank_and_what_it_cannot_judg
     assert!(not_judged.contains("gpu-underfed") && not_judged.contains("--pid=host"), "{not_judged}");
     let mig = doctor(&["--synthetic", "mig-slice-busy", "--duration", "90s"]);
     assert_eq!(warnings(&mig), Vec::<String>::new(), "{mig}");
-    assert!(mig["not_judged"].to_string().contains("per-slice readings"), "{mig}");
+    let not_judged = mig["not_judged"].to_string();
+    assert!(not_judged.contains("util-misleading") && not_judged.contains("has no per-slice reading"), "{mig}");
+    assert!(!not_judged.contains("cpu-bound-input"), "judged on its slice's SM activity: {mig}");
 }

@@ -16,8 +16,9 @@ const MIB: u64 = 1 << 20;
 pub fn pci_info(gpu: &Gpu) -> nvmlPciInfo_t {
     let mut busid = [0 as c_char; 32];
     let mut legacy = [0 as c_char; 16];
-    let long = format!("{:08X}:{:02X}:00.0", 0, gpu.pci_bus);
-    let short = format!("{:04X}:{:02X}:00.0", 0, gpu.pci_bus);
+    let (domain, device) = (gpu.spec.pci_domain, gpu.spec.pci_device);
+    let long = format!("{domain:08X}:{:02X}:{device:02X}.0", gpu.pci_bus);
+    let short = format!("{domain:04X}:{:02X}:{device:02X}.0", gpu.pci_bus);
     for (dst, b) in busid.iter_mut().zip(long.bytes()) {
         *dst = b as c_char;
     }
@@ -26,11 +27,11 @@ pub fn pci_info(gpu: &Gpu) -> nvmlPciInfo_t {
     }
     nvmlPciInfo_t {
         busIdLegacy: legacy,
-        domain: 0,
+        domain,
         bus: gpu.pci_bus,
-        device: 0,
-        pciDeviceId: 0x2335_10de,
-        pciSubSystemId: 0x18be_10de,
+        device,
+        pciDeviceId: gpu.spec.pci_device_id,
+        pciSubSystemId: gpu.spec.pci_subsystem_id,
         busId: busid,
     }
 }
@@ -67,14 +68,25 @@ device_fn!(nvmlDeviceGetEccMode(current: *mut c_uint, pending: *mut c_uint) |d| 
     put(pending, u32::from(d.gpu.spec.ecc))
 });
 
-device_fn!(nvmlDeviceGetMemoryInfo_v2(memory: *mut nvmlMemory_v2_t) |d| {
-    let (total, used) = match d.mig {
-        Some((_, m)) => (m.memory_total_mib * MIB, m.memory_used_mib * MIB),
-        None => (d.gpu.spec.memory_total_mib * MIB, d.phase().mem_used_mib * MIB),
+/// (total, reserved, used, free) in bytes: a capture's exact figures where it has them, else from the MiB ones.
+fn memory_of(d: &Dev) -> (u64, u64, u64, u64) {
+    let (total, reserved, used, free) = if let Some((_, m)) = d.mig {
+        (m.memory_total_mib * MIB, 0, m.memory_used_mib * MIB, None)
+    } else {
+        let (s, p) = (&d.gpu.spec, d.phase());
+        (
+            s.memory_total_bytes.unwrap_or(s.memory_total_mib * MIB),
+            s.memory_reserved_bytes.unwrap_or(s.memory_reserved_mib * MIB),
+            p.mem_used_bytes.unwrap_or(p.mem_used_mib * MIB),
+            p.mem_free_bytes,
+        )
     };
-    let reserved = if d.mig.is_some() { 0 } else { d.gpu.spec.memory_reserved_mib * MIB };
     let used = used.min(total.saturating_sub(reserved));
-    let free = total.saturating_sub(reserved + used);
+    (total, reserved, used, free.unwrap_or_else(|| total.saturating_sub(reserved + used)))
+}
+
+device_fn!(nvmlDeviceGetMemoryInfo_v2(memory: *mut nvmlMemory_v2_t) |d| {
+    let (total, reserved, used, free) = memory_of(&d);
     let version = if memory.is_null() { 0 } else { (*memory).version };
     put(memory, nvmlMemory_v2_t { version, total, reserved, free, used })
 });
@@ -89,6 +101,7 @@ device_fn!(nvmlDeviceGetUtilizationRates(u: *mut nvmlUtilization_t) |d| {
 });
 device_fn!(nvmlDeviceGetClockInfo(kind: c_uint, clock: *mut c_uint) |d| {
     d.whole_gpu_only()?;
+    d.arg_faults("nvmlDeviceGetClockInfo", &[kind])?;
     let p = d.phase();
     // NVML_CLOCK_GRAPHICS 0, SM 1, MEM 2, VIDEO 3.
     match kind {
@@ -98,6 +111,7 @@ device_fn!(nvmlDeviceGetClockInfo(kind: c_uint, clock: *mut c_uint) |d| {
     }
 });
 device_fn!(nvmlDeviceGetMaxClockInfo(kind: c_uint, clock: *mut c_uint) |d| {
+    d.arg_faults("nvmlDeviceGetMaxClockInfo", &[kind])?;
     match kind {
         0 | 1 => put(clock, d.gpu.spec.max_sm_clock_mhz),
         2 => put(clock, d.gpu.spec.max_mem_clock_mhz),
@@ -124,10 +138,11 @@ device_fn!(nvmlDeviceGetPowerManagementLimitConstraints(min: *mut c_uint, max: *
 device_fn!(nvmlDeviceGetTotalEnergyConsumption(energy: *mut c_ulonglong) |d| {
     d.whole_gpu_only()?;
     let joules = d.gpu.spec.integrate(d.machine.now(), |p| p.power_w);
-    put(energy, d.gpu.spec.energy_start_mj + (joules * 1000.0) as u64)
+    put(energy, d.gpu.spec.energy_start_mj.saturating_add((joules * 1000.0) as u64))
 });
 device_fn!(nvmlDeviceGetTemperature(sensor: c_uint, temp: *mut c_uint) |d| {
     d.whole_gpu_only()?;
+    d.arg_faults("nvmlDeviceGetTemperature", &[sensor])?;
     if sensor != 0 {
         return Err(ret::INVALID_ARGUMENT);
     }
@@ -135,6 +150,7 @@ device_fn!(nvmlDeviceGetTemperature(sensor: c_uint, temp: *mut c_uint) |d| {
 });
 device_fn!(nvmlDeviceGetTemperatureThreshold(kind: c_uint, temp: *mut c_uint) |d| {
     // SHUTDOWN 0, SLOWDOWN 1, MEM_MAX 2, GPU_MAX 3.
+    d.arg_faults("nvmlDeviceGetTemperatureThreshold", &[kind])?;
     let s = &d.gpu.spec;
     match kind {
         0 => put(temp, s.temp_shutdown_c),
@@ -146,6 +162,7 @@ device_fn!(nvmlDeviceGetTemperatureThreshold(kind: c_uint, temp: *mut c_uint) |d
 });
 device_fn!(nvmlDeviceGetNumFans(fans: *mut c_uint) |d| { put(fans, d.gpu.spec.fans) });
 device_fn!(nvmlDeviceGetFanSpeed_v2(fan: c_uint, speed: *mut c_uint) |d| {
+    d.arg_faults("nvmlDeviceGetFanSpeed_v2", &[fan])?;
     if fan >= d.gpu.spec.fans {
         return Err(ret::INVALID_ARGUMENT);
     }
@@ -179,6 +196,7 @@ device_fn!(nvmlDeviceGetMaxPcieLinkGeneration(gen_: *mut c_uint) |d| { put(gen_,
 device_fn!(nvmlDeviceGetMaxPcieLinkWidth(width: *mut c_uint) |d| { put(width, d.gpu.spec.pcie_max_width) });
 device_fn!(nvmlDeviceGetPcieThroughput(counter: c_uint, value: *mut c_uint) |d| {
     d.whole_gpu_only()?;
+    d.arg_faults("nvmlDeviceGetPcieThroughput", &[counter])?;
     let p = d.phase();
     // TX_BYTES 0, RX_BYTES 1. The real call samples a 20 ms window; the fake answers at once.
     match counter {
@@ -202,14 +220,16 @@ device_fn!(nvmlDeviceGetTotalEccErrors(kind: c_uint, counter: c_uint, count: *mu
     if !d.gpu.spec.ecc {
         return Err(ret::NOT_SUPPORTED);
     }
-    let _ = counter;
+    // Error type: corrected 0, uncorrected 1; counter type: volatile 0, aggregate 1.
+    d.arg_faults("nvmlDeviceGetTotalEccErrors", &[kind, counter])?;
     let t = d.machine.now();
     let n = if kind == 0 {
         d.gpu.spec.integrate(t, |p| p.ecc_corrected_per_s)
     } else {
         d.gpu.spec.integrate(t, |p| p.ecc_uncorrected_per_s)
     };
-    put(count, n as u64)
+    let start = d.gpu.spec.ecc_start[((counter.min(1) * 2) + kind.min(1)) as usize];
+    put(count, start.saturating_add(n as u64))
 });
 device_fn!(nvmlDeviceGetRetiredPagesPendingStatus(pending: *mut c_uint) |d| {
     put(pending, u32::from(d.gpu.spec.retired_pages_pending))
@@ -217,27 +237,37 @@ device_fn!(nvmlDeviceGetRetiredPagesPendingStatus(pending: *mut c_uint) |d| {
 device_fn!(nvmlDeviceGetRemappedRows(corr: *mut c_uint, unc: *mut c_uint, pending: *mut c_uint, failed: *mut c_uint) |d| {
     put(corr, d.gpu.spec.remapped_rows[0])?;
     put(unc, d.gpu.spec.remapped_rows[1])?;
-    put(pending, 0)?;
-    put(failed, 0)
+    put(pending, u32::from(d.gpu.spec.remapped_rows_pending))?;
+    put(failed, u32::from(d.gpu.spec.remapped_rows_failure))
 });
 device_fn!(nvmlDeviceGetTopologyCommonAncestor(other: nvmlDevice_t, level: *mut nvmlGpuTopologyLevel_t) |d| {
     let o = crate::machine::device("nvmlDeviceGetTopologyCommonAncestor", other)?;
+    d.arg_faults("nvmlDeviceGetTopologyCommonAncestor", &[o.gpu.index])?;
+    if let Some(&at) = d.gpu.spec.topology.get(o.gpu.index as usize) {
+        return put(level, at);
+    }
     // Pairs of neighbours share a PCIe switch; the others meet at the host bridge (0) or the node.
     let same_pair = d.gpu.index / 2 == o.gpu.index / 2;
     put(level, if d.gpu.index == o.gpu.index { 0 } else if same_pair { 10 } else { 40 })
 });
 device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *mut nvmlGpuP2PStatus_t) |d| {
     let o = crate::machine::device("nvmlDeviceGetP2PStatus", other)?;
-    // P2P_CAPS_INDEX_NVLINK is 3; status 0 is OK, 5 (NOT_SUPPORTED) otherwise.
+    d.arg_faults("nvmlDeviceGetP2PStatus", &[o.gpu.index, index])?;
+    if let (2, Some(&s)) = (index, d.gpu.spec.p2p_nvlink.get(o.gpu.index as usize)) {
+        return put(status, s);
+    }
+    // P2P_CAPS_INDEX_NVLINK is 2; status 0 is OK, 5 (NOT_SUPPORTED) otherwise.
     let both_nvlink = d.gpu.spec.nvlink.is_some() && o.gpu.spec.nvlink.is_some();
-    put(status, if index == 3 && both_nvlink { 0 } else { 5 })
+    put(status, if index == 2 && both_nvlink { 0 } else { 5 })
 });
 
 /// An NVLink field of one link (`scope`), or for 138 and 139 of all links (scope `u32::MAX`): the speed (164,
-/// MB/s; 0 for a link that is down) and the TX (138) and RX (139) data counters, KiB since the start: the phase's
-/// NVLink rate shared evenly by the links that are up (a link that went down keeps what it carried until then).
+/// MB/s; 0 for a link that is down) and the TX (138) and RX (139) data counters, KiB: where the link's counters
+/// start (a capture) plus what it carried since: its own rate where the phase gives each link's (a capture), else
+/// the phase's NVLink rate shared evenly by the links that are up (a link that went down keeps what it carried
+/// until then).
 fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_t), u32> {
-    use crate::scenario::NvlinkField;
+    use crate::scenario::{NvlinkField, Phase};
     let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
     let kind = if id == 164 { NvlinkField::Speed } else { NvlinkField::Throughput };
     if links.not_supported.contains(&kind) {
@@ -250,17 +280,22 @@ fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_
         let speed = if links.is_down(scope, t) { 0 } else { links.speed_of(scope) };
         return Ok((1, nvmlValue_t { uiVal: speed }));
     }
-    let rate = if id == 138 {
-        |p: &crate::scenario::Phase| p.nvlink_tx_mib_s
+    // RX first, as the capture's `traffic_start_kib` pairs are.
+    let (dir, total, per_link): (usize, fn(&Phase) -> f64, fn(&Phase) -> &[f64]) = if id == 139 {
+        (0, |p| p.nvlink_rx_mib_s, |p| &p.nvlink_link_rx_mib_s)
     } else {
-        |p: &crate::scenario::Phase| p.nvlink_rx_mib_s
+        (1, |p| p.nvlink_tx_mib_s, |p| &p.nvlink_link_tx_mib_s)
     };
+    let start = |l: usize| links.traffic_start_kib.get(l).map_or(0.0, |s| s[dir] as f64);
     let kib = if scope == u32::MAX {
-        d.gpu.spec.integrate(t, rate) * 1024.0
-    } else if links.is_down(scope, t) {
-        d.gpu.spec.integrate(links.down_from_s, rate) * 1024.0 / f64::from(links.links.max(1))
+        let all = |p: &Phase| if per_link(p).is_empty() { total(p) } else { per_link(p).iter().sum() };
+        (0..links.links as usize).map(start).sum::<f64>() + d.gpu.spec.integrate(t, all) * 1024.0
     } else {
-        d.gpu.spec.integrate(t, rate) * 1024.0 / f64::from(links.up_count(t).max(1))
+        let (until, sharing) =
+            if links.is_down(scope, t) { (links.down_from_s, links.links) } else { (t, links.up_count(t)) };
+        let sharing = f64::from(sharing.max(1));
+        let own = |p: &Phase| per_link(p).get(scope as usize).copied().unwrap_or_else(|| total(p) / sharing);
+        start(scope as usize) + d.gpu.spec.integrate(until, own) * 1024.0
     };
     Ok((3, nvmlValue_t { ullVal: kib as u64 }))
 }
@@ -269,7 +304,15 @@ fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_
 fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> {
     let p = d.phase();
     let t = d.machine.now();
-    let counter = |i: usize| d.gpu.spec.integrate(t, |p| p.throttle_ns_per_s[i]) as u64;
+    let counter = |i: usize| {
+        d.gpu.spec.throttle_ns_start[i].saturating_add(d.gpu.spec.integrate(t, |p| p.throttle_ns_per_s[i]) as u64)
+    };
+    // A capture's per-field answer: the field's own error (ids in either numbering: 269-271 are 251-253), for
+    // every scope (`args = [id]`) or one (`args = [id, scope]`: an NVLink field of one link).
+    let canonical = if (269..=271).contains(&id) { id - 18 } else { id };
+    for fid in [id, canonical] {
+        crate::machine::arg_faults("nvmlDeviceGetFieldValues", d.gpu, t, &[fid, scope])?;
+    }
     // valueType: 0 double, 1 unsigned int, 3 unsigned long long.
     match id {
         82 => Ok((1, nvmlValue_t { uiVal: p.mem_temp_c })),

@@ -158,14 +158,20 @@ pub unsafe extern "C" fn nvmlGpmMetricsGet(request: *mut nvmlGpmMetricsGet_t) ->
                 3 => Some(phase.gpm_occupancy),
                 5 => Some(phase.gpm_tensor),
                 10 => Some(phase.gpm_dram),
-                // PCIe in MiB/s from the KB/s readings; NVLink totals in MiB/s.
-                20 => Some(f64::from(phase.pcie_tx_kbps) / 1024.0),
-                21 => Some(f64::from(phase.pcie_rx_kbps) / 1024.0),
+                // PCIe in MiB/s: a capture's own, else from the KB/s readings (KB of 1,000 bytes, as gpusight
+                // converts them back); NVLink totals in MiB/s.
+                20 => Some(phase.gpm_pcie_tx_mib_s.unwrap_or(f64::from(phase.pcie_tx_kbps) / 1_048.576)),
+                21 => Some(phase.gpm_pcie_rx_mib_s.unwrap_or(f64::from(phase.pcie_rx_kbps) / 1_048.576)),
                 60 => gpu.spec.nvlink.as_ref().map(|_| phase.nvlink_rx_mib_s),
                 61 => gpu.spec.nvlink.as_ref().map(|_| phase.nvlink_tx_mib_s),
                 _ => None,
             };
             metric.metricInfo = info();
+            // A capture's per-metric answer: the metric's own error.
+            if let Err(code) = machine::arg_faults(call, gpu, m.now(), &[metric.metricId]) {
+                metric.nvmlReturn = code;
+                continue;
+            }
             match value {
                 Some(v) => {
                     metric.value = v;

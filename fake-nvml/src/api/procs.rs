@@ -48,7 +48,11 @@ unsafe fn list(d: &Dev, graphics: bool, count: *mut c_uint, infos: *mut nvmlProc
         let info = nvmlProcessInfo_t {
             pid: *pid,
             // NVML_VALUE_NOT_AVAILABLE (unsigned long long -1) when the driver cannot tell.
-            usedGpuMemory: spec.used_mib.map_or(u64::MAX, |m| m << 20),
+            usedGpuMemory: if spec.used_unknown {
+                u64::MAX
+            } else {
+                spec.used_bytes.or(spec.used_mib.map(|m| m << 20)).unwrap_or(u64::MAX)
+            },
             gpuInstanceId: gi,
             computeInstanceId: ci,
         };
@@ -92,6 +96,7 @@ device_fn!(nvmlDeviceGetProcessUtilization(
     }
     let mut procs = running(&d, false);
     procs.extend(running(&d, true));
+    procs.retain(|(_, spec)| !spec.no_samples);
     let n = u32::try_from(procs.len()).unwrap_or(u32::MAX);
     if n == 0 {
         return Err(ret::NOT_FOUND);

@@ -1,6 +1,7 @@
 //! What the rules cannot judge, said rather than guessed: GPU processes gpusight cannot see (their host PIDs are
-//! outside its PID namespace: a container without `--pid=host`), and GPUs in MIG mode, whose whole-GPU
-//! utilization and SM activity do not describe what one slice does.
+//! outside its PID namespace: a container without `--pid=host`), and on GPUs in MIG mode the rules that need a
+//! reading a slice does not have (NVML utilization, PCIe, DRAM activity per slice), or every rule over the GPU's work
+//! where the slices carry no SM activity. The rules in [`SLICE_RULES`] judge each slice by its own readings.
 //!
 //! [`judged`] drops the observations of the rules that would judge from what is not there; [`not_judged`] says so,
 //! one visibility finding per GPU whose processes cannot be seen (mig-active says it for MIG).
@@ -27,25 +28,61 @@ pub const PROCESS_RULES: [Rule; 12] = [
     Rule::CompileWarmup,
 ];
 
-/// The rules that judge how much a GPU works from its whole-GPU utilization or GPM SM activity: on a MIG GPU
-/// these describe the card, not the slice a job runs in (a 1g slice flat out is a seventh of the SMs).
-pub const MIG_BLIND_RULES: [Rule; 15] = [
+/// The rules that judge how much a GPU works and that, on a GPU in MIG mode, judge each slice by its own readings
+/// (GPM SM activity of its GPU instance, see `advice::place`): a 1g slice flat out is busy, whatever the card's 13 %.
+/// Where the slices carry no SM activity (a driver without GPM per GPU instance) they are not judged.
+pub const SLICE_RULES: [Rule; 8] = [
     Rule::InputBound,
     Rule::CpuBoundInput,
-    Rule::UtilMisleading,
-    Rule::LaunchBound,
-    Rule::H2dCopyBound,
+    Rule::MainThreadBound,
     Rule::CpuQuotaThrottled,
     Rule::RemoteDatasetStall,
     Rule::GpuUnderfed,
-    Rule::MemoryBound,
-    Rule::RankStraggler,
-    Rule::CollectiveHang,
-    Rule::CommBound,
-    Rule::MainThreadBound,
     Rule::CpusPinned,
     Rule::CompileWarmup,
 ];
+
+/// Why a rule that needs NVML utilization cannot judge a slice.
+const NO_SLICE_UTIL: &str = "NVML utilization has no per-slice reading: it is the card's, N/A under MIG";
+
+/// Why a rule that needs PCIe traffic cannot judge a slice.
+const NO_SLICE_PCIE: &str = "PCIe throughput has no per-slice reading: one link, shared by every slice";
+
+/// Why the rules over a job's ranks cannot judge ranks on slices.
+const RANKS_BY_UTIL: &str =
+    "they compare ranks by NVML utilization, where NCCL's spinning kernels show, and a slice has none";
+
+/// The rules over how much a GPU works that stay not judged on a GPU in MIG mode, each with the reading it needs
+/// that a slice does not have.
+pub const MIG_UNJUDGED: [(Rule, &str); 7] = [
+    (Rule::UtilMisleading, NO_SLICE_UTIL),
+    (Rule::LaunchBound, NO_SLICE_UTIL),
+    (Rule::H2dCopyBound, NO_SLICE_PCIE),
+    (Rule::CommBound, NO_SLICE_PCIE),
+    (Rule::MemoryBound, "DRAM and tensor activity are not read per slice: gpusight reads SM activity per GPU instance"),
+    (Rule::RankStraggler, RANKS_BY_UTIL),
+    (Rule::CollectiveHang, RANKS_BY_UTIL),
+];
+
+/// The rules not judged on a MIG GPU whose slices carry no SM activity: every rule over its work.
+pub fn mig_unread_rules() -> impl Iterator<Item = Rule> {
+    SLICE_RULES.into_iter().chain(MIG_UNJUDGED.iter().map(|(r, _)| *r))
+}
+
+/// "util-misleading, launch-bound (needs NVML utilization, ...); h2d-copy-bound, comm-bound (needs PCIe ...); ...":
+/// the rules not judged on MIG, grouped by the reason.
+#[must_use]
+pub fn mig_unjudged_said() -> String {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for (rule, why) in MIG_UNJUDGED {
+        match groups.iter_mut().find(|(w, _)| *w == why) {
+            Some((_, rules)) => rules.push(rule.name()),
+            None => groups.push((why, vec![rule.name()])),
+        }
+    }
+    let parts: Vec<String> = groups.iter().map(|(why, rules)| format!("{} ({why})", rules.join(", "))).collect();
+    parts.join("; ")
+}
 
 /// Whether the host details of a process are out of reach: its PID is outside gpusight's PID namespace.
 fn outside(ctx: &Ctx<'_>, pid: u32) -> bool {
@@ -61,17 +98,18 @@ fn unseen(ctx: &Ctx<'_>, gpu_index: u32) -> (Vec<u32>, bool) {
     (out, all)
 }
 
-/// Whether a GPU runs in MIG mode.
-pub fn mig(ctx: &Ctx<'_>, gpu_index: u32) -> bool {
-    ctx.gpu_info(gpu_index).is_some_and(|g| g.mig_enabled == Some(true))
-}
-
 /// Whether a rule's finding rests on readings that exist: not a process rule about a process that cannot be seen
-/// (or about a GPU none of whose processes can be), not a rule over whole-GPU work on a MIG GPU.
+/// (or about a GPU none of whose processes can be); on a GPU in MIG mode, only a rule judged per slice, about a slice
+/// whose SM activity is read.
 pub fn judged(ctx: &Ctx<'_>, finding: &Finding) -> bool {
     let Some(gpu) = finding.gpu_index else { return true };
-    if MIG_BLIND_RULES.contains(&finding.rule) && mig(ctx, gpu) {
-        return false;
+    if ctx.mig(gpu) {
+        if MIG_UNJUDGED.iter().any(|(r, _)| *r == finding.rule) {
+            return false;
+        }
+        if SLICE_RULES.contains(&finding.rule) && (finding.gpu_instance_id.is_none() || !ctx.slices_read(gpu)) {
+            return false;
+        }
     }
     if !PROCESS_RULES.contains(&finding.rule) {
         return true;

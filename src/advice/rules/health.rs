@@ -543,30 +543,44 @@ fn slices_said(ctx: &Ctx<'_>, gpus: &[u32]) -> String {
     if parts.is_empty() { String::new() } else { format!("slices: {}; ", parts.join(", ")) }
 }
 
-/// mig-active: MIG is enabled, so processes see a slice, not the whole card; says which rules are not judged there
-/// (see `blind::MIG_BLIND_RULES`).
+/// mig-active: MIG is enabled, so processes see a slice, not the whole card; says which rules are still not judged
+/// there (see `blind::MIG_UNJUDGED`), and where the slices carry no SM activity, that none over the GPU's work is.
 #[must_use]
 pub fn mig_active(ctx: &Ctx<'_>) -> Vec<Observation> {
     let gpus: Vec<u32> = ctx.machine.gpus.iter().filter(|g| g.mig_enabled == Some(true)).map(|g| g.index).collect();
     if gpus.is_empty() {
         return Vec::new();
     }
-    let blind: Vec<&str> = super::blind::MIG_BLIND_RULES.iter().map(|r| r.name()).collect();
+    let unread: Vec<u32> = gpus.iter().copied().filter(|g| !ctx.slices_read(*g)).collect();
+    let unread_said = if unread.is_empty() {
+        String::new()
+    } else {
+        let rules: Vec<&str> = super::blind::SLICE_RULES.iter().map(|r| r.name()).collect();
+        format!(
+            "; no slice SM activity on {} (no GPM per GPU instance from this driver), so these are not judged there \
+             either: {}",
+            gpus_label(&unread),
+            rules.join(", ")
+        )
+    };
     let finding = Finding {
         title: format!("MIG is enabled on {}", gpus_label(&gpus)),
         evidence: format!(
-            "MIG mode on for {}; {}whole-GPU utilization and SM activity do not describe a slice, so these are not \
-             judged there: {}",
+            "MIG mode on for {}; {}each slice's work is judged by its own SM activity; not judged there (a slice has \
+             no utilization, PCIe or DRAM reading of its own): {}{unread_said}",
             gpus_label(&gpus),
             slices_said(ctx, &gpus),
-            blind.join(", ")
+            super::blind::MIG_UNJUDGED.iter().map(|(r, _)| r.name()).collect::<Vec<_>>().join(", "),
         ),
         remedy: "Check that the MIG layout is the one you expect (`nvidia-smi mig -lgi`); a job sees one slice, not \
                  the card."
             .to_owned(),
-        explanation: "With MIG, each instance has a fraction of the SMs and memory; whole-GPU utilization and memory \
-                      figures do not describe what one job gets."
-            .to_owned(),
+        explanation: format!(
+            "With MIG, each instance has a fraction of the SMs and memory; whole-GPU utilization and memory figures do \
+             not describe what one job gets, so the rules over a GPU's work judge each slice by its own SM activity \
+             (GPM per GPU instance). Not judged on MIG: {}.",
+            super::blind::mig_unjudged_said()
+        ),
         ..draft(Rule::MigActive, Severity::Info, single(&gpus), None, ctx.now_ms)
     };
     vec![Observation::holds(finding)]

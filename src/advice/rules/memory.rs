@@ -259,7 +259,7 @@ impl Activity {
         let process = ctx.process(pid)?;
         let gpu = ctx.history.gpu(gpu_index)?;
         let span = Span::of(&process.times, secs, t.min_window_coverage)?;
-        let sole = ctx.compute_processes().iter().filter(|(g, _)| *g == gpu_index).count() == 1;
+        let sole = ctx.compute_count_on(gpu_index) == 1;
         let pairs = align(ctx.history, process, &span);
         let mut out =
             Self { span, idle: Vec::new(), times: Vec::new(), ran: 0, own_max: None, util_max: None, util_mean: None };

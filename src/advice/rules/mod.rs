@@ -79,6 +79,7 @@ pub fn draft(rule: Rule, severity: Severity, gpu_index: Option<u32>, pid: Option
         severity,
         gpu_index,
         pid,
+        gpu_instance_id: None,
         title: String::new(),
         evidence: String::new(),
         remedy: String::new(),
@@ -114,6 +115,8 @@ mod catalogue_tests;
 mod input_tests;
 #[cfg(test)]
 mod jobs_tests;
+#[cfg(test)]
+mod mig_tests;
 #[cfg(test)]
 mod ranks_tests;
 #[cfg(test)]

@@ -124,7 +124,7 @@ fn pinned_finding(
     pw: &ProcWindow<'_>,
     (allowed, workers, busy, idle): (u32, u32, Option<f64>, u32),
     share: f64,
-    gw: &super::waiting::GpuWindow,
+    gw: &super::waiting::GpuWindow<'_>,
 ) -> Observation {
     let t = ctx.t;
     let process = ctx.host_process(pid);
@@ -134,7 +134,8 @@ fn pinned_finding(
     let plural = if workers == 1 { "" } else { "s" };
     let finding = Finding {
         title: format!(
-            "GPU {gpu_index} waits: PID {pid} may run on {allowed} CPUs for {workers} DataLoader worker{plural}"
+            "{} waits: PID {pid} may run on {allowed} CPUs for {workers} DataLoader worker{plural}",
+            gw.place.label()
         ),
         evidence: format!(
             "{}; PID {pid} may run on {allowed} CPUs (Cpus_allowed_list {list}), set by {}; its {workers} \
@@ -157,6 +158,7 @@ fn pinned_finding(
                       batches. No quota throttles them, so cgroup counters show nothing; the busy share of the \
                       allowed CPUs does."
             .to_owned(),
+        gpu_instance_id: gw.place.gpu_instance_id(),
         ..draft(Rule::CpusPinned, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
     };
     let enter = gw.span.covered && pw.span.covered && share >= t.enter_share;
@@ -191,7 +193,7 @@ pub fn compile_warmup(ctx: &Ctx<'_>) -> Vec<Observation> {
             .find(|p| p.ppid == Some(pid) && p.is_compile_worker())
             .map_or_else(String::new, |p| format!(" (PID {})", p.pid));
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits while PID {pid} compiles its model (torch.compile warming up)"),
+            title: format!("{} waits while PID {pid} compiles its model (torch.compile warming up)", gw.place.label()),
             evidence: format!(
                 "PID {pid} started {} ago; {compilers} torch.compile worker{}{worker} alive, {busy_compilers} busy; its \
                  busiest thread at {} of one core (median); {}",
@@ -211,6 +213,7 @@ pub fn compile_warmup(ctx: &Ctx<'_>) -> Vec<Observation> {
                           is done the GPU waits, and the signs of a starved job (a pegged main thread, a busy child \
                           process) are the compiler's. The compile workers are not DataLoader workers."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::CompileWarmup, Severity::Info, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         // Said once the GPU's and the process's windows are covered, as the other causes of a waiting GPU.

@@ -192,14 +192,14 @@ fn processes_outside_the_pid_namespace_are_not_judged() {
 }
 
 #[test]
-fn a_busy_mig_slice_is_not_judged_from_whole_gpu_readings() {
+fn a_busy_mig_slice_is_judged_by_its_own_sm_activity_not_the_whole_gpus() {
     let f = Build::new("mig-slice-busy").findings(90);
     for rule in [Rule::CpuBoundInput, Rule::GpuUnderfed, Rule::UtilMisleading, Rule::LaunchBound, Rule::InputBound] {
         assert!(!has(&f, rule), "{rule:?}: {f:#?}");
     }
     let mig = get(&f, Rule::MigActive);
-    assert!(mig.evidence.contains("not judged there:"), "{}", mig.evidence);
-    assert!(mig.evidence.contains("cpu-bound-input"), "{}", mig.evidence);
+    assert!(mig.evidence.contains("not judged there ("), "{}", mig.evidence);
+    assert!(mig.evidence.contains("util-misleading") && !mig.evidence.contains("cpu-bound-input"), "{}", mig.evidence);
     // Its neighbour: the same job with MIG off is called cpu-bound, as its numbers say.
     let whole = Build::new("mig-slice-busy")
         .machine(|m| m.gpus.iter_mut().for_each(|g| g.mig_enabled = Some(false)))

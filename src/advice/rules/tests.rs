@@ -171,8 +171,8 @@ fn starvation_is_judged_by_mean_utilization() {
 }
 
 #[test]
-fn starvation_under_mig_uses_gpm_sm_activity() {
-    // MIG: NVML utilization is N/A; GPM SM activity says whether the slice works.
+fn starvation_with_utilization_na_uses_gpm_sm_activity() {
+    // NVML utilization N/A: GPM SM activity says whether the GPU works (on a MIG GPU, its slice's: mig_tests.rs).
     let mig = Build::new("input-bound").tick(|_, t| t.gpus[0].util_pct = None);
     assert!(has(&mig.findings(60), Rule::InputBound));
     let busy_mig = Build::new("input-bound").tick(|_, t| {

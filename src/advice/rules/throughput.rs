@@ -6,17 +6,22 @@
 //! utilization over the window, so a job that waits 2 s of every 3 is seen even though a third of its 1 s samples
 //! read 100 %.
 
+use super::super::place::Place;
 use super::super::window::{
     Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, median, pct_label, share_label, share_of,
 };
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
-use crate::history::{GpuSeries, InputSample, ProcessSeries};
+use crate::history::{InputSample, ProcessSeries};
 use crate::sample::ProcessRole;
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
 struct ProcessSamples {
     span: Span,
+    /// Where the process works, for people: "GPU 0", or "GPU 0 slice 1g.18gb (GI 7)" on a MIG GPU.
+    at: String,
+    /// Its slice's GPU instance id, on a MIG GPU.
+    gpu_instance_id: Option<u32>,
     /// Judge the GPU's work by SM activity: its utilization may be NCCL spinning (see [`spin_inflated`]).
     by_sm: bool,
     times: Vec<u64>,
@@ -45,7 +50,8 @@ struct ProcessSamples {
 /// A GPU process, its GPU and its window: what both rules need before they look at the samples.
 struct Subject<'a> {
     process: &'a ProcessSeries,
-    gpu: &'a GpuSeries,
+    /// The GPU, or on a MIG GPU the process's slice, whose work is judged.
+    place: Place<'a>,
     span: Span,
 }
 
@@ -62,30 +68,25 @@ fn mean(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 impl<'a> Subject<'a> {
     fn of(ctx: &Ctx<'a>, gpu_index: u32, pid: u32) -> Option<Self> {
         let process = ctx.process(pid)?;
-        let gpu = ctx.history.gpu(gpu_index)?;
+        let place = ctx.place(gpu_index, pid)?;
         let span = Span::of(&process.times, ctx.t.window_s, ctx.t.min_window_coverage)?;
-        Some(Self { process, gpu, span })
+        Some(Self { process, place, span })
     }
 
-    /// For each GPU (by NVML index), whether its mean utilization over the machine's `window_s` window is low
-    /// enough for an input rule to hold (below `starved_exit_util_pct`). A compute process's window ends at the
-    /// newest sample and spans at most `window_s`, so on a GPU that is busy on average no process is starved and
-    /// neither rule looks further: at 8 GPUs × 1,000 busy processes almost every process stops here.
-    fn starved_gpus(ctx: &Ctx<'_>) -> Vec<(u32, bool)> {
-        let span = ctx.window(ctx.t.window_s);
-        ctx.history
-            .gpus
-            .iter()
-            .map(|gpu| {
-                let low = span.is_some_and(|span| {
-                    let util = mean(span.values(&gpu.util_pct).map(|u| u.map(f64::from)));
-                    let active = mean(span.values(&gpu.sm_active_pct).map(|u| u.map(f64::from)));
-                    let work = if spin_inflated(ctx, gpu.index) { active.or(util) } else { util.or(active) };
-                    work.is_some_and(|m| m < ctx.t.starved_exit_util_pct)
-                });
-                (gpu.index, low)
-            })
-            .collect()
+    /// The places (GPUs, and on a MIG GPU its slices, see [`Ctx::places`]) whose mean utilization over the
+    /// machine's `window_s` window is low enough for an input rule to hold (below `starved_exit_util_pct`). A
+    /// compute process's window ends at the newest sample and spans at most `window_s`, so on a GPU that is busy on
+    /// average no process is starved and neither rule looks further: at 8 GPUs × 1,000 busy processes almost every
+    /// process stops here.
+    fn starved_places(ctx: &Ctx<'_>) -> Vec<(u32, Option<u32>)> {
+        let Some(span) = ctx.window(ctx.t.window_s) else { return Vec::new() };
+        let low = |place: &Place<'_>| {
+            let util = place.util().and_then(|u| mean(span.values(u).map(|u| u.map(f64::from))));
+            let active = mean(span.values(place.sm_active()).map(|u| u.map(f64::from)));
+            let work = if spin_inflated(ctx, place.gpu_index) { active.or(util) } else { util.or(active) };
+            work.is_some_and(|m| m < ctx.t.starved_exit_util_pct)
+        };
+        ctx.places().iter().filter(|p| low(p)).map(Place::key).collect()
     }
 }
 
@@ -99,12 +100,14 @@ fn spin_inflated(ctx: &Ctx<'_>, gpu_index: u32) -> bool {
 
 impl ProcessSamples {
     fn read(ctx: &Ctx<'_>, subject: &Subject<'_>) -> Self {
-        let Subject { process, gpu, span } = *subject;
+        let Subject { process, place, span } = *subject;
         let host = &ctx.history.host;
         let n = span.window.len;
         let mut s = Self {
             span,
-            by_sm: spin_inflated(ctx, gpu.index),
+            at: place.label(),
+            gpu_instance_id: place.gpu_instance_id(),
+            by_sm: spin_inflated(ctx, place.gpu_index),
             times: Vec::with_capacity(n),
             util: Vec::with_capacity(n),
             sm_active: Vec::with_capacity(n),
@@ -125,8 +128,8 @@ impl ProcessSamples {
         };
         for (p, m) in align_iter(ctx.history, process, &span) {
             s.times.push(process.times.get(p).copied().unwrap_or(0));
-            s.util.push(at(&gpu.util_pct, m));
-            s.sm_active.push(at(&gpu.sm_active_pct, m));
+            s.util.push(place.util().and_then(|u| at(u, m)));
+            s.sm_active.push(at(place.sm_active(), m));
             let own_d = at(&process.state, Some(p)) == Some('D') || at(&process.threads_in_d, Some(p)).unwrap_or(0) > 0;
             s.self_in_d.push(own_d);
             s.child_in_d.push(at(&process.children_in_d, Some(p)).unwrap_or(0) > 0);
@@ -141,7 +144,7 @@ impl ProcessSamples {
             let own = at(&process.threads_in_d, Some(p)).unwrap_or(0).max(u32::from(own_d));
             s.d_count.push(own + at(&process.children_in_d, Some(p)).unwrap_or(0));
             s.input.push(at(&process.input, Some(p)));
-            s.tx_kbps.push(at(&gpu.pcie_tx_kbps, m));
+            s.tx_kbps.push(place.pcie_tx().and_then(|tx| at(tx, m)));
         }
         let all = process.n_children.last().copied().flatten().unwrap_or(0);
         let compile = process.input.last().copied().flatten().map_or(0, |i| u32::from(i.compile_workers));
@@ -189,6 +192,11 @@ impl ProcessSamples {
 
     fn median<T: Num>(values: &[Option<T>]) -> Option<f64> {
         median(values.iter().copied())
+    }
+
+    /// How much the GPU worked at each sample: utilization, or SM activity where it is N/A (a MIG slice).
+    fn work(&self) -> impl Iterator<Item = Option<f64>> + '_ {
+        self.util.iter().zip(&self.sm_active).map(|(u, a)| u.map(f64::from).or(a.map(f64::from)))
     }
 
     /// Mean GPU utilization over the window; GPM SM activity where NVML utilization is N/A (MIG).
@@ -240,7 +248,12 @@ impl ProcessSamples {
     /// do not count in utilization).
     fn prepares_alone(&self, t: &super::super::Thresholds) -> bool {
         let workerless = self.children_now == 0 && self.input.iter().flatten().all(|i| i.busy_workers == 0);
-        let util = mean(self.util.iter().map(|u| u.map(f64::from)));
+        // A slice has no utilization of its own; its SM activity is not inflated by spinning kernels.
+        let util = if self.gpu_instance_id.is_some() {
+            self.mean_util()
+        } else {
+            mean(self.util.iter().map(|u| u.map(f64::from)))
+        };
         workerless && util.is_some_and(|u| u < t.starved_util_pct)
     }
 
@@ -252,6 +265,15 @@ impl ProcessSamples {
     }
 
     fn util_evidence(&self) -> String {
+        if self.gpu_instance_id.is_some() {
+            return format!(
+                "{} SM activity mean {} over {} (GPM of its GPU instance; the whole GPU's utilization does not \
+                 describe a slice)",
+                self.at,
+                opt_pct(self.mean_util()),
+                self.span.label()
+            );
+        }
         if self.by_sm {
             let util = mean(self.util.iter().map(|u| u.map(f64::from)));
             return format!(
@@ -279,13 +301,16 @@ fn opt_rate(value: Option<f64>) -> String {
 /// The compute processes on GPUs whose mean utilization is low enough for an input rule to hold, with their
 /// samples; the others are skipped before any sample is built.
 fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
-    let starved_gpus = Subject::starved_gpus(ctx);
+    let starved = Subject::starved_places(ctx);
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
-        if !starved_gpus.iter().any(|(g, low)| *g == gpu_index && *low) {
+        if !starved.iter().any(|(g, _)| *g == gpu_index) {
             continue;
         }
         let Some(subject) = Subject::of(ctx, gpu_index, pid) else { continue };
+        if !starved.contains(&subject.place.key()) {
+            continue;
+        }
         let samples = ProcessSamples::read(ctx, &subject);
         if samples.mean_util().is_none_or(|m| m >= ctx.t.starved_exit_util_pct) {
             continue;
@@ -340,10 +365,10 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         } else {
             String::new()
         };
-        let times_low = s.util.iter().map(|u| u.is_some_and(|u| f64::from(u) < t.starved_util_pct));
+        let times_low = s.work().map(|u| u.is_some_and(|u| u < t.starved_util_pct));
         let since = first_true(s.times.iter().copied(), times_low, ctx.now_ms);
         let finding = super::super::Finding {
-            title: format!("GPU {gpu_index} is starved by its input pipeline (PID {pid} waits for storage)"),
+            title: format!("{} is starved by its input pipeline (PID {pid} waits for storage)", s.at),
             evidence: format!(
                 "{}; PSI io some {}; in D while reading: PID {pid} or its threads in {} of samples, a DataLoader \
                  child in {}{writes_note}; reads {} (process and children); system iowait {}",
@@ -365,6 +390,7 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                  PSI is CPU-bound decoding, not storage.",
                 pct_label(t.starved_util_pct)
             ),
+            gpu_instance_id: s.gpu_instance_id,
             ..draft(Rule::InputBound, Severity::Warning, Some(gpu_index), Some(pid), since)
         };
         out.push(Observation { finding, enter, stay });
@@ -507,7 +533,7 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         };
         let since = first_true(s.times.iter().copied(), flags.iter().copied(), ctx.now_ms);
         let finding = super::super::Finding {
-            title: format!("GPU {gpu_index} waits for CPU preprocessing in PID {pid}"),
+            title: format!("{} waits for CPU preprocessing in PID {pid}", s.at),
             evidence: format!(
                 "{}; {who}; {}; {idle_text}; reads {}; held in {} of samples",
                 s.util_evidence(),
@@ -523,6 +549,7 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
                           children that did work in the window: idle persistent workers (an evaluation loader's) \
                           and torch.compile's compile workers are not counted."
                 .to_owned(),
+            gpu_instance_id: s.gpu_instance_id,
             ..draft(Rule::CpuBoundInput, Severity::Warning, Some(gpu_index), Some(pid), since)
         };
         out.push(Observation {
@@ -562,9 +589,9 @@ pub fn main_thread_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
             .map_or_else(String::new, |m| format!("; PCIe TX (device to host) mean {}/s", bytes_label(m * MIB)));
         let offload = pace.d2h_mib_s.is_some_and(|m| m >= t.main_thread_d2h_mib_s);
         let title = if pace.main {
-            format!("GPU {gpu_index} waits for the main thread of PID {pid}")
+            format!("{} waits for the main thread of PID {pid}", s.at)
         } else {
-            format!("GPU {gpu_index} waits for CPU work in the step of PID {pid}")
+            format!("{} waits for CPU work in the step of PID {pid}", s.at)
         };
         let finding = super::super::Finding {
             title,
@@ -594,6 +621,7 @@ pub fn main_thread_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                           the CPU, metrics or logging in Python, host syncs. More workers or faster storage would \
                           not change it."
                 .to_owned(),
+            gpu_instance_id: s.gpu_instance_id,
             ..draft(Rule::MainThreadBound, Severity::Warning, Some(gpu_index), Some(pid), {
                 first_true(s.times.iter().copied(), flags.iter().copied(), ctx.now_ms)
             })

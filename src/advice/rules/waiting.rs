@@ -5,10 +5,11 @@
 //! How much a GPU works is GPM SM activity where the GPU has it (Hopper and newer), else NVML utilization: the
 //! share of time *any* kernel ran, which a stream of tiny kernels keeps high while the chip idles.
 
+use super::super::place::Place;
 use super::super::window::{Ctx, MIB, Num, Span, bytes_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity, Thresholds};
 use super::draft;
-use crate::history::{GpuSeries, InputSample, ProcessSeries, Series};
+use crate::history::{InputSample, ProcessSeries, Series};
 use crate::sample::throttle;
 
 /// Throttle reasons that explain a slow GPU by themselves (idle and application clocks do not).
@@ -31,22 +32,25 @@ fn lane_gb_s(generation: u32) -> Option<f64> {
     })
 }
 
-/// One GPU over a window: how much it worked and what it received.
+/// One GPU, or one MIG slice, over a window: how much it worked and what it received.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct GpuWindow {
+pub(crate) struct GpuWindow<'a> {
+    /// The GPU or slice (see [`Place`]).
+    pub place: Place<'a>,
     pub span: Span,
     pub util: Option<f64>,
     pub sm_active: Option<f64>,
     pub rx_kb_s: Option<f64>,
     /// The link's capacity in KB/s (generation × width, as trained now; the maximum where not read).
     pub link_kb_s: Option<f64>,
-    /// Share of samples with a power, thermal or hardware throttle reason.
+    /// Share of samples with a power, thermal or hardware throttle reason (the card's: a slice shares its clocks).
     pub throttled_share: f64,
 }
 
-impl GpuWindow {
-    pub(crate) fn of(ctx: &Ctx<'_>, gpu: &GpuSeries, secs: u64) -> Option<Self> {
+impl<'a> GpuWindow<'a> {
+    pub(crate) fn of(ctx: &Ctx<'_>, place: Place<'a>, secs: u64) -> Option<Self> {
         let span = ctx.window(secs)?;
+        let gpu = place.gpu;
         let info = ctx.gpu_info(gpu.index);
         #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a PCIe generation, 1 to 6")]
         let generation = span.median(&gpu.pcie_gen).map(|g| g.round() as u32).or(info.and_then(|i| i.max_pcie_gen));
@@ -54,10 +58,11 @@ impl GpuWindow {
         let width = span.median(&gpu.pcie_width).map(|w| w.round() as u32).or(info.and_then(|i| i.max_pcie_width));
         let link_kb_s = generation.and_then(lane_gb_s).zip(width).map(|(lane, w)| lane * f64::from(w) * 1e6);
         Some(Self {
+            place,
             span,
-            util: span.mean(&gpu.util_pct),
-            sm_active: span.mean(&gpu.sm_active_pct),
-            rx_kb_s: span.mean(&gpu.pcie_rx_kbps),
+            util: place.util().and_then(|u| span.mean(u)),
+            sm_active: span.mean(place.sm_active()),
+            rx_kb_s: place.pcie_rx().and_then(|rx| span.mean(rx)),
             link_kb_s,
             throttled_share: span.share(&gpu.throttle_bits, |b| b & THROTTLE_REASONS != 0),
         })
@@ -73,14 +78,22 @@ impl GpuWindow {
         self.work().is_some_and(|w| w < t.waiting_max_sm_active_pct)
     }
 
-    /// "GPM SM activity mean 6 % (GPU util mean 72 %) over 30 s".
+    /// "GPM SM activity mean 6 % (GPU util mean 72 %) over 30 s", or on a MIG slice "slice 1g.18gb (GI 7) SM
+    /// activity mean 6 % over 30 s (GPM of its GPU instance)".
     pub(crate) fn evidence(&self) -> String {
         let util = self.util.map_or_else(|| "N/A".to_owned(), pct_label);
-        match self.sm_active {
-            Some(a) => {
+        match (self.place.slice, self.sm_active) {
+            (Some(slice), a) => format!(
+                "slice {} SM activity mean {} over {} (GPM of its GPU instance; the whole GPU's utilization does not \
+                 describe a slice)",
+                crate::text::visible(&slice.label),
+                a.map_or_else(|| "N/A".to_owned(), pct_label),
+                self.span.label()
+            ),
+            (None, Some(a)) => {
                 format!("GPM SM activity mean {} (GPU util mean {util}) over {}", pct_label(a), self.span.label())
             }
-            None => format!("GPU util mean {util} over {} (no GPM on this GPU)", self.span.label()),
+            (None, None) => format!("GPU util mean {util} over {} (no GPM on this GPU)", self.span.label()),
         }
     }
 
@@ -144,22 +157,25 @@ impl<'a> ProcWindow<'a> {
     }
 }
 
-/// The compute processes with their GPU's window over `secs`, on GPUs that wait.
-/// Each GPU's window is computed once: at 8 GPUs × 1,000 busy processes no process gets further than a lookup.
-pub(super) fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow, ProcWindow<'a>)> {
-    let windows: Vec<(u32, GpuWindow)> = ctx
-        .history
-        .gpus
-        .iter()
-        .filter_map(|gpu| GpuWindow::of(ctx, gpu, secs).map(|w| (gpu.index, w)))
-        .filter(|(_, w)| w.waiting(ctx.t))
+/// The compute processes with their GPU's window over `secs` (their slice's on a MIG GPU), where it waits.
+/// Each place's window is computed once: at 8 GPUs × 1,000 busy processes no process gets further than a lookup.
+pub(super) fn waiting_processes<'a>(ctx: &Ctx<'a>, secs: u64) -> Vec<(u32, u32, GpuWindow<'a>, ProcWindow<'a>)> {
+    let windows: Vec<GpuWindow<'a>> = ctx
+        .places()
+        .into_iter()
+        .filter_map(|place| GpuWindow::of(ctx, place, secs))
+        .filter(|w| w.waiting(ctx.t))
         .collect();
     let mut out = Vec::new();
     if windows.is_empty() {
         return out;
     }
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(&(_, window)) = windows.iter().find(|(g, _)| *g == gpu_index) else { continue };
+        if !windows.iter().any(|w| w.place.gpu_index == gpu_index) {
+            continue;
+        }
+        let Some(place) = ctx.place(gpu_index, pid) else { continue };
+        let Some(&window) = windows.iter().find(|w| w.place.key() == place.key()) else { continue };
         let Some(process) = ProcWindow::of(ctx, pid, secs) else { continue };
         out.push((gpu_index, pid, window, process));
     }
@@ -192,7 +208,7 @@ pub fn launch_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
             |b| format!("{} TID {} ({})", if b.tid == pid { "its main thread" } else { "its thread" }, b.tid, b.name),
         );
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits for kernel launches from PID {pid} (tiny kernels)"),
+            title: format!("{} waits for kernel launches from PID {pid} (tiny kernels)", gw.place.label()),
             evidence: format!(
                 "{}: SM activity is {} of utilization; {who} at {} of one core (median); no I/O wait (D {} of \
                  samples)",
@@ -210,6 +226,7 @@ pub fn launch_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                           one CPU thread is flat out, the GPU is waiting for the next launch: the step is bound by \
                           Python and the CUDA launch path, not by the GPU."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::LaunchBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && pw.span.covered && tiny(0.0) && thread >= t.launch_thread_pct;
@@ -240,7 +257,7 @@ pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let rx_gb_s = gw.rx_kb_s.unwrap_or(0.0) / 1e6;
         let cap_gb_s = gw.link_kb_s.unwrap_or(0.0) / 1e6;
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits for host-to-device copies from PID {pid}"),
+            title: format!("{} waits for host-to-device copies from PID {pid}", gw.place.label()),
             evidence: format!(
                 "{}; PCIe RX mean {rx_gb_s:.1} GB/s = {} of the link's {cap_gb_s:.0} GB/s; busiest thread at {} of \
                  one core (median){}",
@@ -258,6 +275,7 @@ pub fn h2d_copy_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                           staging buffer on the CPU), while its SMs do little: the step waits for its inputs to \
                           arrive."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::H2dCopyBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && (near_capacity || pageable);
@@ -275,7 +293,7 @@ const COMM_MIN_LINK_SHARE: f64 = 0.05;
 
 /// A rank's collective traffic over PCIe in a window: (RX KB/s, TX KB/s, the smaller one's share of the link), for a
 /// GPU that holds a rank of a job over several GPUs and whose PCIe traffic runs both ways alike.
-fn comm_traffic(ctx: &Ctx<'_>, gpu_index: u32, gw: &GpuWindow) -> Option<(f64, f64, f64)> {
+fn comm_traffic(ctx: &Ctx<'_>, gpu_index: u32, gw: &GpuWindow<'_>) -> Option<(f64, f64, f64)> {
     let gpu = ctx.history.gpu(gpu_index)?;
     let (rx, tx, link) = (gw.rx_kb_s?, gw.span.mean(&gpu.pcie_tx_kbps)?, gw.link_kb_s.filter(|l| *l > 0.0)?);
     let balanced = rx > 0.0 && tx > 0.0 && tx >= rx * COMM_BALANCE && rx >= tx * COMM_BALANCE;
@@ -327,6 +345,7 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
                           run one way. A rank that waits with its link busy both ways is bound by the job's \
                           communication; pin_memory would not help."
                     .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::CommBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && pw.span.covered && share >= COMM_MIN_LINK_SHARE;
@@ -371,7 +390,8 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
         let fit = quota.map_or(1, |q| (q.floor() as u32).saturating_sub(1).max(1));
         let finding = Finding {
             title: format!(
-                "GPU {gpu_index} waits: PID {pid}'s cgroup allows {quota_text} for {workers} DataLoader workers"
+                "{} waits: PID {pid}'s cgroup allows {quota_text} for {workers} DataLoader workers",
+                gw.place.label()
             ),
             evidence: format!(
                 "{}; {path}: quota {quota_text}{cpuset}; throttled in {} of scheduler periods (mean){ms}, in at least \
@@ -393,6 +413,7 @@ pub fn cpu_quota_throttled(ctx: &Ctx<'_>) -> Vec<Observation> {
                           periods in which that happened. With more busy workers than CPUs in the quota, decoding \
                           stalls in bursts and the GPU waits, although the host shows idle cores."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::CpuQuotaThrottled, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && pw.span.covered && throttled >= t.quota_throttled_pct;
@@ -451,7 +472,7 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
         let network = waits.iter().filter(|w| **w == Some(RemoteWait::Network)).count();
         let file_system = waits.iter().filter(|w| **w == Some(RemoteWait::FileSystem)).count();
         let finding = Finding {
-            title: format!("GPU {gpu_index} waits for a dataset read over the network by PID {pid}"),
+            title: format!("{} waits for a dataset read over the network by PID {pid}", gw.place.label()),
             evidence: format!(
                 "{}; {}; held in {} of samples",
                 gw.evidence(),
@@ -475,6 +496,7 @@ pub fn remote_dataset_stall(ctx: &Ctx<'_>) -> Vec<Observation> {
                           read-only on such a mount. Writes there (logs, checkpoints) and reads served from the page \
                           cache are not a stall; neither is a server's threads waiting for requests."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::RemoteDatasetStall, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         // Appears at `remote_share` (the engine's `enter_share` by default) and stays down to `exit_share`, as the
@@ -528,14 +550,14 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     // Per GPU once: the minute's window, its work level and limit. The minute and its last `window_s` both must
     // be low: a job that got faster clears with its cause, not a minute later.
-    let mut low: Vec<(u32, GpuWindow, f64, f64)> = Vec::new();
-    for gpu in &ctx.history.gpus {
-        let Some(gw) = GpuWindow::of(ctx, gpu, t.underfed_window_s) else { continue };
+    let mut low: Vec<(GpuWindow<'_>, f64, f64)> = Vec::new();
+    for place in ctx.places() {
+        let Some(gw) = GpuWindow::of(ctx, place, t.underfed_window_s) else { continue };
         let limit = if gw.sm_active.is_some() { t.underfed_sm_active_pct } else { t.underfed_util_pct };
-        let recent = GpuWindow::of(ctx, gpu, t.window_s).and_then(|w| w.work());
+        let recent = GpuWindow::of(ctx, place, t.window_s).and_then(|w| w.work());
         let (Some(work), Some(recent)) = (gw.work(), recent) else { continue };
         if work.max(recent) < limit + t.underfed_exit_margin_pct && gw.throttled_share < t.exit_share / 2.0 {
-            low.push((gpu.index, gw, work.max(recent), limit));
+            low.push((gw, work.max(recent), limit));
         }
     }
     let mut out: Vec<(f64, Observation)> = Vec::new();
@@ -543,7 +565,12 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
         return Vec::new();
     }
     for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(&(_, gw, work, limit)) = low.iter().find(|(g, _, _, _)| *g == gpu_index) else { continue };
+        let place = || ctx.place(gpu_index, pid).map(|p| p.key());
+        let Some(&(gw, work, limit)) =
+            low.iter().find(|(w, _, _)| w.place.gpu_index == gpu_index && Some(w.place.key()) == place())
+        else {
+            continue;
+        };
         let stay = true;
         let Some(pw) = ProcWindow::of(ctx, pid, t.underfed_window_s) else { continue };
         // An idle holder (idle-holder's business) and a checkpoint writer are not waiting for input.
@@ -555,7 +582,7 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
         let cgroups_read = ctx.host_process(pid).is_some_and(|p| p.cgroup_cpu.is_some());
         let writes = write_waits_note(ctx, pid, &pw);
         let finding = Finding {
-            title: format!("GPU {gpu_index} is underfed (PID {pid}): cause unknown"),
+            title: format!("{} is underfed (PID {pid}): cause unknown", gw.place.label()),
             evidence: format!(
                 "{}{}; no power, thermal or hardware throttling{}",
                 gw.evidence(),
@@ -579,12 +606,14 @@ pub fn gpu_underfed(ctx: &Ctx<'_>) -> Vec<Observation> {
                           more specific rule finds it (storage, CPU preprocessing, kernel launches, host-to-device \
                           copies, a cgroup CPU quota, a remote dataset); otherwise it says so, with how to find out."
                 .to_owned(),
+            gpu_instance_id: gw.place.gpu_instance_id(),
             ..draft(Rule::GpuUnderfed, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
         };
         let enter = gw.span.covered && pw.span.covered && work < limit;
         let obs = Observation { finding, enter, stay };
-        // One umbrella per GPU: about its busiest process (the one that is waiting, not a neighbour that idles).
-        match out.iter_mut().find(|(_, o)| o.finding.gpu_index == Some(gpu_index)) {
+        // One umbrella per GPU or slice: about its busiest process (the one that is waiting, not a neighbour that
+        // idles).
+        match out.iter_mut().find(|(_, o)| o.finding.place() == (Some(gpu_index), gw.place.gpu_instance_id())) {
             Some(slot) if cpu > slot.0 => *slot = (cpu, obs),
             Some(_) => {}
             None => out.push((cpu, obs)),

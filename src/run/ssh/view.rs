@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crossterm::event::{Event, KeyEventKind};
-
 use crate::app::signal::{SignalKind, SignalTarget};
 use crate::app::{DialogButton, SignalDialog};
 use crate::cli::Cli;
@@ -22,14 +20,19 @@ use crate::remote::host::{HostHandle, HostUpdate, ReaderConfig};
 use crate::remote::ssh::{kill_command, run_to_end};
 use crate::ui::Paint;
 
+use super::super::terminal_events::{TerminalEvent, spawn_input, spawn_signals};
+
 enum Message {
     Host(HostUpdate),
-    Key(KeyBinding),
-    Redraw,
-    InputClosed,
-    Terminate(i32),
+    Terminal(TerminalEvent),
     /// The outcome of a signal sent through ssh.
     Notice(String),
+}
+
+impl From<TerminalEvent> for Message {
+    fn from(event: TerminalEvent) -> Self {
+        Self::Terminal(event)
+    }
 }
 
 /// The hosts' latest nodes and when each last sent a sample.
@@ -108,8 +111,8 @@ pub(super) fn run(
     drop(host_tx);
     forward(host_rx, tx.clone())?;
     let input_paused = Arc::new(AtomicBool::new(false));
-    spawn_input(tx.clone(), Arc::clone(&input_paused))?;
-    spawn_signals(tx.clone())?;
+    spawn_input("gpusight-ssh-input", tx.clone(), Some(Arc::clone(&input_paused)))?;
+    spawn_signals("gpusight-ssh-signals", tx.clone())?;
     let mut session = Session {
         state: Hosts::new(hosts, interval),
         screen: FleetScreen {
@@ -267,15 +270,17 @@ impl Session<'_> {
     fn handle(&mut self, message: Result<Message, mpsc::RecvTimeoutError>, now: Instant) -> Option<i32> {
         match message {
             Ok(Message::Host(update)) => self.state.take(update, now),
-            Ok(Message::Key(key)) => {
+            Ok(Message::Terminal(TerminalEvent::Key(key))) => {
                 if matches!(self.on_key(key), Step::Quit) {
                     return Some(0);
                 }
             }
             Ok(Message::Notice(text)) => self.screen.notice = Some(crate::text::visible(&text).into_owned()),
-            Ok(Message::Redraw) | Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Ok(Message::InputClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => return Some(0),
-            Ok(Message::Terminate(signal)) => return Some(crate::exit::SIGNAL_BASE + signal),
+            Ok(Message::Terminal(TerminalEvent::Redraw)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Message::Terminal(TerminalEvent::InputClosed)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Some(0);
+            }
+            Ok(Message::Terminal(TerminalEvent::Terminate(signal))) => return Some(crate::exit::SIGNAL_BASE + signal),
         }
         None
     }
@@ -363,43 +368,6 @@ fn forward(host_rx: mpsc::Receiver<HostUpdate>, tx: mpsc::Sender<Message>) -> st
 }
 
 /// Reads keys for the view, 100 ms at a time, and none while `paused` (a host's monitor reads them then).
-fn spawn_input(tx: mpsc::Sender<Message>, paused: Arc<AtomicBool>) -> std::io::Result<()> {
-    std::thread::Builder::new().name("gpusight-ssh-input".into()).spawn(move || {
-        loop {
-            if paused.load(Ordering::SeqCst) {
-                std::thread::sleep(Duration::from_millis(20));
-                continue;
-            }
-            match crossterm::event::poll(Duration::from_millis(100)) {
-                Ok(false) => continue,
-                _ if paused.load(Ordering::SeqCst) => continue,
-                Ok(true) | Err(_) => {}
-            }
-            let message = match crossterm::event::read() {
-                Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => Message::Key(KeyBinding::from_event(&key)),
-                Ok(Event::Resize(..)) => Message::Redraw,
-                Ok(_) => continue,
-                Err(_) => Message::InputClosed,
-            };
-            let closed = matches!(message, Message::InputClosed);
-            if tx.send(message).is_err() || closed {
-                break;
-            }
-        }
-    })?;
-    Ok(())
-}
-
-fn spawn_signals(tx: mpsc::Sender<Message>) -> std::io::Result<()> {
-    let mut signals = signal_hook::iterator::Signals::new(crate::terminal::TERMINATING_SIGNALS)?;
-    std::thread::Builder::new().name("gpusight-ssh-signals".into()).spawn(move || {
-        if let Some(signal) = signals.forever().next() {
-            let _ = tx.send(Message::Terminate(signal));
-        }
-    })?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

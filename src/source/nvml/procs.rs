@@ -42,6 +42,8 @@ pub fn merge_processes(
         p.pid != 0 && p.pid <= pid_max && p.used_bytes.is_none_or(|b| mem_total_bytes.is_none_or(|t| b <= t))
     };
     let mut out: Vec<GpuProcess> = Vec::with_capacity(compute.len() + graphics.len());
+    // Where each PID is in `out`: a GPU can list a thousand processes, and a scan of `out` per entry is quadratic.
+    let mut at: HashMap<u32, usize> = HashMap::with_capacity(out.capacity());
     for (list, kind) in [(compute, ProcessKind::Compute), (graphics, ProcessKind::Graphics)] {
         for p in list {
             if !sane(p) {
@@ -54,7 +56,7 @@ pub fn merge_processes(
                 });
                 continue;
             }
-            if let Some(existing) = out.iter_mut().find(|e| e.pid == Some(p.pid)) {
+            if let Some(existing) = at.get(&p.pid).and_then(|&i| out.get_mut(i)) {
                 if existing.kind != kind {
                     existing.kind = ProcessKind::ComputeAndGraphics;
                 }
@@ -65,6 +67,7 @@ pub fn merge_processes(
                 };
                 continue;
             }
+            at.insert(p.pid, out.len());
             out.push(GpuProcess {
                 gpu_index,
                 pid: Some(p.pid),
@@ -126,7 +129,8 @@ impl ProcUtilTracker {
             });
             self.latest.insert(pid, value);
         }
-        self.latest.retain(|pid, _| listed_pids.contains(pid));
+        let listed: std::collections::HashSet<u32> = listed_pids.iter().copied().collect();
+        self.latest.retain(|pid, _| listed.contains(pid));
     }
 
     /// Fills the utilization fields of the listed processes. Before the first answer they stay `None`.

@@ -499,8 +499,11 @@ impl GpuReader {
 }
 
 /// Reads the row-remapping state (Ampere and newer), which nvml-wrapper 0.13 does not wrap.
+///
+/// # Errors
+/// What NVML said.
 #[expect(unsafe_code, reason = "an NVML call nvml-wrapper does not wrap, through its loaded symbol")]
-fn remapped_rows(nvml: &Nvml, device: &Device<'_>) -> Result<RemappedRows, NvmlError> {
+pub fn remapped_rows(nvml: &Nvml, device: &Device<'_>) -> Result<RemappedRows, NvmlError> {
     let sym =
         nvml.lib().nvmlDeviceGetRemappedRows.as_ref().map_err(|e| NvmlError::FailedToLoadSymbol(e.to_string()))?;
     let (mut corr, mut unc, mut pending, mut failure): (u32, u32, u32, u32) = (0, 0, 0, 0);

@@ -440,8 +440,27 @@ pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload,
         mem_temp_c: shape.mem_temp_c,
         nvlink_rx_mib_s: nvlink_mib_s(info, workload),
         nvlink_tx_mib_s: nvlink_mib_s(info, workload),
-        mig: Vec::new(),
+        mig: if mig && workload == Workload::MigSlice { vec![busy_slice(seed, n, used)] } else { Vec::new() },
         nvlinks: Vec::new(),
+    }
+}
+
+/// The GPU instance the `mig-slice-busy` job runs on.
+pub(super) const MIG_SLICE_GI: u32 = 7;
+
+/// The 1g slice the `mig-slice-busy` job runs on: flat out by its own SM activity (GPM of its GPU instance), its
+/// memory the job's.
+fn busy_slice(seed: u64, n: u64, used: u64) -> crate::sample::MigTick {
+    let total = 16_896 * MIB;
+    crate::sample::MigTick {
+        index: 0,
+        gpu_instance_id: Some(MIG_SLICE_GI),
+        compute_instance_id: Some(0),
+        profile: Some("1g.18gb".to_owned()),
+        uuid: "MIG-5f2c0b6e-synthetic-slice".to_owned(),
+        mem_used_bytes: Some(used.min(total)),
+        mem_total_bytes: Some(total),
+        sm_active_pct: Some(jitter(seed, n, 9, 97.0, 2.0).min(100) as f32),
     }
 }
 

@@ -100,8 +100,11 @@ fn adjust_seen(slot: &Slot<'_>, workload: Workload, tick: &mut Tick) {
             });
         }
         Workload::MigSlice => {
-            for p in tick.gpu_processes.iter_mut().filter(|p| p.pid == Some(main)) {
-                (p.sm_util_pct, p.mem_util_pct) = (None, None);
+            for p in tick.gpu_processes.iter_mut().filter(|p| p.gpu_index == slot.info.index) {
+                if p.pid == Some(main) {
+                    (p.sm_util_pct, p.mem_util_pct) = (None, None);
+                }
+                (p.gpu_instance_id, p.compute_instance_id) = (Some(super::gpu::MIG_SLICE_GI), Some(0));
             }
         }
         _ => {}

@@ -91,8 +91,8 @@ pub enum Workload {
     RankSpinInput,
     /// A job whose host PID is outside gpusight's PID namespace (gpusight in a container without `--pid=host`).
     Unseen,
-    /// A job flat out on a 1g slice of a MIG GPU: utilization N/A, whole-GPU SM activity 13 %, its main thread at
-    /// 100 % (a PyTorch main thread's normal state).
+    /// A job flat out on a 1g slice of a MIG GPU: utilization N/A, whole-GPU SM activity 13 %, its slice's own SM
+    /// activity 97 % (`1g.18gb`, GI 7), its main thread at 100 % (a PyTorch main thread's normal state).
     MigSlice,
 }
 
