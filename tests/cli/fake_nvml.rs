@@ -444,6 +444,13 @@ fn once_json_carries_each_nvlink_links_speed_and_throughput() {
         assert!((6_000_000_000..8_000_000_000).contains(&rx), "{l}");
         assert!(l["tx_bytes_s"].as_u64().is_some(), "{l}");
     }
+    // A GPU in MIG mode: its slices with their profiles and its links, side by side.
+    let six = &doc["tick"]["gpus"][6];
+    let profiles: Vec<_> =
+        six["mig"].as_array().expect("GPU 6's slices").iter().map(|m| m["profile"].clone()).collect();
+    assert_eq!(profiles, vec![serde_json::json!("1g.10gb"); 7], "{six}");
+    let links = six["nvlinks"].as_array().expect("GPU 6's links");
+    assert!(links.len() == 18 && links.iter().all(|l| l["speed_mb_s"] == 26_562), "{six}");
     let dir = temp_dir();
     let toml = h200s(1, "[gpu.nvlink]\nlink_speed_mbps = [13281]\ndown = [5]\n");
     let doc = json(&run_on(&scenario_file(dir.path(), "slow-link", &toml), &["--once", "--json"]));

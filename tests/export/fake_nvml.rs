@@ -141,4 +141,11 @@ fn nvlink_links_carry_their_speed_rates_and_bandwidth_counters() {
     let total = body.lines().find(|l| l.starts_with("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"0\"")).map(value);
     let l0 = body.lines().find(|l| l.starts_with("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0{gpu=\"0\"")).map(value);
     assert!(total.zip(l0).is_some_and(|(t, l)| t > l && l > 0.0), "{total:?} {l0:?}");
+    // Links belong to the whole GPU: on the GPUs in MIG mode (6 and 7) their series carry no MIG labels, beside the
+    // slices' series that do.
+    assert_eq!(link_series("gpusight_nvlink_link_speed_bytes_per_second", 6, 0), Some(26_562_000_000.0));
+    let nvlink_series = body.lines().filter(|l| l.contains("nvlink=\"") || l.starts_with("DCGM_FI_DEV_NVLINK_"));
+    assert!(nvlink_series.clone().all(|l| !l.contains("GPU_I_ID")), "no MIG labels on a link");
+    assert!(nvlink_series.count() > 8 * 18, "every link's series");
+    assert!(body.lines().any(|l| l.contains("gpu=\"7\"") && l.contains("GPU_I_PROFILE=\"3g.40gb\"")), "the slices too");
 }
