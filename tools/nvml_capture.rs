@@ -4,8 +4,10 @@
 //! so the fake answers it the same way. The fake replays the file: `GPUSIGHT_FAKE_NVML=capture.toml`.
 //!
 //! What it records is what `gpusight --once --json` reads: exact bytes of memory, the full PCI address, GPM's
-//! rates (PCIe included) over each interval, the counters (energy, throttle time, ECC, NVLink errors) where the
-//! card has them at the end of the capture, and each counter's rate over each interval.
+//! rates (PCIe included) over each interval, the counters (energy, throttle time, ECC, NVLink errors, each NVLink
+//! link's data counters) where the card has them at the end of the capture, and each counter's rate over each
+//! interval; NVLink in one `[gpu.nvlink]` record per GPU (state, version, far ends, each link's speed) and each
+//! link's RX/TX rate in each phase.
 //!
 //! `cargo run --release --example nvml_capture -- [SAMPLES] [INTERVAL_S] > capture.toml` (default 10 samples, 1 s).
 //! `GPUSIGHT_NVML_LIB` names another NVML library, as for gpusight: with the fake NVML, a capture of a scenario.
