@@ -261,6 +261,11 @@ device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *m
     put(status, if index == 2 && both_nvlink { 0 } else { 5 })
 });
 
+/// A phase's own rates of each link (a capture), RX (`dir` 0) or TX; empty where the phase gives none.
+fn own_rates(p: &crate::scenario::Phase, dir: usize) -> &[f64] {
+    if dir == 0 { &p.nvlink_link_rx_mib_s } else { &p.nvlink_link_tx_mib_s }
+}
+
 /// An NVLink field of one link (`scope`), or for 138 and 139 of all links (scope `u32::MAX`): the speed (164,
 /// MB/s; 0 for a link that is down) and the TX (138) and RX (139) data counters, KiB: where the link's counters
 /// start (a capture) plus what it carried since: its own rate where the phase gives each link's (a capture), else
@@ -281,20 +286,17 @@ fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_
         return Ok((1, nvmlValue_t { uiVal: speed }));
     }
     // RX first, as the capture's `traffic_start_kib` pairs are.
-    let (dir, total, per_link): (usize, fn(&Phase) -> f64, fn(&Phase) -> &[f64]) = if id == 139 {
-        (0, |p| p.nvlink_rx_mib_s, |p| &p.nvlink_link_rx_mib_s)
-    } else {
-        (1, |p| p.nvlink_tx_mib_s, |p| &p.nvlink_link_tx_mib_s)
-    };
+    let dir = usize::from(id != 139);
+    let total = |p: &Phase| if dir == 0 { p.nvlink_rx_mib_s } else { p.nvlink_tx_mib_s };
     let start = |l: usize| links.traffic_start_kib.get(l).map_or(0.0, |s| s[dir] as f64);
     let kib = if scope == u32::MAX {
-        let all = |p: &Phase| if per_link(p).is_empty() { total(p) } else { per_link(p).iter().sum() };
+        let all = |p: &Phase| if own_rates(p, dir).is_empty() { total(p) } else { own_rates(p, dir).iter().sum() };
         (0..links.links as usize).map(start).sum::<f64>() + d.gpu.spec.integrate(t, all) * 1024.0
     } else {
         let (until, sharing) =
             if links.is_down(scope, t) { (links.down_from_s, links.links) } else { (t, links.up_count(t)) };
         let sharing = f64::from(sharing.max(1));
-        let own = |p: &Phase| per_link(p).get(scope as usize).copied().unwrap_or_else(|| total(p) / sharing);
+        let own = |p: &Phase| own_rates(p, dir).get(scope as usize).copied().unwrap_or_else(|| total(p) / sharing);
         start(scope as usize) + d.gpu.spec.integrate(until, own) * 1024.0
     };
     Ok((3, nvmlValue_t { ullVal: kib as u64 }))
