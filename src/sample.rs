@@ -282,6 +282,21 @@ pub struct NvLinkTick {
     pub replay_errors: Option<u64>,
     /// Transmit recoveries (the link retrained).
     pub recovery_errors: Option<u64>,
+    /// The link's speed, MB/s (10^6 bytes a second) in each direction (NVML field 164, read on the slow tier);
+    /// `None` where the driver does not say, and for a link that is down.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub speed_mb_s: Option<u32>,
+    /// Data received and transmitted on this link since the driver loaded, KiB (NVML fields 139 and 138, read on
+    /// the medium tier).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_kib: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_kib: Option<u64>,
+    /// The receive and transmit rates between the last two reads of those counters, bytes a second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_bytes_s: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_bytes_s: Option<u64>,
 }
 
 /// One MIG device of a GPU in MIG mode: a GPU instance with one of its compute instances, as NVML lists it.

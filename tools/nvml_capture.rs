@@ -4,8 +4,10 @@
 //! so the fake answers it the same way. The fake replays the file: `GPUSIGHT_FAKE_NVML=capture.toml`.
 //!
 //! What it records is what `gpusight --once --json` reads: exact bytes of memory, the full PCI address, GPM's
-//! rates (PCIe included) over each interval, the counters (energy, throttle time, ECC, NVLink errors) where the
-//! card has them at the end of the capture, and each counter's rate over each interval.
+//! rates (PCIe included) over each interval, the counters (energy, throttle time, ECC, NVLink errors, each NVLink
+//! link's data counters) where the card has them at the end of the capture, and each counter's rate over each
+//! interval; NVLink in one `[gpu.nvlink]` record per GPU (state, version, far ends, each link's speed) and each
+//! link's RX/TX rate in each phase.
 //!
 //! `cargo run --release --example nvml_capture -- [SAMPLES] [INTERVAL_S] > capture.toml` (default 10 samples, 1 s).
 //! `GPUSIGHT_NVML_LIB` names another NVML library, as for gpusight: with the fake NVML, a capture of a scenario.
@@ -61,7 +63,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut gpus: Vec<GpuCapture<'_>> =
         (0..nvml.device_count()?).map(|i| nvml.device_by_index(i).map(GpuCapture::new)).collect::<Result<_, _>>()?;
     for g in &mut gpus {
-        g.window_start();
+        g.window_start(&nvml);
     }
     for _ in 0..samples {
         std::thread::sleep(Duration::from_secs_f64(interval));
@@ -132,24 +134,37 @@ struct Counters {
     throttle_ns: [Option<u64>; 5],
 }
 
+/// Each NVLink link's data counters read at one moment: KiB received and transmitted (fields 139 and 138).
+#[derive(Debug, Clone, Default)]
+struct Traffic {
+    at: Option<Instant>,
+    kib: Vec<[Option<u64>; 2]>,
+}
+
 /// One GPU's capture so far.
 struct GpuCapture<'n> {
     device: Device<'n>,
+    /// How many NVLink links answer (0: no NVLink).
+    links: u32,
     phases: Vec<Rec>,
     gpm: Option<GpmSample<'n>>,
     counters: Counters,
+    traffic: Traffic,
 }
 
 impl<'n> GpuCapture<'n> {
     fn new(device: Device<'n>) -> Self {
-        Self { device, phases: Vec::new(), gpm: None, counters: Counters::default() }
+        let links = link_count(&device);
+        let (phases, counters, traffic) = (Vec::new(), Counters::default(), Traffic::default());
+        Self { device, links, phases, gpm: None, counters, traffic }
     }
 
     /// The start of the first window: a GPM sample and the counters, so the first phase has rates too.
-    fn window_start(&mut self) {
+    fn window_start(&mut self, nvml: &'n Nvml) {
         let mut scratch = Rec::default();
         self.gpm = gpm_sample(&self.device, &mut scratch);
         self.counters = counters(&self.device, &mut scratch);
+        self.traffic = traffic(nvml, &self.device, self.links, &mut scratch);
     }
 
     /// One `[[gpu.phase]]`: the readings of this moment and the rates since the previous one.
@@ -165,6 +180,9 @@ impl<'n> GpuCapture<'n> {
         let now = counters(&self.device, &mut p);
         counter_rates(&self.counters, &now, &mut p);
         self.counters = now;
+        let now = traffic(nvml, &self.device, self.links, &mut p);
+        traffic_rates(&self.traffic, &now, &mut p);
+        self.traffic = now;
         self.phases.push(p);
     }
 
@@ -182,6 +200,11 @@ impl<'n> GpuCapture<'n> {
         head.line("throttle_ns_start", format!("{:?}", self.counters.throttle_ns.map(|c| c.unwrap_or(0))));
         let mut links = Rec::default();
         nvlinks(d, &mut links);
+        if !links.text.is_empty() {
+            link_speeds(nvml, d, self.links, &mut links);
+            let start: Vec<[u64; 2]> = self.traffic.kib.iter().map(|k| k.map(|v| v.unwrap_or(0))).collect();
+            links.line("traffic_start_kib", format!("{start:?}"));
+        }
         let mut procs = Rec::default();
         processes(d, &mut procs);
         let mut out = head.text;
@@ -504,4 +527,81 @@ fn faults<'a>(fixed: impl Iterator<Item = &'a Fault>, phases: &[Rec], samples: u
         }
     }
     out
+}
+
+/// How many NVLink links answer their state, from link 0 on.
+fn link_count(d: &Device<'_>) -> u32 {
+    let answering = (0..MAX_LINKS).take_while(|&l| d.link_wrapper_for(l).is_active().is_ok()).count();
+    u32::try_from(answering).unwrap_or(0)
+}
+
+/// The answers of one per-link field, each link's value or none; the errors recorded as faults of
+/// `nvmlDeviceGetFieldValues` with the field id: one for every link when all answered the same error, else one
+/// per link that failed (`args = [field, link]`).
+fn per_link(p: &mut Rec, field: u32, answers: &[Result<u64, NvmlError>]) -> Vec<Option<u64>> {
+    let call = "nvmlDeviceGetFieldValues";
+    let errors: Vec<Option<&'static str>> = answers.iter().map(|a| a.as_ref().err().map(error_name)).collect();
+    match errors.first() {
+        Some(&Some(first)) if errors.iter().all(|e| *e == Some(first)) => {
+            p.faults.push((call.to_string(), vec![field], first));
+        }
+        _ => {
+            for (link, e) in (0..).zip(&errors) {
+                if let Some(e) = e {
+                    p.faults.push((call.to_string(), vec![field, link], e));
+                }
+            }
+        }
+    }
+    answers.iter().map(|a| a.as_ref().ok().copied()).collect()
+}
+
+/// Each link's data counters now, in one field-values call (scoped per link); their errors go to `p`.
+fn traffic(nvml: &Nvml, d: &Device<'_>, links: u32, p: &mut Rec) -> Traffic {
+    use gpusight::source::nvml::nvlink::{THROUGHPUT_RX_FIELD, THROUGHPUT_TX_FIELD, link_field_values};
+    if links == 0 {
+        return Traffic::default();
+    }
+    let asks: Vec<(u32, u32)> = (0..links).flat_map(|l| [(THROUGHPUT_RX_FIELD, l), (THROUGHPUT_TX_FIELD, l)]).collect();
+    let at = Some(Instant::now());
+    let Some(answers) = p.ok("nvmlDeviceGetFieldValues", &[], link_field_values(nvml, d, &asks)) else {
+        return Traffic { at, kib: Vec::new() };
+    };
+    let (rx, tx): (Vec<_>, Vec<_>) = answers.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    let rx: Vec<_> = rx.into_iter().map(|(_, a)| a).collect();
+    let tx: Vec<_> = tx.into_iter().map(|(_, a)| a).collect();
+    let (rx, tx) = (per_link(p, THROUGHPUT_RX_FIELD, &rx), per_link(p, THROUGHPUT_TX_FIELD, &tx));
+    Traffic { at, kib: rx.into_iter().zip(tx).map(|(r, t)| [r, t]).collect() }
+}
+
+/// Each link's RX and TX rates (MiB/s) between two readings of its data counters, 0 where either read failed.
+fn traffic_rates(before: &Traffic, after: &Traffic, p: &mut Rec) {
+    let (Some(t0), Some(t1)) = (before.at, after.at) else { return };
+    if after.kib.is_empty() {
+        return;
+    }
+    let secs = t1.duration_since(t0).as_secs_f64().max(1e-3);
+    for (dir, key) in [(0, "nvlink_link_rx_mib_s"), (1, "nvlink_link_tx_mib_s")] {
+        let rates: Vec<String> = (after.kib.iter().enumerate())
+            .map(|(l, now)| match (before.kib.get(l).and_then(|b| b[dir]), now[dir]) {
+                #[expect(clippy::cast_precision_loss, reason = "KiB counters over seconds: f64 is plenty")]
+                (Some(a), Some(b)) => format!("{:.3}", b.saturating_sub(a) as f64 / 1024.0 / secs),
+                _ => "0.0".to_string(),
+            })
+            .collect();
+        p.line(key, format!("[{}]", rates.join(", ")));
+    }
+}
+
+/// Each link's speed (field 164, MB/s; 0 for a link that is not trained): `speed_mbps`, the fastest, and
+/// `link_speed_mbps`, link by link. Nothing when no link answers it.
+fn link_speeds(nvml: &Nvml, d: &Device<'_>, links: u32, s: &mut Rec) {
+    use gpusight::source::nvml::nvlink::{SPEED_FIELD, link_field_values};
+    let asks: Vec<(u32, u32)> = (0..links).map(|l| (SPEED_FIELD, l)).collect();
+    let Some(answers) = s.ok("nvmlDeviceGetFieldValues", &[], link_field_values(nvml, d, &asks)) else { return };
+    let speeds = per_link(s, SPEED_FIELD, &answers);
+    if let Some(top) = speeds.iter().flatten().max() {
+        s.line("speed_mbps", top);
+        s.line("link_speed_mbps", format!("{:?}", speeds.iter().map(|v| v.unwrap_or(0)).collect::<Vec<_>>()));
+    }
 }

@@ -243,9 +243,14 @@ pub struct Phase {
     /// GPM's PCIe rates in MiB/s (a capture); absent, they follow `pcie_rx_kbps`/`pcie_tx_kbps`.
     pub gpm_pcie_rx_mib_s: Option<f64>,
     pub gpm_pcie_tx_mib_s: Option<f64>,
-    /// NVLink throughput over all links, MiB/s.
+    /// NVLink throughput over all links, MiB/s (GPM's, and shared evenly by the links that are up for their data
+    /// counters unless the next two give each link's own).
     pub nvlink_rx_mib_s: f64,
     pub nvlink_tx_mib_s: f64,
+    /// Each link's own RX and TX rates, MiB/s, by link number (a capture): its data counters (fields 139 and 138)
+    /// climb at these.
+    pub nvlink_link_rx_mib_s: Vec<f64>,
+    pub nvlink_link_tx_mib_s: Vec<f64>,
     /// Nanoseconds per second spent in each cumulative throttle reason: SW power cap, sync boost, SW thermal,
     /// HW thermal, HW power brake.
     pub throttle_ns_per_s: [f64; 5],
@@ -286,6 +291,8 @@ impl Default for Phase {
             gpm_pcie_tx_mib_s: None,
             nvlink_rx_mib_s: 0.0,
             nvlink_tx_mib_s: 0.0,
+            nvlink_link_rx_mib_s: Vec::new(),
+            nvlink_link_tx_mib_s: Vec::new(),
             throttle_ns_per_s: [0.0; 5],
             ecc_corrected_per_s: 0.0,
             ecc_uncorrected_per_s: 0.0,
@@ -406,10 +413,15 @@ pub struct MigSpec {
 pub struct NvlinkSpec {
     pub links: u32,
     pub version: u32,
-    /// Per-link speed in Mbps.
+    /// Per-link speed in MB/s, as NVML's field 164 (`NVML_FI_DEV_NVLINK_GET_SPEED`) gives it.
     pub speed_mbps: u32,
-    /// Links that are down.
+    /// Speeds of the first links, overriding `speed_mbps` for those links (a link trained at a lower rate).
+    pub link_speed_mbps: Vec<u32>,
+    /// Links that are down (from `down_from_s` on; up before).
     pub down: Vec<u32>,
+    pub down_from_s: f64,
+    /// The per-link field values that answer NotSupported: `speed`, `throughput`.
+    pub not_supported: Vec<NvlinkField>,
     /// `gpus`: the links go round the other GPUs of the machine; `switch`: to NVSwitches.
     pub remote: String,
     /// Links whose error counters climb, and how fast (per virtual second) from `errors_from_s` on.
@@ -422,6 +434,9 @@ pub struct NvlinkSpec {
     pub remote_pci: Vec<[u32; 3]>,
     /// Each link's error counters at the start (replay, recovery, CRC flit; a capture); the rates add to them.
     pub counters_start: Vec<[u64; 3]>,
+    /// Each link's data counters at the start, KiB received and transmitted (fields 139 and 138; a capture); the
+    /// rates add to them.
+    pub traffic_start_kib: Vec<[u64; 2]>,
 }
 
 impl Default for NvlinkSpec {
@@ -430,7 +445,10 @@ impl Default for NvlinkSpec {
             links: 18,
             version: 4,
             speed_mbps: 26_562,
+            link_speed_mbps: Vec::new(),
             down: Vec::new(),
+            down_from_s: 0.0,
+            not_supported: Vec::new(),
             remote: "gpus".to_string(),
             errors_on: Vec::new(),
             errors_from_s: 0.0,
@@ -439,7 +457,35 @@ impl Default for NvlinkSpec {
             recovery_per_s: 0.0,
             remote_pci: Vec::new(),
             counters_start: Vec::new(),
+            traffic_start_kib: Vec::new(),
         }
+    }
+}
+
+/// The per-link field values a scenario can make answer NotSupported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NvlinkField {
+    /// Field 164, the link's speed.
+    Speed,
+    /// Fields 138 and 139, the link's TX and RX data counters.
+    Throughput,
+}
+
+impl NvlinkSpec {
+    /// Whether `link` is down at virtual time `t`.
+    pub fn is_down(&self, link: u32, t: f64) -> bool {
+        self.down.contains(&link) && t >= self.down_from_s
+    }
+
+    /// How many links are up at `t`.
+    pub fn up_count(&self, t: f64) -> u32 {
+        (0..self.links).filter(|&l| !self.is_down(l, t)).count() as u32
+    }
+
+    /// The speed of `link`, MB/s.
+    pub fn speed_of(&self, link: u32) -> u32 {
+        self.link_speed_mbps.get(link as usize).copied().unwrap_or(self.speed_mbps)
     }
 }
 

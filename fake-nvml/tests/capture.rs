@@ -1,6 +1,7 @@
 //! What a capture (tools/nvml_capture.rs) records, answered exactly: the full PCI address, memory to the byte,
-//! counters that go on from where the card had them, GPM's own PCIe rates, and each call's recorded error, per
-//! call and per selector argument (a threshold kind, a field id, a GPM metric). The machine is built once per
+//! counters that go on from where the card had them, GPM's own PCIe rates, NVLink per link (speeds, each link's
+//! traffic), and each call's recorded error, per call and per selector argument (a threshold kind, a field id, a
+//! GPM metric, an NVLink link). The machine is built once per
 //! process, so the checks run in a child (this binary again) playing a scenario written for them.
 #![allow(clippy::disallowed_methods, reason = "a test runs its own binary as a child")]
 
@@ -12,6 +13,7 @@ use gpusight_fake_nvml::api::device::{
     nvmlDeviceGetTotalEccErrors, nvmlDeviceGetTotalEnergyConsumption,
 };
 use gpusight_fake_nvml::api::gpm::{nvmlGpmMetricsGet, nvmlGpmSampleAlloc, nvmlGpmSampleFree, nvmlGpmSampleGet};
+use gpusight_fake_nvml::api::nvlink::nvmlDeviceGetNvLinkState;
 use gpusight_fake_nvml::api::system::{nvmlDeviceGetHandleByIndex_v2, nvmlInit_v2};
 use nvml_wrapper_sys::bindings::{
     nvmlDevice_t, nvmlFieldValue_t, nvmlGpmMetricsGet_t, nvmlGpmSample_t, nvmlMemory_v2_t, nvmlPciInfo_t,
@@ -31,11 +33,20 @@ energy_start_mj = 9000000000
 ecc_start = [1, 2, 3, 4]
 throttle_ns_start = [500, 0, 0, 0, 0]
 topology = [0, 20]
+[gpu.nvlink]
+links = 4
+down = [3]
+speed_mbps = 26562
+link_speed_mbps = [13281, 26562, 26562, 0]
+traffic_start_kib = [[1000, 2000], [3000, 4000], [5000, 6000], [7000, 8000]]
 [[gpu.phase]]
 mem_used_bytes = 10101915648
 mem_free_bytes = 140007964672
 power_w = 100.0
 gpm_pcie_rx_mib_s = 17.5
+nvlink_rx_mib_s = 900.0
+nvlink_link_rx_mib_s = [1.0, 0.0, 0.0, 0.0]
+nvlink_link_tx_mib_s = [0.0, 0.0, 0.0, 0.0]
 [[gpu.fault]]
 call = "nvmlDeviceGetRetiredPagesPendingStatus"
 error = "not_supported"
@@ -50,6 +61,14 @@ error = "no_permission"
 [[gpu.fault]]
 call = "nvmlGpmMetricsGet"
 args = [60]
+error = "not_supported"
+[[gpu.fault]]
+call = "nvmlDeviceGetNvLinkState"
+args = [1]
+error = "unknown"
+[[gpu.fault]]
+call = "nvmlDeviceGetFieldValues"
+args = [164, 2]
 error = "not_supported"
 [[gpu]]
 "#;
@@ -136,6 +155,35 @@ fn gpm_metrics(h: nvmlDevice_t) {
     }
 }
 
+/// NVLink per link: a fault on one link's state answers its error while the others answer, a link down answers
+/// down, each link's speed, a fault on one link's speed field, and the data counters from where the card had them
+/// at each link's own rate (not the phase's total shared out).
+fn nvlink_links(h: nvmlDevice_t) {
+    // SAFETY: zeroed C structs and valid out pointers, as NVML's callers pass them.
+    unsafe {
+        for (link, code, want) in [(0, 0, 1), (1, 999, 9), (2, 0, 1), (3, 0, 0)] {
+            let mut active = 9;
+            assert_eq!(nvmlDeviceGetNvLinkState(h, link, &raw mut active), code, "link {link}");
+            assert_eq!(active, want, "link {link}");
+        }
+        let mut fields: [nvmlFieldValue_t; 7] = std::mem::zeroed();
+        for (f, (id, link)) in
+            fields.iter_mut().zip([(164, 0), (164, 1), (164, 2), (164, 3), (139, 0), (139, 1), (138, 3)])
+        {
+            (f.fieldId, f.scopeId) = (id, link);
+        }
+        assert_eq!(nvmlDeviceGetFieldValues(h, 7, fields.as_mut_ptr()), 0);
+        let codes: Vec<u32> = fields.iter().map(|f| f.nvmlReturn).collect();
+        assert_eq!(codes, [0, 0, 3, 0, 0, 0, 0], "only link 2's speed faults");
+        let speeds: Vec<u32> = fields[..4].iter().map(|f| f.value.uiVal).collect();
+        assert_eq!([speeds[0], speeds[1], speeds[3]], [13_281, 26_562, 0], "a slow link, a link, a link down");
+        // Link 0 climbs at 1 MiB/s from 1,000 KiB; link 1 has no traffic of its own, though the phase's total has.
+        assert!((1_000..1_000 + 1024 * 60).contains(&fields[4].value.ullVal), "{}", fields[4].value.ullVal);
+        assert_eq!(fields[5].value.ullVal, 3_000, "link 1 stays where the card had it");
+        assert_eq!(fields[6].value.ullVal, 8_000, "link 3, down, stays where the card had it");
+    }
+}
+
 #[test]
 #[ignore = "run as a child by a_capture_is_answered_exactly"]
 fn child_capture_answers() {
@@ -144,6 +192,7 @@ fn child_capture_answers() {
     identity_memory_and_counters(h);
     recorded_errors(h);
     gpm_metrics(h);
+    nvlink_links(h);
 }
 
 #[test]

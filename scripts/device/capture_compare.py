@@ -5,8 +5,9 @@ NVML (scripts/device/capture_compare.sh runs both), field by field: the driver's
 
 Readings that move over time are compared within a tolerance taken from the capture itself: the largest change
 between two of the card's own samples (the capture's phases), for power, temperature, utilization, clocks, memory,
-PCIe and GPM rates. Counters (energy, throttle time) are compared within what the card adds in the time between the
-capture and the real reading (`--elapsed`, plus the two seconds `--once` takes), at the capture's highest rate.
+PCIe and GPM rates, and each NVLink link's RX/TX rate. Counters (energy, throttle time, each NVLink link's data
+counters) are compared within what the card adds in the time between the capture and the real reading
+(`--elapsed`, plus the two seconds `--once` takes), at the capture's highest rate.
 Everything else must be equal.
 
 Prints one line per field that differs (and a summary); `--all` prints every field. Exit 0 when every field agrees,
@@ -104,6 +105,14 @@ def tolerances(gpu_spec, elapsed):
         rates = phase_values(phases, key)
         if rates:
             tol[field] = max(rates) * factor * (elapsed + 2.0)
+    # Each NVLink link: its rate (bytes/s) moves like the other rates, plus 2 % for the clocks of two counter reads
+    # (the real card's and the replay's), and its data counters (KiB) like the counters.
+    for link in range(gpu_spec.get("nvlink", {}).get("links", 0)):
+        for way in ("rx", "tx"):
+            rates = phase_values(phases, f"nvlink_link_{way}_mib_s.{link}")
+            if rates:
+                tol[f"nvlinks.{link}.{way}_bytes_s"] = (max(rates) * 1.02 - min(rates)) * 1048576
+                tol[f"nvlinks.{link}.{way}_kib"] = max(rates) * 1024 * (elapsed + 2.0)
     return tol
 
 

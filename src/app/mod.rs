@@ -124,6 +124,10 @@ pub enum Screen {
         offset: usize,
         revealed: bool,
     },
+    /// Each NVLink link of one GPU: state, version and speed, RX/TX rates, error counters.
+    NvLinks {
+        gpu: u32,
+    },
     /// The explanation of one finding (index into the findings), scrolled down by `offset` lines.
     Explain {
         index: usize,

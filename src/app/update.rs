@@ -103,6 +103,7 @@ impl App {
             Action::SignalInt => self.open_dialog(SignalKind::Int),
             Action::Details => self.open_details(),
             Action::Environment => self.open_environment(),
+            Action::NvLinks => self.open_nvlinks(),
             Action::Jobs => self.toggle_jobs(),
             Action::Tree => {
                 self.table.tree = !self.table.tree;
@@ -220,9 +221,21 @@ impl App {
                 self.screen = Screen::Details { pid, libraries: self.libraries(pid) };
             }
             (Screen::Details { .. }, Action::Environment) => self.open_environment(),
+            (Screen::NvLinks { gpu }, Action::CycleGpu) => {
+                let current = *gpu;
+                if let Some(next) = self.next_nvlink_gpu(Some(current)) {
+                    self.screen = Screen::NvLinks { gpu: next };
+                }
+            }
             (
                 _,
-                Action::Quit | Action::Back | Action::Details | Action::Explain | Action::Environment | Action::Help,
+                Action::Quit
+                | Action::Back
+                | Action::Details
+                | Action::Explain
+                | Action::Environment
+                | Action::Help
+                | Action::NvLinks,
             ) => {
                 self.screen = Screen::Main;
             }
@@ -458,6 +471,23 @@ impl App {
             }
             None => self.status = Some("select a process with a PID first".to_owned()),
         }
+    }
+
+    /// The NVLink screen: of the GPU whose processes are shown alone, else the first GPU with NVLink links.
+    fn open_nvlinks(&mut self) {
+        let has_links = |gpu: u32| self.tick().gpus.iter().any(|g| g.index == gpu && !g.nvlinks.is_empty());
+        let gpu = self.table.only_gpu.filter(|&g| has_links(g)).or_else(|| self.next_nvlink_gpu(None));
+        match gpu {
+            Some(gpu) => self.screen = Screen::NvLinks { gpu },
+            None => self.status = Some("no NVLink links read on any GPU".to_owned()),
+        }
+    }
+
+    /// The next GPU after `after` (the first when `None`, wrapping round) whose tick lists NVLink links.
+    fn next_nvlink_gpu(&self, after: Option<u32>) -> Option<u32> {
+        let with_links: Vec<u32> = self.tick().gpus.iter().filter(|g| !g.nvlinks.is_empty()).map(|g| g.index).collect();
+        let next = after.and_then(|a| with_links.iter().copied().find(|&g| g > a));
+        next.or_else(|| with_links.first().copied())
     }
 
     fn open_environment(&mut self) {

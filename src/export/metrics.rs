@@ -22,7 +22,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 
 use super::kubelet::{GpuPods, PodRef};
-use super::names::{Family, Kind, MetricUnit, job_labels as job};
+use super::names::{Family, Kind, MetricUnit, NVLINK_BANDWIDTH_LINKS, job_labels as job};
 use crate::advice::Finding;
 use crate::sample::{GpuEventKind, GpuInfo, GpuState, GpuTick, JobInfo, MachineInfo, Tick, throttle};
 
@@ -357,8 +357,11 @@ fn push_mig(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
     }
 }
 
-/// Each NVLink link's state and error counters, the GPU's labels with `nvlink` (the link number).
+/// Each NVLink link's state, error counters, speed and rates, the GPU's labels with `nvlink` (the link number); its
+/// data counter as dcgm-exporter names it, one family per link (`DCGM_FI_DEV_NVLINK_BANDWIDTH_L0`..`_L17`) with
+/// the GPU's labels; and the counters summed over the links (`DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL`).
 fn push_nvlinks(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
+    let bytes = |l: &crate::sample::NvLinkTick| l.rx_kib.zip(l.tx_kib).map(|(r, t)| r.saturating_add(t) * 1024);
     for link in &g.nvlinks {
         let mut labels = gpu_labels.clone();
         labels.push(("nvlink", link.link.to_string()));
@@ -366,7 +369,15 @@ fn push_nvlinks(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
         b.push(Family::NvlinkCrcFlitErrors, &labels, int(link.crc_flit_errors));
         b.push(Family::NvlinkReplayErrors, &labels, int(link.replay_errors));
         b.push(Family::NvlinkRecoveryErrors, &labels, int(link.recovery_errors));
+        b.push(Family::NvlinkLinkSpeed, &labels, link.speed_mb_s.map(|s| Value::Int(u64::from(s) * 1_000_000)));
+        b.push(Family::NvlinkLinkRx, &labels, int(link.rx_bytes_s));
+        b.push(Family::NvlinkLinkTx, &labels, int(link.tx_bytes_s));
+        if let Some(&family) = usize::try_from(link.link).ok().and_then(|i| NVLINK_BANDWIDTH_LINKS.get(i)) {
+            b.push(family, gpu_labels, bytes(link).map(Value::Int));
+        }
     }
+    let total = g.nvlinks.iter().filter_map(bytes).reduce(u64::saturating_add);
+    b.push(Family::NvlinkBandwidthTotal, gpu_labels, total.map(Value::Int));
 }
 
 /// Our own series of one answering GPU: remaps, ECC, GPM, power limit, throttle reasons, PCIe link.

@@ -202,7 +202,7 @@ impl History {
         let tick_gap_ms = self.times.last().map_or(0, |newest| at_ms - newest);
         self.times.push(at_ms);
         for series in &mut self.gpus {
-            series.push(tick.gpu(series.index));
+            series.push(tick.gpu(series.index), self.latest.gpu(series.index));
         }
         self.host.push(&tick);
         slices::push(&mut self.slices, &tick, self.times.len() - 1, self.capacity);

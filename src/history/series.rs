@@ -104,6 +104,10 @@ series_set! {
         pub nvlink_tx_mib_s: Option<u32>,
         /// NVLink data-link errors (CRC, replay, recovery) summed over the links since the driver loaded.
         pub nvlink_errors: Option<u64>,
+        /// The NVLink links that are up, a bit per link (link 0 the lowest).
+        pub nvlink_up_mask: Option<u32>,
+        /// The NVLink links whose error counters grew since the previous sample, a bit per link.
+        pub nvlink_grew_mask: Option<u32>,
     }
 }
 
@@ -116,9 +120,26 @@ fn nvlink_errors(gpu: &GpuTick) -> Option<u64> {
         .reduce(u64::saturating_add)
 }
 
+/// A bit per NVLink link for which `pick` holds (links past 31 are left out); `None` without NVLink readings.
+fn link_mask(gpu: &GpuTick, pick: impl Fn(&crate::sample::NvLinkTick) -> bool) -> Option<u32> {
+    (!gpu.nvlinks.is_empty())
+        .then(|| gpu.nvlinks.iter().filter(|l| l.link < 32 && pick(l)).fold(0, |mask, l| mask | (1 << l.link)))
+}
+
+/// The links of `gpu` whose error counters (summed over the kinds) are above those of the same link in `before`.
+fn links_grown(gpu: &GpuTick, before: Option<&GpuTick>) -> Option<u32> {
+    let errors = |l: &crate::sample::NvLinkTick| {
+        [l.crc_flit_errors, l.replay_errors, l.recovery_errors].into_iter().flatten().fold(0, u64::saturating_add)
+    };
+    link_mask(gpu, |l| {
+        before.and_then(|b| b.nvlinks.iter().find(|p| p.link == l.link)).is_some_and(|p| errors(l) > errors(p))
+    })
+}
+
 impl GpuSeries {
-    /// Appends this GPU's readings in a tick; `None` (the GPU absent from the tick) is a gap in every series.
-    pub(crate) fn push(&mut self, gpu: Option<&GpuTick>) {
+    /// Appends this GPU's readings in a tick (`before`: the same GPU in the tick before, for what changed); `None`
+    /// (the GPU absent from the tick) is a gap in every series.
+    pub(crate) fn push(&mut self, gpu: Option<&GpuTick>, before: Option<&GpuTick>) {
         let gpm = gpu.and_then(|g| g.gpm);
         let ns = gpu.and_then(|g| g.throttle_ns);
         let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
@@ -148,6 +169,8 @@ impl GpuSeries {
             nvlink_rx_mib_s: gpu.and_then(|g| g.nvlink_rx_mib_s),
             nvlink_tx_mib_s: gpu.and_then(|g| g.nvlink_tx_mib_s),
             nvlink_errors: gpu.and_then(nvlink_errors),
+            nvlink_up_mask: gpu.and_then(|g| link_mask(g, |l| l.up)),
+            nvlink_grew_mask: gpu.and_then(|g| links_grown(g, before)),
         });
     }
 }

@@ -66,6 +66,7 @@ actions! {
     SignalInt => "signal-int", Normal, "Send SIGINT to the selected or tagged processes (asks first)";
     Details => "details", Normal, "Open the selected process (graphs, CUDA libraries); on a finding: select its process";
     Environment => "environment", Normal, "Show the selected process's environment (own processes only)";
+    NvLinks => "nvlinks", Normal, "Show each NVLink link of a GPU (g: next GPU with NVLink)";
     Reveal => "reveal", Normal, "Environment: show or mask secret values";
     Tree => "tree", Normal, "Toggle the tree view (launchers, GPU processes, DataLoader workers)";
     Jobs => "jobs", Normal, "Toggle the jobs view (a row per job; Enter shows its ranks, Down picks one for T/K/I)";

@@ -183,6 +183,7 @@ fn defaults(action: Action) -> &'static [&'static str] {
         Action::SignalInt => &["I"],
         Action::Details => &["Enter"],
         Action::Environment => &["e"],
+        Action::NvLinks => &["n"],
         Action::Reveal => &["v"],
         Action::Tree => &["t"],
         Action::Jobs => &["J"],

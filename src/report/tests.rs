@@ -113,7 +113,10 @@ fn a_clock_that_steps_back_neither_wraps_nor_panics() {
     for i in 0..300_u64 {
         let at = 1_000_000 + i * 1000;
         times.push(if i >= 150 { at - 5000 } else { at });
-        gpu.push(Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }));
+        gpu.push(
+            Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }),
+            None,
+        );
     }
     let state = super::steady::detect(&times, &gpu, &super::steady::SteadyCriterion::default());
     assert!(state.watched_s < 400, "{state:?}");
@@ -122,7 +125,10 @@ fn a_clock_that_steps_back_neither_wraps_nor_panics() {
     let mut gpu = crate::history::GpuSeries::new(0, 4);
     for at in [10_000_000, 1000] {
         times.push(at);
-        gpu.push(Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }));
+        gpu.push(
+            Some(&crate::sample::GpuTick { temp_c: Some(60), sm_clock_mhz: Some(1980), ..Default::default() }),
+            None,
+        );
     }
     let state = super::steady::detect(&times, &gpu, &super::steady::SteadyCriterion::default());
     assert_eq!(state.watched_s, 0);

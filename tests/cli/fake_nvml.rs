@@ -181,19 +181,28 @@ fn once_shows_each_mig_device_under_its_gpu() {
 /// The capture tool on the fake itself: a capture of a scenario replays as the scenario, for everything `--once
 /// --json` shows but the counters (the fake "card" counts them from its own start, the replay from the capture's end)
 /// and GPM (`--once` may or may not finish a GPM round in time). The consumer card answers NotSupported to
-/// everything optional; two H200s joined by NVLink carry topology, links and GPM's PCIe rates.
+/// everything optional; two H200s joined by NVLink carry topology, links (one trained slower, one down, traffic) and
+/// GPM's PCIe rates. On the HGX board (MIG slices are not captured) the NVLink links of every GPU replay.
 #[test]
 fn a_capture_of_the_fake_replays_as_the_fake() {
     let dir = temp_dir();
-    let two = scenario_file(dir.path(), "two", &h200s(2, "[gpu.nvlink]\nlinks = 4"));
-    for scenario in ["consumer", two.as_str()] {
+    let links = "[gpu.nvlink]\nlinks = 4\nlink_speed_mbps = [13281]\ndown = [3]";
+    let two = h200s(2, links) + "nvlink_rx_mib_s = 9000.0\nnvlink_tx_mib_s = 4500.0\n";
+    let two = scenario_file(dir.path(), "two", &two);
+    for scenario in ["consumer", two.as_str(), "hgx8-mig"] {
         let capture = scenario_file(dir.path(), "capture", &capture_of(scenario, 2, "0.2"));
         let (card, replay) =
             (json(&run_on(scenario, &["--once", "--json"])), json(&run_on(&capture, &["--once", "--json"])));
-        assert_eq!(card["machine"]["gpus"], replay["machine"]["gpus"], "{scenario}: the GPUs' static facts");
         let (cards, replays) =
             (card["tick"]["gpus"].as_array().expect("ticks"), replay["tick"]["gpus"].as_array().expect("ticks"));
         assert_eq!(cards.len(), replays.len());
+        for (c, r) in cards.iter().zip(replays) {
+            links_replay(scenario, &c["nvlinks"], &r["nvlinks"]);
+        }
+        if scenario == "hgx8-mig" {
+            continue;
+        }
+        assert_eq!(card["machine"]["gpus"], replay["machine"]["gpus"], "{scenario}: the GPUs' static facts");
         for (c, r) in cards.iter().zip(replays) {
             for (key, value) in c.as_object().expect("a tick") {
                 if ![
@@ -204,6 +213,7 @@ fn a_capture_of_the_fake_replays_as_the_fake() {
                     "pcie_tx_kbps",
                     "nvlink_rx_mib_s",
                     "nvlink_tx_mib_s",
+                    "nvlinks",
                 ]
                 .contains(&key.as_str())
                 {
@@ -213,6 +223,30 @@ fn a_capture_of_the_fake_replays_as_the_fake() {
             assert_eq!(c["energy_mj"].is_null(), r["energy_mj"].is_null(), "{scenario}: energy read or N/A alike");
         }
         assert_eq!(card["tick"]["gpu_processes"], replay["tick"]["gpu_processes"], "{scenario}: processes");
+    }
+}
+
+/// One GPU's NVLink links, card against replay: the same links, each alike in state, version, speed and error
+/// counts, with a rate where the card has one, within 10 % of the card's (both are counter deltas over wall time).
+/// The data counters themselves are not compared: the card's run from its own start.
+fn links_replay(scenario: &str, card: &serde_json::Value, replay: &serde_json::Value) {
+    let (Some(cards), Some(replays)) = (card.as_array(), replay.as_array()) else {
+        assert_eq!(card, replay, "{scenario}: NVLink absent alike");
+        return;
+    };
+    assert_eq!(cards.len(), replays.len(), "{scenario}: links");
+    for (c, r) in cards.iter().zip(replays) {
+        for key in ["link", "up", "version", "speed_mb_s", "crc_flit_errors", "replay_errors", "recovery_errors"] {
+            assert_eq!(c[key], r[key], "{scenario}: link {}: {key}", c["link"]);
+        }
+        for key in ["rx_bytes_s", "tx_bytes_s"] {
+            #[allow(clippy::cast_precision_loss, reason = "rates in bytes a second")]
+            let (want, got) = (c[key].as_u64().map(|v| v as f64), r[key].as_u64().map(|v| v as f64));
+            assert_eq!(want.is_some(), got.is_some(), "{scenario}: link {}: {key} {c} {r}", c["link"]);
+            if let (Some(want), Some(got)) = (want, got) {
+                assert!((got - want).abs() <= want * 0.1 + 1024.0, "{scenario}: link {}: {key} {c} {r}", c["link"]);
+            }
+        }
     }
 }
 
@@ -392,4 +426,42 @@ fn replays_readings(gpu: &toml::Value, tick: &serde_json::Value) {
     } else {
         assert_eq!(tick["ecc"]["aggregate_corrected"], capture::json(ecc.get(2)));
     }
+}
+
+/// `--once --json` on the HGX board: each NVLink link with its speed, its data counters and the rates between the
+/// two samples; a link the scenario trains slower, a link down, and a driver that does not answer the fields.
+#[test]
+fn once_json_carries_each_nvlink_links_speed_and_throughput() {
+    let doc = json(&run_on("hgx8-mig", &["--once", "--json"]));
+    let links = doc["tick"]["gpus"][0]["nvlinks"].as_array().expect("GPU 0's links");
+    assert_eq!(links.len(), 18);
+    for l in links {
+        assert_eq!(l["up"], true);
+        assert_eq!(l["speed_mb_s"], 26_562, "{l}");
+        assert!(l["rx_kib"].as_u64().is_some_and(|k| k > 0), "{l}");
+        // 120,000 MiB/s received over 18 links: 6.99 GB/s a link, between two samples half a second apart or more.
+        let rx = l["rx_bytes_s"].as_u64().unwrap_or_else(|| panic!("a rate: {l}"));
+        assert!((6_000_000_000..8_000_000_000).contains(&rx), "{l}");
+        assert!(l["tx_bytes_s"].as_u64().is_some(), "{l}");
+    }
+    // A GPU in MIG mode: its slices with their profiles and its links, side by side.
+    let six = &doc["tick"]["gpus"][6];
+    let profiles: Vec<_> =
+        six["mig"].as_array().expect("GPU 6's slices").iter().map(|m| m["profile"].clone()).collect();
+    assert_eq!(profiles, vec![serde_json::json!("1g.10gb"); 7], "{six}");
+    let links = six["nvlinks"].as_array().expect("GPU 6's links");
+    assert!(links.len() == 18 && links.iter().all(|l| l["speed_mb_s"] == 26_562), "{six}");
+    let dir = temp_dir();
+    let toml = h200s(1, "[gpu.nvlink]\nlink_speed_mbps = [13281]\ndown = [5]\n");
+    let doc = json(&run_on(&scenario_file(dir.path(), "slow-link", &toml), &["--once", "--json"]));
+    let links = &doc["tick"]["gpus"][0]["nvlinks"];
+    assert_eq!(links[0]["speed_mb_s"], 13_281, "link 0 trained at half rate");
+    assert_eq!(links[1]["speed_mb_s"], 26_562);
+    assert_eq!(links[5]["up"], false);
+    assert!(links[5].get("speed_mb_s").is_none() && links[5].get("rx_bytes_s").is_none(), "{}", links[5]);
+    let toml = h200s(1, "[gpu.nvlink]\nnot_supported = [\"speed\", \"throughput\"]\n");
+    let doc = json(&run_on(&scenario_file(dir.path(), "no-fields", &toml), &["--once", "--json"]));
+    let link = &doc["tick"]["gpus"][0]["nvlinks"][0];
+    assert_eq!(link["up"], true);
+    assert!(link.get("speed_mb_s").is_none() && link.get("rx_kib").is_none(), "absent, not zero: {link}");
 }

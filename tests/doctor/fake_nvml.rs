@@ -75,3 +75,27 @@ fn idle_holder_is_judged_per_mig_slice() {
     assert!(idle.iter().any(|f| f["pid"] == 3301), "the job on the idle slice: {doc}");
     assert!(!idle.iter().any(|f| f["pid"] == 3300), "the job saturating its slice is not idle: {doc}");
 }
+
+/// A link that goes down two seconds into the watch: gpu-errors names it as a link that was up; its neighbour
+/// GPU, all links up, has no finding.
+#[test]
+fn an_nvlink_link_that_goes_down_mid_run_is_named() {
+    let dir = crate::common::temp_dir();
+    let scenario = crate::common::fake_nvml::scenario_file(
+        dir.path(),
+        "link-down",
+        "name = \"link-down\"\n[[gpu]]\n[gpu.nvlink]\n[[gpu.phase]]\nutil = 100\n\
+         [[gpu]]\n[gpu.nvlink]\ndown = [4]\ndown_from_s = 2.0\n[[gpu.phase]]\nutil = 100\n",
+    );
+    let config = dir.path().join("config.toml");
+    std::fs::write(&config, "[general]\nhealth_period_s = 1.0\n").expect("config");
+    let config = config.display().to_string();
+    let out = run_on(&scenario, &["doctor", "--duration", "4s", "--interval", "0.5", "--json", "--config", &config]);
+    let doc = json(&out);
+    let errors: Vec<&serde_json::Value> =
+        doc["findings"].as_array().expect("findings").iter().filter(|f| f["rule"] == "gpu-errors").collect();
+    let on = |gpu: u32| errors.iter().find(|f| f["gpu_index"] == gpu).map(|f| f["evidence"].to_string());
+    let down = on(1).unwrap_or_else(|| panic!("GPU 1's link 4 went down: {doc}"));
+    assert!(down.contains("NVLink link 4 (was up) down of 18"), "{down}");
+    assert!(on(0).is_none(), "GPU 0's links are all up: {errors:?}");
+}

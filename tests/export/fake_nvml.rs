@@ -112,3 +112,40 @@ fn nvlink_links_carry_their_state_and_error_counters() {
     let links = body.lines().filter(|l| l.starts_with("gpusight_nvlink_link_up{")).count();
     assert_eq!(links, 72 * 18, "every link of every GPU");
 }
+
+#[test]
+fn nvlink_links_carry_their_speed_rates_and_bandwidth_counters() {
+    // The rates need two reads of the counters: the second comes with the second sample.
+    let body = scrape_until("hgx8-mig", 8, |b| b.contains("gpusight_nvlink_link_rx_bytes_per_second{"));
+    let value = |line: &str| line.rsplit(' ').next().unwrap_or_default().parse::<f64>().unwrap_or(-1.0);
+    let link_series = |name: &str, gpu: u32, link: u32| {
+        body.lines()
+            .find(|l| {
+                l.starts_with(&format!("{name}{{"))
+                    && l.contains(&format!("gpu=\"{gpu}\""))
+                    && l.contains(&format!("nvlink=\"{link}\""))
+            })
+            .map(value)
+    };
+    // NVLink 4: 26,562 MB/s a direction per link.
+    assert_eq!(link_series("gpusight_nvlink_link_speed_bytes_per_second", 0, 17), Some(26_562_000_000.0));
+    // 120,000 MiB/s over 18 links: about 6.99 GB/s a link.
+    let rx = link_series("gpusight_nvlink_link_rx_bytes_per_second", 0, 3).expect("link 3's RX rate");
+    assert!((6.0e9..8.0e9).contains(&rx), "{rx}");
+    let tx = link_series("gpusight_nvlink_link_tx_bytes_per_second", 0, 3).expect("link 3's TX rate");
+    assert!((6.0e9..8.0e9).contains(&tx), "{tx}");
+    // dcgm-exporter's per-link counter: the link in the name, the GPU's labels, no nvlink label.
+    let l17: Vec<&str> = body.lines().filter(|l| l.starts_with("DCGM_FI_DEV_NVLINK_BANDWIDTH_L17{")).collect();
+    assert_eq!(l17.len(), 8, "one per GPU: {l17:#?}");
+    assert!(l17.iter().all(|l| !l.contains("nvlink=") && value(l) >= 0.0), "{l17:#?}");
+    let total = body.lines().find(|l| l.starts_with("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{gpu=\"0\"")).map(value);
+    let l0 = body.lines().find(|l| l.starts_with("DCGM_FI_DEV_NVLINK_BANDWIDTH_L0{gpu=\"0\"")).map(value);
+    assert!(total.zip(l0).is_some_and(|(t, l)| t > l && l > 0.0), "{total:?} {l0:?}");
+    // Links belong to the whole GPU: on the GPUs in MIG mode (6 and 7) their series carry no MIG labels, beside the
+    // slices' series that do.
+    assert_eq!(link_series("gpusight_nvlink_link_speed_bytes_per_second", 6, 0), Some(26_562_000_000.0));
+    let nvlink_series = body.lines().filter(|l| l.contains("nvlink=\"") || l.starts_with("DCGM_FI_DEV_NVLINK_"));
+    assert!(nvlink_series.clone().all(|l| !l.contains("GPU_I_ID")), "no MIG labels on a link");
+    assert!(nvlink_series.count() > 8 * 18, "every link's series");
+    assert!(body.lines().any(|l| l.contains("gpu=\"7\"") && l.contains("GPU_I_PROFILE=\"3g.40gb\"")), "the slices too");
+}

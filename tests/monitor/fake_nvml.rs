@@ -44,3 +44,20 @@ fn a_gpu_panel_shows_its_nvlink_links() {
     session.send("q");
     assert_eq!(session.exit_code(), 0);
 }
+
+#[test]
+fn the_nvlink_screen_shows_each_link_on_the_live_path() {
+    let env = env_for("hgx8-mig");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let mut session = Session::gpusight(&[], &env, 80, 24);
+    session.wait_for("Processes");
+    session.send("n");
+    let screen = session.wait_for("NVLink GPU 0");
+    assert!(screen.contains("18/18 up"), "{screen}");
+    let screen = session.wait_for("L17");
+    assert!(screen.contains("L0     up   v4   26.6GB/s"), "{screen}");
+    session.send("q");
+    session.wait_for("Processes");
+    session.send("q");
+    assert_eq!(session.exit_code(), 0);
+}

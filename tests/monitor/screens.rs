@@ -391,3 +391,53 @@ fn full_panels_that_do_not_fit_are_said() {
     assert!(note.starts_with("full GPU panels do not fit in 80x24 with 8 GPUs"), "{note}");
     assert_eq!(gpusight::ui::mode_note(large, &app), None, "they fit in 240x80");
 }
+
+/// An app on the HGX scenario whose GPUs carry 18 NVLink links each (link 17 down, CRC errors on link 5), with
+/// the NVLink screen open on GPU 0.
+fn nvlink_app() -> App {
+    let mut app = app_edited("mixed:8", 5, |snap| {
+        for gpu in &mut snap.tick.gpus {
+            gpu.nvlinks = (0..18)
+                .map(|link| gpusight::sample::NvLinkTick {
+                    link,
+                    up: link != 17,
+                    version: Some(4),
+                    crc_flit_errors: Some(if link == 5 { 950 } else { 0 }),
+                    replay_errors: Some(0),
+                    recovery_errors: Some(0),
+                    speed_mb_s: (link != 17).then_some(26_562),
+                    rx_kib: Some(1_000),
+                    tx_kib: Some(1_000),
+                    rx_bytes_s: (link != 17).then_some(7_000_000_000),
+                    tx_bytes_s: (link != 17).then_some(6_900_000_000),
+                })
+                .collect();
+        }
+    });
+    app.update(gpusight::keys::Action::NvLinks);
+    app
+}
+
+#[test]
+fn the_nvlink_screen_lists_each_link_at_80x24() {
+    let text = screen(&nvlink_app(), 80, 24);
+    assert!(text.contains("NVLink GPU 0"), "{text}");
+    assert!(text.contains("17/18 up  RX 119.0GB/s  TX 117.3GB/s  CRC 950"), "{text}");
+    assert!(text.contains("L0     up   v4   26.6GB/s  RX  7.0GB/s  TX  6.9GB/s  CRC 0 RPL 0 REC 0"), "{text}");
+    assert!(text.contains("L5     up   v4   26.6GB/s  RX  7.0GB/s  TX  6.9GB/s  CRC 950 RPL 0 REC 0"), "{text}");
+    assert!(text.contains("L17    DOWN v4        N/A  RX      N/A  TX      N/A"), "{text}");
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+}
+
+#[test]
+fn the_nvlink_screen_at_200x60_and_on_a_small_terminal() {
+    let wide = screen(&nvlink_app(), 200, 60);
+    // Two columns: link 9 beside link 0.
+    let row = wide.lines().find(|l| l.contains("L0 ")).unwrap_or_default();
+    assert!(row.contains("L9 "), "{wide}");
+    let small = screen(&nvlink_app(), 80, 10);
+    assert!(small.contains("L0-4   up") && small.contains("L17    DOWN"), "alike links grouped: {small}");
+    let mut app = nvlink_app();
+    app.update(gpusight::keys::Action::CycleGpu);
+    assert!(screen(&app, 80, 24).contains("NVLink GPU 1"));
+}

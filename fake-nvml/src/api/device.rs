@@ -261,6 +261,47 @@ device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *m
     put(status, if index == 2 && both_nvlink { 0 } else { 5 })
 });
 
+/// A phase's own rates of each link (a capture), RX (`dir` 0) or TX; empty where the phase gives none.
+fn own_rates(p: &crate::scenario::Phase, dir: usize) -> &[f64] {
+    if dir == 0 { &p.nvlink_link_rx_mib_s } else { &p.nvlink_link_tx_mib_s }
+}
+
+/// An NVLink field of one link (`scope`), or for 138 and 139 of all links (scope `u32::MAX`): the speed (164,
+/// MB/s; 0 for a link that is down) and the TX (138) and RX (139) data counters, KiB: where the link's counters
+/// start (a capture) plus what it carried since: its own rate where the phase gives each link's (a capture), else
+/// the phase's NVLink rate shared evenly by the links that are up (a link that went down keeps what it carried
+/// until then).
+fn nvlink_field(d: &Dev, id: u32, scope: u32, t: f64) -> Result<(u32, nvmlValue_t), u32> {
+    use crate::scenario::{NvlinkField, Phase};
+    let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
+    let kind = if id == 164 { NvlinkField::Speed } else { NvlinkField::Throughput };
+    if links.not_supported.contains(&kind) {
+        return Err(ret::NOT_SUPPORTED);
+    }
+    if (scope != u32::MAX && scope >= links.links) || (id == 164 && scope == u32::MAX) {
+        return Err(ret::INVALID_ARGUMENT);
+    }
+    if id == 164 {
+        let speed = if links.is_down(scope, t) { 0 } else { links.speed_of(scope) };
+        return Ok((1, nvmlValue_t { uiVal: speed }));
+    }
+    // RX first, as the capture's `traffic_start_kib` pairs are.
+    let dir = usize::from(id != 139);
+    let total = |p: &Phase| if dir == 0 { p.nvlink_rx_mib_s } else { p.nvlink_tx_mib_s };
+    let start = |l: usize| links.traffic_start_kib.get(l).map_or(0.0, |s| s[dir] as f64);
+    let kib = if scope == u32::MAX {
+        let all = |p: &Phase| if own_rates(p, dir).is_empty() { total(p) } else { own_rates(p, dir).iter().sum() };
+        (0..links.links as usize).map(start).sum::<f64>() + d.gpu.spec.integrate(t, all) * 1024.0
+    } else {
+        let (until, sharing) =
+            if links.is_down(scope, t) { (links.down_from_s, links.links) } else { (t, links.up_count(t)) };
+        let sharing = f64::from(sharing.max(1));
+        let own = |p: &Phase| own_rates(p, dir).get(scope as usize).copied().unwrap_or_else(|| total(p) / sharing);
+        start(scope as usize) + d.gpu.spec.integrate(until, own) * 1024.0
+    };
+    Ok((3, nvmlValue_t { ullVal: kib as u64 }))
+}
+
 /// The value of one field at this moment: Ok(value) or the field's own error.
 fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> {
     let p = d.phase();
@@ -268,10 +309,11 @@ fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> 
     let counter = |i: usize| {
         d.gpu.spec.throttle_ns_start[i].saturating_add(d.gpu.spec.integrate(t, |p| p.throttle_ns_per_s[i]) as u64)
     };
-    // A capture's per-field answer: the field's own error (ids in either numbering: 269-271 are 251-253).
+    // A capture's per-field answer: the field's own error (ids in either numbering: 269-271 are 251-253), for
+    // every scope (`args = [id]`) or one (`args = [id, scope]`: an NVLink field of one link).
     let canonical = if (269..=271).contains(&id) { id - 18 } else { id };
     for fid in [id, canonical] {
-        crate::machine::arg_faults("nvmlDeviceGetFieldValues", d.gpu, t, &[fid])?;
+        crate::machine::arg_faults("nvmlDeviceGetFieldValues", d.gpu, t, &[fid, scope])?;
     }
     // valueType: 0 double, 1 unsigned int, 3 unsigned long long.
     match id {
@@ -284,19 +326,7 @@ fn field_value(d: &Dev, id: u32, scope: u32) -> Result<(u32, nvmlValue_t), u32> 
         252 | 270 => Ok((3, nvmlValue_t { ullVal: counter(3) })),
         253 | 271 => Ok((3, nvmlValue_t { ullVal: counter(4) })),
         91 => d.gpu.spec.nvlink.as_ref().map(|l| (1, nvmlValue_t { uiVal: l.links })).ok_or(ret::NOT_SUPPORTED),
-        138 | 139 => {
-            let Some(links) = d.gpu.spec.nvlink.as_ref() else { return Err(ret::NOT_SUPPORTED) };
-            let up = links.links.saturating_sub(u32::try_from(links.down.len()).unwrap_or(0)).max(1);
-            // KiB since start, over all links (scope u32::MAX) or one link (its share).
-            let rate = if id == 138 {
-                |p: &crate::scenario::Phase| p.nvlink_tx_mib_s
-            } else {
-                |p: &crate::scenario::Phase| p.nvlink_rx_mib_s
-            };
-            let kib = d.gpu.spec.integrate(t, rate) * 1024.0;
-            let share = if scope == u32::MAX { kib } else { kib / f64::from(up) };
-            Ok((3, nvmlValue_t { ullVal: share as u64 }))
-        }
+        138 | 139 | 164 => nvlink_field(d, id, scope, t),
         _ => Err(ret::NOT_SUPPORTED),
     }
 }

@@ -8,7 +8,7 @@ use crate::machine::Dev;
 use crate::scenario::NvlinkSpec;
 use crate::{device_fn, put, ret};
 
-/// The GPU's links, and that `link` is one of them.
+/// The GPU's links, and that `link` is one of them; the faults of `call` on this link answer first.
 fn link_of(d: &Dev, link: c_uint, call: &str) -> Result<&'static NvlinkSpec, u32> {
     d.whole_gpu_only()?;
     d.arg_faults(call, &[link])?;
@@ -20,8 +20,9 @@ fn link_of(d: &Dev, link: c_uint, call: &str) -> Result<&'static NvlinkSpec, u32
 }
 
 device_fn!(nvmlDeviceGetNvLinkState(link: c_uint, active: *mut c_uint) |d| {
+    // A fault on this call (or on this link alone) answers first; a link scheduled down answers down from its time.
     let spec = link_of(&d, link, "nvmlDeviceGetNvLinkState")?;
-    put(active, u32::from(!spec.down.contains(&link)))
+    put(active, u32::from(!spec.is_down(link, d.machine.now())))
 });
 device_fn!(nvmlDeviceGetNvLinkVersion(link: c_uint, version: *mut c_uint) |d| {
     let spec = link_of(&d, link, "nvmlDeviceGetNvLinkVersion")?;

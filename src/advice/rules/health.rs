@@ -263,9 +263,21 @@ impl ErrorReport {
     }
 
     /// The counters of the newest sample: corrected and uncorrected ECC, remapped rows, retired pages.
-    /// NVLink: a link that is down, and data-link errors (CRC, replay, recovery) that climbed over the watch.
+    /// NVLink: a link that is down where it was up during the watch, or where other links of the GPU are up (a
+    /// GPU whose links were never up is not NVLink-connected, and says nothing); and data-link errors (CRC,
+    /// replay, recovery) that grew at two reads or more over the watch (one burst is not a link going bad), with
+    /// the links that climbed.
     fn add_nvlinks(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str) {
-        let down: Vec<String> = gpu.nvlinks.iter().filter(|l| !l.up).map(|l| l.link.to_string()).collect();
+        let series = ctx.history.gpu(gpu.index);
+        let ever_up = series.map_or(0, |g| g.nvlink_up_mask.iter().copied().flatten().fold(0, |a, m| a | m));
+        let any_up = gpu.nvlinks.iter().any(|l| l.up);
+        let was_up = |link: u32| link < 32 && ever_up & (1 << link) != 0;
+        let down: Vec<String> = gpu
+            .nvlinks
+            .iter()
+            .filter(|l| !l.up && (any_up || was_up(l.link)))
+            .map(|l| if was_up(l.link) { format!("{} (was up)", l.link) } else { l.link.to_string() })
+            .collect();
         if !down.is_empty() {
             self.ask(Ask::Maintenance);
             self.title.get_or_insert_with(|| format!("{name} has NVLink links down"));
@@ -276,23 +288,40 @@ impl ErrorReport {
                 gpu.nvlinks.len()
             ));
         }
-        let counted = ctx.history.gpu(gpu.index).map(|g| g.nvlink_errors.iter().copied().flatten());
+        let counted = series.map(|g| g.nvlink_errors.iter().copied().flatten());
         let grown = counted.map_or(0, |mut values| {
             let first = values.next();
             let last = values.last().or(first);
             first.zip(last).map_or(0, |(a, b)| b.saturating_sub(a))
         });
-        if grown > 0 {
-            let climbing: Vec<String> = gpu
-                .nvlinks
-                .iter()
-                .filter(|l| l.crc_flit_errors.or(l.replay_errors).or(l.recovery_errors).is_some_and(|n| n > 0))
-                .map(|l| l.link.to_string())
-                .collect();
+        // How many samples each link's counters grew at: a link climbs when it grew at two or more.
+        let mut grew_at = [0u32; 32];
+        for mask in series.into_iter().flat_map(|g| g.nvlink_grew_mask.iter().copied().flatten()) {
+            for (link, n) in grew_at.iter_mut().enumerate() {
+                *n += mask >> link & 1;
+            }
+        }
+        let climbing: Vec<String> = gpu
+            .nvlinks
+            .iter()
+            .filter(|l| l.link < 32 && grew_at[l.link as usize] >= 2)
+            .map(|l| {
+                let n = |v: Option<u64>| v.map_or_else(|| crate::units::NA.to_owned(), |v| v.to_string());
+                format!(
+                    "{} ({} CRC, {} replay, {} recovery)",
+                    l.link,
+                    n(l.crc_flit_errors),
+                    n(l.replay_errors),
+                    n(l.recovery_errors)
+                )
+            })
+            .collect();
+        if grown > 0 && !climbing.is_empty() {
             self.ask(Ask::Maintenance);
             self.title.get_or_insert_with(|| format!("{name}'s NVLink errors are climbing"));
             self.lines.push(format!(
-                "{grown} NVLink data-link errors (CRC, replay, recovery) over the watch, on link{} {}",
+                "{grown} NVLink data-link errors over the watch, climbing on link{} {} (counts since the driver \
+                 loaded)",
                 if climbing.len() == 1 { "" } else { "s" },
                 climbing.join(", ")
             ));

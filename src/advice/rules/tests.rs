@@ -764,3 +764,65 @@ fn visibility_says_once_that_xids_cannot_be_seen() {
     let kernel_only = Build::new("mixed:8").tick(|_, t| t.health.nvml_events = Some(false));
     assert!(!has(&kernel_only.findings(3), Rule::Visibility));
 }
+
+/// 18 NVLink links on GPU 0 at tick `i`: `down(i, link)` says which are down, `crc(i, link)` each one's CRC count.
+fn nvlinks(down: impl Fn(u64, u32) -> bool + 'static, crc: impl Fn(u64, u32) -> u64 + 'static) -> Build {
+    Build::new("compute").tick(move |i, t| {
+        t.gpus[0].nvlinks = (0..18)
+            .map(|link| crate::sample::NvLinkTick {
+                link,
+                up: !down(i, link),
+                version: Some(4),
+                crc_flit_errors: Some(crc(i, link)),
+                replay_errors: Some(0),
+                recovery_errors: Some(0),
+                ..crate::sample::NvLinkTick::default()
+            })
+            .collect();
+    })
+}
+
+fn nvlink_evidence(b: &Build, n: u64) -> Option<String> {
+    let findings = b.findings(n);
+    findings.iter().find(|f| f.rule == Rule::GpuErrors && f.gpu_index == Some(0)).map(|f| f.evidence.clone())
+}
+
+#[test]
+fn gpu_errors_name_an_nvlink_link_that_goes_down() {
+    let mid_run = nvlinks(|i, link| link == 4 && i >= 30, |_, _| 0);
+    assert!(nvlink_evidence(&mid_run, 29).is_none(), "all up: nothing to say");
+    let e = nvlink_evidence(&mid_run, 60).expect("link 4 went down");
+    assert!(e.contains("NVLink link 4 (was up) down of 18"), "{e}");
+    // Down from the start while the other links are up: a link that never trained.
+    let never = nvlinks(|_, link| link == 9, |_, _| 0);
+    let e = nvlink_evidence(&never, 10).expect("link 9 down beside 17 up");
+    assert!(e.contains("NVLink link 9 down of 18"), "{e}");
+    // Every link down from the start: a GPU without NVLink connections (a PCIe card without a bridge).
+    assert!(nvlink_evidence(&nvlinks(|_, _| true, |_, _| 0), 10).is_none());
+}
+
+#[test]
+fn gpu_errors_find_nvlink_crc_errors_that_climb_not_one_burst() {
+    // Link 7's CRC count steps up once (one burst), link 2 has old errors that do not move.
+    let burst = nvlinks(
+        |_, _| false,
+        |i, link| match link {
+            7 if i >= 20 => 40,
+            2 => 500,
+            _ => 0,
+        },
+    );
+    assert!(nvlink_evidence(&burst, 60).is_none(), "one burst is not a link going bad");
+    // Link 7 climbs every 10 samples (each slow-tier read).
+    let climbing = nvlinks(
+        |_, _| false,
+        |i, link| match link {
+            7 => i / 10 * 25,
+            2 => 500,
+            _ => 0,
+        },
+    );
+    let e = nvlink_evidence(&climbing, 60).expect("link 7 climbs");
+    assert!(e.contains("climbing on link 7 (125 CRC, 0 replay, 0 recovery)"), "{e}");
+    assert!(!e.contains("link 2") && !e.contains(" 2 ("), "old errors that do not move are not named: {e}");
+}

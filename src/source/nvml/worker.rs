@@ -54,6 +54,8 @@ pub enum Field {
     PcieReplay,
     Mig,
     NvLink,
+    NvLinkSpeed,
+    NvLinkTraffic,
 }
 
 /// A request to read at this sample time.
@@ -103,6 +105,11 @@ pub struct GpuReader {
     /// The NVLink links, read on the slow tier when the GPU has any.
     nvlinks: Vec<crate::sample::NvLinkTick>,
     has_nvlink: bool,
+    /// Each link's speed (slow tier) and throughput counters with their rates (medium tier).
+    link_readings: super::nvlink::LinkReadings,
+    /// How many times the links' throughput was read: the second read comes at the second sample, so that a rate
+    /// is known from the start (`--once` takes two samples), then on the medium tier.
+    link_traffic_reads: u64,
 }
 
 impl GpuReader {
@@ -165,6 +172,8 @@ impl GpuReader {
             mig_mode: info.mig_enabled == Some(true),
             nvlinks: Vec::new(),
             has_nvlink: info.nvlinks_active.is_some(),
+            link_readings: super::nvlink::LinkReadings::default(),
+            link_traffic_reads: 0,
         }
     }
 
@@ -183,6 +192,16 @@ impl GpuReader {
         if due.slow {
             self.read_slow();
         }
+        // After the slow tier, which lists the links: a GPU without NVLink has none and costs nothing here.
+        if !self.nvlinks.is_empty() {
+            if due.slow {
+                self.read_link_speeds();
+            }
+            if due.medium || self.link_traffic_reads == 1 {
+                self.link_traffic_reads += 1;
+                self.read_link_traffic(now_ms);
+            }
+        }
         if let Some(pcie) = &self.pcie {
             (tick.pcie_rx_kbps, tick.pcie_tx_kbps) = pcie.latest();
         }
@@ -197,6 +216,7 @@ impl GpuReader {
         tick.pcie_replay_count = self.pcie_replay_count;
         tick.mig.clone_from(&self.mig);
         tick.nvlinks.clone_from(&self.nvlinks);
+        self.link_readings.apply(&mut tick.nvlinks);
         if self.memo.is_lost() {
             // Lost during this read: nothing read after the loss is trustworthy.
             return (GpuTick { index: self.index, state: GpuState::Lost, ..GpuTick::default() }, Vec::new());
@@ -411,6 +431,69 @@ impl GpuReader {
             && let Some(links) = m.call(Field::NvLink, || super::nvlink::read_nvlinks(d))
         {
             self.nvlinks = links;
+        }
+    }
+}
+
+impl GpuReader {
+    /// Each link's speed in one field-values call for the links that are up, on the slow tier (it changes only
+    /// when a link retrains). A down link has no speed.
+    fn read_link_speeds(&mut self) {
+        let _running = crash::enter(Family::Health, Some(self.index));
+        let up: Vec<u32> = self.nvlinks.iter().filter(|l| l.up).map(|l| l.link).collect();
+        for l in self.nvlinks.iter().filter(|l| !l.up) {
+            self.link_readings.record_speed(l.link, None);
+        }
+        if up.is_empty() || !self.memo.should_ask(Field::NvLinkSpeed) {
+            return;
+        }
+        let asks: Vec<(u32, u32)> = up.iter().map(|&link| (super::nvlink::SPEED_FIELD, link)).collect();
+        let (nvml, d) = (self.nvml, &self.device);
+        let Some(answers) = self.memo.call(Field::NvLinkSpeed, || super::nvlink::link_field_values(nvml, d, &asks))
+        else {
+            return;
+        };
+        if super::nvlink::never_answers(&answers) {
+            self.memo.mark_unsupported(Field::NvLinkSpeed);
+        }
+        for (&link, answer) in up.iter().zip(&answers) {
+            let speed = answer.as_ref().ok().and_then(|&v| u32::try_from(v).ok());
+            self.link_readings.record_speed(link, speed);
+        }
+    }
+
+    /// Each up link's RX and TX counters (KiB) in one field-values call, on the medium tier; the rates are the
+    /// deltas between reads. A link that is down is forgotten, so its rate starts afresh when it comes back.
+    fn read_link_traffic(&mut self, now_ms: UnixMs) {
+        let _running = crash::enter(Family::Fields, Some(self.index));
+        let up: Vec<u32> = self.nvlinks.iter().filter(|l| l.up).map(|l| l.link).collect();
+        for l in self.nvlinks.iter().filter(|l| !l.up) {
+            self.link_readings.forget_traffic(l.link);
+        }
+        if up.is_empty() || !self.memo.should_ask(Field::NvLinkTraffic) {
+            return;
+        }
+        let asks: Vec<(u32, u32)> = up
+            .iter()
+            .flat_map(|&link| [(super::nvlink::THROUGHPUT_RX_FIELD, link), (super::nvlink::THROUGHPUT_TX_FIELD, link)])
+            .collect();
+        let (nvml, d) = (self.nvml, &self.device);
+        let Some(answers) = self.memo.call(Field::NvLinkTraffic, || super::nvlink::link_field_values(nvml, d, &asks))
+        else {
+            return;
+        };
+        if super::nvlink::never_answers(&answers) {
+            self.memo.mark_unsupported(Field::NvLinkTraffic);
+            return;
+        }
+        for (&link, pair) in up.iter().zip(answers.chunks(2)) {
+            let rx = pair.first().and_then(|a| a.as_ref().ok().copied());
+            let tx = pair.get(1).and_then(|a| a.as_ref().ok().copied());
+            if rx.is_none() && tx.is_none() {
+                self.link_readings.forget_traffic(link);
+            } else {
+                self.link_readings.record_traffic(link, now_ms, rx, tx);
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The footer, the full screens (help, process details, environment, a finding's explanation)
+//! The footer, the full screens (help, process details, environment, a finding's explanation, a GPU's NVLink links)
 //! and the signal dialog, one file each; [`SubScreen`] draws the one in front.
 
 use ratatui::buffer::Buffer;
@@ -14,12 +14,13 @@ mod environment;
 mod explain;
 mod footer;
 mod help;
+mod nvlinks;
 
 pub use dialog::Dialog;
 pub use explain::explain_lines;
 pub use footer::Footer;
 
-/// A full screen in front of the main one: help, process details, environment or a finding's explanation.
+/// A full screen in front of the main one: help, process details, environment, a finding's explanation or NVLink.
 #[derive(Debug)]
 pub struct SubScreen<'a> {
     pub app: &'a App,
@@ -40,6 +41,7 @@ impl Widget for SubScreen<'_> {
                 environment::render_environment(area, buf, &view, vars, paint);
             }
             Screen::Explain { index, offset } => explain::render_explain(area, buf, *index, *offset, app, paint),
+            Screen::NvLinks { gpu } => nvlinks::render_nvlinks(area, buf, *gpu, app, paint),
         }
     }
 }
