@@ -2,8 +2,9 @@
 //! handles, its virtual clock, the faults it plays, and NVML's contract (init before use, nothing after
 //! shutdown), which it enforces by aborting.
 
-use std::sync::OnceLock;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nvml_wrapper_sys::bindings::{nvmlDevice_st, nvmlDevice_t, nvmlReturn_t};
@@ -18,6 +19,59 @@ static EVER_STARTED: AtomicBool = AtomicBool::new(false);
 /// The machine, built at the first successful `nvmlInit` and kept for the life of the process (handles given out
 /// stay addresses into it, so a late call is caught as a contract violation, not a use after free).
 static MACHINE: OnceLock<Result<Machine, String>> = OnceLock::new();
+
+/// With `GPUSIGHT_FAKE_NVML_CALLS=FILE`: how many times each entry point was called, written to FILE when the
+/// process exits (a count and a name per line, most called first; gpusight keeps NVML to the end and never calls
+/// `nvmlShutdown`). How two builds' NVML calls per tick are compared.
+static CALLS: OnceLock<Option<Mutex<BTreeMap<&'static str, u64>>>> = OnceLock::new();
+
+fn calls() -> Option<&'static Mutex<BTreeMap<&'static str, u64>>> {
+    CALLS
+        .get_or_init(|| {
+            std::env::var_os("GPUSIGHT_FAKE_NVML_CALLS")?;
+            // SAFETY: registers a plain function with the C library's exit handlers (run at exit, or at dlclose
+            // for a handler in this library).
+            if unsafe { atexit(calls_at_exit) } != 0 {
+                eprintln!("fake NVML: cannot register the call counts' writer");
+            }
+            Some(Mutex::new(BTreeMap::new()))
+        })
+        .as_ref()
+}
+
+unsafe extern "C" {
+    fn atexit(callback: extern "C" fn()) -> std::ffi::c_int;
+}
+
+extern "C" fn calls_at_exit() {
+    // An unwind must not cross into C.
+    let _ = std::panic::catch_unwind(write_calls);
+}
+
+/// Counts a call of `call` when calls are counted.
+fn count(call: &'static str) {
+    if let Some(map) = calls()
+        && let Ok(mut map) = map.lock()
+    {
+        *map.entry(call).or_insert(0) += 1;
+    }
+}
+
+/// Writes the counted calls to `GPUSIGHT_FAKE_NVML_CALLS`'s file; an error is printed, never fatal.
+fn write_calls() {
+    let (Some(map), Some(path)) = (calls(), std::env::var_os("GPUSIGHT_FAKE_NVML_CALLS")) else { return };
+    let Ok(map) = map.lock() else { return };
+    let mut rows: Vec<(&str, u64)> = map.iter().map(|(k, v)| (*k, *v)).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let text = rows.iter().fold(String::new(), |mut text, (k, v)| {
+        use std::fmt::Write as _;
+        let _ = writeln!(text, "{v}\t{k}");
+        text
+    });
+    if let Err(e) = std::fs::write(&path, text) {
+        eprintln!("fake NVML: cannot write the call counts to {}: {e}", path.to_string_lossy());
+    }
+}
 
 /// Prints a contract violation and aborts the process: the caller broke a rule real NVML does not forgive.
 pub fn violation(what: &str) -> ! {
@@ -171,7 +225,8 @@ pub fn shutdown() -> nvmlReturn_t {
 }
 
 /// The running machine; aborts if NVML is not started (before init, or after the last shutdown).
-pub fn live(call: &str) -> &'static Machine {
+pub fn live(call: &'static str) -> &'static Machine {
+    count(call);
     if INITS.load(Ordering::SeqCst) == 0 {
         if EVER_STARTED.load(Ordering::SeqCst) {
             violation(&format!("{call} called after nvmlShutdown"));
@@ -200,7 +255,7 @@ pub fn error_code(e: ErrorKind) -> nvmlReturn_t {
 }
 
 /// Resolves a device handle for `call` and plays the GPU's faults: a lost GPU answers GpuIsLost to everything.
-pub fn device(call: &str, handle: nvmlDevice_t) -> Result<Dev, nvmlReturn_t> {
+pub fn device(call: &'static str, handle: nvmlDevice_t) -> Result<Dev, nvmlReturn_t> {
     let machine = live(call);
     let dev = machine.resolve(handle).ok_or(ret::INVALID_ARGUMENT)?;
     faults(call, dev.gpu, machine.now())?;

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::fake_nvml::{capture_of, h200s, run_on, scenario_file};
+use crate::common::fake_nvml::{capture_of, command_on, h200s, run_on, scenario_file};
 use crate::common::{json, stderr, stdout, temp_dir};
 
 /// The GPU rows of a `--once` table: lines that start with a GPU index and name one of `names`.
@@ -464,4 +464,26 @@ fn once_json_carries_each_nvlink_links_speed_and_throughput() {
     let link = &doc["tick"]["gpus"][0]["nvlinks"][0];
     assert_eq!(link["up"], true);
     assert!(link.get("speed_mb_s").is_none() && link.get("rx_kib").is_none(), "absent, not zero: {link}");
+}
+
+#[test]
+fn once_on_one_gpu_stays_within_its_nvml_call_budget() {
+    // The fake counts each entry point's calls and writes them at exit. gpusight's cost on a real card is mostly
+    // its NVML calls: one more call per reading runs on every GPU at every tick, so the count is held here and
+    // raised only with the real card's cost measured beside the change (docs/performance.md).
+    let dir = temp_dir();
+    let counts = dir.path().join("calls.txt");
+    let out = command_on("h200", &["--once", "--no-color"])
+        .env("GPUSIGHT_FAKE_NVML_CALLS", &counts)
+        .output()
+        .expect("run gpusight");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts).expect("the fake wrote its call counts");
+    let calls: Vec<(u64, &str)> =
+        text.lines().filter_map(|l| l.split_once('\t')).map(|(n, name)| (n.parse().expect("a count"), name)).collect();
+    // The Xid watch's blocking waits are left out: how many there are depends on how long the run took.
+    let total: u64 = calls.iter().filter(|(_, name)| *name != "nvmlEventSetWait_v2").map(|(n, _)| n).sum();
+    assert!(calls.iter().any(|&(n, name)| name == "nvmlDeviceGetMemoryInfo_v2" && n >= 1), "{text}");
+    assert!(calls.windows(2).all(|w| w[0].0 >= w[1].0), "most called first: {text}");
+    assert!(total <= 80, "--once on one H200 made {total} NVML calls (76 when this budget was set):\n{text}");
 }
