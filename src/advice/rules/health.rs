@@ -45,13 +45,15 @@ enum Ask {
     Maintenance,
     /// Corrected ECC errors: nothing now, watch the rate.
     Watch,
+    /// An NVLink link down, or its data-link errors climbing: check the link, reset it at the next window.
+    NvLink,
 }
 
 impl Ask {
     fn severity(self) -> Severity {
         match self {
             Self::Drain => Severity::Critical,
-            Self::Maintenance => Severity::Warning,
+            Self::Maintenance | Self::NvLink => Severity::Warning,
             Self::Watch => Severity::Info,
         }
     }
@@ -65,6 +67,12 @@ impl Ask {
             Self::Maintenance => {
                 "Reset the GPU (or reboot) at the next maintenance window so the remap or retirement takes effect; \
                  jobs may keep running until then. Replace the board only if remapping fails or rows run out."
+            }
+            Self::NvLink => {
+                "Check the links with `nvidia-smi nvlink -s` (state, speed) and `nvidia-smi nvlink -e` (error \
+                 counters), and on an NVSwitch system that the fabric manager runs; NCCL traffic meanwhile takes the \
+                 other links or PCIe, so collectives slow. Reset the GPU at the next maintenance window; a link \
+                 still down or still erring after the reset needs the board or its NVLink bridge or tray seen to."
             }
             Self::Watch => {
                 "Nothing to do now: ECC corrected these errors. Watch the rate; many corrected errors, or any \
@@ -158,7 +166,9 @@ const GPU_ERRORS_EXPLANATION: &str = "Xid errors are the driver's reports of GPU
     each code an immediate action: restart the application (13, 31, 43: the GPU is fine), reset the GPU (64, 95, \
     119, 120), reboot the node (79), or follow a workflow (48: uncorrectable memory; 74: NVLink; 154: the driver's \
     own recovery action). Xid 45 is the driver tearing a context down, after Ctrl-C or a kill as often as after \
-    another error. Corrected (single-bit) ECC errors are what ECC is for: only a high rate matters.";
+    another error. Corrected (single-bit) ECC errors are what ECC is for: only a high rate matters. An NVLink link \
+    that goes down, or whose CRC, replay or recovery counters keep climbing, moves its traffic to the other links \
+    or PCIe: the job runs on, slower in its collectives.";
 
 /// What gpu-errors has found on one GPU (or on no GPU in particular) so far: its lines, and each line's severity
 /// and remedy.
@@ -279,7 +289,7 @@ impl ErrorReport {
             .map(|l| if was_up(l.link) { format!("{} (was up)", l.link) } else { l.link.to_string() })
             .collect();
         if !down.is_empty() {
-            self.ask(Ask::Maintenance);
+            self.ask(Ask::NvLink);
             self.title.get_or_insert_with(|| format!("{name} has NVLink links down"));
             self.lines.push(format!(
                 "NVLink link{} {} down of {} (traffic takes the remaining links or PCIe)",
@@ -317,7 +327,7 @@ impl ErrorReport {
             })
             .collect();
         if grown > 0 && !climbing.is_empty() {
-            self.ask(Ask::Maintenance);
+            self.ask(Ask::NvLink);
             self.title.get_or_insert_with(|| format!("{name}'s NVLink errors are climbing"));
             self.lines.push(format!(
                 "{grown} NVLink data-link errors over the watch, climbing on link{} {} (counts since the driver \

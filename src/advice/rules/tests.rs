@@ -826,3 +826,14 @@ fn gpu_errors_find_nvlink_crc_errors_that_climb_not_one_burst() {
     assert!(e.contains("climbing on link 7 (125 CRC, 0 replay, 0 recovery)"), "{e}");
     assert!(!e.contains("link 2") && !e.contains(" 2 ("), "old errors that do not move are not named: {e}");
 }
+
+#[test]
+fn an_nvlink_finding_asks_for_the_link_to_be_checked_not_a_memory_remap() {
+    let b = nvlinks(|i, link| link == 4 && i >= 30, |_, _| 0);
+    let findings = b.findings(60);
+    let f = findings.iter().find(|f| f.rule == Rule::GpuErrors && f.gpu_index == Some(0)).expect("link 4 is down");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.remedy.contains("nvidia-smi nvlink -s") && f.remedy.contains("nvidia-smi nvlink -e"), "{}", f.remedy);
+    assert!(!f.remedy.contains("remap"), "a link down is not a memory remap: {}", f.remedy);
+    assert!(f.explanation.contains("NVLink link"), "{}", f.explanation);
+}
