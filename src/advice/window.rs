@@ -26,6 +26,10 @@ pub struct Ctx<'a> {
     by_pid: Vec<(u32, u32)>,
     /// The multi-rank job of each GPU ([`Ctx::multi_rank_job`]), worked out the first time a rule asks.
     multi_rank: OnceCell<Vec<(u32, Option<(&'a JobInfo, u32)>)>>,
+    /// Whether any compute process is a rank of a shared job, and whether any lives outside gpusight's PID
+    /// namespace: worked out the first time a rule asks, so rules skip their per-process walk when none is.
+    any_shared_job: OnceCell<bool>,
+    any_outside: OnceCell<bool>,
 }
 
 impl<'a> Ctx<'a> {
@@ -62,6 +66,8 @@ impl<'a> Ctx<'a> {
             compute,
             by_pid,
             multi_rank: OnceCell::new(),
+            any_shared_job: OnceCell::new(),
+            any_outside: OnceCell::new(),
         })
     }
 
@@ -137,6 +143,27 @@ impl<'a> Ctx<'a> {
     #[must_use]
     pub fn compute_count_on(&self, gpu_index: u32) -> usize {
         self.compute_on(gpu_index).len()
+    }
+
+    /// Whether any compute process of the newest tick is a rank of a job shared with other processes
+    /// ([`JobInfo::is_shared`]).
+    #[must_use]
+    pub fn any_shared_job(&self) -> bool {
+        *self.any_shared_job.get_or_init(|| {
+            self.compute_by_process()
+                .any(|(pid, _)| self.host_process(pid).and_then(|p| p.job.as_ref()).is_some_and(JobInfo::is_shared))
+        })
+    }
+
+    /// Whether any compute process of the newest tick lives outside gpusight's PID namespace (its host details
+    /// say [`crate::host::OUTSIDE_NAMESPACE`]).
+    #[must_use]
+    pub fn any_outside(&self) -> bool {
+        *self.any_outside.get_or_init(|| {
+            self.compute_by_process().any(|(pid, _)| {
+                self.host_process(pid).is_some_and(|p| p.unreadable.as_deref() == Some(crate::host::OUTSIDE_NAMESPACE))
+            })
+        })
     }
 
     /// Whether the GPU with this index is lost in the newest sample.

@@ -190,6 +190,9 @@ pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a J
 
 /// [`multi_rank_job`] worked out from the newest tick's compute processes.
 pub(crate) fn find_multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
+    if !ctx.any_shared_job() {
+        return None;
+    }
     let compute = ctx.compute_pairs();
     let job_of = |pid: u32| ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
     ctx.compute_on(gpu_index).iter().find_map(|&(_, pid)| {
@@ -207,6 +210,9 @@ pub(crate) fn job_name(ctx: &Ctx<'_>, job: &JobInfo, pid: u32) -> String {
 /// The jobs whose ranks hold compute contexts on at least two GPUs now, each rank with its GPU's window.
 fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
     let mut jobs: Vec<JobRanks> = Vec::new();
+    if !ctx.any_shared_job() {
+        return jobs;
+    }
     for (gpu_index, pid) in ctx.compute_processes() {
         let host = ctx.host_process(pid);
         let Some(job) = host.and_then(|p| p.job.as_ref()).filter(|j| j.is_shared()) else {

@@ -1,6 +1,8 @@
 //! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
 //! time until full), idle-holder and shared-gpu.
 
+use crate::history::ProcessSeries;
+
 use super::super::window::{Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, first_true};
@@ -165,7 +167,7 @@ struct Growth {
 
 impl Growth {
     /// The judgement of `process`'s memory, or `None` when neither `enter` nor `stay` holds.
-    fn of(process: &crate::history::ProcessSeries, t: &crate::advice::Thresholds) -> Option<Self> {
+    fn of(process: &ProcessSeries, t: &crate::advice::Thresholds) -> Option<Self> {
         let (span, fast) = growth_span(&process.times, t)?;
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
         // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
@@ -300,7 +302,7 @@ impl Moment {
     /// its GPU's only compute process.
     fn at(
         t: &crate::advice::Thresholds,
-        process: &crate::history::ProcessSeries,
+        process: &ProcessSeries,
         gpu: &crate::history::GpuSeries,
         sole: bool,
         (p, m): (usize, Option<usize>),
@@ -356,10 +358,9 @@ impl Activity {
     /// `ran > 0`) without building the activity: its newest sample first, which at 1 s is the machine's newest
     /// (a busy process is ruled out in one look), then the window from its start, stopping at the first that ran.
     /// Where [`Activity::of`] gives nothing, so that idle-holder says nothing either, it may say either.
-    fn ran_kernels(ctx: &Ctx<'_>, gpu_index: u32, process: &crate::history::ProcessSeries, secs: u64) -> bool {
+    fn ran_kernels(ctx: &Ctx<'_>, gpu_index: u32, sole: bool, process: &ProcessSeries, secs: u64) -> bool {
         let t = ctx.t;
         let Some(gpu) = ctx.history.gpu(gpu_index) else { return true };
-        let sole = ctx.compute_count_on(gpu_index) == 1;
         let (newest, now) = (process.times.len().checked_sub(1), ctx.history.times.len().checked_sub(1));
         if let (Some(p), Some(m)) = (newest, now)
             && process.times.get(p) == ctx.history.times.get(m)
@@ -412,6 +413,9 @@ fn who(ctx: &Ctx<'_>, pid: u32) -> String {
 pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
+    // Whether each GPU has one compute process (asked once a GPU, not once a process on it).
+    let sole: Vec<(u32, bool)> =
+        ctx.history.gpus.iter().map(|g| (g.index, ctx.compute_count_on(g.index) == 1)).collect();
     for (pid, gpus) in ctx.compute_by_process() {
         let Some(process) = ctx.process(pid) else { continue };
         // Cheap early exit: a process that does not hold memory now, or serves requests, has nothing to say.
@@ -421,7 +425,8 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
             continue;
         }
         for gpu_index in gpus {
-            if let Some(observation) = idle_on(ctx, gpu_index, pid, process) {
+            let sole = sole.iter().find(|(g, _)| *g == gpu_index).is_some_and(|(_, one)| *one);
+            if let Some(observation) = idle_on(ctx, (gpu_index, sole), pid, process) {
                 out.push(observation);
             }
         }
@@ -431,10 +436,11 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
 }
 
 /// idle-holder's observation of a process that holds memory now and serves nothing, on one of its GPUs.
-fn idle_on(ctx: &Ctx<'_>, gpu_index: u32, pid: u32, process: &crate::history::ProcessSeries) -> Option<Observation> {
+/// `sole`: it is the GPU's only compute process.
+fn idle_on(ctx: &Ctx<'_>, (gpu_index, sole): (u32, bool), pid: u32, process: &ProcessSeries) -> Option<Observation> {
     let t = ctx.t;
     // Kernels in the window are not idle: most processes at scale ran one in their newest sample.
-    if Activity::ran_kernels(ctx, gpu_index, process, t.idle_holder_window_s) {
+    if Activity::ran_kernels(ctx, gpu_index, sole, process, t.idle_holder_window_s) {
         return None;
     }
     let a = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s)?;
@@ -489,7 +495,16 @@ const SERVING_LOW_DUTY_PCT: f64 = 50.0;
 pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
+    // The servers, found once a process (in PID order); then their (GPU, PID) pairs in order.
+    let servers: Vec<u32> =
+        ctx.compute_by_process().map(|(pid, _)| pid).filter(|pid| serves(ctx, *pid).is_some()).collect();
+    if servers.is_empty() {
+        return out;
+    }
+    for &(gpu_index, pid) in ctx.compute_pairs() {
+        if servers.binary_search(&pid).is_err() {
+            continue;
+        }
         let Some(serving) = serves(ctx, pid) else { continue };
         let Some(process) = ctx.process(pid) else { continue };
         let held = process.gpu_mem_bytes.last().copied().flatten();
