@@ -116,16 +116,13 @@ impl Pipeline {
             slots.entry(f.key()).or_insert(i);
         }
         for finding in active {
-            match slots.get(&finding.key()) {
-                Some(&i) => {
-                    let (slot, until) = &mut self.seen[i];
-                    refresh(slot, finding);
-                    *until = now_ms;
-                }
-                None => {
-                    slots.insert(finding.key(), self.seen.len());
-                    self.seen.push((finding.clone(), now_ms));
-                }
+            if let Some(&i) = slots.get(&finding.key()) {
+                let (slot, until) = &mut self.seen[i];
+                refresh(slot, finding);
+                *until = now_ms;
+            } else {
+                slots.insert(finding.key(), self.seen.len());
+                self.seen.push((finding.clone(), now_ms));
             }
         }
         let covered = covered_keys(active);

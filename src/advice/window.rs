@@ -10,6 +10,9 @@ use crate::sample::{GpuInfo, HostProcess, JobInfo, MachineInfo, ProcessKind, Uni
 
 use super::Thresholds;
 
+/// A job with ranks on several GPUs, and the PID of one of its ranks.
+type RankOf<'a> = (&'a JobInfo, u32);
+
 /// Everything a rule reads: the history, the thresholds and the time of the newest sample, plus lookups built
 /// once per evaluation (so 8 GPUs × 1,000 processes stay cheap).
 #[derive(Debug, Clone)]
@@ -25,7 +28,7 @@ pub struct Ctx<'a> {
     /// The same pairs as (PID, GPU), sorted: a process's GPUs side by side, for rules that judge a process once.
     by_pid: Vec<(u32, u32)>,
     /// The multi-rank job of each GPU ([`Ctx::multi_rank_job`]), worked out the first time a rule asks.
-    multi_rank: OnceCell<Vec<(u32, Option<(&'a JobInfo, u32)>)>>,
+    multi_rank: OnceCell<Vec<(u32, Option<RankOf<'a>>)>>,
     /// Whether any compute process is a rank of a shared job, and whether any lives outside gpusight's PID
     /// namespace: worked out the first time a rule asks, so rules skip their per-process walk when none is.
     any_shared_job: OnceCell<bool>,
