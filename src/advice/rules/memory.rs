@@ -213,7 +213,7 @@ impl Growth {
 /// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
 /// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
 /// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
-/// Each process is judged once ([`Growth::of`]); its finding is drafted for every GPU it is on.
+/// Each process is judged once (`Growth::of`); its finding is drafted for every GPU it is on.
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
