@@ -9,7 +9,7 @@ use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_ma
 use gpusight::advice::{Advisor, Thresholds};
 use gpusight::history::History;
 use gpusight::pipeline::Pipeline;
-use gpusight::sample::Snapshot;
+use gpusight::sample::{GpuProcess, Snapshot, Tick};
 use gpusight::source::Source;
 use gpusight::source::synthetic::{SyntheticSource, SyntheticSpec};
 
@@ -130,5 +130,59 @@ fn serialize(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, ingest, advice, step, serialize);
+/// `tick` with each GPU process listed on every GPU of the machine, as the fake NVML's `scale:` scenario lists them
+/// (8 GPUs × 1,000 processes: 8,000 entries a tick, 1,000 PIDs, each process judged on 8 GPUs).
+fn on_every_gpu(mut tick: Tick) -> Tick {
+    let mut gpus: Vec<u32> = tick.gpus.iter().map(|g| g.index).collect();
+    gpus.sort_unstable();
+    let procs = std::mem::take(&mut tick.gpu_processes);
+    tick.gpu_processes =
+        gpus.iter().flat_map(|&gpu_index| procs.iter().map(move |p| GpuProcess { gpu_index, ..p.clone() })).collect();
+    tick
+}
+
+/// History and advice at 8 GPUs × 1,000 processes, each process on every GPU (the fake NVML's shape, heavier than
+/// `scale:8x1000`'s 125 a GPU): a tick pushed into a full history, the advice over it, and both as one step. The
+/// 5 ms budget covers the step plus the frame.
+fn every_gpu(c: &mut Criterion) {
+    let spec = "scale:8x1000";
+    let mut group = c.benchmark_group("every_gpu");
+    let source = source(spec);
+    let machine = source.machine();
+    let tick = |n: u64| on_every_gpu(source.tick_at(n));
+    let mut pipeline = Pipeline::new(&Snapshot { machine: machine.clone(), tick: tick(0) }, 900, Thresholds::default());
+    for i in 1..900 {
+        pipeline.history.push_tick(tick(i));
+    }
+    let thresholds = Thresholds::default();
+    group.bench_function(BenchmarkId::new("advice", spec), |b| {
+        let mut advisor = Advisor::default();
+        b.iter(|| black_box(advisor.update(&pipeline.history, &thresholds).len()));
+    });
+    let mut n = 900;
+    let mut history = pipeline.history.clone();
+    group.bench_function(BenchmarkId::new("history_push_owned", spec), |b| {
+        b.iter_batched(
+            || {
+                n += 1;
+                Snapshot { machine: machine.clone(), tick: tick(n) }
+            },
+            |snapshot| history.push_owned(snapshot),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function(BenchmarkId::new("ingest_owned_and_advice", spec), |b| {
+        b.iter_batched(
+            || {
+                n += 1;
+                Snapshot { machine: machine.clone(), tick: tick(n) }
+            },
+            |snapshot| pipeline.ingest_owned(snapshot),
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+}
+
+criterion_group!(benches, ingest, advice, step, serialize, every_gpu);
 criterion_main!(benches);

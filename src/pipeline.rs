@@ -1,6 +1,8 @@
 //! The consumer side of the data flow: a snapshot goes into the history, then the advice engine runs. The
 //! monitor, `doctor`, `report`, `export` and `--once` all read what this holds.
 
+use std::collections::{HashMap, HashSet};
+
 use crate::advice::{Advisor, Finding, Thresholds};
 use crate::history::{History, ProcessBound};
 use crate::sample::Snapshot;
@@ -107,18 +109,26 @@ impl Pipeline {
         let now_ms = self.history.now_ms().unwrap_or(0);
         self.advisor.update(&self.history, &self.thresholds);
         let active = self.advisor.verdicts();
+        // Lookups by key, built once a tick: at scale thousands of verdicts each look for their slot, and each
+        // remembered finding asks whether a verdict covers it.
+        let mut slots: HashMap<FindingKey, usize> = HashMap::with_capacity(self.seen.len());
+        for (i, (f, _)) in self.seen.iter().enumerate() {
+            slots.entry(f.key()).or_insert(i);
+        }
         for finding in active {
-            match self.seen.iter_mut().find(|(f, _)| f.key() == finding.key()) {
-                Some((slot, until)) => {
-                    refresh(slot, finding);
-                    *until = now_ms;
-                }
-                None => self.seen.push((finding.clone(), now_ms)),
+            if let Some(&i) = slots.get(&finding.key()) {
+                let (slot, until) = &mut self.seen[i];
+                refresh(slot, finding);
+                *until = now_ms;
+            } else {
+                slots.insert(finding.key(), self.seen.len());
+                self.seen.push((finding.clone(), now_ms));
             }
         }
+        let covered = covered_keys(active);
         // A finding remembered from when it was a verdict of its own, now folded into another one, still holds.
         for (slot, until) in &mut self.seen {
-            if *until != now_ms && active.iter().any(|a| a.covers(slot.key())) {
+            if *until != now_ms && covered.contains(&slot.key()) {
                 *until = now_ms;
             }
         }
@@ -127,7 +137,7 @@ impl Pipeline {
                 .seen
                 .iter()
                 .enumerate()
-                .filter(|(_, (f, _))| !active.iter().any(|a| a.covers(f.key())))
+                .filter(|(_, (f, _))| !covered.contains(&f.key()))
                 .min_by_key(|(_, (f, _))| f.since_ms)
                 .map(|(i, _)| i);
             match oldest {
@@ -207,6 +217,20 @@ impl Pipeline {
     pub fn findings(&self) -> &[Finding] {
         self.advisor.verdicts()
     }
+}
+
+/// What identifies a finding ([`Finding::key`]).
+type FindingKey = (crate::advice::Rule, Option<u32>, Option<u32>);
+
+/// The keys the verdicts `active` cover ([`Finding::covers`]): their own, and those of the findings folded into
+/// them (on their GPU).
+fn covered_keys(active: &[Finding]) -> HashSet<FindingKey> {
+    let mut keys = HashSet::with_capacity(active.len());
+    for verdict in active {
+        keys.insert(verdict.key());
+        keys.extend(verdict.also.iter().map(|a| (a.rule, verdict.gpu_index, a.pid)));
+    }
+    keys
 }
 
 /// Copies `from` into `slot` field by field: `String::clone_from` keeps the slot's buffers when they are large

@@ -7,6 +7,8 @@
 //! [`Advisor`] keeps the active set across evaluations (hysteresis), then applies the diagnosis order (a lost
 //! GPU gets nothing but its loss; an input-bound GPU is not also called cpu-bound) and sorts worst first.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::history::History;
@@ -399,13 +401,19 @@ impl Advisor {
     pub fn update(&mut self, history: &History, thresholds: &Thresholds) -> &[Finding] {
         let observations = rules::observe_all(history, thresholds);
         let mut next: Vec<Finding> = Vec::with_capacity(observations.len());
+        // The active findings by key (the first of a key, as a scan would find it): thousands of observations at
+        // scale each look up their predecessor.
+        let mut previous_since: HashMap<(Rule, Option<u32>, Option<u32>), UnixMs> =
+            HashMap::with_capacity(self.active.len());
+        for f in &self.active {
+            previous_since.entry(f.key()).or_insert(f.since_ms);
+        }
         for obs in observations {
             let key = obs.finding.key();
-            let previous = self.active.iter().find(|f| f.key() == key);
-            match previous {
-                Some(old) if obs.stay => {
+            match previous_since.get(&key) {
+                Some(&old_since) if obs.stay => {
                     let mut finding = obs.finding;
-                    finding.since_ms = finding.since_ms.min(old.since_ms);
+                    finding.since_ms = finding.since_ms.min(old_since);
                     next.push(finding);
                 }
                 None if obs.enter => next.push(obs.finding),

@@ -2,12 +2,16 @@
 //! of samples that satisfy a condition, aligning a process's samples with the machine's, and number formatting
 //! for evidence lines.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 
 use crate::history::{History, ProcessSeries, Series, Window, window_of};
-use crate::sample::{GpuInfo, HostProcess, MachineInfo, ProcessKind, UnixMs};
+use crate::sample::{GpuInfo, HostProcess, JobInfo, MachineInfo, ProcessKind, UnixMs};
 
 use super::Thresholds;
+
+/// A job with ranks on several GPUs, and the PID of one of its ranks.
+type RankOf<'a> = (&'a JobInfo, u32);
 
 /// Everything a rule reads: the history, the thresholds and the time of the newest sample, plus lookups built
 /// once per evaluation (so 8 GPUs × 1,000 processes stay cheap).
@@ -19,7 +23,16 @@ pub struct Ctx<'a> {
     pub now_ms: UnixMs,
     processes: HashMap<u32, &'a ProcessSeries>,
     host_processes: HashMap<u32, &'a HostProcess>,
+    /// (GPU, PID) of the compute processes, sorted.
     compute: Vec<(u32, u32)>,
+    /// The same pairs as (PID, GPU), sorted: a process's GPUs side by side, for rules that judge a process once.
+    by_pid: Vec<(u32, u32)>,
+    /// The multi-rank job of each GPU ([`Ctx::multi_rank_job`]), worked out the first time a rule asks.
+    multi_rank: OnceCell<Vec<(u32, Option<RankOf<'a>>)>>,
+    /// Whether any compute process is a rank of a shared job, and whether any lives outside gpusight's PID
+    /// namespace: worked out the first time a rule asks, so rules skip their per-process walk when none is.
+    any_shared_job: OnceCell<bool>,
+    any_outside: OnceCell<bool>,
 }
 
 impl<'a> Ctx<'a> {
@@ -43,8 +56,22 @@ impl<'a> Ctx<'a> {
             .collect();
         compute.sort_unstable();
         compute.dedup();
+        let mut by_pid: Vec<(u32, u32)> = compute.iter().map(|&(gpu, pid)| (pid, gpu)).collect();
+        by_pid.sort_unstable();
         let host_processes = history.latest().processes.iter().map(|p| (p.pid, p)).collect();
-        Some(Self { history, t, machine: history.machine().as_ref(), now_ms, processes, host_processes, compute })
+        Some(Self {
+            history,
+            t,
+            machine: history.machine().as_ref(),
+            now_ms,
+            processes,
+            host_processes,
+            compute,
+            by_pid,
+            multi_rank: OnceCell::new(),
+            any_shared_job: OnceCell::new(),
+            any_outside: OnceCell::new(),
+        })
     }
 
     /// The newest series of the process with this PID (the live one if the PID was reused).
@@ -77,13 +104,69 @@ impl<'a> Ctx<'a> {
         self.compute.clone()
     }
 
+    /// [`Ctx::compute_processes`] without the copy.
+    #[must_use]
+    pub fn compute_pairs(&self) -> &[(u32, u32)] {
+        &self.compute
+    }
+
+    /// The (GPU, PID) pairs of compute processes on the GPU with this index (a slice of [`Ctx::compute_pairs`]).
+    #[must_use]
+    pub fn compute_on(&self, gpu_index: u32) -> &[(u32, u32)] {
+        let start = self.compute.partition_point(|(g, _)| *g < gpu_index);
+        let end = self.compute.partition_point(|(g, _)| *g <= gpu_index);
+        &self.compute[start..end]
+    }
+
+    /// Each compute process of the newest tick once, in PID order, with the GPUs it is on (ascending): for rules
+    /// whose judgement of a process is the same on each of its GPUs (its series are one per process).
+    pub fn compute_by_process(&self) -> impl Iterator<Item = (u32, impl Iterator<Item = u32> + '_)> + '_ {
+        self.by_pid.chunk_by(|a, b| a.0 == b.0).map(|run| (run[0].0, run.iter().map(|&(_, gpu)| gpu)))
+    }
+
+    /// The job of a compute process on `gpu_index` that has ranks on other GPUs, with that process's PID
+    /// (the rules' `jobs::multi_rank_job`), worked out once per evaluation for every GPU.
+    #[must_use]
+    pub fn multi_rank_job(&self, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
+        let all = self.multi_rank.get_or_init(|| {
+            self.history
+                .gpus
+                .iter()
+                .map(|g| (g.index, crate::advice::rules::jobs::find_multi_rank_job(self, g.index)))
+                .collect()
+        });
+        match all.iter().find(|(g, _)| *g == gpu_index) {
+            Some((_, job)) => *job,
+            None => crate::advice::rules::jobs::find_multi_rank_job(self, gpu_index),
+        }
+    }
+
     /// How many compute processes the newest tick lists on the GPU with this index (a binary search: rules ask it
     /// once per process, and 8 GPUs each listing 1,000 processes would make a scan per process quadratic).
     #[must_use]
     pub fn compute_count_on(&self, gpu_index: u32) -> usize {
-        let start = self.compute.partition_point(|(g, _)| *g < gpu_index);
-        let end = self.compute.partition_point(|(g, _)| *g <= gpu_index);
-        end - start
+        self.compute_on(gpu_index).len()
+    }
+
+    /// Whether any compute process of the newest tick is a rank of a job shared with other processes
+    /// ([`JobInfo::is_shared`]).
+    #[must_use]
+    pub fn any_shared_job(&self) -> bool {
+        *self.any_shared_job.get_or_init(|| {
+            self.compute_by_process()
+                .any(|(pid, _)| self.host_process(pid).and_then(|p| p.job.as_ref()).is_some_and(JobInfo::is_shared))
+        })
+    }
+
+    /// Whether any compute process of the newest tick lives outside gpusight's PID namespace (its host details
+    /// say [`crate::host::OUTSIDE_NAMESPACE`]).
+    #[must_use]
+    pub fn any_outside(&self) -> bool {
+        *self.any_outside.get_or_init(|| {
+            self.compute_by_process().any(|(pid, _)| {
+                self.host_process(pid).is_some_and(|p| p.unreadable.as_deref() == Some(crate::host::OUTSIDE_NAMESPACE))
+            })
+        })
     }
 
     /// Whether the GPU with this index is lost in the newest sample.

@@ -85,10 +85,6 @@ series_set! {
         /// The highest share (%) of scheduler periods throttled by a CPU quota, over the process's and its
         /// children's cgroups.
         pub tree_throttled_pct: Option<f32>,
-        /// Threads of the process and its children asleep in network, NFS or FUSE waits.
-        pub tree_remote_waits: Option<u32>,
-        /// Open files of the process and its children on network or FUSE file systems.
-        pub tree_remote_files: Option<u32>,
         /// Established TCP connections held by the children (`DataLoader` workers fetching over the network).
         pub children_tcp: Option<u32>,
         /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
@@ -214,8 +210,6 @@ where
         tree_write_bytes_per_s: tree_write,
         max_thread_cpu_pct: host.and_then(|h| h.busiest_thread.as_ref()).map(|t| t.cpu_pct),
         tree_throttled_pct: tree().filter_map(|p| p.cgroup_cpu.as_ref().and_then(|c| c.throttled_pct)).reduce(f32::max),
-        tree_remote_waits: tree().filter_map(|p| p.remote_waits).fold(None, sum),
-        tree_remote_files: tree().filter_map(|p| p.remote_files.as_ref().map(|r| r.open)).fold(None, sum),
         children_tcp: children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum),
         input: host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)),
     }

@@ -91,9 +91,11 @@ fn outside(ctx: &Ctx<'_>, pid: u32) -> bool {
 
 /// The PIDs of a GPU's compute processes that cannot be seen, and whether that is all of them.
 fn unseen(ctx: &Ctx<'_>, gpu_index: u32) -> (Vec<u32>, bool) {
-    let pids: Vec<u32> =
-        ctx.compute_processes().into_iter().filter(|(g, _)| *g == gpu_index).map(|(_, pid)| pid).collect();
-    let out: Vec<u32> = pids.iter().copied().filter(|pid| outside(ctx, *pid)).collect();
+    if !ctx.any_outside() {
+        return (Vec::new(), false);
+    }
+    let pids = ctx.compute_on(gpu_index);
+    let out: Vec<u32> = pids.iter().map(|&(_, pid)| pid).filter(|pid| outside(ctx, *pid)).collect();
     let all = !pids.is_empty() && out.len() == pids.len();
     (out, all)
 }

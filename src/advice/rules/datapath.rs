@@ -1,6 +1,8 @@
 //! Is the data path healthy? pcie-downgraded (only under load: idle links downshift on purpose) and
 //! numa-misplaced (only on hosts with more than one NUMA node).
 
+use std::collections::HashMap;
+
 use super::super::window::{Ctx, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, first_true};
@@ -74,7 +76,10 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
+    // The CPU lists for people, written once a GPU and once a process (a process may be on every GPU).
+    let mut local_lists: HashMap<u32, String> = HashMap::new();
+    let mut allowed_lists: HashMap<u32, String> = HashMap::new();
+    for &(gpu_index, pid) in ctx.compute_pairs() {
         let Some(info) = ctx.gpu_info(gpu_index) else { continue };
         let Some(local) = info.local_cpus.as_deref() else { continue };
         let Some(allowed) = ctx.host_process(pid).and_then(|p| p.allowed_cpus.as_deref()) else { continue };
@@ -88,20 +93,21 @@ pub fn numa_misplaced(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
         let node = info.numa_node.map_or_else(|| "?".to_owned(), |n| n.to_string());
         let since = ctx.process(pid).and_then(|p| p.times.get(0).copied()).unwrap_or(ctx.now_ms);
+        let local_list = local_lists.entry(gpu_index).or_insert_with(|| cpu_list(local));
+        let allowed_list = allowed_lists.entry(pid).or_insert_with(|| cpu_list(allowed));
         let finding = Finding {
             title: format!("PID {pid} runs on CPUs away from GPU {gpu_index}'s NUMA node"),
             evidence: format!(
                 "{outside} of its {} allowed CPUs ({}) lie outside GPU {gpu_index}'s local CPUs {} (NUMA node {node}); \
                  host has {} NUMA nodes",
                 allowed.len(),
-                cpu_list(allowed),
-                cpu_list(local),
+                allowed_list,
+                local_list,
                 ctx.machine.n_numa_nodes,
             ),
             remedy: format!(
                 "Pin the job to the GPU's node: `numactl --cpunodebind={node} --membind={node} ...` or \
-                 `taskset -c {} ...`; with torchrun, one rank per GPU bound to its node.",
-                cpu_list(local)
+                 `taskset -c {local_list} ...`; with torchrun, one rank per GPU bound to its node."
             ),
             explanation: "Host-to-GPU copies and the input pipeline cross the inter-socket link when the process \
                           runs on the other node, which costs bandwidth and latency."

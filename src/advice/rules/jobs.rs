@@ -183,11 +183,19 @@ impl RankGpu {
 
 /// The job of a compute process on `gpu_index` that has ranks on other GPUs, with that process's PID: its key is
 /// shared and its world has more than one rank (other nodes' ranks included), or another compute process of the
-/// same job holds another GPU here.
+/// same job holds another GPU here. Worked out once per evaluation ([`Ctx::multi_rank_job`]).
 pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
-    let compute = ctx.compute_processes();
+    ctx.multi_rank_job(gpu_index)
+}
+
+/// [`multi_rank_job`] worked out from the newest tick's compute processes.
+pub(crate) fn find_multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
+    if !ctx.any_shared_job() {
+        return None;
+    }
+    let compute = ctx.compute_pairs();
     let job_of = |pid: u32| ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
-    compute.iter().filter(|(g, _)| *g == gpu_index).find_map(|&(_, pid)| {
+    ctx.compute_on(gpu_index).iter().find_map(|&(_, pid)| {
         let job = job_of(pid)?;
         let elsewhere = || compute.iter().any(|&(g, p)| g != gpu_index && job_of(p).is_some_and(|o| o.key == job.key));
         (job.world_size.is_some_and(|w| w > 1) || elsewhere()).then_some((job, pid))
@@ -202,6 +210,9 @@ pub(crate) fn job_name(ctx: &Ctx<'_>, job: &JobInfo, pid: u32) -> String {
 /// The jobs whose ranks hold compute contexts on at least two GPUs now, each rank with its GPU's window.
 fn jobs(ctx: &Ctx<'_>, secs: u64) -> Vec<JobRanks> {
     let mut jobs: Vec<JobRanks> = Vec::new();
+    if !ctx.any_shared_job() {
+        return jobs;
+    }
     for (gpu_index, pid) in ctx.compute_processes() {
         let host = ctx.host_process(pid);
         let Some(job) = host.and_then(|p| p.job.as_ref()).filter(|j| j.is_shared()) else {

@@ -1,7 +1,9 @@
 //! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
 //! time until full), idle-holder and shared-gpu.
 
-use super::super::window::{Ctx, MIB, Num, Span, align, at, bytes_label, duration_label, pct_label, share_label};
+use crate::history::ProcessSeries;
+
+use super::super::window::{Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, first_true};
 
@@ -149,23 +151,29 @@ fn growth_span(
     Span::of(times, t.vram_fast_growth_window_s, t.min_window_coverage).map(|short| (short, true))
 }
 
-/// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
-/// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
-/// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
-/// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
-/// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
-#[must_use]
-pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
-    let t = ctx.t;
-    let mut out = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
-        let Some(process) = ctx.process(pid) else { continue };
-        let Some((span, fast)) = growth_span(&process.times, t) else { continue };
+/// What vram-growing makes of one process's memory over its window: the same for every GPU the process is on
+/// (its series sums its memory over them), so it is judged once a process, not once a (GPU, process) pair.
+#[derive(Debug, Clone, Copy)]
+struct Growth {
+    span: Span,
+    enter: bool,
+    stay: bool,
+    fit: Fit,
+    /// The window's length in seconds.
+    window_s: f64,
+    /// The newest memory reading in the window.
+    now_mem: Option<f64>,
+}
+
+impl Growth {
+    /// The judgement of `process`'s memory, or `None` when neither `enter` nor `stay` holds.
+    fn of(process: &ProcessSeries, t: &crate::advice::Thresholds) -> Option<Self> {
+        let (span, fast) = growth_span(&process.times, t)?;
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
         // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
         let positive = t.vram_growth_min_mib_per_min > 0.0 || t.vram_growth_min_total_mib > 0.0;
         if positive && is_flat(span.values(&process.gpu_mem_bytes)) {
-            continue;
+            return None;
         }
         let origin = span.window.first_ms;
         let points: Vec<(f64, f64)> = process
@@ -174,7 +182,7 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
             .zip(span.values(&process.gpu_mem_bytes))
             .filter_map(|(time, mem)| mem.map(|m| ((time - origin) as f64 / 1000.0, m as f64)))
             .collect();
-        let Some((slope_b_s, r2)) = fit_line(&points) else { continue };
+        let (slope_b_s, r2) = fit_line(&points)?;
         let window_s = span.window.span_ms() as f64 / 1000.0;
         let whole = Fit { slope_b_s, r2, secs: window_s };
         let climbs = largest_step_share(&points) <= MAX_STEP_SHARE;
@@ -190,51 +198,76 @@ pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
                 && whole.growth_mib() >= t.vram_growth_min_total_mib;
             // Stays on the strongest fit of the window, and only while that fit still looks like growth: a growth
             // that levelled off clears once its ramp is no longer most of the window.
-            let Some(best) = strongest_fit(&points, window_s) else { continue };
+            let best = strongest_fit(&points, window_s)?;
             let stay = best.rate_mib_min() >= t.vram_growth_min_mib_per_min / 2.0
                 && best.growth_mib() >= t.vram_growth_min_total_mib / 2.0
                 && best.r2 >= t.vram_growth_min_r2 * STAY_R2_SHARE;
             (enter, stay, best)
         };
-        if !enter && !stay {
-            continue;
-        }
-        let (slope_b_s, r2, rate_mib_min, growth_mib) = (fit.slope_b_s, fit.r2, fit.rate_mib_min(), fit.growth_mib());
-        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "whole seconds of a window")]
-        let over = if fit.secs < window_s { duration_label(fit.secs.round() as u64) } else { span.label() };
-        let free = ctx.history.latest().gpu(gpu_index).and_then(|g| g.mem_free_bytes);
-        #[expect(
-            clippy::cast_possible_truncation,
-            clippy::cast_sign_loss,
-            reason = "seconds until full: positive when the slope is"
-        )]
-        let to_full = free.map(|f| duration_label((f as f64 / slope_b_s).round() as u64));
-        let now_mem = points.last().map(|p| p.1);
-        let finding = Finding {
-            title: format!("PID {pid}'s GPU memory keeps growing on GPU {gpu_index}"),
-            evidence: format!(
-                "+{} over {} ({:.0} MiB/min, R² {:.2} of a straight-line fit); holds {} now; {} free on GPU \
-                 {gpu_index}, full in about {} at this rate",
-                bytes_label(growth_mib * MIB),
-                over,
-                rate_mib_min,
-                r2,
-                now_mem.map_or_else(|| "N/A".to_owned(), bytes_label),
-                free.map_or_else(|| "N/A".to_owned(), |f| bytes_label(f.as_f64())),
-                to_full.unwrap_or_else(|| "unknown time".to_owned()),
-            ),
-            remedy: "Look for tensors kept across steps (losses accumulated with their graph, growing caches, lists \
-                     of outputs); if it is the caching allocator warming up, it levels off: watch a longer window."
-                .to_owned(),
-            explanation: "Steady linear growth over the whole window, rather than the steps and plateau of a caching \
-                          allocator, usually means a leak or an unbounded cache; at this rate the process will hit \
-                          an out-of-memory error."
-                .to_owned(),
-            ..draft(Rule::VramGrowing, Severity::Warning, Some(gpu_index), Some(pid), span.window.first_ms)
-        };
-        out.push(Observation { finding, enter, stay });
+        (enter || stay).then_some(Self { span, enter, stay, fit, window_s, now_mem: points.last().map(|p| p.1) })
     }
+}
+
+/// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
+/// unmistakable growth (`vram_fast_growth_min_mib` over `vram_fast_growth_window_s`, R² ≥ 0.9) is named already.
+/// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
+/// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
+/// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
+/// Each process is judged once (`Growth::of`); its finding is drafted for every GPU it is on.
+#[must_use]
+pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
+    let t = ctx.t;
+    let mut out = Vec::new();
+    for (pid, gpus) in ctx.compute_by_process() {
+        let Some(growth) = ctx.process(pid).and_then(|process| Growth::of(process, t)) else { continue };
+        out.extend(gpus.map(|gpu_index| growth_observation(ctx, gpu_index, pid, &growth)));
+    }
+    in_pair_order(&mut out);
     out
+}
+
+/// Observations made process by process, put back in (GPU, PID) order, as the rules that walk
+/// [`Ctx::compute_processes`] give them.
+fn in_pair_order(out: &mut [Observation]) {
+    out.sort_by_key(|o| (o.finding.gpu_index, o.finding.pid));
+}
+
+/// vram-growing's observation of a process judged growing, on one of its GPUs.
+fn growth_observation(ctx: &Ctx<'_>, gpu_index: u32, pid: u32, growth: &Growth) -> Observation {
+    let Growth { span, enter, stay, fit, window_s, now_mem } = *growth;
+    let (slope_b_s, r2, rate_mib_min, growth_mib) = (fit.slope_b_s, fit.r2, fit.rate_mib_min(), fit.growth_mib());
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "whole seconds of a window")]
+    let over = if fit.secs < window_s { duration_label(fit.secs.round() as u64) } else { span.label() };
+    let free = ctx.history.latest().gpu(gpu_index).and_then(|g| g.mem_free_bytes);
+    #[expect(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        reason = "seconds until full: positive when the slope is"
+    )]
+    let to_full = free.map(|f| duration_label((f as f64 / slope_b_s).round() as u64));
+    let finding = Finding {
+        title: format!("PID {pid}'s GPU memory keeps growing on GPU {gpu_index}"),
+        evidence: format!(
+            "+{} over {} ({:.0} MiB/min, R² {:.2} of a straight-line fit); holds {} now; {} free on GPU \
+             {gpu_index}, full in about {} at this rate",
+            bytes_label(growth_mib * MIB),
+            over,
+            rate_mib_min,
+            r2,
+            now_mem.map_or_else(|| "N/A".to_owned(), bytes_label),
+            free.map_or_else(|| "N/A".to_owned(), |f| bytes_label(f.as_f64())),
+            to_full.unwrap_or_else(|| "unknown time".to_owned()),
+        ),
+        remedy: "Look for tensors kept across steps (losses accumulated with their graph, growing caches, lists \
+                 of outputs); if it is the caching allocator warming up, it levels off: watch a longer window."
+            .to_owned(),
+        explanation: "Steady linear growth over the whole window, rather than the steps and plateau of a caching \
+                      allocator, usually means a leak or an unbounded cache; at this rate the process will hit \
+                      an out-of-memory error."
+            .to_owned(),
+        ..draft(Rule::VramGrowing, Severity::Warning, Some(gpu_index), Some(pid), span.window.first_ms)
+    };
+    Observation { finding, enter, stay }
 }
 
 /// What one GPU process did on its GPU over a window, sample by sample (aligned with the machine's samples).
@@ -253,6 +286,41 @@ struct Activity {
     util_mean: Option<f64>,
 }
 
+/// One sample of a GPU process on its GPU, as [`Activity`] reads it.
+#[derive(Debug, Clone, Copy)]
+struct Moment {
+    /// It holds memory and nothing ran.
+    idle: bool,
+    /// It ran kernels.
+    ran: bool,
+    own: Option<u32>,
+    util: Option<u32>,
+}
+
+impl Moment {
+    /// The process sample `p` (its own index) and the machine sample `m` taken at the same time; `sole` when it is
+    /// its GPU's only compute process.
+    fn at(
+        t: &crate::advice::Thresholds,
+        process: &ProcessSeries,
+        gpu: &crate::history::GpuSeries,
+        sole: bool,
+        (p, m): (usize, Option<usize>),
+    ) -> Self {
+        let holds = at(&process.gpu_mem_bytes, Some(p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
+        let own = at(&process.sm_util_pct, Some(p));
+        let util = at(&gpu.util_pct, m);
+        // An idle GPU runs nothing, whatever per-process value NVML carries over from before.
+        let gpu_idle = util.is_some_and(|u| f64::from(u) <= t.idle_util_pct);
+        let idle = gpu_idle || own.is_some_and(|sm| f64::from(sm) <= t.idle_util_pct);
+        let ran = match own {
+            Some(sm) => sm > 0 && util.is_none_or(|u| u > 0),
+            None => sole && util.is_some_and(|u| u > 0),
+        };
+        Self { idle: holds && idle, ran, own, util }
+    }
+}
+
 impl Activity {
     fn of(ctx: &Ctx<'_>, gpu_index: u32, pid: u32, secs: u64) -> Option<Self> {
         let t = ctx.t;
@@ -260,33 +328,49 @@ impl Activity {
         let gpu = ctx.history.gpu(gpu_index)?;
         let span = Span::of(&process.times, secs, t.min_window_coverage)?;
         let sole = ctx.compute_count_on(gpu_index) == 1;
-        let pairs = align(ctx.history, process, &span);
-        let mut out =
-            Self { span, idle: Vec::new(), times: Vec::new(), ran: 0, own_max: None, util_max: None, util_mean: None };
+        let mut out = Self {
+            span,
+            idle: Vec::with_capacity(span.window.len),
+            times: Vec::with_capacity(span.window.len),
+            ran: 0,
+            own_max: None,
+            util_max: None,
+            util_mean: None,
+        };
         let (mut sum, mut n) = (0.0, 0_u32);
-        for (p, m) in pairs {
-            let holds = at(&process.gpu_mem_bytes, Some(p)).is_some_and(|b| b as f64 >= t.idle_holder_min_mib * MIB);
-            let own = at(&process.sm_util_pct, Some(p));
-            let util = at(&gpu.util_pct, m);
-            // An idle GPU runs nothing, whatever per-process value NVML carries over from before.
-            let gpu_idle = util.is_some_and(|u| f64::from(u) <= t.idle_util_pct);
-            let idle = gpu_idle || own.is_some_and(|sm| f64::from(sm) <= t.idle_util_pct);
-            let ran = match own {
-                Some(sm) => sm > 0 && util.is_none_or(|u| u > 0),
-                None => sole && util.is_some_and(|u| u > 0),
-            };
-            out.idle.push(holds && idle);
-            out.times.push(process.times.get(p).copied().unwrap_or(0));
-            out.ran += usize::from(ran);
-            out.own_max = out.own_max.max(own);
-            out.util_max = out.util_max.max(util);
-            if let Some(u) = util {
+        for pair in align_iter(ctx.history, process, &span) {
+            let moment = Moment::at(t, process, gpu, sole, pair);
+            out.idle.push(moment.idle);
+            out.times.push(process.times.get(pair.0).copied().unwrap_or(0));
+            out.ran += usize::from(moment.ran);
+            out.own_max = out.own_max.max(moment.own);
+            out.util_max = out.util_max.max(moment.util);
+            if let Some(u) = moment.util {
                 sum += f64::from(u);
                 n += 1;
             }
         }
         out.util_mean = (n > 0).then(|| sum / f64::from(n));
         Some(out)
+    }
+
+    /// Whether the process ran a kernel on its GPU in a sample of its window over `secs` ([`Activity::of`]'s
+    /// `ran > 0`) without building the activity: its newest sample first, which at 1 s is the machine's newest
+    /// (a busy process is ruled out in one look), then the window from its start, stopping at the first that ran.
+    /// Where [`Activity::of`] gives nothing, so that idle-holder says nothing either, it may say either.
+    fn ran_kernels(ctx: &Ctx<'_>, gpu_index: u32, sole: bool, process: &ProcessSeries, secs: u64) -> bool {
+        let t = ctx.t;
+        let Some(gpu) = ctx.history.gpu(gpu_index) else { return true };
+        let (newest, now) = (process.times.len().checked_sub(1), ctx.history.times.len().checked_sub(1));
+        if let (Some(p), Some(m)) = (newest, now)
+            && process.times.get(p) == ctx.history.times.get(m)
+            && (m == 0 || ctx.history.times.get(m - 1) != ctx.history.times.get(m))
+            && Moment::at(t, process, gpu, sole, (p, Some(m))).ran
+        {
+            return true;
+        }
+        let Some(span) = Span::of(&process.times, secs, t.min_window_coverage) else { return true };
+        align_iter(ctx.history, process, &span).any(|pair| Moment::at(t, process, gpu, sole, pair).ran)
     }
 
     /// The share of samples in which it ran kernels.
@@ -329,54 +413,77 @@ fn who(ctx: &Ctx<'_>, pid: u32) -> String {
 pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
+    // Whether each GPU has one compute process (asked once a GPU, not once a process on it).
+    let sole: Vec<(u32, bool)> =
+        ctx.history.gpus.iter().map(|g| (g.index, ctx.compute_count_on(g.index) == 1)).collect();
+    for (pid, gpus) in ctx.compute_by_process() {
         let Some(process) = ctx.process(pid) else { continue };
-        // Cheap early exit: a process that does not hold memory on an idle GPU now has nothing to say.
+        // Cheap early exit: a process that does not hold memory now, or serves requests, has nothing to say.
         let holds_now =
             process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
         if !holds_now || serves(ctx, pid).is_some() {
             continue;
         }
-        let Some(a) = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s) else { continue };
-        let share = super::super::window::share_of(a.idle.iter().copied());
-        // Kernels in the window, or a thread computing on the CPU all along (a rank's evaluation), is not idle.
-        let cpu = a.span.median(&process.max_thread_cpu_pct).or_else(|| a.span.median(&process.cpu_pct));
-        if share < t.exit_share || a.ran > 0 || cpu.is_some_and(|c| c >= t.pegged_core_pct) {
-            continue;
+        for gpu_index in gpus {
+            let sole = sole.iter().find(|(g, _)| *g == gpu_index).is_some_and(|(_, one)| *one);
+            if let Some(observation) = idle_on(ctx, (gpu_index, sole), pid, process) {
+                out.push(observation);
+            }
         }
-        let held = a.span.median(&process.gpu_mem_bytes);
-        let listening = ctx.host_process(pid).and_then(|h| h.serving.as_ref()).filter(|s| !s.ports.is_empty());
-        let listening = listening.map_or_else(String::new, |s| {
-            format!("; listens on {} with no connection at the last read (no requests)", ports_label(s))
-        });
-        let since = first_true(a.times.iter().copied(), a.idle.iter().copied(), ctx.now_ms);
-        let finding = Finding {
-            title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
-            evidence: format!(
-                "holds {} (median) while its own GPU util (NVML, per process) stays at most {} (GPU {gpu_index} \
+    }
+    in_pair_order(&mut out);
+    out
+}
+
+/// idle-holder's observation of a process that holds memory now and serves nothing, on one of its GPUs.
+/// `sole`: it is the GPU's only compute process.
+fn idle_on(ctx: &Ctx<'_>, (gpu_index, sole): (u32, bool), pid: u32, process: &ProcessSeries) -> Option<Observation> {
+    let t = ctx.t;
+    // Kernels in the window are not idle: most processes at scale ran one in their newest sample.
+    if Activity::ran_kernels(ctx, gpu_index, sole, process, t.idle_holder_window_s) {
+        return None;
+    }
+    let a = Activity::of(ctx, gpu_index, pid, t.idle_holder_window_s)?;
+    let share = super::super::window::share_of(a.idle.iter().copied());
+    if share < t.exit_share || a.ran > 0 {
+        return None;
+    }
+    // Nor is a thread computing on the CPU all along (a rank's evaluation).
+    let cpu = a.span.median(&process.max_thread_cpu_pct).or_else(|| a.span.median(&process.cpu_pct));
+    if cpu.is_some_and(|c| c >= t.pegged_core_pct) {
+        return None;
+    }
+    let held = a.span.median(&process.gpu_mem_bytes);
+    let listening = ctx.host_process(pid).and_then(|h| h.serving.as_ref()).filter(|s| !s.ports.is_empty());
+    let listening = listening.map_or_else(String::new, |s| {
+        format!("; listens on {} with no connection at the last read (no requests)", ports_label(s))
+    });
+    let since = first_true(a.times.iter().copied(), a.idle.iter().copied(), ctx.now_ms);
+    let finding = Finding {
+        title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
+        evidence: format!(
+            "holds {} (median) while its own GPU util (NVML, per process) stays at most {} (GPU {gpu_index} \
                  util up to {}) over {} (idle in {} of samples; no kernel ran){listening}; process{}",
-                held.map_or_else(|| "N/A".to_owned(), bytes_label),
-                a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
-                a.util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
-                a.span.label(),
-                share_label(share),
-                who(ctx, pid),
-            ),
-            // A command, not a monitor key: the remedy is read in doctor and `--once` too.
-            remedy: format!(
-                "If it is a forgotten notebook or a hung job, free the GPU: kill {pid} (SIGTERM), or kill -KILL {pid} \
+            held.map_or_else(|| "N/A".to_owned(), bytes_label),
+            a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+            a.util_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
+            a.span.label(),
+            share_label(share),
+            who(ctx, pid),
+        ),
+        // A command, not a monitor key: the remedy is read in doctor and `--once` too.
+        remedy: format!(
+            "If it is a forgotten notebook or a hung job, free the GPU: kill {pid} (SIGTERM), or kill -KILL {pid} \
                  if it does not exit; for notebooks, shut the kernel down. A server waiting for requests is not idle: \
                  leave it, or scale it to zero when unused."
-            ),
-            explanation: "A process that holds a lot of GPU memory while the GPU stays idle for minutes blocks other \
+        ),
+        explanation: "A process that holds a lot of GPU memory while the GPU stays idle for minutes blocks other \
                           jobs from the card: typically an idle Jupyter kernel or a job stuck on I/O or a lock. A \
                           process that ran any kernel in the window, or that serves requests, is not called idle."
-                .to_owned(),
-            ..draft(Rule::IdleHolder, Severity::Warning, Some(gpu_index), Some(pid), since)
-        };
-        out.push(Observation::by_share(finding, share, a.span.covered, t));
-    }
-    out
+            .to_owned(),
+        ..draft(Rule::IdleHolder, Severity::Warning, Some(gpu_index), Some(pid), since)
+    };
+    Some(Observation::by_share(finding, share, a.span.covered, t))
 }
 
 /// A server's GPU busy less than this share of the time (mean utilization, %) is said to idle between requests.
@@ -388,7 +495,16 @@ const SERVING_LOW_DUTY_PCT: f64 = 50.0;
 pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
-    for (gpu_index, pid) in ctx.compute_processes() {
+    // The servers, found once a process (in PID order); then their (GPU, PID) pairs in order.
+    let servers: Vec<u32> =
+        ctx.compute_by_process().map(|(pid, _)| pid).filter(|pid| serves(ctx, *pid).is_some()).collect();
+    if servers.is_empty() {
+        return out;
+    }
+    for &(gpu_index, pid) in ctx.compute_pairs() {
+        if servers.binary_search(&pid).is_err() {
+            continue;
+        }
         let Some(serving) = serves(ctx, pid) else { continue };
         let Some(process) = ctx.process(pid) else { continue };
         let held = process.gpu_mem_bytes.last().copied().flatten();
@@ -435,10 +551,9 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
 pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let latest = ctx.history.latest();
-    let pairs = ctx.compute_processes();
     let mut out = Vec::new();
     for gpu in &ctx.history.gpus {
-        let pids: Vec<u32> = pairs.iter().filter(|(g, _)| *g == gpu.index).map(|(_, p)| *p).collect();
+        let pids: Vec<u32> = ctx.compute_on(gpu.index).iter().map(|&(_, p)| p).collect();
         if pids.len() < 2 {
             continue;
         }
@@ -513,3 +628,7 @@ mod tests {
         assert!((largest_step_share(&[(0.0, 5.0), (1.0, 5.0)]) - 1.0).abs() < f64::EPSILON, "no rise");
     }
 }
+
+#[cfg(test)]
+#[path = "memory_reference.rs"]
+mod reference;
