@@ -753,18 +753,21 @@ echo "pids: ${PAIRS[*]}"
 G1=${PAIRS[0]##*:}
 run_ns() { cat /proc/"$1"/task/*/schedstat 2> /dev/null | awk '{s += $1} END {print s + 0}'; }
 ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' /proc/"$1"/stat; }
-threads() {
+threads() {  # each thread name's run time in seconds (schedstat, ns resolution), most first
     local t
     for t in /proc/"$1"/task/*; do
-        awk -v name="$(cat "$t/comm")" '{sub(/.*\) /, ""); print name, $12 + $13}' "$t/stat" 2> /dev/null
-    done | awk -v hz="$(getconf CLK_TCK)" '{a[$1] += $2} END {for (k in a) printf "  %-22s %.2f s\n", k, a[k] / hz}' | sort -k2 -rn
+        awk -v name="$(cat "$t/comm")" '{print name, $1}' "$t/schedstat" 2> /dev/null
+    done | awk '{a[$1] += $2} END {for (k in a) printf "  %-22s %.4f s\n", k, a[k] / 1e9}' | sort -k2 -rn
 }
 sleep 17
 declare -A a_ns a_t
 for pair in "${PAIRS[@]}"; do p=${pair##*:}; a_ns[$p]=$(run_ns "$p"); a_t[$p]=$(ticks "$p"); done
 threads "$G1" > "$O/threads_start.txt"
+BL1=""
+[ -n "$BASELINE" ] && BL1=${PAIRS[2]##*:} && threads "$BL1" > "$O/threads_start_baseline.txt"
 sleep "$WINDOW"
 threads "$G1" > "$O/threads_end.txt"
+[ -n "$BL1" ] && threads "$BL1" > "$O/threads_end_baseline.txt"
 hz=$(getconf CLK_TCK)
 {
     echo "| program | CPU % of one core (schedstat) | CPU % (utime+stime) | VmRSS kB | VmHWM kB | RssAnon kB | RssFile kB | threads |"
@@ -777,8 +780,17 @@ hz=$(getconf CLK_TCK)
             'BEGIN {printf "| %s | %.3f | %.3f | %s |\n", n, ns / 1e9 / w * 100, t / hz / w * 100, rest}'
     done
 } | tee "$O/side_by_side.md"
-echo "1 s monitor, CPU s by thread at the window's start and end:"
-paste "$O/threads_start.txt" "$O/threads_end.txt"
+# by_thread START END: each thread's CPU over the window, in ms a second, most first.
+by_thread() {
+    awk -v w="$WINDOW" 'NR == FNR {a[$1] = $2; next} {printf "  %-22s %6.3f ms/s\n", $1, ($2 - a[$1]) * 1000 / w}' \
+        "$1" "$2" | sort -k2 -rn
+}
+echo "1 s monitor, CPU by thread over the window:"
+by_thread "$O/threads_start.txt" "$O/threads_end.txt" | tee "$O/threads.txt"
+if [ -n "$BL1" ]; then
+    echo "baseline 1 s monitor, CPU by thread over the window:"
+    by_thread "$O/threads_start_baseline.txt" "$O/threads_end_baseline.txt" | tee "$O/threads_baseline.txt"
+fi
 n=0
 for pair in "${PAIRS[@]}"; do
     name=${pair%%:*}; p=${pair##*:}; n=$((n + 1))
