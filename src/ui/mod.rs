@@ -16,6 +16,7 @@ use ratatui::widgets::{Block, Paragraph, StatefulWidget, Widget, Wrap};
 use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
+pub mod blit;
 /// The `[ui]` section of the config file lives in [`crate::config::ui`] (the app reads it too); named here for the widgets.
 pub use crate::config::ui as config;
 pub mod fleet;
