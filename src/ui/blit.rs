@@ -54,6 +54,18 @@ pub fn fill(area: Rect, buf: &mut Buffer, lines: &[Line<'_>], style: Style) {
     }
 }
 
+/// Gives every cell of `area` `style` over its own (what a `Block` with only a style draws), row by row.
+pub fn restyle(area: Rect, buf: &mut Buffer, style: Style) {
+    let area = area.intersection(buf.area);
+    let stride = usize::from(buf.area.width);
+    for row in area.top()..area.bottom() {
+        let from = usize::from(row - buf.area.y) * stride + usize::from(area.x - buf.area.x);
+        for cell in &mut buf.content[from..from + usize::from(area.width)] {
+            cell.set_style(style);
+        }
+    }
+}
+
 /// Writes `line` into `cells` (already reset to the base style) from the first, cut at the first grapheme that
 /// does not fit.
 fn write_line(cells: &mut [Cell], line: &Line<'_>) {
@@ -134,6 +146,10 @@ mod tests {
             let mut buf = under.clone();
             fill(area, &mut buf, &lines, base);
             assert_eq!(buf, by_paragraph(area, &lines, base, &under), "{area:?}");
+            let (mut restyled, mut block) = (under.clone(), under.clone());
+            restyle(area, &mut restyled, red);
+            ratatui::widgets::Block::default().style(red).render(area, &mut block);
+            assert_eq!(restyled, block, "{area:?}");
         }
     }
 }
