@@ -8,6 +8,8 @@
 //! ([`simple`]: printable ASCII, Latin-1, arrows, box drawing, blocks, shapes and braille) are written a character
 //! to a cell; any other span goes through ratatui's own grapheme split and widths.
 
+use std::sync::LazyLock;
+
 use ratatui::buffer::{Buffer, Cell, CellWidth};
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
@@ -49,7 +51,7 @@ pub fn fill(area: Rect, buf: &mut Buffer, lines: &[Line<'_>], style: Style) {
         let cells = &mut buf.content[from..from + width];
         cells.fill(blank.clone());
         if let Some(line) = lines.get(usize::from(row)) {
-            write_line(cells, line);
+            write_line(cells, line, &blank);
         }
     }
 }
@@ -66,18 +68,41 @@ pub fn restyle(area: Rect, buf: &mut Buffer, style: Style) {
     }
 }
 
-/// Writes `line` into `cells` (already reset to the base style) from the first, cut at the first grapheme that
-/// does not fit.
-fn write_line(cells: &mut [Cell], line: &Line<'_>) {
+/// A cell for each printable ASCII character, from the space on: cloning one is cheaper than building its symbol.
+static ASCII_CELLS: LazyLock<Vec<Cell>> = LazyLock::new(|| {
+    (b' '..=b'~')
+        .map(|b| {
+            let mut cell = Cell::EMPTY;
+            cell.set_char(char::from(b));
+            cell
+        })
+        .collect()
+});
+
+/// Writes `line` into `cells` (already reset to `blank`, the base style) from the first, cut at the first
+/// grapheme that does not fit.
+fn write_line(cells: &mut [Cell], line: &Line<'_>, blank: &Cell) {
     let max = cells.len();
+    let ascii_cells: &[Cell] = &ASCII_CELLS;
     let mut x = 0;
     for span in &line.spans {
         let style = line.style.patch(span.style);
         let text = span.content.as_ref();
         if text.chars().all(simple) {
+            // Each character leaves the base cell with its symbol and the span's style over the base style.
+            let mut styled = blank.clone();
+            styled.set_style(style);
+            let full = styled.style();
             for c in text.chars() {
                 let Some(cell) = cells.get_mut(x) else { return };
-                cell.set_char(c).set_style(style);
+                match u8::try_from(c).ok().and_then(|b| ascii_cells.get(usize::from(b.wrapping_sub(b' ')))) {
+                    Some(ascii) => *cell = ascii.clone(),
+                    None => *cell = styled.clone(),
+                }
+                if !c.is_ascii() {
+                    cell.set_char(c);
+                }
+                cell.set_style(full);
                 x += 1;
             }
             continue;
