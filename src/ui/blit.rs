@@ -8,11 +8,10 @@
 //! ([`simple`]: printable ASCII, Latin-1, arrows, box drawing, blocks, shapes and braille) are written a character
 //! to a cell; any other span goes through ratatui's own grapheme split and widths.
 
-use std::sync::LazyLock;
-
 use ratatui::buffer::{Buffer, Cell, CellWidth};
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
+use ratatui::symbols::border;
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph, Widget};
 
@@ -51,7 +50,7 @@ pub fn fill(area: Rect, buf: &mut Buffer, lines: &[Line<'_>], style: Style) {
         let cells = &mut buf.content[from..from + width];
         cells.fill(blank.clone());
         if let Some(line) = lines.get(usize::from(row)) {
-            write_line(cells, line, &blank);
+            write_line(cells, line);
         }
     }
 }
@@ -68,41 +67,54 @@ pub fn restyle(area: Rect, buf: &mut Buffer, style: Style) {
     }
 }
 
-/// A cell for each printable ASCII character, from the space on: cloning one is cheaper than building its symbol.
-static ASCII_CELLS: LazyLock<Vec<Cell>> = LazyLock::new(|| {
-    (b' '..=b'~')
-        .map(|b| {
-            let mut cell = Cell::EMPTY;
-            cell.set_char(char::from(b));
-            cell
-        })
-        .collect()
-});
+/// Draws a border of `set` in `style` around `area` with `title` at the left of its top side: the cells a
+/// `Block` with all borders and that title draws, without restyling the whole area first as the block does.
+pub fn boxed(area: Rect, buf: &mut Buffer, set: &border::Set<'_>, style: Style, title: &Line<'_>) {
+    let area = area.intersection(buf.area);
+    if area.is_empty() {
+        return;
+    }
+    let (left, top) = (area.left(), area.top());
+    let (right, bottom) = (area.right() - 1, area.bottom() - 1);
+    let mut put = |x: u16, y: u16, symbol: &str| {
+        buf[(x, y)].set_symbol(symbol).set_style(style);
+    };
+    // The order a block draws in: the sides, then the corners.
+    for y in top..=bottom {
+        put(left, y, set.vertical_left);
+    }
+    for x in left..=right {
+        put(x, top, set.horizontal_top);
+    }
+    for y in top..=bottom {
+        put(right, y, set.vertical_right);
+    }
+    for x in left..=right {
+        put(x, bottom, set.horizontal_bottom);
+    }
+    put(right, bottom, set.bottom_right);
+    put(right, top, set.top_right);
+    put(left, bottom, set.bottom_left);
+    put(left, top, set.top_left);
+    let room = area.width.saturating_sub(2);
+    if room > 0 {
+        let width = u16::try_from(title.width()).unwrap_or(u16::MAX).min(room);
+        title.render(Rect { x: left + 1, y: top, width, height: 1 }, buf);
+    }
+}
 
-/// Writes `line` into `cells` (already reset to `blank`, the base style) from the first, cut at the first
+/// Writes `line` into `cells` (already reset to the base style) from the first, cut at the first
 /// grapheme that does not fit.
-fn write_line(cells: &mut [Cell], line: &Line<'_>, blank: &Cell) {
+fn write_line(cells: &mut [Cell], line: &Line<'_>) {
     let max = cells.len();
-    let ascii_cells: &[Cell] = &ASCII_CELLS;
     let mut x = 0;
     for span in &line.spans {
         let style = line.style.patch(span.style);
         let text = span.content.as_ref();
         if text.chars().all(simple) {
-            // Each character leaves the base cell with its symbol and the span's style over the base style.
-            let mut styled = blank.clone();
-            styled.set_style(style);
-            let full = styled.style();
             for c in text.chars() {
                 let Some(cell) = cells.get_mut(x) else { return };
-                match u8::try_from(c).ok().and_then(|b| ascii_cells.get(usize::from(b.wrapping_sub(b' ')))) {
-                    Some(ascii) => *cell = ascii.clone(),
-                    None => *cell = styled.clone(),
-                }
-                if !c.is_ascii() {
-                    cell.set_char(c);
-                }
-                cell.set_style(full);
+                cell.set_char(c).set_style(style);
                 x += 1;
             }
             continue;
@@ -175,6 +187,28 @@ mod tests {
             restyle(area, &mut restyled, red);
             ratatui::widgets::Block::default().style(red).render(area, &mut block);
             assert_eq!(restyled, block, "{area:?}");
+        }
+    }
+
+    #[test]
+    fn the_same_cells_as_a_block_with_borders_and_a_title() {
+        use ratatui::widgets::{Block, Borders};
+        let red = Style::default().fg(Color::Red);
+        let title = Line::from(vec![Span::styled(" GPU 0 ", red.add_modifier(Modifier::BOLD)), Span::raw("│ H200 ")]);
+        let mut under = Buffer::empty(Rect::new(0, 0, 20, 6));
+        under.set_string(0, 0, "x".repeat(20 * 6), Style::default().fg(Color::Green));
+        for set in [border::ROUNDED, border::PLAIN] {
+            for area in [Rect::new(1, 1, 18, 4), Rect::new(0, 0, 8, 2), Rect::new(3, 3, 1, 1), Rect::new(5, 0, 2, 9)] {
+                let (mut drawn, mut block) = (under.clone(), under.clone());
+                boxed(area, &mut drawn, &set, red, &title);
+                Block::default()
+                    .borders(Borders::ALL)
+                    .border_set(set)
+                    .border_style(red)
+                    .title(title.clone())
+                    .render(area, &mut block);
+                assert_eq!(drawn, block, "{area:?}");
+            }
         }
     }
 }
