@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
 use super::Gpu;
-use crate::ui::{blit, graph};
 use crate::ui::paint::{Paint, fill, fit_fields};
 use crate::ui::theme::Level;
+use crate::ui::{blit, graph};
 use crate::units;
 
 /// Width of the readings column.
