@@ -29,8 +29,8 @@
 //!   [`advice::place`]).
 //! - [`table`]: the process table's rows, sort, state, filters and columns, shared by the monitor, `--once` and
 //!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
-//! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]); [`terminal`]: the
-//!   only owner of raw mode and the alternate screen.
+//! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]; text written straight
+//!   into the buffer: [`ui::blit`]); [`terminal`]: the only owner of raw mode and the alternate screen.
 //! - [`output`]: `--once` and JSON (fitted to a terminal by [`output::fit`], which doctor uses too) and the
 //!   `--status` line with the state file watchers leave for it ([`output::status_file`]); [`doctor`] and
 //!   [`report`]: the one-shot diagnosis and record; [`export`]:

@@ -42,28 +42,33 @@ pub fn about(finding: &Finding) -> String {
 pub(crate) fn wrap_hanging(text: &str, first: usize, rest: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
+    // Characters in `line`.
+    let mut used = 0;
     let cap = |n: usize| if n == 0 { first.max(1) } else { rest.max(1) };
-    for word in text.split_whitespace() {
-        let mut word: Vec<char> = word.chars().collect();
+    for whole in text.split_whitespace() {
+        let mut word = whole;
+        let mut word_len = word.chars().count();
         loop {
             let room = cap(lines.len());
-            let used = line.chars().count();
-            let need = word.len() + usize::from(used > 0);
+            let need = word_len + usize::from(used > 0);
             if used + need <= room {
                 if used > 0 {
                     line.push(' ');
                 }
-                line.extend(word.drain(..));
+                line.push_str(word);
+                used += need;
                 break;
             }
             if used > 0 {
                 lines.push(std::mem::take(&mut line));
+                used = 0;
                 continue;
             }
             // A word longer than a whole line.
-            let tail = word.split_off(room);
-            lines.push(word.into_iter().collect());
-            word = tail;
+            let at = word.char_indices().nth(room).map_or(word.len(), |(i, _)| i);
+            lines.push(word[..at].to_owned());
+            word = &word[at..];
+            word_len -= room;
             if word.is_empty() {
                 break;
             }
@@ -460,6 +465,60 @@ mod tests {
         (0..height)
             .map(|y| (0..width).map(|x| buf[(x, y)].symbol()).collect::<String>().trim_end().to_owned())
             .collect()
+    }
+
+    #[test]
+    fn wrap_hanging_is_the_word_by_word_wrap() {
+        // The wrap as first written, a character vector per word: the faster one must break the same.
+        fn by_chars(text: &str, first: usize, rest: usize) -> Vec<String> {
+            let mut lines: Vec<String> = Vec::new();
+            let mut line = String::new();
+            let cap = |n: usize| if n == 0 { first.max(1) } else { rest.max(1) };
+            for word in text.split_whitespace() {
+                let mut word: Vec<char> = word.chars().collect();
+                loop {
+                    let room = cap(lines.len());
+                    let used = line.chars().count();
+                    let need = word.len() + usize::from(used > 0);
+                    if used + need <= room {
+                        if used > 0 {
+                            line.push(' ');
+                        }
+                        line.extend(word.drain(..));
+                        break;
+                    }
+                    if used > 0 {
+                        lines.push(std::mem::take(&mut line));
+                        continue;
+                    }
+                    let tail = word.split_off(room);
+                    lines.push(word.into_iter().collect());
+                    word = tail;
+                    if word.is_empty() {
+                        break;
+                    }
+                }
+            }
+            if !line.is_empty() || lines.is_empty() {
+                lines.push(line);
+            }
+            lines
+        }
+        let texts = [
+            "",
+            "   ",
+            "raise num_workers to 8 now",
+            "abcdefghij",
+            "GPU 3 waits on the host: 41 % of the window idle → raise the DataLoader's num_workers (now 2) or pin memory",
+            "a verylongwordthatneverfits°°°→→→ b cc ddd eeee fffff ggggggggggggggggggggggggggggggggggggggggg h",
+        ];
+        for text in texts {
+            for first in 0..14 {
+                for rest in 0..14 {
+                    assert_eq!(wrap_hanging(text, first, rest), by_chars(text, first, rest), "{text:?} {first} {rest}");
+                }
+            }
+        }
     }
 
     #[test]

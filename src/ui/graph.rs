@@ -48,6 +48,11 @@ pub fn sparkline(values: &[Option<f64>], max: f64, width: usize, ascii: bool) ->
         .collect()
 }
 
+/// The dots of the left side of a braille cell filled from the bottom, by how many (0 to 4) are filled.
+const LEFT_DOTS: [u32; 5] = [0, 0x40, 0x44, 0x46, 0x47];
+/// The same for the right side.
+const RIGHT_DOTS: [u32; 5] = [0, 0x80, 0xa0, 0xb0, 0xb8];
+
 /// A braille graph `width` cells wide and `height` rows high (2 samples per cell, 4 dots per row), filled
 /// from the bottom; ASCII draws one sample per cell with '#'.
 #[must_use]
@@ -75,26 +80,17 @@ pub fn area_graph(values: &[Option<f64>], max: f64, width: usize, height: usize,
         .map(|row| {
             // Row 0 is the top; the dots of this row cover heights (bottom-up) from `base` to `base + dots_per_row`.
             let base = (height - 1 - row) * dots_per_row;
-            (0..width)
-                .map(|cell| {
-                    if ascii {
-                        return match heights[cell] {
-                            Some(h) if h > base => '#',
-                            _ => ' ',
-                        };
-                    }
-                    let mut bits = 0u32;
-                    for (side, column_bits) in [(0, [0x40, 0x04, 0x02, 0x01]), (1, [0x80, 0x20, 0x10, 0x08])] {
-                        let h = heights[cell * 2 + side].unwrap_or(0);
-                        for (dot, bit) in column_bits.iter().enumerate() {
-                            if h > base + dot {
-                                bits |= bit;
-                            }
-                        }
-                    }
-                    char::from_u32(0x2800 + bits).unwrap_or(' ')
-                })
-                .collect()
+            let mut line = String::with_capacity(width * if ascii { 1 } else { 3 });
+            for cell in 0..width {
+                if ascii {
+                    line.push(if heights[cell].is_some_and(|h| h > base) { '#' } else { ' ' });
+                    continue;
+                }
+                let filled = |side: usize| heights[cell * 2 + side].unwrap_or(0).saturating_sub(base).min(4);
+                let bits = LEFT_DOTS[filled(0)] | RIGHT_DOTS[filled(1)];
+                line.push(char::from_u32(0x2800 + bits).unwrap_or(' '));
+            }
+            line
         })
         .collect()
 }
@@ -120,6 +116,30 @@ mod tests {
                 s
             })
         );
+    }
+
+    /// The braille cell for two columns `left` and `right` dots high (bottom-up), dot by dot.
+    fn cell_by_dots(left: usize, right: usize) -> char {
+        let mut bits = 0u32;
+        for (h, column_bits) in [(left, [0x40, 0x04, 0x02, 0x01]), (right, [0x80, 0x20, 0x10, 0x08])] {
+            for (dot, bit) in column_bits.iter().enumerate() {
+                if h > dot {
+                    bits |= bit;
+                }
+            }
+        }
+        char::from_u32(0x2800 + bits).unwrap_or(' ')
+    }
+
+    #[test]
+    fn every_braille_cell_is_its_dots() {
+        for left in 0..=4 {
+            for right in 0..=4 {
+                let values = [Some(left as f64 * 25.0), Some(right as f64 * 25.0)];
+                let graph = area_graph(&values, 100.0, 1, 1, false);
+                assert_eq!(graph, vec![cell_by_dots(left, right).to_string()], "{left} {right}");
+            }
+        }
     }
 
     #[test]

@@ -11,11 +11,12 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Paragraph, StatefulWidget, Widget, Wrap};
+use ratatui::widgets::{Paragraph, StatefulWidget, Widget, Wrap};
 
 use crate::app::{App, Focus, Hit, Screen};
 
 mod advice;
+pub mod blit;
 /// The `[ui]` section of the config file lives in [`crate::config::ui`] (the app reads it too); named here for the widgets.
 pub use crate::config::ui as config;
 pub mod fleet;
@@ -183,7 +184,7 @@ impl StatefulWidget for Monitor<'_> {
     fn render(self, area: Rect, buf: &mut Buffer, offset: &mut usize) {
         let app = self.app;
         let paint = Paint::for_app(app);
-        Block::default().style(paint.theme.base).render(area, buf);
+        blit::restyle(area, buf, paint.theme.base);
         let Some(plan) = plan(area, app, &paint) else {
             TooSmall { paint: &paint }.render(area, buf);
             return;

@@ -5,7 +5,6 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Clear, Paragraph, Widget};
 
 use super::config::{LoadColors, ThemeName};
 use super::theme::{Glyphs, Level, Theme};
@@ -105,10 +104,11 @@ impl Paint {
     }
 }
 
-/// Clears `area` and draws `lines` into it with `style` underneath.
+/// Clears `area` and draws `lines` into it with `style` underneath (what `Clear` and a `Paragraph` would draw,
+/// written straight into the buffer: [`super::blit`]).
+#[expect(clippy::needless_pass_by_value, reason = "the widgets hand over the lines they built")]
 pub fn fill(area: Rect, buf: &mut Buffer, lines: Vec<Line<'_>>, style: Style) {
-    Clear.render(area, buf);
-    Paragraph::new(lines).style(style).render(area, buf);
+    super::blit::fill(area, buf, &lines, style);
 }
 
 /// A line of readings fitted to `width` columns without cutting a reading: what does not fit is dropped at a word

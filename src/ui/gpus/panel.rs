@@ -4,12 +4,12 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Widget};
+use ratatui::widgets::Block;
 
 use super::Gpu;
-use crate::ui::graph;
 use crate::ui::paint::{Paint, fill, fit_fields};
 use crate::ui::theme::Level;
+use crate::ui::{blit, graph};
 use crate::units;
 
 /// Width of the readings column.
@@ -165,13 +165,8 @@ pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, p
     }
     title.push(Span::styled(rest, paint.theme.title));
     let border_style = if gpu.lost() { paint.theme.high } else { paint.theme.border };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_set(paint.glyphs.border)
-        .border_style(border_style)
-        .title(Line::from(title));
-    let inner = block.inner(area);
-    block.render(area, buf);
+    blit::boxed(area, buf, &paint.glyphs.border, border_style, &Line::from(title));
+    let inner = Block::bordered().inner(area);
     if gpu.lost() {
         let lines = vec![
             Line::from(Span::styled(gpu.down_label().0, paint.theme.alarm)),
