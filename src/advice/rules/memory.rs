@@ -628,7 +628,3 @@ mod tests {
         assert!((largest_step_share(&[(0.0, 5.0), (1.0, 5.0)]) - 1.0).abs() < f64::EPSILON, "no rise");
     }
 }
-
-#[cfg(test)]
-#[path = "memory_reference.rs"]
-mod reference;
