@@ -5,7 +5,7 @@
 use std::cell::OnceCell;
 use std::collections::HashMap;
 
-use crate::history::{History, ProcessSeries, Series, Window, window_of};
+use crate::history::{History, ProcessSeries, Readings, Window, window_of};
 use crate::sample::{GpuInfo, HostProcess, JobInfo, MachineInfo, ProcessKind, UnixMs};
 
 use super::Thresholds;
@@ -196,19 +196,19 @@ impl Span {
     }
 
     /// The values of a series (aligned with this window's time column) inside the window.
-    pub fn values<'s, T: Copy + 's>(&self, series: &'s Series<T>) -> impl Iterator<Item = Option<T>> + 's {
-        series.iter_from(self.window.start).copied()
+    pub fn values<'s, T: Copy + 's>(&self, series: &'s impl Readings<T>) -> impl Iterator<Item = Option<T>> + 's {
+        series.readings_from(self.window.start)
     }
 
     /// The share of the window's samples whose value is present and satisfies `pred`; gaps count against.
     #[must_use]
-    pub fn share<T: Copy>(&self, series: &Series<T>, pred: impl Fn(T) -> bool) -> f64 {
+    pub fn share<T: Copy>(&self, series: &impl Readings<T>, pred: impl Fn(T) -> bool) -> f64 {
         share_of(self.values(series).map(|v| v.is_some_and(&pred)))
     }
 
     /// The mean of the present values of a series in the window.
     #[must_use]
-    pub fn mean<T: Num>(&self, series: &Series<T>) -> Option<f64> {
+    pub fn mean<T: Num>(&self, series: &impl Readings<T>) -> Option<f64> {
         let (mut sum, mut n) = (0.0, 0_u32);
         for v in self.values(series).flatten() {
             sum += v.as_f64();
@@ -219,7 +219,7 @@ impl Span {
 
     /// The median of the present values of a series in the window.
     #[must_use]
-    pub fn median<T: Num>(&self, series: &Series<T>) -> Option<f64> {
+    pub fn median<T: Num>(&self, series: &impl Readings<T>) -> Option<f64> {
         median(self.values(series))
     }
 
@@ -333,8 +333,8 @@ pub fn align_iter<'h>(
 
 /// The value of a series at an index, flattening gaps and missing indices.
 #[must_use]
-pub fn at<T: Copy>(series: &Series<T>, index: Option<usize>) -> Option<T> {
-    index.and_then(|i| series.get(i).copied().flatten())
+pub fn at<T: Copy>(series: &impl Readings<T>, index: Option<usize>) -> Option<T> {
+    index.and_then(|i| series.reading(i))
 }
 
 /// The labels advice evidence is written with live in [`crate::units`], with every other output's units.

@@ -8,7 +8,8 @@
 //! The parts: [`ring`] (the fixed-capacity ring), [`window`] (windows over a time column, statistics),
 //! [`series`] (the machine's series per GPU and for the host, declared once each), [`process`] (each process's
 //! series, its bound and its row per tick), [`input`] (a process's input path as one record per sample), [`slices`]
-//! (each MIG slice's SM activity and memory, for the rules that judge a slice's work). This
+//! (each MIG slice's SM activity and memory, for the rules that judge a slice's work), [`compact`] (an optional
+//! reading in the bytes of the reading, which a process's series hold). This
 //! module holds the [`History`] that pushes a tick into all of them.
 
 use std::collections::{HashMap, VecDeque};
@@ -16,6 +17,7 @@ use std::sync::Arc;
 
 use crate::sample::{GpuEvent, MachineInfo, Snapshot, Tick, UnixMs};
 
+pub mod compact;
 pub mod input;
 pub mod process;
 pub mod ring;
@@ -23,6 +25,7 @@ pub mod series;
 pub mod slices;
 pub mod window;
 
+pub use compact::{Compact, CompactSeries, Niche, Readings};
 pub use input::InputSample;
 pub use process::{ProcessBound, ProcessKey, ProcessRow, ProcessSeries};
 pub use ring::{Ring, Series};

@@ -1,7 +1,7 @@
 //! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
 //! time until full), idle-holder and shared-gpu.
 
-use crate::history::ProcessSeries;
+use crate::history::{ProcessSeries, Readings};
 
 use super::super::window::{Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
@@ -419,8 +419,7 @@ pub fn idle_holder(ctx: &Ctx<'_>) -> Vec<Observation> {
     for (pid, gpus) in ctx.compute_by_process() {
         let Some(process) = ctx.process(pid) else { continue };
         // Cheap early exit: a process that does not hold memory now, or serves requests, has nothing to say.
-        let holds_now =
-            process.gpu_mem_bytes.last().copied().flatten().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
+        let holds_now = process.gpu_mem_bytes.last_reading().is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB);
         if !holds_now || serves(ctx, pid).is_some() {
             continue;
         }
@@ -507,7 +506,7 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
         }
         let Some(serving) = serves(ctx, pid) else { continue };
         let Some(process) = ctx.process(pid) else { continue };
-        let held = process.gpu_mem_bytes.last().copied().flatten();
+        let held = process.gpu_mem_bytes.last_reading();
         if !held.is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB) {
             continue;
         }

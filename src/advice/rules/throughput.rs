@@ -12,7 +12,7 @@ use super::super::window::{
 };
 use super::super::{Observation, Rule, Severity};
 use super::{draft, first_true};
-use crate::history::{InputSample, ProcessSeries};
+use crate::history::{InputSample, ProcessSeries, Readings};
 use crate::sample::ProcessRole;
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
@@ -146,7 +146,7 @@ impl ProcessSamples {
             s.input.push(at(&process.input, Some(p)));
             s.tx_kbps.push(place.pcie_tx().and_then(|tx| at(tx, m)));
         }
-        let all = process.n_children.last().copied().flatten().unwrap_or(0);
+        let all = process.n_children.last_reading().unwrap_or(0);
         let compile = process.input.last().copied().flatten().map_or(0, |i| u32::from(i.compile_workers));
         s.children_now = all.saturating_sub(compile);
         s

@@ -9,7 +9,7 @@ use super::super::place::Place;
 use super::super::window::{Ctx, MIB, Num, Span, bytes_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity, Thresholds};
 use super::draft;
-use crate::history::{InputSample, ProcessSeries, Series};
+use crate::history::{InputSample, ProcessSeries, Readings};
 use crate::sample::throttle;
 
 /// Throttle reasons that explain a slow GPU by themselves (idle and application clocks do not).
@@ -116,11 +116,18 @@ impl<'a> ProcWindow<'a> {
         Some(Self { series, span })
     }
 
-    pub(super) fn median<T: Num + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>) -> Option<f64> {
+    pub(super) fn median<T: Num + 'a, S: Readings<T> + 'a>(
+        &self,
+        pick: impl Fn(&'a ProcessSeries) -> &'a S,
+    ) -> Option<f64> {
         self.span.median(pick(self.series))
     }
 
-    fn share<T: Copy + 'a>(&self, pick: impl Fn(&'a ProcessSeries) -> &'a Series<T>, pred: impl Fn(T) -> bool) -> f64 {
+    fn share<T: Copy + 'a, S: Readings<T> + 'a>(
+        &self,
+        pick: impl Fn(&'a ProcessSeries) -> &'a S,
+        pred: impl Fn(T) -> bool,
+    ) -> f64 {
         self.span.share(pick(self.series), pred)
     }
 
@@ -146,7 +153,7 @@ impl<'a> ProcWindow<'a> {
     /// (idle persistent workers and compile workers left out); the children now where no record exists.
     pub(super) fn workers(&self) -> u32 {
         let busy = self.inputs().flatten().map(|i| u32::from(i.busy_workers)).max();
-        busy.unwrap_or_else(|| self.series.n_children.last().copied().flatten().unwrap_or(0))
+        busy.unwrap_or_else(|| self.series.n_children.last_reading().unwrap_or(0))
     }
 
     /// Whether the tree writes much more than it reads (a checkpoint writer, not an input pipeline).

@@ -5,6 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 
 use crate::app::App;
+use crate::history::Readings;
 use crate::ui::graph;
 use crate::ui::paint::{Paint, fill};
 use crate::ui::theme::Level;
@@ -138,10 +139,10 @@ fn process_graphs(app: &App, pid: u32) -> Vec<ProcessGraph> {
     let start = series.and_then(|s| crate::history::window_of(&s.times, app.span_s * 1000)).map_or(0, |w| w.start);
     match series {
         Some(s) => {
-            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            let rss: Vec<Option<f64>> = s.rss_bytes.iter_from(start).map(|v| v.map(|b| b as f64)).collect();
-            let sm: Vec<Option<f64>> = s.sm_util_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
-            let cpu: Vec<Option<f64>> = s.cpu_pct.iter_from(start).map(|v| v.map(f64::from)).collect();
+            let mem: Vec<Option<f64>> = s.gpu_mem_bytes.readings_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let rss: Vec<Option<f64>> = s.rss_bytes.readings_from(start).map(|v| v.map(|b| b as f64)).collect();
+            let sm: Vec<Option<f64>> = s.sm_util_pct.readings_from(start).map(|v| v.map(f64::from)).collect();
+            let cpu: Vec<Option<f64>> = s.cpu_pct.readings_from(start).map(|v| v.map(f64::from)).collect();
             let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
             #[expect(
                 clippy::cast_possible_truncation,
