@@ -470,6 +470,12 @@ impl App {
         self.table.rows(self.tick(), &self.fixed)
     }
 
+    /// How many process rows the table shows (no sort: for the layout).
+    #[must_use]
+    pub fn row_count(&self) -> usize {
+        self.table.count(self.tick(), &self.fixed)
+    }
+
     /// Index of the selected row in `rows`, if the selected process is still listed.
     #[must_use]
     pub fn selected_index(&self, rows: &[ProcessRow<'_>]) -> Option<usize> {

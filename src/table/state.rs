@@ -96,6 +96,16 @@ impl TableState {
         }
     }
 
+    /// How many rows [`TableState::rows`] gives, without sorting them (the layout asks every frame).
+    #[must_use]
+    pub fn count(&self, tick: &Tick, fixed: &FixedFilters) -> usize {
+        if self.tree {
+            self.rows(tick, fixed).len()
+        } else {
+            flat_rows(tick).iter().filter(|row| self.keeps(row, fixed)).count()
+        }
+    }
+
     fn keeps(&self, row: &ProcessRow<'_>, fixed: &FixedFilters) -> bool {
         let gpu = row.key.gpu_index;
         if let Some(only) = &fixed.gpus
@@ -176,6 +186,45 @@ mod tests {
         assert_eq!(TableState::default().rows(&tick, &compute).len(), all - 1);
         let both = FixedFilters { compute: true, graphics: true, ..FixedFilters::default() };
         assert_eq!(TableState::default().rows(&tick, &both).len(), all);
+    }
+
+    #[test]
+    fn the_count_is_the_number_of_rows_shown_in_each_view_and_filter() {
+        let tick = tick("mixed:8");
+        let states = [
+            TableState::default(),
+            TableState { only_gpu: Some(1), ..TableState::default() },
+            TableState { filter: "python".into(), ..TableState::default() },
+            TableState { tree: true, ..TableState::default() },
+            TableState { tree: true, only_gpu: Some(2), ..TableState::default() },
+        ];
+        let fixed = [FixedFilters::default(), FixedFilters { compute: true, ..FixedFilters::default() }];
+        for state in &states {
+            for fixed in &fixed {
+                assert_eq!(state.count(&tick, fixed), state.rows(&tick, fixed).len(), "tree {}", state.tree);
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_entries_of_one_process_on_one_gpu_get_their_own_rows() {
+        let mut tick = tick("mixed:8");
+        let first = tick.gpu_processes[0].clone();
+        tick.gpu_processes.push(first.clone());
+        tick.gpu_processes.push(crate::sample::GpuProcess { pid: None, ..first.clone() });
+        tick.gpu_processes.push(crate::sample::GpuProcess { pid: None, ..first });
+        let rows = TableState::default().rows(&tick, &FixedFilters::default());
+        let mut keys: Vec<RowKey> = rows.iter().map(|r| r.key).collect();
+        let n = keys.len();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), n, "every row has its own key");
+        let gpu = Some(tick.gpu_processes[0].gpu_index);
+        let nth_of = |pid: Option<u32>| -> BTreeSet<usize> {
+            rows.iter().filter(|r| r.key.pid == pid && r.key.gpu_index == gpu).map(|r| r.key.nth).collect()
+        };
+        assert_eq!(nth_of(tick.gpu_processes[0].pid), BTreeSet::from([0, 1]), "the repeat is the second");
+        assert_eq!(nth_of(None), BTreeSet::from([0, 1]), "two entries without a PID");
     }
 
     #[test]

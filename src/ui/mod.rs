@@ -64,7 +64,7 @@ fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
         width: area.width,
         height: area.height,
         n_gpus: count(gpus::shown(app).len()),
-        n_rows: count(if app.jobs.on { jobs::table_lines(app, &app.job_rows()) } else { app.rows().len() }),
+        n_rows: count(if app.jobs.on { jobs::table_lines(app, &app.job_rows()) } else { app.row_count() }),
         banner: header::banner(app).is_some(),
         host_graphs: !app.ascii,
         mode: app.mode,
