@@ -21,6 +21,13 @@
 #                                                          # side by side while a training step runs
 #   GROUP=nvml-threads bash scripts/device/cluster_cases.sh   # two GPUs, ~2 min: which NVML call families
 #                                                              # survive concurrent calls
+#   GROUP=memory bash scripts/device/cluster_cases.sh        # ~8.5 min: the memory rules on real PyTorch programs,
+#                                                            # one after another: a training loop that leaks (each
+#                                                            # validation loss kept with its graph) and its
+#                                                            # leak-free control (vram-growing), a notebook idle
+#                                                            # after 20 s of training (idle-holder, judged over 40 s
+#                                                            # through a thresholds file), a bursty server pausing
+#                                                            # 50 s (serving, no idle-holder)
 #   GROUP=serve-ranks bash scripts/device/cluster_cases.sh   # ~9.5 min: bursty inference server (6 min 15 s),
 #                                                            # 2 ranks over gloo with rank 0 in a 135 s CPU phase
 #   GROUP=host bash scripts/device/cluster_cases.sh          # ~6.5 min: CPU-offloaded optimizer, torch.compile
@@ -52,7 +59,8 @@
 # cert.pem, key.pem, prometheus.yml (GROUP=tls). Without any of them the case that needs it says so and is skipped,
 # never faked.
 # Results: GROUP=serve-ranks and host: $OUT/cluster-GROUP.tgz (NAME.doctor.json, NAME.jsonl.gz, NAME.truth.json,
-# NAME.out, log.txt). The other groups: ${OUT:-/tmp/gpusight-validate}/GROUP/ (log.txt, table.md, each case's
+# NAME.out, log.txt). GROUP=memory: only ${OUT:-/tmp/gpusight-validate}/memory.tgz (memory/: table.md, log.txt,
+# thresholds.toml, and each case's doctor and replay JSON, recording, ground truth and output). The other groups: ${OUT:-/tmp/gpusight-validate}/GROUP/ (log.txt, table.md, each case's
 # doctor JSON, recording and ground truth) and GROUP.tgz beside it.
 #
 # Safe on a shared box: never changes clocks, power limits, persistence or MIG, never resets the GPU, and kills
