@@ -970,7 +970,7 @@ def fit(points):
     syy = sum((p[1] - my) ** 2 for p in points)
     if sxx <= 0:
         return None
-    return sxy / sxx * 60, (sxy * sxy / (sxx * syy) if syy > 0 else 0.0), points[-1][1] - points[0][1]
+    return sxy / sxx * 60 + 0.0, (sxy * sxy / (sxx * syy) if syy > 0 else 0.0), points[-1][1] - points[0][1]
 
 def rules(doc, key="findings"):
     return [(f["rule"], f["severity"], f.get("pid")) for f in (doc or {}).get(key, [])]

@@ -724,7 +724,7 @@ class MemoryLog:
         syy = sum((p[1] - my) ** 2 for p in pts)
         if sxx <= 0:
             return None
-        return {"phase": phase, "reserved_mib_per_min": round(sxy / sxx * 60, 1),
+        return {"phase": phase, "reserved_mib_per_min": round(sxy / sxx * 60, 1) + 0.0,
                 "r2": round(sxy * sxy / (sxx * syy), 3) if syy > 0 else 0.0,
                 "reserved_rise_mib": round(pts[-1][1] - pts[0][1], 1), "samples": n}
 
