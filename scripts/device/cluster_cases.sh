@@ -970,7 +970,7 @@ def fit(points):
     syy = sum((p[1] - my) ** 2 for p in points)
     if sxx <= 0:
         return None
-    return sxy / sxx * 60 + 0.0, (sxy * sxy / (sxx * syy) if syy > 0 else 0.0), points[-1][1] - points[0][1]
+    return sxy / sxx * 60, (sxy * sxy / (sxx * syy) if syy > 0 else 0.0), points[-1][1] - points[0][1]
 
 def rules(doc, key="findings"):
     return [(f["rule"], f["severity"], f.get("pid")) for f in (doc or {}).get(key, [])]
@@ -1005,7 +1005,7 @@ def truth_text(case, t, w):
     timeline = [p for p in t.get("timeline", []) if w is None or w[0] <= p[0] <= w[1]]
     if case in ("leak", "leak-free"):
         f = fit([(p[0], p[3]) for p in timeline])
-        grow = f"reserved {f[2]:+.0f} MiB over the watch ({f[0]:.0f} MiB/min, R² {f[1]:.2f})" if f else "no timeline"
+        grow = f"reserved {f[2]:+.0f} MiB over the watch ({round(f[0])} MiB/min, R² {f[1]:.2f})" if f else "no timeline"
         return (f"PID {t.get('pid')}: {grow}; {t.get('kept_graphs')} graphs kept (val batch {t.get('val_batch')}, "
                 f"~{t.get('kept_estimate_mib')} MiB); step {t.get('step_ms')} ms, {t.get('steps')} steps")
     if case == "idle-holder":
