@@ -21,6 +21,13 @@
 #                                                          # side by side while a training step runs
 #   GROUP=nvml-threads bash scripts/device/cluster_cases.sh   # two GPUs, ~2 min: which NVML call families
 #                                                              # survive concurrent calls
+#   GROUP=memory bash scripts/device/cluster_cases.sh        # ~8.5 min: the memory rules on real PyTorch programs,
+#                                                            # one after another: a training loop that leaks (each
+#                                                            # validation loss kept with its graph) and its
+#                                                            # leak-free control (vram-growing), a notebook idle
+#                                                            # after 20 s of training (idle-holder, judged over 40 s
+#                                                            # through a thresholds file), a bursty server pausing
+#                                                            # 50 s (serving, no idle-holder)
 #   GROUP=serve-ranks bash scripts/device/cluster_cases.sh   # ~9.5 min: bursty inference server (6 min 15 s),
 #                                                            # 2 ranks over gloo with rank 0 in a 135 s CPU phase
 #   GROUP=host bash scripts/device/cluster_cases.sh          # ~6.5 min: CPU-offloaded optimizer, torch.compile
@@ -52,7 +59,8 @@
 # cert.pem, key.pem, prometheus.yml (GROUP=tls). Without any of them the case that needs it says so and is skipped,
 # never faked.
 # Results: GROUP=serve-ranks and host: $OUT/cluster-GROUP.tgz (NAME.doctor.json, NAME.jsonl.gz, NAME.truth.json,
-# NAME.out, log.txt). The other groups: ${OUT:-/tmp/gpusight-validate}/GROUP/ (log.txt, table.md, each case's
+# NAME.out, log.txt). GROUP=memory: only ${OUT:-/tmp/gpusight-validate}/memory.tgz (memory/: table.md, log.txt,
+# thresholds.toml, and each case's doctor and replay JSON, recording, ground truth and output). The other groups: ${OUT:-/tmp/gpusight-validate}/GROUP/ (log.txt, table.md, each case's
 # doctor JSON, recording and ground truth) and GROUP.tgz beside it.
 #
 # Safe on a shared box: never changes clocks, power limits, persistence or MIG, never resets the GPU, and kills
@@ -840,6 +848,220 @@ for family in fast processes fields health pcie events gpm-serialized all gpm; d
 done
 )
 
+# ---- memory: the memory rules on real PyTorch programs: a leak and its control, an idle holder, a bursty server -----
+# Four cases one after another (ONLY_CASES="leak idle-holder" runs some): each program (workloads.py memory, or
+# serve) writes its own ground truth (memory_allocated/memory_reserved about once a second, its phases, the
+# server's bursts); doctor watches it live, a recording beside it, and the recording is replayed through
+# `doctor --replay` after. Every doctor, recorder and replay reads the thresholds file the group writes:
+# idle_holder_window_s = IDLE_WINDOW_S (40, from 300) so an idle holder is named within two minutes; the server's
+# pauses (SERVE_PAUSE_S, 50 s, no spread) are longer than that window and shorter than TCP's 60 s TIME_WAIT, so
+# in each pause the server is idle for a whole window and only the serving rule keeps idle-holder off it.
+# Work files in MEM_WORK (/tmp/gs_memory); the tarball $BASE/memory.tgz is rewritten after every case.
+group_memory() (
+W=${MEM_WORK:-/tmp/gs_memory}
+O=$W/memory
+CFG=$O/thresholds.toml
+IDLE_WINDOW_S=${IDLE_WINDOW_S:-40}
+LEAK_S=${LEAK_S:-100}
+CONTROL_S=${CONTROL_S:-90}
+IDLE_S=${IDLE_S:-95}
+IDLE_TRAIN_S=${IDLE_TRAIN_S:-20}
+SERVE_S=${SERVE_S:-115}
+SERVE_PAUSE_S=${SERVE_PAUSE_S:-50}
+rm -rf "$O"
+mkdir -p "$O" "$BASE"
+exec > >(tee -a "$O/log.txt") 2>&1
+[ -x "$B" ] || { echo "no $B: build it with cargo build --release --locked"; exit 3; }
+PIDS=()
+pack() { tar czf "$BASE/memory.tgz" -C "$W" memory 2> /dev/null; }
+# stop PID: SIGTERM to its children (serve's client) and to it; SIGKILL to what is left after 10 s.
+stop() {
+    pkill -TERM -P "$1" 2> /dev/null
+    kill -TERM "$1" 2> /dev/null
+    for _ in $(seq 20); do kill -0 "$1" 2> /dev/null || break; sleep 0.5; done
+    pkill -KILL -P "$1" 2> /dev/null
+    kill -KILL "$1" 2> /dev/null
+    wait "$1" 2> /dev/null
+}
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -0 "$p" 2> /dev/null && stop "$p"; done
+    pack
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+t0=$(date +%s)
+wanted() { [ -z "${ONLY_CASES:-}" ] || [[ " $ONLY_CASES " == *" $1 "* ]]; }
+echo "== $(date -u +%FT%TZ) gpusight $("$B" --version) on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(nproc) CPUs"
+python3 -c "import torch, torchvision; print('torch', torch.__version__, 'torchvision', torchvision.__version__)" || exit 3
+printf '# GROUP=memory: idle-holder judged over %s s instead of 300 s; every other threshold at its default.\n[thresholds]\nidle_holder_window_s = %s\n' \
+    "$IDLE_WINDOW_S" "$IDLE_WINDOW_S" > "$CFG"
+"$B" config check "$CFG" || exit 3
+others=$(nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader)
+[ -n "$others" ] && echo "note: other compute processes on the GPU (they may change the verdicts): $others"
+
+# run_case NAME WATCH_S PROGRAM ARGS...: starts the program (its --ready and --truth added), waits until it is warm,
+# watches it with doctor for WATCH_S seconds beside a recording (nvidia-smi's view halfway), lets the program end on
+# its own (its --seconds outlast the watch by a few seconds) or stops it, then replays the recording.
+run_case() {
+    local name=$1 watch=$2 program=$3; shift 3
+    wanted "$name" || return 0
+    local ready="$O/$name.ready"
+    echo "== case $name (t=$(( $(date +%s) - t0 )) s): workloads.py $program $*"
+    python3 "$S/workloads.py" "$program" --ready "$ready" --truth "$O/$name.truth.json" "$@" > "$O/$name.out" 2>&1 < /dev/null &
+    local job=$!
+    PIDS+=("$job")
+    local waited=0
+    while [ ! -e "$ready" ] && kill -0 "$job" 2> /dev/null && [ $waited -lt 900 ]; do sleep 0.1; waited=$((waited + 1)); done
+    if [ ! -e "$ready" ]; then echo "case $name: the program did not get warm:"; tail -5 "$O/$name.out"; stop "$job"; return; fi
+    echo "warm after $((waited / 10)) s: PID $job"
+    ( sleep $((watch / 2)); { nvidia-smi --query-gpu=utilization.gpu,memory.used --format=csv,noheader
+        nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader; } > "$O/$name.smi.txt" 2>&1 ) &
+    PIDS+=("$!")
+    "$B" --config "$CFG" --record "$O/$name.jsonl.gz" --headless --overwrite 2> "$O/$name.record.err" < /dev/null &
+    local recorder=$!
+    PIDS+=("$recorder")
+    local start; start=$(date +%s.%N)
+    "$B" --config "$CFG" doctor --duration "${watch}s" --json > "$O/$name.doctor.json" 2> "$O/$name.doctor.err" < /dev/null
+    echo "doctor exit=$?"
+    echo "$start $(date +%s.%N)" > "$O/$name.window"
+    kill -INT "$recorder" 2> /dev/null; wait "$recorder" 2> /dev/null
+    local left=300
+    while kill -0 "$job" 2> /dev/null && [ $left -gt 0 ]; do sleep 0.1; left=$((left - 1)); done
+    kill -0 "$job" 2> /dev/null && echo "case $name: the program outlived its --seconds: stopped"
+    stop "$job"
+    cat "$O/$name.smi.txt" 2> /dev/null
+    "$B" --config "$CFG" doctor --replay "$O/$name.jsonl.gz" --json > "$O/$name.replay.json" 2> "$O/$name.replay.err"
+    echo "replay exit=$?"
+    pack
+}
+
+run_case leak "$LEAK_S" memory --shape leak --seconds $((LEAK_S + 4))
+run_case leak-free "$CONTROL_S" memory --shape leak-free --seconds $((CONTROL_S + 4))
+run_case idle-holder "$IDLE_S" memory --shape idle --train-seconds "$IDLE_TRAIN_S" --seconds $((IDLE_S - IDLE_TRAIN_S + 5))
+run_case serve "$SERVE_S" serve --seconds $((SERVE_S + 6)) --burst-s 6 --pause-s "$SERVE_PAUSE_S" --pause-spread 0 --hold-gib 2
+
+echo "== results (t=$(( $(date +%s) - t0 )) s)"
+python3 - "$O" "$IDLE_WINDOW_S" <<'EOF' > "$O/results.txt"
+import json, os, sys
+out, idle_window = sys.argv[1], float(sys.argv[2])
+
+def load(name):
+    try:
+        with open(os.path.join(out, name)) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+def window(case):
+    try:
+        start, end = (float(x) for x in open(os.path.join(out, f"{case}.window")).read().split())
+        return start, end
+    except (OSError, ValueError):
+        return None
+
+def fit(points):
+    """(MiB/min, R², rise MiB) of a least-squares line through (unix s, MiB)."""
+    n = len(points)
+    if n < 3:
+        return None
+    mx, my = sum(p[0] for p in points) / n, sum(p[1] for p in points) / n
+    sxx = sum((p[0] - mx) ** 2 for p in points)
+    sxy = sum((p[0] - mx) * (p[1] - my) for p in points)
+    syy = sum((p[1] - my) ** 2 for p in points)
+    if sxx <= 0:
+        return None
+    return sxy / sxx * 60, (sxy * sxy / (sxx * syy) if syy > 0 else 0.0), points[-1][1] - points[0][1]
+
+def rules(doc, key="findings"):
+    return [(f["rule"], f["severity"], f.get("pid")) for f in (doc or {}).get(key, [])]
+
+def has(doc, rule, pid=None, cleared=False):
+    found = rules(doc) + (rules(doc, "cleared") if cleared else [])
+    return any(r == rule and (pid is None or p == pid) for r, _, p in found)
+
+# (case, expected, check(doc, truth) -> bool)
+def leak(doc, t):
+    return has(doc, "vram-growing", t.get("pid"))
+
+def leak_free(doc, t):
+    return not has(doc, "vram-growing", cleared=True)
+
+def idle(doc, t):
+    return has(doc, "idle-holder", t.get("pid"))
+
+def serve(doc, t):
+    return not has(doc, "idle-holder", cleared=True) and has(doc, "serving", t.get("pid"))
+
+CASES = [
+    ("leak", "vram-growing naming its PID", leak),
+    ("leak-free", "no vram-growing (active or cleared)", leak_free),
+    ("idle-holder", "idle-holder naming its PID", idle),
+    ("serve", "no idle-holder (active or cleared); serving naming its PID", serve),
+]
+
+def truth_text(case, t, w):
+    if not t:
+        return "no truth"
+    timeline = [p for p in t.get("timeline", []) if w is None or w[0] <= p[0] <= w[1]]
+    if case in ("leak", "leak-free"):
+        f = fit([(p[0], p[3]) for p in timeline])
+        grow = f"reserved {f[2]:+.0f} MiB over the watch ({round(f[0])} MiB/min, R² {f[1]:.2f})" if f else "no timeline"
+        return (f"PID {t.get('pid')}: {grow}; {t.get('kept_graphs')} graphs kept (val batch {t.get('val_batch')}, "
+                f"~{t.get('kept_estimate_mib')} MiB); step {t.get('step_ms')} ms, {t.get('steps')} steps")
+    if case == "idle-holder":
+        idle_phase = next((p for p in t.get("phases", []) if p["name"] == "idle"), None)
+        if not idle_phase or w is None:
+            return f"PID {t.get('pid')}: no idle phase"
+        res = [p[3] for p in timeline if p[0] >= idle_phase["start"]]
+        return (f"PID {t.get('pid')}: trained {idle_phase['start'] - t['phases'][0]['start']:.0f} s ({t.get('steps')} "
+                f"steps, {t.get('step_ms')} ms), idle from +{idle_phase['start'] - w[0]:.0f} s of the watch, "
+                f"{w[1] - idle_phase['start']:.0f} s idle in it; reserved {max(res, default=0) / 1024:.1f} GiB "
+                f"(dataset {t.get('dataset_gib')} GiB)")
+    bursts = [b for b in t.get("bursts", []) if w is None or (b[1] >= w[0] and b[0] <= w[1])]
+    gaps = [b[0] - a[1] for a, b in zip(bursts, bursts[1:])]
+    longest = max(gaps, default=0)
+    note = "" if longest > idle_window else f" (shorter than the {idle_window:.0f} s window: the serving rule was not needed)"
+    return (f"PID {t.get('pid')}: {t.get('requests')} requests, {len(bursts)} bursts in the watch; longest pause "
+            f"{longest:.0f} s{note}; inference {t.get('gpu_busy_share')} of wall time")
+
+def found_text(doc):
+    if doc is None:
+        return "no doctor JSON"
+    act = ", ".join(f"{r} ({s}{', PID ' + str(p) if p else ''})" for r, s, p in rules(doc)) or "none"
+    gone = rules(doc, "cleared")
+    gone = "; cleared: " + ", ".join(f"{r} (PID {p})" if p else r for r, _, p in gone) if gone else ""
+    return f"exit {doc.get('exit_code')}: {act}{gone}"
+
+rows, short = [], []
+for case, expected, check in CASES:
+    doc, t = load(f"{case}.doctor.json"), load(f"{case}.truth.json") or {}
+    if doc is None and not t:
+        continue
+    replay = load(f"{case}.replay.json")
+    live_ok = doc is not None and check(doc, t)
+    replay_ok = replay is not None and check(replay, t)
+    result = "PASS" if live_ok and replay_ok else ("FAIL" if not live_ok else "PASS live, FAIL replay")
+    rows.append(f"| {case} | {expected} | {found_text(doc)} | {found_text(replay) if replay else 'no replay'} | "
+                f"{truth_text(case, t, window(case))} | {result} |")
+    short.append(f"{result:22} {case:12} expected {expected}; doctor said {found_text(doc)}")
+    for d, where in ((doc, "live"), (replay, "replay")):
+        for f in (d or {}).get("findings", []) + (d or {}).get("cleared", []):
+            if f["rule"] in ("vram-growing", "idle-holder", "serving"):
+                print(f"-- {case} ({where}): {f['rule']} PID {f.get('pid')} | {f['evidence']}")
+
+table = ["| case | expected | doctor live (exit: rules) | doctor --replay of the recording | the program's own truth | result |",
+         "|---|---|---|---|---|---|"] + rows
+open(os.path.join(out, "table.md"), "w").write("\n".join(table) + "\n")
+print()
+print(f"thresholds: idle_holder_window_s = {idle_window:.0f} (config file), the rest at defaults")
+print("\n".join(table))
+print()
+print("\n".join(short))
+EOF
+cat "$O/results.txt"
+echo "== done in $(( $(date +%s) - t0 )) s; files in $O, tarball $BASE/memory.tgz"
+)
+
 # ---- tls: what GROUP=host's exporter case needs (certificate, web config, Prometheus config) ------------------------
 group_tls() (
 set -e
@@ -880,6 +1102,12 @@ case "${GROUP:-}" in
         rc=$?
         [ -d "$BASE/$GROUP" ] && tar czf "$BASE/$GROUP.tgz" -C "$BASE" "$GROUP" 2> /dev/null
         exit $rc
+        ;;
+    memory)
+        # Its work files stay outside $BASE: what comes back is the one tarball, $BASE/memory.tgz.
+        mkdir -p "$BASE"
+        group_memory
+        exit $?
         ;;
 esac
 
@@ -1260,6 +1488,6 @@ case "${GROUP:-}" in
     long) group_long ;;
     pane) group_pane ;;
     ssh) group_ssh ;;
-    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, serve-ranks, host, epilog, long, pane, ssh or tls (GROUP=help)"; exit 2 ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, memory, serve-ranks, host, epilog, long, pane, ssh or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"

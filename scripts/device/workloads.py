@@ -11,6 +11,8 @@ its own ground truth (what it really spent its time on, measured inside it), so 
                 pageable|pinned|overlap)
   train-loader  ResNet-152 on JPEGs from local disk or over HTTP (the cpu-quota and remote-dataset cases)
   slow-http     serves a directory over HTTP, sleeping before each answer (a far-away dataset)
+  memory        GPU memory shapes: a training loop that leaks (kept graphs), its leak-free control, and a
+                notebook that trains and then sits idle holding its memory
   ddp           a torchrun data-parallel job with per-rank knobs (straggler, starved loader, hang)
   serve         a bursty HTTP inference server and its client
   offload       AdamW on the CPU (ZeRO-offload style), grad accumulation 8
@@ -62,6 +64,7 @@ DOCS = {
  "gpu-step": "GPU-side jobs: launch-bound and host-to-device-copy-bound work and\ntheir controls, each with torch.profiler's step breakdown (CPU step time, GPU kernel time, H2D copy time) as the\nground truth.\n\nWorkloads (--work):\n  tiny      thousands of tiny elementwise ops on a 1024-element tensor, then a small MLP step at batch 8,\n            launched eagerly: the CPU's launch rate sets the pace                     expect: launch-bound\n  graph     the same tiny ops and MLP forward captured once in a CUDA graph and replayed  expect: no launch-bound\n  b4096     the same op count on 4096x4096 tensors and the MLP at batch 4096              expect: no warning\n  pageable  a 1 GiB pageable host tensor copied to the GPU each step, a tiny reduction     expect: h2d-copy-bound\n  pinned    a 1 GiB pinned host tensor copied to the GPU each step, a tiny reduction       expect: h2d-copy-bound\n  overlap   pinned 1 GiB copies on a side stream (non_blocking) while bf16 matmuls run     expect: no warning\n\nEach step is record_function(\"gs_step\"); copies are record_function(\"gs_h2d\"). The profiler (CPU + CUDA) runs on a\nschedule of 3 active steps of every 10 once the job is warm; kernel and memcpy device time are summed from its\nevents. On exit it writes --truth (JSON): PID, steps, step ms, GPU kernel share and H2D copy share of step wall\ntime (GPU busy shares; the rest is the GPU waiting on the CPU).",
  "train-loader": "DataLoader jobs: a torchvision ResNet trained on JPEGs decoded and\naugmented by a real DataLoader, read either from local disk or over HTTP, with torch.profiler's step breakdown as\nthe ground truth (as train-files does).\n\n  --source local   ImageFolder on local disk\n  --source http    the same files fetched one request per image with urllib from --url (slow-http serves\n                   them on 127.0.0.1 and sleeps 20 ms per request)\n\nEach step is record_function(\"gs_step\") and its data fetch record_function(\"gs_data\"); the DataLoader share of step\ntime is sum(gs_data) / sum(gs_step) over the profiled steps (5 active of every 10, in the last --profile-tail\nseconds only, after the watch window), and the same split by wall clock over every step since warm. On exit it writes --truth\n(JSON): main PID, worker PIDs, images/s, the shares, and the cgroup the job ran in.",
  "slow-http": "A slow \"remote\" dataset : serves a directory over HTTP on 127.0.0.1 and sleeps\n--delay-ms before answering each request (a stand-in for object storage or a far-away file server). Threaded, so\nrequests in flight overlap as they would against a real server.\n\n  python3 scripts/device/workloads.py slow-http --root DIR --port 8765 --delay-ms 20",
+ "memory": "GPU memory as the memory rules see it, with the program's own view of it as the ground truth.\n\n  --shape leak       an MLP (4 x Linear 4096 + ReLU, AdamW, batch 2048) trained on random tensors; every 10 steps a\n                     validation loss is computed without torch.no_grad() and the loss tensor itself is kept\n                     (history.append(val_loss)): each keeps its graph and saved activations, so reserved memory\n                     rises steadily (about --leak-mib-per-min)                              expect: vram-growing\n  --shape leak-free  the same loop keeping val_loss.item(): flat after warm-up             expect: no vram-growing\n  --shape idle       a notebook: --hold-gib of images put on the GPU, ResNet-18 trained on them for\n                     --train-seconds, then idle (sleeping) with everything still held       expect: idle-holder\n\nAbout once a second it notes (unix time, steps, torch.cuda.memory_allocated, memory_reserved) in MiB; with its\nphases (warm-up, train, idle: start and end) and a least-squares fit of reserved memory over the main phase, it\nwrites them to --truth (JSON) on exit. --ready is created once warm (leak shapes: after --warm-seconds; idle: after\nthe third step).",
  "ddp": "A real data-parallel training job for gpusight's multi-GPU checks: torchrun, one rank per GPU, ResNet-50 from\ntorchvision (random weights), SGD, DistributedDataParallel over NCCL, and a real DataLoader whose workers decode\nand augment images on the CPU (random JPEG-sized uint8 images, random crop and flip, normalise), so each rank has\nthe input pipeline a vision job has.\n\n    torchrun --standalone --nproc_per_node=2 scripts/device/workloads.py ddp --seconds 60 --workers 6\n\nPer-rank knobs make the shapes the rank rules are checked on:\n    --workers-rank R:N      rank R gets N DataLoader workers (starve one rank's loader: 1:1)\n    --compute-rank R:K      rank R runs its forward/backward K times per step (a compute straggler: 1:2)\n    --skip-allreduce-rank R rank R leaves the step loop after a few steps and waits: the others hang in all_reduce\n                            until the process group's timeout (--pg-timeout seconds) ends the job\nOn one GPU, --same-gpu --backend gloo runs every rank on GPU 0 over gloo: a real\ntorchrun job with its ranks, for job identity, the jobs view and signalling a whole job (not for per-GPU rank rules).\nPrints one line per rank every 10 s: images/s, step time, and the DataLoader wait share of the step.",
  "cluster": "Real PyTorch programs shaped like the places training runs, for checking gpusight's findings on a GPU machine.\n\n    workloads.py serve      --seconds 400 --truth T.json   a bursty HTTP inference server and its client\n    workloads.py offload --seconds 90  --truth T.json   AdamW on the CPU (ZeRO-offload style), grad accum 8\n    workloads.py compile --seconds 120 --truth T.json   torch.compile: warm-up, then steady state\n    workloads.py evalrank --seconds 200 --truth T.json  2 ranks over gloo; rank 0 computes metrics on the CPU\n                                                                for --eval-s seconds while rank 1 waits in a barrier\n    workloads.py logger     --seconds 90 --log-dir DIR      a healthy MLP step whose logging thread writes to DIR\n\nEach prints its ground truth (what the program really spent its time on, measured inside it) to --truth as JSON.\nEvery program stops on SIGTERM/SIGINT or after --seconds and frees the GPU."
 }
@@ -672,6 +675,210 @@ def slow_http_main(argv):
     server.serve_forever()
 
 
+# --- memory ---------------------------------------------------------------------------------------------------------
+MIB = 1 << 20
+
+
+class MemoryLog:
+    """The program's own view of its GPU memory, about once a second: (unix time, steps so far,
+    torch.cuda.memory_allocated MiB, torch.cuda.memory_reserved MiB), and its phases with their start and end."""
+
+    def __init__(self):
+        self.timeline = []
+        self.phases = []
+        self.steps = 0
+        self.next_at = 0.0
+
+    def phase(self, name):
+        now = time.time()
+        if self.phases:
+            self.phases[-1]["end"] = round(now, 3)
+        self.phases.append({"name": name, "start": round(now, 3), "end": None})
+
+    def tick(self, sync=True, force=False):
+        now = time.time()
+        if not force and now < self.next_at:
+            return
+        self.next_at = now + 1.0
+        if sync:  # step times and memory as of the work queued so far (launches no kernel)
+            torch.cuda.synchronize()
+        self.timeline.append([round(time.time(), 3), self.steps, round(torch.cuda.memory_allocated() / MIB, 1),
+                              round(torch.cuda.memory_reserved() / MIB, 1)])
+
+    def close(self):
+        if self.phases and self.phases[-1]["end"] is None:
+            self.phases[-1]["end"] = round(time.time(), 3)
+
+    def fit(self, phase):
+        """Least-squares slope (MiB/min) and R² of reserved memory over a phase, and its rise (last minus first)."""
+        span = next((p for p in self.phases if p["name"] == phase), None)
+        if span is None:
+            return None
+        pts = [(t, r) for t, _, _, r in self.timeline if span["start"] <= t <= (span["end"] or t)]
+        if len(pts) < 3:
+            return None
+        n = len(pts)
+        mx, my = sum(p[0] for p in pts) / n, sum(p[1] for p in pts) / n
+        sxx = sum((p[0] - mx) ** 2 for p in pts)
+        sxy = sum((p[0] - mx) * (p[1] - my) for p in pts)
+        syy = sum((p[1] - my) ** 2 for p in pts)
+        if sxx <= 0:
+            return None
+        return {"phase": phase, "reserved_mib_per_min": round(sxy / sxx * 60, 1) + 0.0,
+                "r2": round(sxy * sxy / (sxx * syy), 3) if syy > 0 else 0.0,
+                "reserved_rise_mib": round(pts[-1][1] - pts[0][1], 1), "samples": n}
+
+
+def memory_train(a, log, dev):
+    """leak / leak-free: an MLP trained on random tensors; every --val-every steps a validation loss on a held-out
+    batch goes into `history`. The leak is the classic one: the validation forward runs without torch.no_grad() and
+    the loss tensor itself is kept (`history.append(val_loss)`), so each kept loss holds its graph and the
+    activations saved for a backward that never comes. The control keeps `val_loss.item()`: the graph is freed at
+    once. Until warm both keep `.item()`; the validation batch is then sized from the warm-up's step rate so the kept
+    graphs come to about --leak-mib-per-min (the same batch in the control)."""
+    import torch.nn.functional as F
+
+    width, depth, classes = a.width, a.depth, 1000
+    layers = []
+    for _ in range(depth):
+        layers += [nn.Linear(width, width), nn.ReLU()]
+    model = nn.Sequential(*layers, nn.Linear(width, classes)).to(dev)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    history = []
+    leak = a.shape == "leak"
+    # What one validation sample's graph keeps: the input of every Linear (the batch and each ReLU's output) and
+    # the log-softmax of the logits.
+    per_sample = ((depth + 1) * width + classes) * 4
+    val_batch = 8
+    step_s = []
+    started = time.time()
+    log.phase("warm-up")
+    warm_at = None
+    kept_cap = int(a.max_leak_gib * (1 << 30))
+    kept_est = 0
+    cap_at = None
+    while not STOP.is_set():
+        t0 = time.time()
+        x = torch.randn(a.batch, width, device=dev)
+        y = torch.randint(0, classes, (a.batch,), device=dev)
+        loss = F.cross_entropy(model(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        log.steps += 1
+        if log.steps % a.val_every == 0:
+            vx = torch.randn(val_batch, width, device=dev)
+            vy = torch.randint(0, classes, (val_batch,), device=dev)
+            val_loss = F.cross_entropy(model(vx), vy)  # no torch.no_grad(): the loss carries its graph
+            if leak and warm_at is not None and kept_est < kept_cap:
+                history.append(val_loss)  # the bug
+                kept_est += val_batch * per_sample
+                if kept_est >= kept_cap and cap_at is None:
+                    cap_at = round(time.time(), 3)
+            else:
+                history.append(val_loss.item())
+        log.tick()
+        step_s.append(time.time() - t0)
+        if warm_at is None and time.time() - started >= a.warm_seconds:
+            torch.cuda.synchronize()
+            rate = log.steps / (time.time() - started)
+            vals_per_min = rate * 60 / a.val_every
+            val_batch = max(1, min(8192, round(a.leak_mib_per_min * MIB / vals_per_min / per_sample)))
+            warm_at = time.time()
+            step_s.clear()
+            log.phase("train")
+            open(a.ready, "w").close()
+        if warm_at is not None and time.time() - warm_at >= a.seconds:
+            break
+    torch.cuda.synchronize()
+    log.tick(force=True)
+    log.close()
+    kept = sum(1 for h in history if not isinstance(h, float))
+    return {
+        "val_every": a.val_every, "val_batch": val_batch, "width": width, "depth": depth, "batch": a.batch,
+        "kept_graphs": kept, "kept_estimate_mib": round(kept * val_batch * per_sample / MIB, 1),
+        "leak_cap_reached_at": cap_at,
+        "step_ms": round(1000 * sum(step_s) / len(step_s), 2) if step_s else None,
+        "train_fit": log.fit("train"),
+    }
+
+
+def memory_idle(a, log, dev):
+    """idle: a notebook's session. The dataset is put on the GPU (--hold-gib of images), a ResNet-18 trains on it
+    for --train-seconds, then the process sits doing nothing (sleeping, as a kernel waits for its next cell) with
+    the dataset, the model, its optimizer state and the allocator's cache all still held."""
+    n = max(256, int(a.hold_gib * (1 << 30)) // (3 * 224 * 224 * 4))
+    data = torch.randn(n, 3, 224, 224, device=dev)
+    labels = torch.randint(0, 1000, (n,), device=dev)
+    model = torchvision.models.resnet18(num_classes=1000).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    log.phase("train")
+    started = time.time()
+    step_s = []
+    last_loss = None
+    while not STOP.is_set() and time.time() - started < a.train_seconds:
+        t0 = time.time()
+        idx = torch.randint(0, n, (a.batch,), device=dev)
+        loss = loss_fn(model(data[idx]), labels[idx])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        last_loss = loss.item()
+        log.steps += 1
+        step_s.append(time.time() - t0)
+        if log.steps == 3:
+            open(a.ready, "w").close()
+        log.tick()
+    torch.cuda.synchronize()
+    log.tick(force=True)
+    log.phase("idle")
+    idle_at = time.time()
+    while not STOP.is_set() and time.time() - idle_at < a.seconds:
+        STOP.wait(1.0)
+        log.tick(sync=False, force=True)  # reads the allocator's counters only: no kernel
+    log.close()
+    return {
+        "images_held": n, "dataset_gib": round(data.numel() * 4 / (1 << 30), 2), "batch": a.batch,
+        "step_ms": round(1000 * sum(step_s) / len(step_s), 2) if step_s else None, "last_loss": last_loss,
+        "idle_fit": log.fit("idle"),
+    }
+
+
+def memory_main(argv):
+    ap = argparse.ArgumentParser(prog=PROG + " memory", description=DOCS["memory"],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--shape", required=True, choices=["leak", "leak-free", "idle"])
+    ap.add_argument("--seconds", type=float, default=100,
+                    help="leak, leak-free: how long to train once warm; idle: how long to sit idle")
+    ap.add_argument("--warm-seconds", type=float, default=8, help="leak, leak-free: seconds before the job is warm")
+    ap.add_argument("--train-seconds", type=float, default=20, help="idle: seconds of training before idling")
+    ap.add_argument("--leak-mib-per-min", type=float, default=2048,
+                    help="leak, leak-free: what the kept graphs should come to (sizes the validation batch)")
+    ap.add_argument("--max-leak-gib", type=float, default=24, help="leak: stop keeping graphs past this much")
+    ap.add_argument("--val-every", type=int, default=10)
+    ap.add_argument("--width", type=int, default=4096)
+    ap.add_argument("--depth", type=int, default=4)
+    ap.add_argument("--batch", type=int, default=0, help="training batch (default: 2048 for the MLP, 128 for idle)")
+    ap.add_argument("--hold-gib", type=float, default=4, help="idle: GiB of images kept on the GPU")
+    ap.add_argument("--ready", required=True, help="file to create once warm")
+    ap.add_argument("--truth", required=True, help="JSON file for the ground truth")
+    a = ap.parse_args(argv)
+    a.batch = a.batch or (128 if a.shape == "idle" else 2048)
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    dev = torch.device("cuda")
+    log = MemoryLog()
+    truth = {"case": a.shape, "started": round(time.time(), 3)}
+    try:
+        truth.update((memory_idle if a.shape == "idle" else memory_train)(a, log, dev))
+    finally:
+        log.close()
+        truth.update({"steps": log.steps, "phases": log.phases, "timeline": log.timeline,
+                      "timeline_fields": ["unix_s", "steps", "allocated_mib", "reserved_mib"]})
+        write_truth(a.truth, truth)
+
+
 # --- ddp ------------------------------------------------------------------------------------------------------------
 
 class Images(Dataset):
@@ -789,7 +996,8 @@ def serve(a):
     """A ResNet-50 behind a threaded HTTP server; a client process sends bursts of requests with pauses between.
 
     Ground truth: requests served, and the share of wall time the GPU spent on them (CUDA events around each
-    batch's forward pass)."""
+    batch's forward pass); the bursts as the server saw them (requests closer than 3 s apart make one burst) and
+    the longest pause between two requests."""
     import http.server
     import multiprocessing as mp
     import socketserver
@@ -800,7 +1008,7 @@ def serve(a):
     # A serving process holds weights plus a preallocated cache, as vLLM-style servers do.
     cache = torch.empty(int(a.hold_gib * (1 << 30)) // 2, dtype=torch.float16, device=dev)
     lock = threading.Lock()
-    stats = {"requests": 0, "gpu_s": 0.0}
+    stats = {"requests": 0, "gpu_s": 0.0, "times": []}
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def log_message(self, *args):
@@ -819,6 +1027,7 @@ def serve(a):
                 end.synchronize()
                 stats["requests"] += 1
                 stats["gpu_s"] += start.elapsed_time(end) / 1000
+                stats["times"].append(time.time())
             out = json.dumps({"top1": int(y[0].argmax())}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(out)))
@@ -831,7 +1040,9 @@ def serve(a):
     srv = Server(("127.0.0.1", 0), Handler)
     port = srv.server_address[1]
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    client = mp.get_context("spawn").Process(target=serve_client, args=(port, a.seconds, a.burst_s, a.pause_s))
+    if a.ready:
+        open(a.ready, "w").close()
+    client = mp.get_context("spawn").Process(target=serve_client, args=(port, a.seconds, a.burst_s, a.pause_s, a.pause_spread))
     t0 = time.time()
     client.start()
     while client.is_alive() and not STOP.is_set():
@@ -841,15 +1052,26 @@ def serve(a):
     wall = time.time() - t0
     srv.shutdown()
     del cache
+    bursts = []
+    for at in stats["times"]:
+        if bursts and at - bursts[-1][1] < 3.0:
+            bursts[-1][1] = at
+            bursts[-1][2] += 1
+        else:
+            bursts.append([at, at, 1])
+    pauses = [b[0] - p[1] for p, b in zip(bursts, bursts[1:])]
     write_truth(a.truth, {
         "case": "serve", "port": port, "requests": stats["requests"], "wall_s": round(wall, 1),
         "gpu_busy_share": round(stats["gpu_s"] / wall, 3),
-        "held_gib": a.hold_gib,
+        "held_gib": a.hold_gib, "started": round(t0, 3),
+        "bursts": [[round(b0, 3), round(b1, 3), n] for b0, b1, n in bursts],
+        "longest_pause_s": round(max(pauses), 1) if pauses else None,
     })
 
 
-def serve_client(port, seconds, burst_s, pause_s):
-    """Bursts of requests (4 concurrent clients for burst_s), then silence for pause_s: a chat-style load."""
+def serve_client(port, seconds, burst_s, pause_s, pause_spread=0.5):
+    """Bursts of requests (4 concurrent clients for burst_s), then silence for pause_s: a chat-style load. Both vary
+    by up to half either way; the pause by pause_spread of itself (0: exactly pause_s)."""
     import http.client
     import random
 
@@ -873,7 +1095,7 @@ def serve_client(port, seconds, burst_s, pause_s):
             t.start()
         for t in ts:
             t.join()
-        time.sleep(min(max(0.0, end - time.time()), pause_s * random.uniform(0.5, 1.5)))
+        time.sleep(min(max(0.0, end - time.time()), pause_s * random.uniform(1 - pause_spread, 1 + pause_spread)))
 
 
 # --- offload -----------------------------------------------------------------------------------------------------
@@ -1096,9 +1318,12 @@ def cluster_main(argv):
     ap.add_argument("case", choices=["serve", "offload", "compile", "evalrank", "logger"])
     ap.add_argument("--seconds", type=float, default=90)
     ap.add_argument("--truth", required=True)
+    ap.add_argument("--ready", help="serve: file to create once the model is on the GPU and the server listens")
     ap.add_argument("--hold-gib", type=float, default=1.0, help="serve: extra GPU memory held as a cache")
     ap.add_argument("--burst-s", type=float, default=6.0)
     ap.add_argument("--pause-s", type=float, default=20.0)
+    ap.add_argument("--pause-spread", type=float, default=0.5,
+                    help="serve: pauses vary by this share of --pause-s either way (0: every pause is --pause-s)")
     ap.add_argument("--accum", type=int, default=8)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--cpu-threads", type=int, default=4)
@@ -1195,13 +1420,14 @@ def fuse_main(argv):
          fsname=a.name, subtype=a.name)
 
 
-NEEDS_TORCH = {"train-files", "gpu-step", "train-loader", "ddp", "serve", "offload", "compile", "evalrank", "logger"}
+NEEDS_TORCH = {"train-files", "gpu-step", "train-loader", "memory", "ddp", "serve", "offload", "compile", "evalrank", "logger"}
 PROGRAMS = {
     "data": data_main,
     "train-files": train_files_main,
     "gpu-step": gpu_step_main,
     "train-loader": train_loader_main,
     "slow-http": slow_http_main,
+    "memory": memory_main,
     "ddp": ddp_main,
     "fuse": fuse_main,
 }
