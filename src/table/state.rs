@@ -211,7 +211,7 @@ mod tests {
         let mut tick = tick("mixed:8");
         let first = tick.gpu_processes[0].clone();
         tick.gpu_processes.push(first.clone());
-        tick.gpu_processes.push(crate::sample::GpuProcess { pid: None, ..first.clone() });
+        tick.gpu_processes.push(crate::sample::GpuProcess { pid: None, ..first });
         tick.gpu_processes.push(crate::sample::GpuProcess { pid: None, ..first });
         let rows = TableState::default().rows(&tick, &FixedFilters::default());
         let mut keys: Vec<RowKey> = rows.iter().map(|r| r.key).collect();
