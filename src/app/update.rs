@@ -327,6 +327,7 @@ impl App {
             rows.iter().filter(|r| self.table.tagged.contains(&r.key)).collect()
         };
         if chosen.is_empty() {
+            drop(rows);
             self.status = Some("select a process first (Up/Down, or tag with Space)".to_owned());
             return;
         }

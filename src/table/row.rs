@@ -15,13 +15,16 @@ pub struct RowKey {
     pub nth: usize,
 }
 
+/// The NVML entries of a row, inline when there is one (a row each in the flat view, built every frame).
+pub type GpuEntries<'a> = smallvec::SmallVec<[&'a GpuProcess; 1]>;
+
 /// One row of the table: a process on a GPU (flat view) or a host process with its GPUs (tree view).
 #[derive(Debug, Clone)]
 pub struct ProcessRow<'a> {
     pub key: RowKey,
     pub pid: Option<u32>,
     /// The NVML entries of this process (one in the flat view; none for a launcher in the tree view).
-    pub gpus: Vec<&'a GpuProcess>,
+    pub gpus: GpuEntries<'a>,
     pub host: Option<&'a HostProcess>,
     /// Tree glyph prefix for the command column (empty in the flat view).
     pub depth: usize,
@@ -103,7 +106,7 @@ pub(super) fn flat_rows(tick: &Tick) -> Vec<ProcessRow<'_>> {
                 start_ticks: host.and_then(|h| h.start_ticks),
                 nth,
             };
-            ProcessRow { key, pid: gp.pid, gpus: vec![gp], host, depth: 0, last_child: Vec::new() }
+            ProcessRow { key, pid: gp.pid, gpus: smallvec::smallvec![gp], host, depth: 0, last_child: Vec::new() }
         })
         .collect()
 }
@@ -149,6 +152,10 @@ pub(super) fn tree_rows<'a>(tick: &'a Tick, kept: &[ProcessRow<'a>]) -> Vec<Proc
         let parent = by_pid.get(pid).and_then(|p| p.ppid).filter(|pp| shown.contains(pp));
         children.entry(parent).or_default().push(*pid);
     }
+    // The kept rows by PID, so each host process finds its GPU entries by a binary search, not a scan of them all.
+    let mut kept_by_pid: Vec<(u32, usize)> =
+        kept.iter().enumerate().filter_map(|(i, r)| r.pid.map(|p| (p, i))).collect();
+    kept_by_pid.sort_unstable();
     let mut rows = Vec::new();
     let mut stack: Vec<(u32, usize, Vec<bool>)> = Vec::new();
     let roots = children.get(&None).cloned().unwrap_or_default();
@@ -157,7 +164,10 @@ pub(super) fn tree_rows<'a>(tick: &'a Tick, kept: &[ProcessRow<'a>]) -> Vec<Proc
     }
     while let Some((pid, depth, last_child)) = stack.pop() {
         let host = by_pid.get(&pid).copied();
-        let gpus: Vec<&GpuProcess> = kept.iter().filter(|r| r.pid == Some(pid)).flat_map(|r| r.gpus.clone()).collect();
+        let from = kept_by_pid.partition_point(|(p, _)| *p < pid);
+        let to = kept_by_pid.partition_point(|(p, _)| *p <= pid);
+        let gpus: GpuEntries<'_> =
+            kept_by_pid[from..to].iter().flat_map(|(_, i)| kept[*i].gpus.iter().copied()).collect();
         let key = RowKey { gpu_index: None, pid: Some(pid), start_ticks: host.and_then(|h| h.start_ticks), nth: 0 };
         rows.push(ProcessRow { key, pid: Some(pid), gpus, host, depth, last_child: last_child.clone() });
         if let Some(kids) = children.get(&Some(pid)) {
@@ -187,12 +197,27 @@ mod tests {
         let mut host = tick.process(gpu.pid.expect("pid")).expect("host").clone();
         host.unreadable = Some("I/O counters: permission denied".to_owned());
         let key = RowKey { gpu_index: Some(gpu.gpu_index), pid: gpu.pid, start_ticks: host.start_ticks, nth: 0 };
-        let row = ProcessRow { key, pid: gpu.pid, gpus: vec![gpu], host: Some(&host), depth: 0, last_child: vec![] };
+        let row = ProcessRow {
+            key,
+            pid: gpu.pid,
+            gpus: smallvec::smallvec![gpu],
+            host: Some(&host),
+            depth: 0,
+            last_child: vec![],
+        };
         assert_eq!(row.why_not_signalable(), None);
+        drop(row);
         // Without a start time there is nothing to check the identity against: no signal.
         host.start_ticks = None;
         host.unreadable = Some("permission denied".to_owned());
-        let row = ProcessRow { key, pid: gpu.pid, gpus: vec![gpu], host: Some(&host), depth: 0, last_child: vec![] };
+        let row = ProcessRow {
+            key,
+            pid: gpu.pid,
+            gpus: smallvec::smallvec![gpu],
+            host: Some(&host),
+            depth: 0,
+            last_child: vec![],
+        };
         assert!(row.why_not_signalable().is_some_and(|why| why.contains("permission denied")));
     }
 
