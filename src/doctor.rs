@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use crate::advice::window::duration_label;
 use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
 use crate::history::History;
+use crate::history::Readings;
 use crate::host::{EXITED, OUTSIDE_NAMESPACE};
 use crate::output::fit::{Fit, hanging, paint};
 use crate::pipeline::Pipeline;
@@ -469,10 +470,8 @@ pub fn blind_spots(history: &History) -> Vec<String> {
             crate::advice::rules::blind::mig_unjudged_said(),
             gpu.index
         ));
-        let slices_read = history
-            .slices
-            .iter()
-            .any(|s| s.gpu_index == gpu.index && s.sm_active_pct.last().copied().flatten().is_some());
+        let slices_read =
+            history.slices.iter().any(|s| s.gpu_index == gpu.index && s.sm_active_pct.last_reading().is_some());
         if !slices_read {
             out.push(format!(
                 "{} on GPU {}: its slices carry no SM activity (no GPM per GPU instance from this driver), so no \

@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::advice::rules::datapath::cpu_list;
 use crate::advice::window::{Num, bytes_label, duration_label};
-use crate::history::{GpuSeries, History, Series};
+use crate::history::Readings;
+use crate::history::{GpuSeries, History, Niche, Series};
 use crate::sample::{GpuInfo, MachineInfo, ThrottleCounters, Tick, UnixMs, throttle};
 
 mod markdown;
@@ -121,8 +122,8 @@ pub struct GpuReport {
     pub steady: SteadyState,
 }
 
-fn summary<T: Num>(series: &Series<T>, scale: f64) -> Option<Summary> {
-    let stats = crate::history::Stats::of(series.iter().map(|v| v.map(|v| v.as_f64() * scale)))?;
+fn summary<T: Num + Niche>(series: &Series<T>, scale: f64) -> Option<Summary> {
+    let stats = crate::history::Stats::of(series.readings().map(|v| v.map(|v| v.as_f64() * scale)))?;
     Some(Summary { median: stats.median, min: stats.min, max: stats.max, coverage: stats.coverage() })
 }
 
@@ -157,7 +158,7 @@ fn gpu_report(info: &GpuInfo, series: Option<&GpuSeries>, history: &History, bas
             reason,
             description,
             share_of_samples: series.and_then(|s| {
-                let present: Vec<u64> = s.throttle_bits.iter().filter_map(|b| *b).collect();
+                let present: Vec<u64> = s.throttle_bits.readings().flatten().collect();
                 (!present.is_empty())
                     .then(|| present.iter().filter(|b| *b & bit != 0).count() as f64 / present.len() as f64)
             }),

@@ -9,6 +9,7 @@ use crate::text::visible;
 use crate::units::pct_label;
 
 use super::Thresholds;
+use crate::history::Readings;
 
 /// Mean utilization (%) under which a GPU counts as waiting, so that what is busy beside it is named.
 const WAITING_UTIL_PCT: f64 = 50.0;
@@ -67,7 +68,7 @@ impl Judging {
             .gpus
             .iter()
             .filter_map(|g| {
-                let util_pct = history.gpu(g.index).and_then(|s| Stats::of(s.util_pct.iter().copied())).map(|s| s.mean);
+                let util_pct = history.gpu(g.index).and_then(|s| Stats::of(s.util_pct.readings())).map(|s| s.mean);
                 let waiting = util_pct.is_some_and(|u| u < WAITING_UTIL_PCT);
                 waiting.then(|| GpuJudging { gpu_index: g.index, util_pct, busiest: busiest(latest, g.index) })
             })

@@ -10,6 +10,7 @@
 use crate::history::{GpuSeries, Series, SliceSeries};
 
 use super::window::Ctx;
+use crate::history::Readings;
 
 /// A GPU, or one slice of a GPU in MIG mode, with its series.
 #[derive(Debug, Clone, Copy)]
@@ -127,9 +128,6 @@ impl<'a> Ctx<'a> {
     /// slice's work can be judged.
     #[must_use]
     pub fn slices_read(&self, gpu_index: u32) -> bool {
-        self.history
-            .slices
-            .iter()
-            .any(|s| s.gpu_index == gpu_index && s.sm_active_pct.last().copied().flatten().is_some())
+        self.history.slices.iter().any(|s| s.gpu_index == gpu_index && s.sm_active_pct.last_reading().is_some())
     }
 }

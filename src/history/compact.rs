@@ -1,6 +1,7 @@
-//! Optional readings kept in the bytes of the reading itself. A process keeps up to 300 samples of a dozen
-//! series, and 8 GPUs × 1,000 processes keep 300,000 of them; `Option<u64>` takes 16 bytes where a `u64` takes 8,
-//! and `Option<u32>` or `Option<f32>` 8 where the reading takes 4.
+//! Optional readings kept in the bytes of the reading itself, which every [`Series`](super::Series) holds.
+//! `Option<u64>` takes 16 bytes where a `u64` takes 8, and `Option<u32>` or `Option<f32>` 8 where the reading takes
+//! 4: a process keeps up to 301 samples of a dozen series (8 GPUs × 1,000 processes keep 300,000 of them), and a GPU
+//! 9,000 samples of 26 series at 0.1 s.
 
 use std::fmt;
 
@@ -83,8 +84,8 @@ impl<T: Niche + fmt::Debug> fmt::Debug for Compact<T> {
     }
 }
 
-/// What reads a series of optional readings, whichever way it stores them: the machine's [`Series`](super::Series)
-/// (`Option<T>` each) and a process's [`CompactSeries`].
+/// What reads a ring of optional readings, whichever way it stores them: a [`Series`](super::Series) (compact
+/// readings) or a ring of `Option`s (a process's state and input record, which have no spare value).
 pub trait Readings<T: Copy> {
     /// The readings from `start` (an index, 0 = oldest) to the newest, `None` for a gap.
     fn readings_from(&self, start: usize) -> impl DoubleEndedIterator<Item = Option<T>> + '_;
@@ -109,9 +110,6 @@ impl<T: Copy> Readings<T> for Ring<Option<T>> {
         self.last().copied().flatten()
     }
 }
-
-/// A ring of compact readings: each series of a process.
-pub type CompactSeries<T> = Ring<Compact<T>>;
 
 impl<T: Niche> Readings<T> for Ring<Compact<T>> {
     fn readings_from(&self, start: usize) -> impl DoubleEndedIterator<Item = Option<T>> + '_ {

@@ -25,7 +25,7 @@ pub mod series;
 pub mod slices;
 pub mod window;
 
-pub use compact::{Compact, CompactSeries, Niche, Readings};
+pub use compact::{Compact, Niche, Readings};
 pub use input::InputSample;
 pub use process::{ProcessBound, ProcessKey, ProcessRow, ProcessSeries};
 pub use ring::{Ring, Series};
@@ -262,7 +262,7 @@ mod tests {
         history.push_tick(tick(2000, None));
         // A tick without the GPU at all is also a gap.
         history.push_tick(Tick { at_ms: 3000, ..Tick::default() });
-        let util: Vec<_> = history.gpus[0].util_pct.iter().copied().collect();
+        let util: Vec<_> = history.gpus[0].util_pct.readings().collect();
         assert_eq!(util, vec![Some(90), None, None]);
         let stats = Stats::of(util).expect("one value present");
         assert_eq!((stats.n_present, stats.n_total), (1, 3));

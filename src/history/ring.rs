@@ -79,8 +79,9 @@ impl<T> Ring<T> {
     }
 }
 
-/// A ring of optional readings: `None` is a gap.
-pub type Series<T> = Ring<Option<T>>;
+/// A ring of optional readings, each in the bytes of the reading (`None`, a gap, is a value the reading never
+/// takes: see [`Compact`](super::Compact)).
+pub type Series<T> = Ring<super::Compact<T>>;
 #[cfg(test)]
 mod tests {
     use super::*;

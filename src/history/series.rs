@@ -1,7 +1,7 @@
 //! The machine's aligned series: one set per GPU and one for the host, each declared once with
 //! `series_set!`, which also declares the per-process set in `process.rs`.
 
-use super::Ring;
+use super::{Compact, Ring};
 use crate::sample::{GpuTick, Tick};
 
 /// Declares a set of aligned series once, and from that one list the struct of rings, the row of one sample of
@@ -74,40 +74,40 @@ series_set! {
     }
     series GpuRow {
         pub lost: bool,
-        pub util_pct: Option<u32>,
-        pub mem_util_pct: Option<u32>,
-        pub mem_used_bytes: Option<u64>,
-        pub power_mw: Option<u32>,
-        pub power_limit_mw: Option<u32>,
-        pub temp_c: Option<u32>,
-        pub sm_clock_mhz: Option<u32>,
-        pub mem_clock_mhz: Option<u32>,
-        pub throttle_bits: Option<u64>,
-        pub pcie_gen: Option<u32>,
-        pub pcie_width: Option<u32>,
-        pub pcie_rx_kbps: Option<u32>,
-        pub pcie_tx_kbps: Option<u32>,
-        pub sm_active_pct: Option<f32>,
-        pub sm_occupancy_pct: Option<f32>,
-        pub tensor_active_pct: Option<f32>,
-        pub dram_active_pct: Option<f32>,
+        pub util_pct: Compact<u32>,
+        pub mem_util_pct: Compact<u32>,
+        pub mem_used_bytes: Compact<u64>,
+        pub power_mw: Compact<u32>,
+        pub power_limit_mw: Compact<u32>,
+        pub temp_c: Compact<u32>,
+        pub sm_clock_mhz: Compact<u32>,
+        pub mem_clock_mhz: Compact<u32>,
+        pub throttle_bits: Compact<u64>,
+        pub pcie_gen: Compact<u32>,
+        pub pcie_width: Compact<u32>,
+        pub pcie_rx_kbps: Compact<u32>,
+        pub pcie_tx_kbps: Compact<u32>,
+        pub sm_active_pct: Compact<f32>,
+        pub sm_occupancy_pct: Compact<f32>,
+        pub tensor_active_pct: Compact<f32>,
+        pub dram_active_pct: Compact<f32>,
         /// The driver's cumulative nanoseconds of HW thermal slowdown plus HW power brake.
-        pub hw_slowdown_ns: Option<u64>,
+        pub hw_slowdown_ns: Compact<u64>,
         /// The driver's cumulative nanoseconds of SW plus HW thermal slowdown.
-        pub thermal_ns: Option<u64>,
+        pub thermal_ns: Compact<u64>,
         /// Volatile corrected (single-bit) ECC errors since the driver loaded.
-        pub ecc_corrected: Option<u64>,
+        pub ecc_corrected: Compact<u64>,
         /// HBM temperature, °C.
-        pub mem_temp_c: Option<u32>,
+        pub mem_temp_c: Compact<u32>,
         /// NVLink RX and TX over all links, MiB/s (GPM).
-        pub nvlink_rx_mib_s: Option<u32>,
-        pub nvlink_tx_mib_s: Option<u32>,
+        pub nvlink_rx_mib_s: Compact<u32>,
+        pub nvlink_tx_mib_s: Compact<u32>,
         /// NVLink data-link errors (CRC, replay, recovery) summed over the links since the driver loaded.
-        pub nvlink_errors: Option<u64>,
-        /// The NVLink links that are up, a bit per link (link 0 the lowest).
-        pub nvlink_up_mask: Option<u32>,
+        pub nvlink_errors: Compact<u64>,
+        /// The NVLink links that are up, a bit per link (link 0 the lowest, links 0 to 30).
+        pub nvlink_up_mask: Compact<u32>,
         /// The NVLink links whose error counters grew since the previous sample, a bit per link.
-        pub nvlink_grew_mask: Option<u32>,
+        pub nvlink_grew_mask: Compact<u32>,
     }
 }
 
@@ -120,10 +120,11 @@ fn nvlink_errors(gpu: &GpuTick) -> Option<u64> {
         .reduce(u64::saturating_add)
 }
 
-/// A bit per NVLink link for which `pick` holds (links past 31 are left out); `None` without NVLink readings.
+/// A bit per NVLink link for which `pick` holds; `None` without NVLink readings. Links 0 to 30 (NVML has at most
+/// 18 a GPU): a mask never has all 32 bits set, the value a compact series keeps for a gap.
 fn link_mask(gpu: &GpuTick, pick: impl Fn(&crate::sample::NvLinkTick) -> bool) -> Option<u32> {
     (!gpu.nvlinks.is_empty())
-        .then(|| gpu.nvlinks.iter().filter(|l| l.link < 32 && pick(l)).fold(0, |mask, l| mask | (1 << l.link)))
+        .then(|| gpu.nvlinks.iter().filter(|l| l.link < 31 && pick(l)).fold(0, |mask, l| mask | (1 << l.link)))
 }
 
 /// The links of `gpu` whose error counters (summed over the kinds) are above those of the same link in `before`.
@@ -145,32 +146,32 @@ impl GpuSeries {
         let sum = |a: Option<u64>, b: Option<u64>| a.zip(b).map(|(a, b)| a.saturating_add(b));
         self.push_row(GpuRow {
             lost: gpu.is_some_and(|g| g.state == crate::sample::GpuState::Lost),
-            util_pct: gpu.and_then(|g| g.util_pct),
-            mem_util_pct: gpu.and_then(|g| g.mem_util_pct),
-            mem_used_bytes: gpu.and_then(|g| g.mem_used_bytes),
-            power_mw: gpu.and_then(|g| g.power_mw),
-            power_limit_mw: gpu.and_then(|g| g.power_limit_mw),
-            temp_c: gpu.and_then(|g| g.temp_c),
-            sm_clock_mhz: gpu.and_then(|g| g.sm_clock_mhz),
-            mem_clock_mhz: gpu.and_then(|g| g.mem_clock_mhz),
-            throttle_bits: gpu.and_then(|g| g.throttle_bits),
-            pcie_gen: gpu.and_then(|g| g.pcie_gen),
-            pcie_width: gpu.and_then(|g| g.pcie_width),
-            pcie_rx_kbps: gpu.and_then(|g| g.pcie_rx_kbps),
-            pcie_tx_kbps: gpu.and_then(|g| g.pcie_tx_kbps),
-            sm_active_pct: gpm.and_then(|m| m.sm_active_pct),
-            sm_occupancy_pct: gpm.and_then(|m| m.sm_occupancy_pct),
-            tensor_active_pct: gpm.and_then(|m| m.tensor_active_pct),
-            dram_active_pct: gpm.and_then(|m| m.dram_active_pct),
-            hw_slowdown_ns: ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns)),
-            thermal_ns: ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns)),
-            ecc_corrected: gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected),
-            mem_temp_c: gpu.and_then(|g| g.mem_temp_c),
-            nvlink_rx_mib_s: gpu.and_then(|g| g.nvlink_rx_mib_s),
-            nvlink_tx_mib_s: gpu.and_then(|g| g.nvlink_tx_mib_s),
-            nvlink_errors: gpu.and_then(nvlink_errors),
-            nvlink_up_mask: gpu.and_then(|g| link_mask(g, |l| l.up)),
-            nvlink_grew_mask: gpu.and_then(|g| links_grown(g, before)),
+            util_pct: Compact::new(gpu.and_then(|g| g.util_pct)),
+            mem_util_pct: Compact::new(gpu.and_then(|g| g.mem_util_pct)),
+            mem_used_bytes: Compact::new(gpu.and_then(|g| g.mem_used_bytes)),
+            power_mw: Compact::new(gpu.and_then(|g| g.power_mw)),
+            power_limit_mw: Compact::new(gpu.and_then(|g| g.power_limit_mw)),
+            temp_c: Compact::new(gpu.and_then(|g| g.temp_c)),
+            sm_clock_mhz: Compact::new(gpu.and_then(|g| g.sm_clock_mhz)),
+            mem_clock_mhz: Compact::new(gpu.and_then(|g| g.mem_clock_mhz)),
+            throttle_bits: Compact::new(gpu.and_then(|g| g.throttle_bits)),
+            pcie_gen: Compact::new(gpu.and_then(|g| g.pcie_gen)),
+            pcie_width: Compact::new(gpu.and_then(|g| g.pcie_width)),
+            pcie_rx_kbps: Compact::new(gpu.and_then(|g| g.pcie_rx_kbps)),
+            pcie_tx_kbps: Compact::new(gpu.and_then(|g| g.pcie_tx_kbps)),
+            sm_active_pct: Compact::new(gpm.and_then(|m| m.sm_active_pct)),
+            sm_occupancy_pct: Compact::new(gpm.and_then(|m| m.sm_occupancy_pct)),
+            tensor_active_pct: Compact::new(gpm.and_then(|m| m.tensor_active_pct)),
+            dram_active_pct: Compact::new(gpm.and_then(|m| m.dram_active_pct)),
+            hw_slowdown_ns: Compact::new(ns.and_then(|n| sum(n.hw_thermal_ns, n.hw_power_brake_ns))),
+            thermal_ns: Compact::new(ns.and_then(|n| sum(n.sw_thermal_ns, n.hw_thermal_ns))),
+            ecc_corrected: Compact::new(gpu.and_then(|g| g.ecc).and_then(|e| e.volatile_corrected)),
+            mem_temp_c: Compact::new(gpu.and_then(|g| g.mem_temp_c)),
+            nvlink_rx_mib_s: Compact::new(gpu.and_then(|g| g.nvlink_rx_mib_s)),
+            nvlink_tx_mib_s: Compact::new(gpu.and_then(|g| g.nvlink_tx_mib_s)),
+            nvlink_errors: Compact::new(gpu.and_then(nvlink_errors)),
+            nvlink_up_mask: Compact::new(gpu.and_then(|g| link_mask(g, |l| l.up))),
+            nvlink_grew_mask: Compact::new(gpu.and_then(|g| links_grown(g, before))),
         });
     }
 }
@@ -179,19 +180,19 @@ series_set! {
     /// Host-wide series, aligned with [`History::times`](super::History::times).
     pub struct HostSeries {}
     series HostRow {
-        pub cpu_busy_pct: Option<f32>,
-        pub iowait_pct: Option<f32>,
-        pub steal_pct: Option<f32>,
-        pub mem_available_bytes: Option<u64>,
-        pub mem_total_bytes: Option<u64>,
-        pub swap_used_bytes: Option<u64>,
-        pub swap_in_pages_per_s: Option<f32>,
-        pub swap_out_pages_per_s: Option<f32>,
-        pub load_1: Option<f32>,
-        pub psi_cpu_some: Option<f32>,
-        pub psi_io_some: Option<f32>,
-        pub psi_io_full: Option<f32>,
-        pub psi_memory_some: Option<f32>,
+        pub cpu_busy_pct: Compact<f32>,
+        pub iowait_pct: Compact<f32>,
+        pub steal_pct: Compact<f32>,
+        pub mem_available_bytes: Compact<u64>,
+        pub mem_total_bytes: Compact<u64>,
+        pub swap_used_bytes: Compact<u64>,
+        pub swap_in_pages_per_s: Compact<f32>,
+        pub swap_out_pages_per_s: Compact<f32>,
+        pub load_1: Compact<f32>,
+        pub psi_cpu_some: Compact<f32>,
+        pub psi_io_some: Compact<f32>,
+        pub psi_io_full: Compact<f32>,
+        pub psi_memory_some: Compact<f32>,
     }
 }
 
@@ -202,22 +203,21 @@ impl HostSeries {
         let cpu = host.cpu;
         let psi = host.psi;
         self.push_row(HostRow {
-            cpu_busy_pct: cpu.map(|c| c.busy_pct),
-            iowait_pct: cpu.map(|c| c.iowait_pct),
-            steal_pct: cpu.map(|c| c.steal_pct),
-            mem_available_bytes: host.mem_available_bytes,
-            mem_total_bytes: host.mem_total_bytes,
-            swap_used_bytes: host
-                .swap_total_bytes
-                .zip(host.swap_free_bytes)
-                .map(|(total, free)| total.saturating_sub(free)),
-            swap_in_pages_per_s: host.swap_in_pages_per_s,
-            swap_out_pages_per_s: host.swap_out_pages_per_s,
-            load_1: host.load_1,
-            psi_cpu_some: psi.and_then(|p| p.cpu_some_avg10),
-            psi_io_some: psi.and_then(|p| p.io_some_avg10),
-            psi_io_full: psi.and_then(|p| p.io_full_avg10),
-            psi_memory_some: psi.and_then(|p| p.memory_some_avg10),
+            cpu_busy_pct: Compact::new(cpu.map(|c| c.busy_pct)),
+            iowait_pct: Compact::new(cpu.map(|c| c.iowait_pct)),
+            steal_pct: Compact::new(cpu.map(|c| c.steal_pct)),
+            mem_available_bytes: Compact::new(host.mem_available_bytes),
+            mem_total_bytes: Compact::new(host.mem_total_bytes),
+            swap_used_bytes: Compact::new(
+                host.swap_total_bytes.zip(host.swap_free_bytes).map(|(total, free)| total.saturating_sub(free)),
+            ),
+            swap_in_pages_per_s: Compact::new(host.swap_in_pages_per_s),
+            swap_out_pages_per_s: Compact::new(host.swap_out_pages_per_s),
+            load_1: Compact::new(host.load_1),
+            psi_cpu_some: Compact::new(psi.and_then(|p| p.cpu_some_avg10)),
+            psi_io_some: Compact::new(psi.and_then(|p| p.io_some_avg10)),
+            psi_io_full: Compact::new(psi.and_then(|p| p.io_full_avg10)),
+            psi_memory_some: Compact::new(psi.and_then(|p| p.memory_some_avg10)),
         });
     }
 }

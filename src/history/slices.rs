@@ -3,8 +3,8 @@
 //! that changes starts new series; a slice not read for a whole history span is forgotten, so the set stays
 //! bounded by the layouts the history spans.
 
-use super::Ring;
 use super::series::series_set;
+use super::{Compact, Readings, Ring};
 use crate::sample::{GpuProcess, GpuTick, MigTick, Tick};
 
 series_set! {
@@ -18,9 +18,9 @@ series_set! {
     }
     series SliceRow {
         /// GPM SM activity of the slice's GPU instance, 0–100 %.
-        pub sm_active_pct: Option<f32>,
-        pub mem_used_bytes: Option<u64>,
-        pub mem_total_bytes: Option<u64>,
+        pub sm_active_pct: Compact<f32>,
+        pub mem_used_bytes: Compact<u64>,
+        pub mem_total_bytes: Compact<u64>,
     }
 }
 
@@ -43,15 +43,15 @@ impl SliceSeries {
 
     fn row(m: Option<&MigTick>) -> SliceRow {
         SliceRow {
-            sm_active_pct: m.and_then(|m| m.sm_active_pct),
-            mem_used_bytes: m.and_then(|m| m.mem_used_bytes),
-            mem_total_bytes: m.and_then(|m| m.mem_total_bytes),
+            sm_active_pct: Compact::new(m.and_then(|m| m.sm_active_pct)),
+            mem_used_bytes: Compact::new(m.and_then(|m| m.mem_used_bytes)),
+            mem_total_bytes: Compact::new(m.and_then(|m| m.mem_total_bytes)),
         }
     }
 
     /// Whether any sample of the series holds a reading.
     fn any_read(&self) -> bool {
-        self.sm_active_pct.iter().any(Option::is_some) || self.mem_used_bytes.iter().any(Option::is_some)
+        self.sm_active_pct.readings().any(|v| v.is_some()) || self.mem_used_bytes.readings().any(|v| v.is_some())
     }
 }
 
@@ -108,7 +108,7 @@ mod tests {
         push(&mut slices, &tick(&[(7, 90.0)]), 0, 3);
         push(&mut slices, &tick(&[(7, 91.0), (8, 5.0)]), 1, 3);
         assert_eq!(slices.len(), 2);
-        assert_eq!(slices[1].sm_active_pct.iter().copied().collect::<Vec<_>>(), vec![None, Some(5.0)]);
+        assert_eq!(slices[1].sm_active_pct.readings().collect::<Vec<_>>(), vec![None, Some(5.0)]);
         assert_eq!(slices[1].label, "1g.18gb (GI 8)");
         for n in 2..5 {
             push(&mut slices, &tick(&[(8, 6.0)]), n, 3);

@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use crate::history::Readings;
 use crate::history::{GpuSeries, Ring};
 use crate::sample::UnixMs;
 
@@ -73,8 +74,8 @@ fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
 pub fn detect(times: &Ring<UnixMs>, gpu: &GpuSeries, criterion: &SteadyCriterion) -> SteadyState {
     let points: Vec<Point> = times
         .iter()
-        .zip(gpu.temp_c.iter().zip(gpu.sm_clock_mhz.iter()))
-        .filter_map(|(t, (temp, clock))| Some((*t, f64::from((*temp)?), f64::from((*clock)?))))
+        .zip(gpu.temp_c.readings().zip(gpu.sm_clock_mhz.readings()))
+        .filter_map(|(t, (temp, clock))| Some((*t, f64::from(temp?), f64::from(clock?))))
         .collect();
     let (Some(first), Some(last)) = (points.first(), points.last()) else {
         return SteadyState::unknown();

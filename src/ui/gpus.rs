@@ -15,6 +15,7 @@ use super::theme::Level;
 use crate::advice::Severity;
 use crate::app::App;
 use crate::history::GpuSeries;
+use crate::history::Readings;
 use crate::sample::{GpuInfo, GpuState, GpuTick, throttle};
 use crate::units;
 
@@ -238,7 +239,7 @@ impl Gpu<'_> {
     fn badges<'s>(&self, paint: &Paint) -> Vec<Span<'s>> {
         let now = self.tick.and_then(|t| t.throttle_bits).unwrap_or(0);
         let Some(series) = self.series else { return Vec::new() };
-        let bits: Vec<Option<u64>> = series.throttle_bits.iter_from(self.window_start).copied().collect();
+        let bits: Vec<Option<u64>> = series.throttle_bits.readings_from(self.window_start).collect();
         let n = bits.iter().flatten().count();
         let mut spans = Vec::new();
         for (bit, name, _) in throttle::REASONS {
@@ -259,7 +260,7 @@ impl Gpu<'_> {
 
     fn util_history(&self) -> Vec<Option<f64>> {
         self.series
-            .map_or_else(Vec::new, |s| s.util_pct.iter_from(self.window_start).map(|v| v.map(f64::from)).collect())
+            .map_or_else(Vec::new, |s| s.util_pct.readings_from(self.window_start).map(|v| v.map(f64::from)).collect())
     }
 
     /// The first line of a GPU's row: index, utilization and memory bars, power and temperature, and the throttle

@@ -9,6 +9,7 @@ use ratatui::widgets::Widget;
 use super::graph;
 use super::paint::{Paint, fill, fit_fields};
 use crate::app::App;
+use crate::history::Readings;
 use crate::units;
 
 fn mem_used(app: &App) -> (Option<u64>, Option<u64>) {
@@ -116,18 +117,16 @@ fn render_full(
     let window = history.window(app.span_s * 1000);
     let start = window.map_or(0, |w| w.start);
     let series = |s: &crate::history::Series<f32>| -> Vec<Option<f64>> {
-        s.iter_from(start).map(|v| v.map(f64::from)).collect()
+        s.readings_from(start).map(|v| v.map(f64::from)).collect()
     };
     let cpu = series(&history.host.cpu_busy_pct);
     let iowait = series(&history.host.iowait_pct);
     let mem: Vec<Option<f64>> = history
         .host
         .mem_available_bytes
-        .iter_from(start)
-        .zip(history.host.mem_total_bytes.iter_from(start))
-        .map(|(a, t)| {
-            a.zip(*t).map(|(a, t)| if t == 0 { 0.0 } else { (t.saturating_sub(a)) as f64 * 100.0 / t as f64 })
-        })
+        .readings_from(start)
+        .zip(history.host.mem_total_bytes.readings_from(start))
+        .map(|(a, t)| a.zip(t).map(|(a, t)| if t == 0 { 0.0 } else { (t.saturating_sub(a)) as f64 * 100.0 / t as f64 }))
         .collect();
     let span = units::duration_s(app.span_s);
     let title = paint.title_line("Host", vec![Span::styled(format!("(graphs: last {span}) "), theme.dim)], area.width);

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use gpusight::advice::Rule;
 use gpusight::app::{App, AppOptions, FeedEvent};
+use gpusight::history::Readings;
 use gpusight::sample::GpuState;
 use gpusight::source::fault::{Fault, FaultSource, InitFault};
 use gpusight::source::sampler::{Sampler, Sink};
@@ -74,7 +75,7 @@ fn a_gpu_lost_mid_run_gets_a_banner_and_the_others_keep_updating() {
     }
     // The others' newest samples are the newest tick's: their series did not stop at the loss.
     let series = app.view().history.gpu(0).expect("GPU 0 series");
-    assert!(series.util_pct.last().copied().flatten().is_some());
+    assert!(series.util_pct.last_reading().is_some());
     let text = screen(&app, 120, 40);
     assert!(text.contains("GPU LOST"), "{text}");
     // The lost GPU's findings are about errors only; nothing claims it is idle or slow.

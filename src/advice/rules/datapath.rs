@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use super::super::window::{Ctx, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, first_true};
+use crate::history::Readings;
 
 /// pcie-downgraded: the link runs below its maximum generation or width while the GPU is loaded.
 #[must_use]
@@ -33,8 +34,8 @@ pub fn pcie_downgraded(ctx: &Ctx<'_>) -> Vec<Observation> {
         if share < t.exit_share {
             continue;
         }
-        let gen_now = gpu.pcie_gen.last().copied().flatten();
-        let width_now = gpu.pcie_width.last().copied().flatten();
+        let gen_now = gpu.pcie_gen.last_reading();
+        let width_now = gpu.pcie_width.last_reading();
         let link = |g: Option<u32>, w: Option<u32>| {
             format!(
                 "Gen{} x{}",

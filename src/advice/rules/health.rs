@@ -8,6 +8,7 @@ use crate::source::xid::{self, XidSeverity};
 use super::super::window::Ctx;
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, gpus_label, single};
+use crate::history::Readings;
 
 /// visibility: neither NVML events nor the kernel log can be read, so Xid errors would go unseen.
 #[must_use]
@@ -279,7 +280,7 @@ impl ErrorReport {
     /// the links that climbed.
     fn add_nvlinks(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str) {
         let series = ctx.history.gpu(gpu.index);
-        let ever_up = series.map_or(0, |g| g.nvlink_up_mask.iter().copied().flatten().fold(0, |a, m| a | m));
+        let ever_up = series.map_or(0, |g| g.nvlink_up_mask.readings().flatten().fold(0, |a, m| a | m));
         let any_up = gpu.nvlinks.iter().any(|l| l.up);
         let was_up = |link: u32| link < 32 && ever_up & (1 << link) != 0;
         let down: Vec<String> = gpu
@@ -298,7 +299,7 @@ impl ErrorReport {
                 gpu.nvlinks.len()
             ));
         }
-        let counted = series.map(|g| g.nvlink_errors.iter().copied().flatten());
+        let counted = series.map(|g| g.nvlink_errors.readings().flatten());
         let grown = counted.map_or(0, |mut values| {
             let first = values.next();
             let last = values.last().or(first);
@@ -306,7 +307,7 @@ impl ErrorReport {
         });
         // How many samples each link's counters grew at: a link climbs when it grew at two or more.
         let mut grew_at = [0u32; 32];
-        for mask in series.into_iter().flat_map(|g| g.nvlink_grew_mask.iter().copied().flatten()) {
+        for mask in series.into_iter().flat_map(|g| g.nvlink_grew_mask.readings().flatten()) {
             for (link, n) in grew_at.iter_mut().enumerate() {
                 *n += mask >> link & 1;
             }
@@ -341,7 +342,7 @@ impl ErrorReport {
     fn add_counters(&mut self, ctx: &Ctx<'_>, gpu: &GpuTick, name: &str, corrected_events: u64) {
         let t = ctx.t;
         // Corrected errors: the events seen, or the growth of the volatile counter over the watch.
-        let counted = ctx.history.gpu(gpu.index).map(|g| g.ecc_corrected.iter().copied().flatten());
+        let counted = ctx.history.gpu(gpu.index).map(|g| g.ecc_corrected.readings().flatten());
         let grown = counted.map_or(0, |mut values| {
             let first = values.next();
             let last = values.last().or(first);

@@ -94,7 +94,7 @@ impl<'a> Subject<'a> {
 /// nodes' included) and GPM reads SM activity. There the work is judged by SM activity, which the spin does not
 /// inflate, so an input-bound rank is not hidden behind its collectives' waits.
 fn spin_inflated(ctx: &Ctx<'_>, gpu_index: u32) -> bool {
-    ctx.history.gpu(gpu_index).is_some_and(|g| g.sm_active_pct.last().copied().flatten().is_some())
+    ctx.history.gpu(gpu_index).is_some_and(|g| g.sm_active_pct.last_reading().is_some())
         && super::jobs::multi_rank_job(ctx, gpu_index).is_some()
 }
 
@@ -147,7 +147,7 @@ impl ProcessSamples {
             s.tx_kbps.push(place.pcie_tx().and_then(|tx| at(tx, m)));
         }
         let all = process.n_children.last_reading().unwrap_or(0);
-        let compile = process.input.last().copied().flatten().map_or(0, |i| u32::from(i.compile_workers));
+        let compile = process.input.last_reading().map_or(0, |i| u32::from(i.compile_workers));
         s.children_now = all.saturating_sub(compile);
         s
     }

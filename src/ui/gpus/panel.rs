@@ -7,6 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Block;
 
 use super::Gpu;
+use crate::history::Readings;
 use crate::ui::paint::{Paint, fill, fit_fields};
 use crate::ui::theme::Level;
 use crate::ui::{blit, graph};
@@ -33,10 +34,10 @@ impl Gpu<'_> {
         let max_of = |v: &[Option<f64>]| v.iter().flatten().copied().reduce(f64::max);
         let util = self.util_history();
         let total = self.info.mem_total_bytes.map(|t| t as f64);
-        let mem: Vec<Option<f64>> = series.mem_used_bytes.iter_from(from).map(|v| v.map(|b| b as f64)).collect();
+        let mem: Vec<Option<f64>> = series.mem_used_bytes.readings_from(from).map(|v| v.map(|b| b as f64)).collect();
         let power: Vec<Option<f64>> =
-            series.power_mw.iter_from(from).map(|v| v.map(|mw| f64::from(mw) / 1000.0)).collect();
-        let temp: Vec<Option<f64>> = series.temp_c.iter_from(from).map(|v| v.map(f64::from)).collect();
+            series.power_mw.readings_from(from).map(|v| v.map(|mw| f64::from(mw) / 1000.0)).collect();
+        let temp: Vec<Option<f64>> = series.temp_c.readings_from(from).map(|v| v.map(f64::from)).collect();
         let limit_w = self
             .tick
             .and_then(|t| t.power_limit_mw)
