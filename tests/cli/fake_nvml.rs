@@ -466,24 +466,43 @@ fn once_json_carries_each_nvlink_links_speed_and_throughput() {
     assert!(link.get("speed_mb_s").is_none() && link.get("rx_kib").is_none(), "absent, not zero: {link}");
 }
 
+/// `gpusight ARGS` on the fake's `scenario`, and the fake's count of each entry point's calls, most called first.
+fn nvml_calls(scenario: &str, args: &[&str]) -> (std::process::Output, Vec<(u64, String)>) {
+    let dir = temp_dir();
+    let counts = dir.path().join("calls.txt");
+    let out = command_on(scenario, args).env("GPUSIGHT_FAKE_NVML_CALLS", &counts).output().expect("run gpusight");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts).expect("the fake wrote its call counts");
+    let calls = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(n, name)| (n.parse().expect("a count"), name.to_owned()))
+        .collect();
+    (out, calls)
+}
+
+/// How many calls of `name` the fake counted.
+fn calls_of(calls: &[(u64, String)], name: &str) -> u64 {
+    calls.iter().find(|(_, n)| n == name).map_or(0, |(n, _)| *n)
+}
+
 #[test]
 fn once_on_one_gpu_stays_within_its_nvml_call_budget() {
     // The fake counts each entry point's calls and writes them at exit. gpusight's cost on a real card is mostly
     // its NVML calls: one more call per reading runs on every GPU at every tick, so the count is held here and
     // raised only with the real card's cost measured beside the change (docs/performance.md).
-    let dir = temp_dir();
-    let counts = dir.path().join("calls.txt");
-    let out = command_on("h200", &["--once", "--no-color"])
-        .env("GPUSIGHT_FAKE_NVML_CALLS", &counts)
-        .output()
-        .expect("run gpusight");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&counts).expect("the fake wrote its call counts");
-    let calls: Vec<(u64, &str)> =
-        text.lines().filter_map(|l| l.split_once('\t')).map(|(n, name)| (n.parse().expect("a count"), name)).collect();
+    let (_, calls) = nvml_calls("h200", &["--once", "--no-color"]);
+    let text = format!("{calls:?}");
     // The Xid watch's blocking waits are left out: how many there are depends on how long the run took.
-    let total: u64 = calls.iter().filter(|(_, name)| *name != "nvmlEventSetWait_v2").map(|(n, _)| n).sum();
-    assert!(calls.iter().any(|&(n, name)| name == "nvmlDeviceGetMemoryInfo_v2" && n >= 1), "{text}");
+    let total: u64 = calls.iter().filter(|(_, name)| name != "nvmlEventSetWait_v2").map(|(n, _)| n).sum();
+    assert!(calls_of(&calls, "nvmlDeviceGetMemoryInfo_v2") >= 1, "{text}");
     assert!(calls.windows(2).all(|w| w[0].0 >= w[1].0), "most called first: {text}");
     assert!(total <= 80, "--once on one H200 made {total} NVML calls (76 when this budget was set):\n{text}");
+}
+
+#[test]
+fn the_fake_counts_a_call_on_a_pair_of_gpus_once() {
+    // nvmlDeviceGetP2PStatus takes two handles; gpusight asks it once for each ordered pair of the 8 GPUs (56).
+    let (_, calls) = nvml_calls("hgx8-mig", &["--once", "--no-color"]);
+    assert_eq!(calls_of(&calls, "nvmlDeviceGetP2PStatus"), 8 * 7, "{calls:?}");
 }
