@@ -506,3 +506,30 @@ fn the_fake_counts_a_call_on_a_pair_of_gpus_once() {
     let (_, calls) = nvml_calls("hgx8-mig", &["--once", "--no-color"]);
     assert_eq!(calls_of(&calls, "nvmlDeviceGetP2PStatus"), 8 * 7, "{calls:?}");
 }
+
+#[test]
+fn once_asks_each_pair_of_gpus_its_pcie_ancestor_once() {
+    // Where two GPUs meet in the PCIe tree is the same seen from either: 28 pairs of 8 GPUs, not 56 ordered ones.
+    let (out, calls) = nvml_calls("hgx8-mig", &["--once", "--json"]);
+    let asked = calls_of(&calls, "nvmlDeviceGetTopologyCommonAncestor");
+    assert!(asked <= 8 * 7 / 2, "{asked} calls of nvmlDeviceGetTopologyCommonAncestor: {calls:?}");
+    // Each GPU still has its 7 peers, each direction with its path.
+    let doc = json(&out);
+    let gpus = doc["machine"]["gpus"].as_array().expect("the GPUs");
+    assert_eq!(gpus.len(), 8);
+    let path = |a: usize, b: u64| {
+        let peers = gpus[a]["peers"].as_array().expect("peers");
+        assert_eq!(peers.len(), 7, "{peers:?}");
+        let peer = peers.iter().find(|p| p["index"] == b).expect("a peer");
+        peer["pcie"].as_str().expect("a PCIe path").to_owned()
+    };
+    for a in 0..8_u64 {
+        for b in (0..8_u64).filter(|&b| b != a) {
+            let (ia, ib) = (usize::try_from(a).expect("small"), usize::try_from(b).expect("small"));
+            assert_eq!(path(ia, b), path(ib, a), "GPUs {a} and {b}");
+        }
+    }
+    // The fake's neighbours 0 and 1 share a PCIe switch; 0 and 2 meet at the NUMA node.
+    assert_eq!(path(0, 1), "bridge");
+    assert_eq!(path(0, 2), "node");
+}
