@@ -533,3 +533,14 @@ fn once_asks_each_pair_of_gpus_its_pcie_ancestor_once() {
     assert_eq!(path(0, 1), "bridge");
     assert_eq!(path(0, 2), "node");
 }
+
+#[test]
+fn once_reads_pcie_throughput_after_its_own_start_up() {
+    // The PCIe thread's first 20 ms window waits for the GPU's first read (its own start-up calls are traffic on
+    // the link); it still comes before `--once`'s second sample, so `--once` has a reading: the fake's h200 gives
+    // 120,000 KB/s RX and 35,000 TX.
+    let doc = json(&run_on("h200", &["--once", "--json"]));
+    let gpu = &doc["tick"]["gpus"][0];
+    assert_eq!(gpu["pcie_rx_kbps"], 120_000, "{gpu}");
+    assert_eq!(gpu["pcie_tx_kbps"], 35_000, "{gpu}");
+}
