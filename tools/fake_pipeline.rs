@@ -24,6 +24,9 @@
 //!
 //! Scenarios: `nvl72` (72 GB200s), `hgx8-mig`, `scale:GPUSxPROCS` (`scale:8x1000`: 8 GPUs each listing the same
 //! 1,000 processes). NVML starts once a process, so with `all` (or no arguments) each run is a child process.
+//!
+//! SIGTERM or SIGINT (`timeout`, Ctrl-C) stops it: the parent passes the signal on to the child running, waits for
+//! it, starts no other and dies of the signal; a child also dies (of SIGTERM) when its parent does, killed or not.
 
 #![allow(clippy::expect_used, reason = "a probe with a broken fixture should stop loudly")]
 
@@ -31,7 +34,8 @@
 mod fake_env;
 
 use std::error::Error;
-use std::sync::{Arc, mpsc};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 use std::time::{Duration, Instant};
 
 use gpusight::advice::Thresholds;
@@ -48,6 +52,8 @@ use ratatui::backend::TestBackend;
 
 /// Set in a child run: the scenario's name (`GPUSIGHT_FAKE_NVML` holds what the fake loads).
 const CHILD: &str = "GPUSIGHT_FAKE_PIPELINE";
+/// Set in a child run: the parent's pid.
+const PARENT: &str = "GPUSIGHT_FAKE_PIPELINE_PARENT";
 const MODES: [&str; 4] = ["monitor", "export", "doctor", "combined"];
 /// History: `history_s` 900 at 1 s, as `gpusight` sizes it.
 const CAPACITY: usize = 900;
@@ -247,28 +253,85 @@ fn header() {
     );
 }
 
-/// Every scenario and program asked for, each in a child process of this executable.
+/// The SIGTERM or SIGINT the parent got (0 before one comes), and the child running then, to pass it on to.
+struct Stop {
+    signal: AtomicI32,
+    child: Mutex<Option<rustix::process::Pid>>,
+}
+
+impl Stop {
+    /// A thread that, for each SIGTERM or SIGINT, notes it and passes it on to the child running.
+    fn watch() -> Result<Arc<Self>, Box<dyn Error>> {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let stop = Arc::new(Self { signal: AtomicI32::new(0), child: Mutex::new(None) });
+        let mut signals = signal_hook::iterator::Signals::new([SIGTERM, SIGINT])?;
+        let watcher = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            for signal in signals.forever() {
+                // Noted before the lock, so the parent starts no child after this one.
+                watcher.signal.store(signal, Ordering::SeqCst);
+                let child = watcher.child.lock().unwrap_or_else(PoisonError::into_inner);
+                if let (Some(pid), Some(signal)) = (*child, rustix::process::Signal::from_named_raw(signal)) {
+                    let _ = rustix::process::kill_process(pid, signal);
+                }
+            }
+        });
+        Ok(stop)
+    }
+
+    fn signal(&self) -> Option<i32> {
+        Some(self.signal.load(Ordering::SeqCst)).filter(|&s| s != 0)
+    }
+}
+
+/// Every scenario and program asked for, each in a child process of this executable. The signal that stopped it,
+/// if one did.
 #[allow(clippy::disallowed_methods, reason = "a probe re-runs itself: NVML can be started only once a process")]
-fn run_children(scenarios: &[&str], modes: &[&str], ticks: u64) -> Result<(), Box<dyn Error>> {
+fn run_children(scenarios: &[&str], modes: &[&str], ticks: u64) -> Result<Option<i32>, Box<dyn Error>> {
     let Some(library) = fake_env::fake_library() else {
         return Err(format!("the fake NVML is not built: {}", fake_env::BUILD_IT).into());
     };
+    let stop = Stop::watch()?;
     let dir = tempfile::tempdir()?;
     let exe = std::env::current_exe()?;
     header();
     for name in scenarios {
         let scenario = fake_env::zero_time_scenario(name, dir.path())?;
         for mode in modes {
-            let status = std::process::Command::new(&exe)
-                .args([*name, *mode, &ticks.to_string()])
-                .env("GPUSIGHT_NVML_LIB", &library)
-                .env("GPUSIGHT_FAKE_NVML", &scenario)
-                .env(CHILD, name)
-                .status()?;
-            if !status.success() {
+            let mut child = {
+                // Held from the check to the pid's record: a signal either stops this child's start or finds it.
+                let mut running = stop.child.lock().unwrap_or_else(PoisonError::into_inner);
+                if stop.signal().is_some() {
+                    return Ok(stop.signal());
+                }
+                let child = std::process::Command::new(&exe)
+                    .args([*name, *mode, &ticks.to_string()])
+                    .env("GPUSIGHT_NVML_LIB", &library)
+                    .env("GPUSIGHT_FAKE_NVML", &scenario)
+                    .env(CHILD, name)
+                    .env(PARENT, std::process::id().to_string())
+                    .spawn()?;
+                *running = i32::try_from(child.id()).ok().and_then(rustix::process::Pid::from_raw);
+                child
+            };
+            let status = child.wait();
+            *stop.child.lock().unwrap_or_else(PoisonError::into_inner) = None;
+            let status = status?;
+            if !status.success() && stop.signal().is_none() {
                 eprintln!("fake_pipeline: {name} {mode} failed: {status}");
             }
         }
+    }
+    Ok(stop.signal())
+}
+
+/// In a child: die of SIGTERM when the parent does (killed by SIGKILL too), so no run goes on orphaned.
+fn die_with_parent(parent: &str) -> Result<(), Box<dyn Error>> {
+    rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::TERM))?;
+    // The parent may have died before the line above; then this process already has another.
+    let parent_now = rustix::process::Pid::as_raw(rustix::process::getppid());
+    if parent.parse::<i32>().ok() != Some(parent_now) {
+        return Err("fake_pipeline: the parent is gone".into());
     }
     Ok(())
 }
@@ -279,9 +342,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (scenario, mode) = (arg(0, "all"), arg(1, "all"));
     let ticks: u64 = arg(2, "900").parse::<u64>()?.max(2);
     if let Ok(name) = std::env::var(CHILD) {
+        die_with_parent(&std::env::var(PARENT)?)?;
         return run(&name, mode, ticks);
     }
     let scenarios: Vec<&str> = if scenario == "all" { fake_env::SCENARIOS.to_vec() } else { vec![scenario] };
     let modes: Vec<&str> = if mode == "all" { MODES.to_vec() } else { vec![mode] };
-    run_children(&scenarios, &modes, ticks)
+    if let Some(signal) = run_children(&scenarios, &modes, ticks)? {
+        // Die of it, as without the handler: the shell sees 128 + the signal.
+        signal_hook::low_level::emulate_default_handler(signal)?;
+    }
+    Ok(())
 }

@@ -224,9 +224,15 @@ pub fn shutdown() -> nvmlReturn_t {
     ret::SUCCESS
 }
 
-/// The running machine; aborts if NVML is not started (before init, or after the last shutdown).
+/// The running machine, counting a call of `call`; aborts if NVML is not started (before init, or after the last
+/// shutdown).
 pub fn live(call: &'static str) -> &'static Machine {
     count(call);
+    started(call)
+}
+
+/// The running machine for a call already counted; aborts if NVML is not started.
+fn started(call: &'static str) -> &'static Machine {
     if INITS.load(Ordering::SeqCst) == 0 {
         if EVER_STARTED.load(Ordering::SeqCst) {
             violation(&format!("{call} called after nvmlShutdown"));
@@ -256,7 +262,14 @@ pub fn error_code(e: ErrorKind) -> nvmlReturn_t {
 
 /// Resolves a device handle for `call` and plays the GPU's faults: a lost GPU answers GpuIsLost to everything.
 pub fn device(call: &'static str, handle: nvmlDevice_t) -> Result<Dev, nvmlReturn_t> {
-    let machine = live(call);
+    count(call);
+    peer(call, handle)
+}
+
+/// [`device`] for a call's second device handle (the other GPU of a pair): the same faults, but the call, counted
+/// once by its first handle, is not counted again.
+pub fn peer(call: &'static str, handle: nvmlDevice_t) -> Result<Dev, nvmlReturn_t> {
+    let machine = started(call);
     let dev = machine.resolve(handle).ok_or(ret::INVALID_ARGUMENT)?;
     faults(call, dev.gpu, machine.now())?;
     Ok(dev)

@@ -466,24 +466,81 @@ fn once_json_carries_each_nvlink_links_speed_and_throughput() {
     assert!(link.get("speed_mb_s").is_none() && link.get("rx_kib").is_none(), "absent, not zero: {link}");
 }
 
+/// `gpusight ARGS` on the fake's `scenario`, and the fake's count of each entry point's calls, most called first.
+fn nvml_calls(scenario: &str, args: &[&str]) -> (std::process::Output, Vec<(u64, String)>) {
+    let dir = temp_dir();
+    let counts = dir.path().join("calls.txt");
+    let out = command_on(scenario, args).env("GPUSIGHT_FAKE_NVML_CALLS", &counts).output().expect("run gpusight");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&counts).expect("the fake wrote its call counts");
+    let calls = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(n, name)| (n.parse().expect("a count"), name.to_owned()))
+        .collect();
+    (out, calls)
+}
+
+/// How many calls of `name` the fake counted.
+fn calls_of(calls: &[(u64, String)], name: &str) -> u64 {
+    calls.iter().find(|(_, n)| n == name).map_or(0, |(n, _)| *n)
+}
+
 #[test]
 fn once_on_one_gpu_stays_within_its_nvml_call_budget() {
     // The fake counts each entry point's calls and writes them at exit. gpusight's cost on a real card is mostly
     // its NVML calls: one more call per reading runs on every GPU at every tick, so the count is held here and
     // raised only with the real card's cost measured beside the change (docs/performance.md).
-    let dir = temp_dir();
-    let counts = dir.path().join("calls.txt");
-    let out = command_on("h200", &["--once", "--no-color"])
-        .env("GPUSIGHT_FAKE_NVML_CALLS", &counts)
-        .output()
-        .expect("run gpusight");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&counts).expect("the fake wrote its call counts");
-    let calls: Vec<(u64, &str)> =
-        text.lines().filter_map(|l| l.split_once('\t')).map(|(n, name)| (n.parse().expect("a count"), name)).collect();
+    let (_, calls) = nvml_calls("h200", &["--once", "--no-color"]);
+    let text = format!("{calls:?}");
     // The Xid watch's blocking waits are left out: how many there are depends on how long the run took.
-    let total: u64 = calls.iter().filter(|(_, name)| *name != "nvmlEventSetWait_v2").map(|(n, _)| n).sum();
-    assert!(calls.iter().any(|&(n, name)| name == "nvmlDeviceGetMemoryInfo_v2" && n >= 1), "{text}");
+    let total: u64 = calls.iter().filter(|(_, name)| name != "nvmlEventSetWait_v2").map(|(n, _)| n).sum();
+    assert!(calls_of(&calls, "nvmlDeviceGetMemoryInfo_v2") >= 1, "{text}");
     assert!(calls.windows(2).all(|w| w[0].0 >= w[1].0), "most called first: {text}");
     assert!(total <= 80, "--once on one H200 made {total} NVML calls (76 when this budget was set):\n{text}");
+}
+
+#[test]
+fn the_fake_counts_a_call_on_a_pair_of_gpus_once() {
+    // nvmlDeviceGetP2PStatus takes two handles; gpusight asks it once for each ordered pair of the 8 GPUs (56).
+    let (_, calls) = nvml_calls("hgx8-mig", &["--once", "--no-color"]);
+    assert_eq!(calls_of(&calls, "nvmlDeviceGetP2PStatus"), 8 * 7, "{calls:?}");
+}
+
+#[test]
+fn once_asks_each_pair_of_gpus_its_pcie_ancestor_once() {
+    // Where two GPUs meet in the PCIe tree is the same seen from either: 28 pairs of 8 GPUs, not 56 ordered ones.
+    let (out, calls) = nvml_calls("hgx8-mig", &["--once", "--json"]);
+    let asked = calls_of(&calls, "nvmlDeviceGetTopologyCommonAncestor");
+    assert!(asked <= 8 * 7 / 2, "{asked} calls of nvmlDeviceGetTopologyCommonAncestor: {calls:?}");
+    // Each GPU still has its 7 peers, each direction with its path.
+    let doc = json(&out);
+    let gpus = doc["machine"]["gpus"].as_array().expect("the GPUs");
+    assert_eq!(gpus.len(), 8);
+    let path = |a: usize, b: u64| {
+        let peers = gpus[a]["peers"].as_array().expect("peers");
+        assert_eq!(peers.len(), 7, "{peers:?}");
+        let peer = peers.iter().find(|p| p["index"] == b).expect("a peer");
+        peer["pcie"].as_str().expect("a PCIe path").to_owned()
+    };
+    for a in 0..8_u64 {
+        for b in (0..8_u64).filter(|&b| b != a) {
+            let (ia, ib) = (usize::try_from(a).expect("small"), usize::try_from(b).expect("small"));
+            assert_eq!(path(ia, b), path(ib, a), "GPUs {a} and {b}");
+        }
+    }
+    // The fake's neighbours 0 and 1 share a PCIe switch; 0 and 2 meet at the NUMA node.
+    assert_eq!(path(0, 1), "bridge");
+    assert_eq!(path(0, 2), "node");
+}
+
+#[test]
+fn once_reads_pcie_throughput_after_its_own_start_up() {
+    // The PCIe thread's first 20 ms window waits for the GPU's first read (its own start-up calls are traffic on
+    // the link); it still comes before `--once`'s second sample, so `--once` has a reading: the fake's h200 gives
+    // 120,000 KB/s RX and 35,000 TX.
+    let doc = json(&run_on("h200", &["--once", "--json"]));
+    let gpu = &doc["tick"]["gpus"][0];
+    assert_eq!(gpu["pcie_rx_kbps"], 120_000, "{gpu}");
+    assert_eq!(gpu["pcie_tx_kbps"], 35_000, "{gpu}");
 }

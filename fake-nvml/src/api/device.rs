@@ -241,7 +241,7 @@ device_fn!(nvmlDeviceGetRemappedRows(corr: *mut c_uint, unc: *mut c_uint, pendin
     put(failed, u32::from(d.gpu.spec.remapped_rows_failure))
 });
 device_fn!(nvmlDeviceGetTopologyCommonAncestor(other: nvmlDevice_t, level: *mut nvmlGpuTopologyLevel_t) |d| {
-    let o = crate::machine::device("nvmlDeviceGetTopologyCommonAncestor", other)?;
+    let o = crate::machine::peer("nvmlDeviceGetTopologyCommonAncestor", other)?;
     d.arg_faults("nvmlDeviceGetTopologyCommonAncestor", &[o.gpu.index])?;
     if let Some(&at) = d.gpu.spec.topology.get(o.gpu.index as usize) {
         return put(level, at);
@@ -251,7 +251,7 @@ device_fn!(nvmlDeviceGetTopologyCommonAncestor(other: nvmlDevice_t, level: *mut 
     put(level, if d.gpu.index == o.gpu.index { 0 } else if same_pair { 10 } else { 40 })
 });
 device_fn!(nvmlDeviceGetP2PStatus(other: nvmlDevice_t, index: c_uint, status: *mut nvmlGpuP2PStatus_t) |d| {
-    let o = crate::machine::device("nvmlDeviceGetP2PStatus", other)?;
+    let o = crate::machine::peer("nvmlDeviceGetP2PStatus", other)?;
     d.arg_faults("nvmlDeviceGetP2PStatus", &[o.gpu.index, index])?;
     if let (2, Some(&s)) = (index, d.gpu.spec.p2p_nvlink.get(o.gpu.index as usize)) {
         return put(status, s);

@@ -1,6 +1,7 @@
 //! What a GPU and the driver are, read once at open: identity, maxima, thresholds, settings, and the PCI
 //! device's NUMA node and local CPUs from sysfs.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use nvml_wrapper::Device;
@@ -171,6 +172,38 @@ fn direct_nvlinks(device: &Device<'_>, peer_bus: Option<(u32, u32, u32)>) -> u32
     direct
 }
 
+/// The closest PCIe ancestor each pair of GPUs shares, by their indexes, smaller first. NVML is asked once a pair:
+/// where two GPUs meet in the PCIe tree is the same seen from either (28 calls at 8 GPUs, not 56).
+fn pcie_paths(
+    nvml: &nvml_wrapper::Nvml,
+    devices: &[(u32, std::sync::Arc<Device<'static>>)],
+) -> BTreeMap<(u32, u32), PciePath> {
+    use nvml_wrapper::enum_wrappers::device::TopologyLevel;
+    let mut paths = BTreeMap::new();
+    for (i, (a, da)) in devices.iter().enumerate() {
+        for (b, _) in devices.iter().skip(i + 1).filter(|(b, _)| b != a) {
+            // nvml-wrapper takes the other device by value: a second handle to it, from its index.
+            let other = nvml.device_by_index(*b).ok();
+            let Some(level) = other.and_then(|o| da.topology_common_ancestor(o).ok()) else { continue };
+            let path = match level {
+                TopologyLevel::Internal => PciePath::Board,
+                TopologyLevel::Single => PciePath::Bridge,
+                TopologyLevel::Multiple => PciePath::Bridges,
+                TopologyLevel::HostBridge => PciePath::HostBridge,
+                TopologyLevel::Node => PciePath::Node,
+                TopologyLevel::System => PciePath::System,
+            };
+            paths.insert(pair_key(*a, *b), path);
+        }
+    }
+    paths
+}
+
+/// The key of the pair `a`, `b` in [`pcie_paths`]: either way round, the same.
+fn pair_key(a: u32, b: u32) -> (u32, u32) {
+    (a.min(b), a.max(b))
+}
+
 /// Fills in each GPU's `peers`: NVLink links to the other GPU (directly, or all of them when the two reach each
 /// other over NVLink through NVSwitch) and the closest PCIe ancestor the two share. Called once at start-up.
 pub fn read_topology(
@@ -178,22 +211,14 @@ pub fn read_topology(
     gpus: &mut [GpuInfo],
     devices: &[(u32, std::sync::Arc<Device<'static>>)],
 ) {
-    use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, P2pStatus, TopologyLevel};
+    use nvml_wrapper::enum_wrappers::device::{P2pCapabilitiesIndex, P2pStatus};
     let bus = |index: u32| gpus.iter().find(|g| g.index == index).and_then(|g| parse_bus_id(&g.pci_bus_id));
+    let paths = pcie_paths(nvml, devices);
     let mut peers: Vec<(u32, GpuPeer)> = Vec::new();
     for (a, da) in devices {
         let active = gpus.iter().find(|g| g.index == *a).and_then(|g| g.nvlinks_active).unwrap_or(0);
         for (b, db) in devices.iter().filter(|(b, _)| b != a) {
-            // nvml-wrapper takes the other device by value: a second handle to it, from its index.
-            let other = nvml.device_by_index(*b).ok();
-            let pcie = other.and_then(|o| da.topology_common_ancestor(o).ok()).map(|level| match level {
-                TopologyLevel::Internal => PciePath::Board,
-                TopologyLevel::Single => PciePath::Bridge,
-                TopologyLevel::Multiple => PciePath::Bridges,
-                TopologyLevel::HostBridge => PciePath::HostBridge,
-                TopologyLevel::Node => PciePath::Node,
-                TopologyLevel::System => PciePath::System,
-            });
+            let pcie = paths.get(&pair_key(*a, *b)).copied();
             let nvlinks = if active == 0 {
                 Some(0)
             } else {

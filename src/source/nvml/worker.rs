@@ -202,8 +202,10 @@ impl GpuReader {
                 self.read_link_traffic(now_ms);
             }
         }
-        if let Some(pcie) = &self.pcie {
+        if let Some(pcie) = &mut self.pcie {
             (tick.pcie_rx_kbps, tick.pcie_tx_kbps) = pcie.latest();
+            // This read's NVML calls are done: the PCIe thread's first window no longer measures them.
+            pcie.begin();
         }
         tick.energy_mj = self.energy_mj;
         tick.throttle_ns = self.throttle_ns;
