@@ -19,7 +19,8 @@
 //!   the GPUs `CUDA_VISIBLE_DEVICES` names).
 //! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs; each GPU process's job
 //!   (rank, launcher, container; [`host::job`]) read once per process.
-//! - [`history`]: fixed-capacity rings with gaps ([`history::ring`]) and windows over them ([`history::window`]),
+//! - [`history`]: fixed-capacity rings with gaps ([`history::ring`], each reading compact: [`history::compact`]) and
+//!   windows over them ([`history::window`]),
 //!   the machine's series ([`history::series`]), each MIG slice's ([`history::slices`]) and each process's
 //!   ([`history::process`]); [`pipeline`]: history
 //!   plus findings per snapshot.
