@@ -7,7 +7,8 @@
 //!
 //! - `monitor`: the app takes the snapshot (`App::on_feed`: history, advice) and draws its frame into ratatui's
 //!   `TestBackend` at 200x60;
-//! - `export`: a `Pipeline` takes it and `ExportHandle::publish` renders `/metrics`, as `gpusight export` does;
+//! - `export`: a `Pipeline` takes it and `ExportHandle::publish` keeps it, as `gpusight export` does, and every 15th
+//!   tick a scrape renders `/metrics` (`SCRAPE_EVERY=N`: every Nth; 1, every sample);
 //! - `doctor`: a `Pipeline` takes it, and the doctor's report is written at every report point;
 //! - `combined`: the monitor, and `/metrics` and the doctor's report from the app's pipeline, in one process.
 //!
@@ -57,6 +58,12 @@ const PARENT: &str = "GPUSIGHT_FAKE_PIPELINE_PARENT";
 const MODES: [&str; 4] = ["monitor", "export", "doctor", "combined"];
 /// History: `history_s` 900 at 1 s, as `gpusight` sizes it.
 const CAPACITY: usize = 900;
+
+/// `/metrics` is rendered at a scrape, not at a sample: one scrape every this many ticks (Prometheus's default
+/// 15 s at the 1 s interval); `SCRAPE_EVERY=1` renders every sample.
+fn scrape_every() -> u64 {
+    std::env::var("SCRAPE_EVERY").ok().and_then(|v| v.parse().ok()).filter(|n| *n > 0).unwrap_or(15)
+}
 const START_MS: u64 = 1_800_000_000_000;
 /// Ticks (seconds of sample time) at which to report.
 const REPORT_AT: [u64; 5] = [1, 60, 300, 600, 900];
@@ -95,7 +102,7 @@ impl Program {
             "export" => {
                 let handle = handle();
                 let pipeline = Pipeline::new(&first, CAPACITY, Thresholds::default());
-                handle.publish(&pipeline)?;
+                handle.publish(&pipeline);
                 Self::Export { pipeline, handle }
             }
             "doctor" => Self::Doctor { pipeline: Pipeline::new(&first, CAPACITY, Thresholds::default()) },
@@ -111,22 +118,24 @@ impl Program {
         }
     }
 
-    /// The frame, or `/metrics`; the bytes it made.
-    fn render(&mut self) -> Result<usize, Box<dyn Error>> {
+    /// The frame, or `/metrics` (published every tick, scraped at tick `n` when `scrape` holds); the bytes it made
+    /// (`/metrics`: the last scrape's).
+    fn render(&mut self, scrape: bool, last: usize) -> Result<usize, Box<dyn Error>> {
+        let scraped = |handle: &ExportHandle| if scrape { handle.current().map_or(0, |t| t.len()) } else { last };
         Ok(match self {
             Self::Monitor { app, terminal, all } => {
                 terminal.draw(|frame| gpusight::ui::draw(frame, app))?;
                 match all {
                     Some(handle) => {
-                        handle.publish(app.live_pipeline())?;
-                        handle.current().map_or(0, |t| t.len())
+                        handle.publish(app.live_pipeline());
+                        scraped(handle)
                     }
                     None => 200 * 60,
                 }
             }
             Self::Export { pipeline, handle } => {
-                handle.publish(pipeline)?;
-                handle.current().map_or(0, |t| t.len())
+                handle.publish(pipeline);
+                scraped(handle)
             }
             Self::Doctor { .. } => 0,
         })
@@ -190,6 +199,7 @@ fn run(name: &str, mode: &str, ticks: u64) -> Result<(), Box<dyn Error>> {
     let first = snapshot(&mut source, 1);
     let mut program = Program::new(mode, first)?;
     let (mut spent, mut late, mut bytes, wall) = (Spent::default(), 0_usize, 0, Instant::now());
+    let every = scrape_every();
     print_row(name, mode, 1, &spent, gpus, &program);
     for n in 2..=ticks {
         let t0 = cpu_ns();
@@ -198,7 +208,7 @@ fn run(name: &str, mode: &str, ticks: u64) -> Result<(), Box<dyn Error>> {
         let t1 = cpu_ns();
         program.ingest(next);
         let t2 = cpu_ns();
-        bytes = program.render()?;
+        bytes = program.render(n % every == 0, bytes)?;
         let t3 = cpu_ns();
         spent.read += t1 - t0;
         spent.ingest += t2 - t1;

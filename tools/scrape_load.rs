@@ -31,14 +31,14 @@ fn serve(addr: &str, scenario: &str) -> Result<(), Box<dyn std::error::Error>> {
     let first = source.next_snapshot()?.ok_or("no first tick")?;
     let mut pipeline = Pipeline::new(&first, 600, gpusight::advice::Thresholds::default());
     let handle = ExportHandle::new();
-    handle.publish(&pipeline)?;
+    handle.publish(&pipeline);
     let server = ExportServer::bind(addr.parse()?, handle.clone())?.spawn()?;
     println!("serving {} on {}", scenario, server.local_addr());
     loop {
         std::thread::sleep(Duration::from_secs(1));
         if let Some(snapshot) = source.next_snapshot()? {
             pipeline.ingest(&snapshot);
-            handle.publish(&pipeline)?;
+            handle.publish(&pipeline);
         }
     }
 }

@@ -6,7 +6,7 @@
 //! - [`kubelet`]: which pod holds each GPU, from the kubelet's pod-resources API (the `pod`, `namespace` and
 //!   `container` labels).
 //! - [`server`]: the HTTP server (`/metrics`, `/healthz`) and [`ExportHandle`], through which the sampling side
-//!   publishes each new snapshot; the text is rendered once per snapshot, not per scrape.
+//!   publishes each new snapshot; the text is rendered at the first scrape of a snapshot, once.
 //! - [`web_config`]: `--web.config.file` (TLS and basic authentication, the exporter-toolkit format).
 
 pub mod kubelet;

@@ -116,9 +116,7 @@ fn publish(
                     }
                     None => pipeline.insert(Pipeline::new(&snapshot, capacity, thresholds.clone())),
                 };
-                if let Err(e) = handle.publish(pipeline) {
-                    warn(&format!("cannot render metrics: {e}"));
-                }
+                handle.publish(pipeline);
                 if let Some(status) = status.as_mut() {
                     status.publish(pipeline);
                 }

@@ -4,6 +4,7 @@
 #![allow(clippy::unwrap_used, reason = "fixtures that fail to build should stop the test loudly")]
 
 use gpusight::advice::{Finding, Rule, Severity};
+use gpusight::export::ExportHandle;
 use gpusight::export::kubelet::GpuPods;
 use gpusight::export::metrics::{LABEL_MAX_BYTES, XidMemory, dcgm_bus_id, render, render_with_pods};
 use gpusight::host::job::{JobEnv, job_info};
@@ -194,6 +195,31 @@ fn last_xid_is_carried_across_ticks() {
     assert!(text.contains(r#"err_code="79",err_msg="GPU has fallen off the bus"} 79"#), "{text}");
     let none = render(&machine, &later, &[], "node-a", &XidMemory::default()).unwrap();
     assert!(!none.contains("DCGM_FI_DEV_XID_ERRORS"));
+}
+
+#[test]
+fn a_scrape_serves_the_newest_sample_with_the_xids_of_the_samples_no_one_scraped() {
+    // The handle keeps each sample and renders at the scrape: a sample between two scrapes is never rendered, but
+    // its Xid events are remembered, and two scrapes of one sample serve the same text.
+    let machine = machine_one_gpu(true);
+    let handle = ExportHandle::with_hostname("node-a");
+    assert_eq!(handle.current(), None, "nothing published yet");
+    let mut with_event = tick_with(full_gpu_tick());
+    with_event.events.push(GpuEvent {
+        at_ms: 1,
+        gpu_index: Some(0),
+        kind: GpuEventKind::Xid { code: 48, pid: None, process_name: None },
+        origin: EventOrigin::NvmlEvents,
+        message: "double-bit ECC error".to_owned(),
+    });
+    handle.publish_tick(&machine, &with_event, &[]);
+    let mut later = tick_with(GpuTick { temp_c: Some(71), ..full_gpu_tick() });
+    later.at_ms = with_event.at_ms + 1000;
+    handle.publish_tick(&machine, &later, &[]);
+    let text = handle.current().expect("rendered at the scrape");
+    assert!(text.contains(r#"err_code="48",err_msg="double-bit ECC error"} 48"#), "{text}");
+    assert!(text.contains("DCGM_FI_DEV_GPU_TEMP{") && text.contains("} 71\n"), "the newest sample's reading: {text}");
+    assert_eq!(handle.current().as_deref(), Some(text.as_str()), "a second scrape of the sample");
 }
 
 #[test]

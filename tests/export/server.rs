@@ -39,7 +39,7 @@ fn routes_and_first_sample() {
     let (status, _, body) = get(addr, "/healthz");
     assert_eq!((status, body.as_str()), (503, "waiting for the first sample\n"));
 
-    handle.publish(&synthetic_pipeline("compute:2", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("compute:2", 6, 600));
     let (status, content_type, body) = get(addr, "/metrics");
     assert_eq!(status, 200);
     assert_eq!(content_type, CONTENT_TYPE);
@@ -60,7 +60,7 @@ fn routes_and_first_sample() {
 #[test]
 fn hostname_override() {
     let handle = ExportHandle::with_hostname("node-7");
-    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600));
     assert!(handle.current().unwrap().contains(r#"hostname="node-7""#));
 }
 
@@ -76,7 +76,7 @@ fn port_in_use_is_a_clear_error() {
 #[test]
 fn malformed_and_stalled_clients_do_not_block_others() {
     let handle = ExportHandle::new();
-    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600));
     let server = ExportServer::bind(loopback(), handle).unwrap().spawn().unwrap();
     let addr = server.local_addr();
     // A client that sends half a request line and stalls.
@@ -105,7 +105,7 @@ fn malformed_and_stalled_clients_do_not_block_others() {
 fn promtool_accepts_the_exposition() {
     let Some(promtool) = required("promtool") else { return };
     let handle = ExportHandle::new();
-    handle.publish(&synthetic_pipeline("mixed:8", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("mixed:8", 6, 600));
     let text = handle.current().unwrap();
     let mut child = std::process::Command::new(promtool)
         .args(["check", "metrics"])
@@ -156,7 +156,7 @@ fn keep_alive_request(stream: &mut TcpStream) -> String {
 #[test]
 fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
     let handle = ExportHandle::new();
-    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600));
     let limits = gpusight::export::server::ServerLimits::default();
     let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
     let addr = server.local_addr();
@@ -183,7 +183,7 @@ fn keep_alive_clients_at_the_cap_do_not_stop_a_real_scrape() {
 #[test]
 fn a_connection_serves_a_bounded_number_of_requests() {
     let handle = ExportHandle::new();
-    handle.publish(&synthetic_pipeline("idle:1", 6, 600)).unwrap();
+    handle.publish(&synthetic_pipeline("idle:1", 6, 600));
     let limits = gpusight::export::server::ServerLimits { max_requests_per_connection: 3, ..Default::default() };
     let server = ExportServer::bind(loopback(), handle).unwrap().with_limits(limits).spawn().unwrap();
     let mut stream = TcpStream::connect(server.local_addr()).unwrap();

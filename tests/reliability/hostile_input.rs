@@ -464,7 +464,7 @@ fn small_exporter() -> gpusight::export::server::RunningServer {
     let mut source = synthetic("compute:1");
     let snapshot = next_snapshot(&mut source);
     let handle = ExportHandle::new();
-    handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]).expect("publish");
+    handle.publish_tick(&snapshot.machine, &snapshot.tick, &[]);
     let limits = ServerLimits {
         header_read_timeout: Duration::from_millis(300),
         max_request_bytes: 8192,
