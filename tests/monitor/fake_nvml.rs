@@ -24,6 +24,16 @@ fn the_monitor_draws_an_eight_gpu_board() {
 }
 
 #[test]
+fn a_short_gpu_panel_keeps_a_line_of_its_mig_slices() {
+    // At 200x60 eight GPUs get panels of six rows, which the readings already fill: a MIG GPU gives up its NVLink
+    // line for its slices, packed, led by how many there are.
+    let screen = monitor_on("hgx8-mig", "MIG 7:", 200, 60);
+    assert!(screen.contains("MIG 7:  1g.10gb/GI7"), "GPU 6's seven slices: {screen}");
+    assert!(screen.contains("MIG 2:  3g.40gb/GI1"), "GPU 7's two slices: {screen}");
+    assert!(screen.contains("NVLink 18/18 up"), "the other GPUs keep their NVLink line: {screen}");
+}
+
+#[test]
 fn the_monitor_draws_a_seventy_two_gpu_rack() {
     monitor_on("nvl72", "GB200", 200, 60);
 }

@@ -93,8 +93,8 @@ impl Gpu<'_> {
         ]
     }
 
-    /// The readings column: five lines.
-    fn readings<'s>(&self, paint: &Paint) -> Vec<Line<'s>> {
+    /// The readings column in at most `rows` lines: five, then the NVLink line and the MIG devices where they apply.
+    fn readings<'s>(&self, paint: &Paint, rows: usize) -> Vec<Line<'s>> {
         let util = self.util();
         let mem = self.mem_pct();
         let t = self.tick;
@@ -123,7 +123,10 @@ impl Gpu<'_> {
             Line::from(self.pcie(paint)),
             Line::from(Span::raw(self.gpm().unwrap_or_else(|| "GPM N/A".to_owned()))),
         ];
+        // How much each line matters when the panel is short of rows: 0 always kept, then 1, 2 and 3.
+        let mut rank = vec![0, 0, 2, 2];
         let badges = self.badges(paint);
+        rank.push(1);
         lines.push(if badges.is_empty() {
             Line::from(Span::styled("no throttling in the window", paint.theme.dim))
         } else {
@@ -132,11 +135,21 @@ impl Gpu<'_> {
             Line::from(spans)
         });
         if let Some(nvlink) = self.nvlink_reading() {
+            rank.push(2);
             lines.push(Line::from(Span::raw(nvlink)));
         }
-        // Each MIG device on a line of its own, under the GPU's readings, as far as the panel has rows.
-        for reading in self.mig_readings() {
-            lines.push(Line::from(vec![Span::styled("MIG ", paint.theme.label), Span::raw(reading)]));
+        // The MIG devices under the GPU's readings, as many to a line as fit whole, the first line led by their
+        // count; it outranks the PCIe, GPM and NVLink lines, so a short panel still says what its slices do.
+        for (i, line) in mig_lines(self.mig_readings(), paint).into_iter().enumerate() {
+            rank.push(if i == 0 { 1 } else { 3 });
+            lines.push(line);
+        }
+        // Where the panel is short, the least important lines go, the lowest of them first.
+        while lines.len() > rows {
+            let Some(worst) = rank.iter().copied().max().filter(|r| *r > 0) else { break };
+            let Some(at) = rank.iter().rposition(|r| *r == worst) else { break };
+            rank.remove(at);
+            lines.remove(at);
         }
         // Fan, encoder/decoder, persistence and ECC on the first of the lower lines with room for them.
         if let Some(extras) = self.device_extras() {
@@ -147,6 +160,21 @@ impl Gpu<'_> {
         }
         lines
     }
+}
+
+/// The MIG readings packed into lines of at most [`TEXT_W`] columns, whole readings only; the first line says how
+/// many devices there are.
+fn mig_lines<'s>(readings: Vec<String>, paint: &Paint) -> Vec<Line<'s>> {
+    let Some(n) = std::num::NonZeroUsize::new(readings.len()) else { return Vec::new() };
+    let mut lines: Vec<Line<'s>> = vec![Line::from(Span::styled(format!("MIG {n}:"), paint.theme.label))];
+    for reading in readings {
+        let last = lines.last_mut().filter(|l| l.width() + 2 + reading.chars().count() <= usize::from(TEXT_W));
+        match last {
+            Some(line) => line.spans.push(Span::raw(format!("  {reading}"))),
+            None => lines.push(Line::from(vec![Span::styled("    ", paint.theme.label), Span::raw(reading)])),
+        }
+    }
+    lines
 }
 
 /// Draws `gpu` as a panel filling `area`; the graphs show the last `span_s` seconds.
@@ -192,7 +220,8 @@ pub(super) fn render(gpu: &Gpu<'_>, buf: &mut Buffer, area: Rect, span_s: u64, p
         return;
     }
     let text_w = TEXT_W.min(inner.width);
-    let readings = gpu.readings(paint).into_iter().map(|l| fit_fields(l, usize::from(text_w))).collect();
+    let rows = usize::from(inner.height);
+    let readings = gpu.readings(paint, rows).into_iter().map(|l| fit_fields(l, usize::from(text_w))).collect();
     fill(Rect { width: text_w, ..inner }, buf, readings, paint.theme.base);
     let graphs = Rect { x: inner.x + text_w + 1, width: inner.width.saturating_sub(text_w + 1), ..inner };
     render_graphs(gpu, buf, graphs, span_s, paint);
