@@ -13,8 +13,9 @@
 //! - `combined`: the monitor, and `/metrics` and the doctor's report from the app's pipeline, in one process.
 //!
 //! At 1, 5, 10 and 15 minutes of sample time it prints `/proc/self/status`'s VmRSS, VmHWM and RssAnon and the
-//! process's CPU time per tick since the last report, split into the source's read, history + advice, and the
-//! frame, `/metrics` or report. NVML's calls on the fake take no time (`gpm_call_ms = 0`), so the CPU is
+//! process's CPU time per tick since the last report, split into history + advice and the frame, `/metrics` or
+//! report (the main thread's own CPU time, which they run on) and the source's read (the rest of the process's: NVML's
+//! workers, the GPM thread, the host sampler). NVML's calls on the fake take no time (`gpm_call_ms = 0`), so the CPU is
 //! gpusight's own (and the fake's bookkeeping).
 //!
 //! ```sh
@@ -76,9 +77,20 @@ fn status_kb(field: &str) -> u64 {
 }
 
 /// This process's CPU time (every thread), in nanoseconds.
-fn cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+fn cpu_ns(clock: rustix::time::ClockId) -> u64 {
+    let t = rustix::time::clock_gettime(clock);
     u64::try_from(t.tv_sec).unwrap_or(0) * 1_000_000_000 + u64::try_from(t.tv_nsec).unwrap_or(0)
+}
+
+/// CPU time of every thread of the process.
+fn process_ns() -> u64 {
+    cpu_ns(rustix::time::ClockId::ProcessCPUTime)
+}
+
+/// CPU time of the calling thread: history, advice and the frame run on it, while NVML's workers, the GPM thread
+/// and the host sampler's helpers may run beside it on their own threads.
+fn thread_ns() -> u64 {
+    cpu_ns(rustix::time::ClockId::ThreadCPUTime)
 }
 
 /// One of the programs, fed one snapshot at a time.
@@ -202,17 +214,20 @@ fn run(name: &str, mode: &str, ticks: u64) -> Result<(), Box<dyn Error>> {
     let every = scrape_every();
     print_row(name, mode, 1, &spent, gpus, &program);
     for n in 2..=ticks {
-        let t0 = cpu_ns();
+        let p0 = process_ns();
         let next = snapshot(&mut source, n);
         late += next.tick.gpus.iter().filter(|g| g.state == GpuState::NotAnswering).count();
-        let t1 = cpu_ns();
+        let t1 = thread_ns();
         program.ingest(next);
-        let t2 = cpu_ns();
+        let t2 = thread_ns();
         bytes = program.render(n % every == 0, bytes)?;
-        let t3 = cpu_ns();
-        spent.read += t1 - t0;
+        let t3 = thread_ns();
+        let p3 = process_ns();
+        // History + advice and the frame are this thread's own time; the read is the rest of the process's: the
+        // source's read on every thread, and whatever the other threads did meanwhile.
         spent.ingest += t2 - t1;
         spent.render += t3 - t2;
+        spent.read += (p3 - p0).saturating_sub(t3 - t1);
         spent.ticks += 1;
         if REPORT_AT.contains(&n) || n == ticks {
             let report = program.report();

@@ -99,10 +99,21 @@ impl TableState {
     /// How many rows [`TableState::rows`] gives, without sorting them (the layout asks every frame).
     #[must_use]
     pub fn count(&self, tick: &Tick, fixed: &FixedFilters) -> usize {
+        let filtered = fixed.gpus.is_some()
+            || fixed.user.is_some()
+            || !fixed.pids.is_empty()
+            || fixed.compute
+            || fixed.graphics
+            || self.only_gpu.is_some()
+            || self.only_user.is_some()
+            || !self.filter.is_empty();
         if self.tree {
             self.rows(tick, fixed).len()
-        } else {
+        } else if filtered {
             flat_rows(tick).iter().filter(|row| self.keeps(row, fixed)).count()
+        } else {
+            // A row per NVML entry, none filtered out.
+            tick.gpu_processes.len()
         }
     }
 
