@@ -195,7 +195,12 @@ impl ExportHandle {
 
 async fn metrics(State(handle): State<ExportHandle>) -> Response {
     // A render takes milliseconds to tens of them at scale: off the server's one thread, so other connections go on.
-    let rendered = tokio::task::spawn_blocking(move || handle.rendered()).await.ok().flatten();
+    let renderer = handle.clone();
+    let rendered = match tokio::task::spawn_blocking(move || renderer.rendered()).await {
+        Ok(rendered) => rendered,
+        // The render panicked (said on stderr): what was served before stays served.
+        Err(_) => handle.latest.read().unwrap_or_else(PoisonError::into_inner).clone(),
+    };
     match rendered {
         Some(p) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], p.body.clone()).into_response(),
         None => (StatusCode::SERVICE_UNAVAILABLE, "no sample yet: the sampler has not published its first snapshot\n")
