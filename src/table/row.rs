@@ -190,6 +190,10 @@ mod tests {
 
     #[test]
     fn another_users_process_with_unreadable_io_can_still_be_signalled() {
+        fn row_of<'a>(key: RowKey, gpu: &'a GpuProcess, host: &'a HostProcess) -> ProcessRow<'a> {
+            let gpus = smallvec::smallvec![gpu];
+            ProcessRow { key, pid: gpu.pid, gpus, host: Some(host), depth: 0, last_child: vec![] }
+        }
         // What the host sampler reports for a root-owned process seen by an unprivileged user: stat readable
         // (start time known), I/O counters denied. The kernel, not the table, decides whether the signal goes.
         let tick = tick("compute");
@@ -197,27 +201,11 @@ mod tests {
         let mut host = tick.process(gpu.pid.expect("pid")).expect("host").clone();
         host.unreadable = Some("I/O counters: permission denied".to_owned());
         let key = RowKey { gpu_index: Some(gpu.gpu_index), pid: gpu.pid, start_ticks: host.start_ticks, nth: 0 };
-        let row = ProcessRow {
-            key,
-            pid: gpu.pid,
-            gpus: smallvec::smallvec![gpu],
-            host: Some(&host),
-            depth: 0,
-            last_child: vec![],
-        };
-        assert_eq!(row.why_not_signalable(), None);
-        drop(row);
+        assert_eq!(row_of(key, gpu, &host).why_not_signalable(), None);
         // Without a start time there is nothing to check the identity against: no signal.
         host.start_ticks = None;
         host.unreadable = Some("permission denied".to_owned());
-        let row = ProcessRow {
-            key,
-            pid: gpu.pid,
-            gpus: smallvec::smallvec![gpu],
-            host: Some(&host),
-            depth: 0,
-            last_child: vec![],
-        };
+        let row = row_of(key, gpu, &host);
         assert!(row.why_not_signalable().is_some_and(|why| why.contains("permission denied")));
     }
 
