@@ -26,12 +26,16 @@ pub fn fake_library() -> Option<PathBuf> {
 
 /// What `GPUSIGHT_FAKE_NVML` should say for `name` with every call timed at zero: the generated `scale:` scenarios
 /// already are; a built-in (`nvl72`, `hgx8-mig`) is written to a file in `dir` with `gpm_call_ms = 0` (its GPM
-/// calls otherwise hold their GPU for 1 ms, as the H200's do).
+/// calls otherwise hold their GPU for 1 ms, as the H200's do). A built-in is read from `fake-nvml/scenarios/` under
+/// the working directory when there is one (a checkout the binary was carried to), else under the source tree it was
+/// built from.
 pub fn zero_time_scenario(name: &str, dir: &Path) -> std::io::Result<String> {
     if name.starts_with("scale:") {
         return Ok(name.to_owned());
     }
-    let builtin = Path::new(env!("CARGO_MANIFEST_DIR")).join("fake-nvml/scenarios").join(format!("{name}.toml"));
+    let file = format!("fake-nvml/scenarios/{name}.toml");
+    let here = PathBuf::from(&file);
+    let builtin = if here.is_file() { here } else { Path::new(env!("CARGO_MANIFEST_DIR")).join(&file) };
     let text = std::fs::read_to_string(&builtin)?;
     // A top-level key must come before the first table; the built-ins set no call time of their own.
     let path = dir.join(format!("{name}-zero-time.toml"));
