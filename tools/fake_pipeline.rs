@@ -133,7 +133,7 @@ impl Program {
     /// The frame, or `/metrics` (published every tick, scraped at tick `n` when `scrape` holds); the bytes it made
     /// (`/metrics`: the last scrape's).
     fn render(&mut self, scrape: bool, last: usize) -> Result<usize, Box<dyn Error>> {
-        let scraped = |handle: &ExportHandle| if scrape { handle.current().map_or(0, |t| t.len()) } else { last };
+        let scraped = |handle: &ExportHandle| if scrape { handle.current_body().map_or(0, |t| t.len()) } else { last };
         Ok(match self {
             Self::Monitor { app, terminal, all } => {
                 terminal.draw(|frame| gpusight::ui::draw(frame, app))?;

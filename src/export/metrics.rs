@@ -16,6 +16,7 @@
 //! kubelet) before what it can (its environment, labelled `*_env`).
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::MetricType;
@@ -45,16 +46,17 @@ enum Value {
 }
 
 /// One metric family with its samples in a fixed order. Implements [`EncodeMetric`] so the registry encodes it.
+/// A label set is shared by every sample that carries it (a GPU's ~60 series, a process's two), not copied.
 #[derive(Debug)]
 struct SampleFamily {
     metric_type: MetricType,
-    samples: Vec<(Labels, Value)>,
+    samples: Vec<(Arc<Labels>, Value)>,
 }
 
 impl EncodeMetric for SampleFamily {
     fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
         for (labels, value) in &self.samples {
-            let mut sample = encoder.encode_family(labels)?;
+            let mut sample = encoder.encode_family(labels.as_ref())?;
             match (self.metric_type, *value) {
                 (MetricType::Counter, Value::Int(v)) => sample.encode_counter::<NoLabelSet, _, u64>(&v, None)?,
                 (MetricType::Counter, Value::Float(v)) => sample.encode_counter::<NoLabelSet, _, f64>(&v, None)?,
@@ -116,6 +118,8 @@ pub(crate) const REASON_LABELS: [(u64, &str); 9] = [
 #[derive(Debug)]
 struct Builder {
     families: Vec<SampleFamily>,
+    /// The label set of the last sample pushed, bounded: the next sample with the same labels shares it.
+    last: Option<Arc<Labels>>,
 }
 
 impl Builder {
@@ -131,16 +135,51 @@ impl Builder {
                 SampleFamily { metric_type, samples: Vec::new() }
             })
             .collect();
-        Self { families }
+        Self { families, last: None }
     }
 
-    /// Adds one sample, its label values cut to [`LABEL_MAX_BYTES`]: the one place every label passes.
+    /// Adds one sample, its label values cut to [`LABEL_MAX_BYTES`]: the one place every label passes. Samples
+    /// pushed one after another with equal labels share one copy of them.
     fn push(&mut self, family: Family, labels: &Labels, value: Option<Value>) {
-        if let (Some(value), Some(entry)) = (value, self.families.get_mut(family as usize)) {
-            let labels =
-                labels.iter().map(|(k, v)| (*k, crate::text::bounded(v, LABEL_MAX_BYTES).into_owned())).collect();
-            entry.samples.push((labels, value));
+        let Some(value) = value else { return };
+        let same = self.last.as_ref().filter(|last| {
+            last.len() == labels.len()
+                && last
+                    .iter()
+                    .zip(labels)
+                    .all(|((lk, lv), (k, v))| lk == k && *lv == crate::text::bounded(v, LABEL_MAX_BYTES))
+        });
+        let shared = match same {
+            Some(last) => Arc::clone(last),
+            None => {
+                let bounded =
+                    labels.iter().map(|(k, v)| (*k, crate::text::bounded(v, LABEL_MAX_BYTES).into_owned())).collect();
+                let shared = Arc::new(bounded);
+                self.last = Some(Arc::clone(&shared));
+                shared
+            }
+        };
+        if let Some(entry) = self.families.get_mut(family as usize) {
+            entry.samples.push((shared, value));
         }
+    }
+
+    /// About how many bytes the text of these samples takes (each sample's name, labels and value, a family's
+    /// comment lines), a little over rather than under, so the text is written without growing.
+    fn text_bytes(&self) -> usize {
+        Family::ALL
+            .iter()
+            .zip(&self.families)
+            .filter(|(_, f)| !f.samples.is_empty())
+            .map(|(family, f)| {
+                let def = family.def();
+                let name = def.name.len() + 16;
+                let comments = 3 * name + def.help.len() + 32;
+                let labels = |l: &Labels| l.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>();
+                comments + f.samples.iter().map(|(l, _)| name + labels(l) + 28).sum::<usize>()
+            })
+            .sum::<usize>()
+            + 8
     }
 
     fn into_registry(self) -> Registry {
@@ -260,6 +299,18 @@ pub fn render_with_pods(
     xids: &XidMemory,
     pods: &GpuPods,
 ) -> Result<String, std::fmt::Error> {
+    encode(samples(machine, tick, findings, hostname, xids, pods))
+}
+
+/// Every sample of one snapshot, family by family.
+fn samples(
+    machine: &MachineInfo,
+    tick: &Tick,
+    findings: &[Finding],
+    hostname: &str,
+    xids: &XidMemory,
+    pods: &GpuPods,
+) -> Builder {
     let mut b = Builder::new();
     // The jobs that name a label, by PID, read once per render (none at all on most machines).
     let jobs: HashMap<u32, &JobInfo> = tick
@@ -305,9 +356,18 @@ pub fn render_with_pods(
         ];
         b.push(Family::Finding, &labels, Some(Value::Int(1)));
     }
+    b
+}
+
+/// The text of the samples.
+fn encode(b: Builder) -> Result<String, std::fmt::Error> {
+    // Written into room reserved once and trimmed after: a text of megabytes (8,000 processes, 72 GPUs' links)
+    // grown by doubling would keep up to twice its size, in a heap that does not give it back.
+    let mut text = String::with_capacity(b.text_bytes());
     let registry = b.into_registry();
-    let mut text = String::new();
     prometheus_client::encoding::prometheus_text::encode(&mut text, &registry)?;
+    drop(registry);
+    text.shrink_to_fit();
     Ok(text)
 }
 
@@ -475,4 +535,50 @@ fn rule_name(f: &Finding) -> String {
 /// The severity as JSON spells it (`warning`).
 fn severity_name(f: &Finding) -> String {
     serde_json::to_value(f.severity).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::Source;
+    use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
+
+    /// The machine and a tick of a synthetic spec.
+    fn snapshot(spec: &str) -> (Arc<MachineInfo>, Tick) {
+        let source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+        (source.machine(), source.tick_at(30))
+    }
+
+    #[test]
+    fn the_text_fits_the_room_reserved_for_it() {
+        for spec in ["mixed:8", "scale:8x1000", "mig-slice-busy", "serving", "hw-blip:2", "churn:4", "gpu-lost:2"] {
+            let (machine, tick) = snapshot(spec);
+            let xids = XidMemory::default();
+            let b = samples(&machine, &tick, &[], &machine.hostname, &xids, &GpuPods::default());
+            let reserved = b.text_bytes();
+            let text = encode(b).expect("encodes");
+            assert!(!text.is_empty(), "{spec}");
+            assert!(text.len() <= reserved, "{spec}: {} bytes of text in {reserved} reserved", text.len());
+            // Not so far over that the reservation itself is the waste.
+            assert!(reserved < text.len() * 3 / 2, "{spec}: {reserved} reserved for {} bytes", text.len());
+        }
+    }
+
+    #[test]
+    fn samples_with_equal_labels_share_one_label_set() {
+        let (machine, tick) = snapshot("scale:2x10");
+        let b = samples(&machine, &tick, &[], &machine.hostname, &XidMemory::default(), &GpuPods::default());
+        let sets = |family: Family| -> Vec<*const Labels> {
+            b.families[family as usize].samples.iter().map(|(l, _)| Arc::as_ptr(l)).collect()
+        };
+        let (memory, sm) = (sets(Family::ProcessGpuMemory), sets(Family::ProcessSmUtilization));
+        let listed = tick.gpu_processes.iter().filter(|p| p.pid.is_some() && p.used_gpu_memory_bytes.is_some()).count();
+        assert!(listed > 2);
+        assert_eq!(memory.len(), listed, "a sample per GPU process");
+        assert_eq!(memory, sm, "a process's two series carry one label set");
+        let (clock, temp) = (sets(Family::SmClock), sets(Family::GpuTemp));
+        assert_eq!(clock.len(), 2);
+        assert_eq!(clock, temp, "a GPU's series carry one label set");
+        assert_ne!(clock[0], clock[1], "each GPU its own");
+    }
 }

@@ -170,6 +170,13 @@ impl ExportHandle {
         self.rendered().map(|p| String::from_utf8_lossy(&p.body).into_owned())
     }
 
+    /// The body `/metrics` answers now, shared as a response shares it (no copy of the text): [`Self::current`]
+    /// without the copy, for a caller that measures what a scrape costs.
+    #[must_use]
+    pub fn current_body(&self) -> Option<Bytes> {
+        self.rendered().map(|p| p.body.clone())
+    }
+
     /// What `/metrics` serves: the newest sample, rendered first if no scrape has rendered it. A sample that cannot
     /// be encoded is said on stderr and the previous text stays served.
     fn rendered(&self) -> Option<Arc<Published>> {
