@@ -149,15 +149,14 @@ impl Builder {
                     .zip(labels)
                     .all(|((lk, lv), (k, v))| lk == k && *lv == crate::text::bounded(v, LABEL_MAX_BYTES))
         });
-        let shared = match same {
-            Some(last) => Arc::clone(last),
-            None => {
-                let bounded =
-                    labels.iter().map(|(k, v)| (*k, crate::text::bounded(v, LABEL_MAX_BYTES).into_owned())).collect();
-                let shared = Arc::new(bounded);
-                self.last = Some(Arc::clone(&shared));
-                shared
-            }
+        let shared = if let Some(last) = same {
+            Arc::clone(last)
+        } else {
+            let bounded =
+                labels.iter().map(|(k, v)| (*k, crate::text::bounded(v, LABEL_MAX_BYTES).into_owned())).collect();
+            let shared = Arc::new(bounded);
+            self.last = Some(Arc::clone(&shared));
+            shared
         };
         if let Some(entry) = self.families.get_mut(family as usize) {
             entry.samples.push((shared, value));
