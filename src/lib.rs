@@ -40,7 +40,7 @@
 //!   [`remote`]: `gpusight ssh`, hosts streaming their samples over the system's ssh into one pipeline each, shown
 //!   in the fleet view ([`remote::ssh`] is the one module that runs a program).
 //! - [`units`]: numbers for people, the same units in every output; [`text`]: text from outside (command lines,
-//!   names, labels) made safe to print on a terminal.
+//!   names, labels) made safe to print on a terminal; [`fast_map`]: the hash map of the per-tick paths.
 //! - [`cli`] only parses the command line; [`run`] dispatches it, one module per mode, every real-time mode
 //!   sampling through [`run::feed::spawn_feed`], the event loops joining state and widgets there; `main.rs` only
 //!   calls [`run::main`]. [`config`]: the config file (its `[ui]` section: [`config::ui`]);
@@ -81,6 +81,7 @@ pub mod crash;
 pub mod doctor;
 pub mod exit;
 pub mod export;
+pub mod fast_map;
 pub mod flag_checks;
 pub mod fleet;
 pub mod history;

@@ -1,9 +1,8 @@
 //! The consumer side of the data flow: a snapshot goes into the history, then the advice engine runs. The
 //! monitor, `doctor`, `report`, `export` and `--once` all read what this holds.
 
-use std::collections::{HashMap, HashSet};
-
 use crate::advice::{Advisor, Finding, Thresholds};
+use crate::fast_map::{FastMap, FastSet};
 use crate::history::{History, ProcessBound};
 use crate::sample::Snapshot;
 
@@ -111,7 +110,8 @@ impl Pipeline {
         let active = self.advisor.verdicts();
         // Lookups by key, built once a tick: at scale thousands of verdicts each look for their slot, and each
         // remembered finding asks whether a verdict covers it.
-        let mut slots: HashMap<FindingKey, usize> = HashMap::with_capacity(self.seen.len());
+        let mut slots: FastMap<FindingKey, usize> =
+            FastMap::with_capacity_and_hasher(self.seen.len(), foldhash::fast::RandomState::default());
         for (i, (f, _)) in self.seen.iter().enumerate() {
             slots.entry(f.key()).or_insert(i);
         }
@@ -224,8 +224,8 @@ type FindingKey = (crate::advice::Rule, Option<u32>, Option<u32>);
 
 /// The keys the verdicts `active` cover ([`Finding::covers`]): their own, and those of the findings folded into
 /// them (on their GPU).
-fn covered_keys(active: &[Finding]) -> HashSet<FindingKey> {
-    let mut keys = HashSet::with_capacity(active.len());
+fn covered_keys(active: &[Finding]) -> FastSet<FindingKey> {
+    let mut keys = FastSet::with_capacity_and_hasher(active.len(), foldhash::fast::RandomState::default());
     for verdict in active {
         keys.insert(verdict.key());
         keys.extend(verdict.also.iter().map(|a| (a.rule, verdict.gpu_index, a.pid)));

@@ -7,10 +7,9 @@
 //! [`Advisor`] keeps the active set across evaluations (hysteresis), then applies the diagnosis order (a lost
 //! GPU gets nothing but its loss; an input-bound GPU is not also called cpu-bound) and sorts worst first.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
+use crate::fast_map::FastMap;
 use crate::history::History;
 use crate::sample::UnixMs;
 
@@ -403,8 +402,8 @@ impl Advisor {
         let mut next: Vec<Finding> = Vec::with_capacity(observations.len());
         // The active findings by key (the first of a key, as a scan would find it): thousands of observations at
         // scale each look up their predecessor.
-        let mut previous_since: HashMap<(Rule, Option<u32>, Option<u32>), UnixMs> =
-            HashMap::with_capacity(self.active.len());
+        let mut previous_since: FastMap<(Rule, Option<u32>, Option<u32>), UnixMs> =
+            FastMap::with_capacity_and_hasher(self.active.len(), foldhash::fast::RandomState::default());
         for f in &self.active {
             previous_since.entry(f.key()).or_insert(f.since_ms);
         }

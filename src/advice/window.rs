@@ -3,8 +3,8 @@
 //! for evidence lines.
 
 use std::cell::OnceCell;
-use std::collections::HashMap;
 
+use crate::fast_map::FastMap;
 use crate::history::{History, ProcessSeries, Readings, Window, window_of};
 use crate::sample::{GpuInfo, HostProcess, JobInfo, MachineInfo, ProcessKind, UnixMs};
 
@@ -21,8 +21,8 @@ pub struct Ctx<'a> {
     pub t: &'a Thresholds,
     pub machine: &'a MachineInfo,
     pub now_ms: UnixMs,
-    processes: HashMap<u32, &'a ProcessSeries>,
-    host_processes: HashMap<u32, &'a HostProcess>,
+    processes: FastMap<u32, &'a ProcessSeries>,
+    host_processes: FastMap<u32, &'a HostProcess>,
     /// (GPU, PID) of the compute processes, sorted.
     compute: Vec<(u32, u32)>,
     /// The same pairs as (PID, GPU), sorted: a process's GPUs side by side, for rules that judge a process once.
@@ -40,7 +40,8 @@ impl<'a> Ctx<'a> {
     #[must_use]
     pub fn new(history: &'a History, t: &'a Thresholds) -> Option<Self> {
         let now_ms = history.now_ms()?;
-        let mut processes: HashMap<u32, &'a ProcessSeries> = HashMap::with_capacity(history.processes.len());
+        let mut processes: FastMap<u32, &'a ProcessSeries> =
+            FastMap::with_capacity_and_hasher(history.processes.len(), foldhash::fast::RandomState::default());
         for series in history.processes.values() {
             let newer = processes.get(&series.key.pid).is_none_or(|old| series.last_seen_ms() > old.last_seen_ms());
             if newer {

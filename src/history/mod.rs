@@ -12,7 +12,9 @@
 //! reading in the bytes of the reading, which a process's series hold). This
 //! module holds the [`History`] that pushes a tick into all of them.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::fast_map::FastMap;
 use std::sync::Arc;
 
 use crate::sample::{GpuEvent, MachineInfo, Snapshot, Tick, UnixMs};
@@ -27,7 +29,7 @@ pub mod window;
 
 pub use compact::{Compact, Niche, Readings};
 pub use input::InputSample;
-pub use process::{ProcessBound, ProcessKey, ProcessRow, ProcessSeries};
+pub use process::{Level, ProcessBound, ProcessKey, ProcessRow, ProcessSeries};
 pub use ring::{Ring, Series};
 pub use series::{GpuRow, GpuSeries, HostRow, HostSeries};
 pub use slices::{SliceRow, SliceSeries};
@@ -44,7 +46,7 @@ pub struct History {
     pub host: HostSeries,
     /// Each MIG slice's series (empty without MIG), aligned with `times`.
     pub slices: Vec<SliceSeries>,
-    pub processes: HashMap<ProcessKey, ProcessSeries>,
+    pub processes: FastMap<ProcessKey, ProcessSeries>,
     /// Events, oldest first, at most [`History::MAX_EVENTS`].
     pub events: VecDeque<GpuEvent>,
     latest: Tick,
@@ -84,7 +86,7 @@ impl History {
             gpus,
             host: HostSeries::new(capacity),
             slices: Vec::new(),
-            processes: HashMap::new(),
+            processes: FastMap::default(),
             events: VecDeque::new(),
             latest: Tick::default(),
             n_ticks: 0,

@@ -59,6 +59,8 @@ series_set! {
     /// The history of one process, with its own time column (it lives for part of the machine's history).
     pub struct ProcessSeries {
         pub key: ProcessKey,
+        /// Since when its GPU memory has read one value.
+        pub mem_level: Level,
     }
     series ProcessRow {
         pub times: UnixMs,
@@ -90,6 +92,30 @@ series_set! {
         /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
         /// mode and their read rate, the CPUs the process may run on (see [`InputSample`]).
         pub input: Option<InputSample>,
+    }
+}
+
+/// Since when a reading has held one value, gaps aside: a rule sees that a window is flat without walking it
+/// (most processes' GPU memory, sampled at 8 GPUs × 1,000 processes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Level {
+    value: Option<u64>,
+    /// The time of the first sample of the current value.
+    since_ms: Option<UnixMs>,
+}
+
+impl Level {
+    /// Takes the reading of the sample at `at_ms` (a gap changes nothing).
+    pub fn observe(&mut self, reading: Option<u64>, at_ms: UnixMs) {
+        if let Some(value) = reading.filter(|v| self.value != Some(*v)) {
+            *self = Self { value: Some(value), since_ms: Some(at_ms) };
+        }
+    }
+
+    /// Whether every reading taken at or after `from_ms` is one value (or there is none).
+    #[must_use]
+    pub fn unchanged_from(&self, from_ms: UnixMs) -> bool {
+        self.since_ms.is_none_or(|since| since <= from_ms)
     }
 }
 
@@ -129,7 +155,8 @@ impl History {
             let key = ProcessKey { pid, start_ticks: host.and_then(|h| h.start_ticks) };
             let bound = self.process_bound;
             let capacity = self.capacity.min(bound.points());
-            let series = self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, capacity));
+            let series =
+                self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, Level::default(), capacity));
             let due_ms = bound.min_spacing_ms.saturating_sub(tick_gap_ms / 2);
             if series.last_seen_ms().is_some_and(|seen| tick.at_ms.saturating_sub(seen) < due_ms) {
                 continue;
@@ -147,6 +174,7 @@ impl History {
                 }
             }
             let children = || matching(by_ppid, pid).iter().map(|(_, i)| &tick.processes[*i]);
+            series.mem_level.observe(mem, tick.at_ms);
             series.push_row(process_row(tick, host, mem, sm, children));
         }
     }
@@ -274,6 +302,26 @@ mod tests {
         // 8 GPUs × 1,000 processes keep 300,000 of these samples: the readings are compact (no `Option` padding),
         // so a sample takes 120 bytes over all its series, where `Option` fields took about 200.
         assert!(before / 301 <= 120, "{} bytes a process sample", before / 301);
+    }
+
+    #[test]
+    fn a_level_knows_since_when_a_reading_held_its_value_through_gaps() {
+        let mut level = Level::default();
+        assert!(level.unchanged_from(0), "no reading at all is flat");
+        for (at_ms, reading) in [(1000, Some(5)), (2000, None), (3000, Some(5)), (4000, Some(7)), (5000, None)] {
+            level.observe(reading, at_ms);
+        }
+        assert!(level.unchanged_from(4000) && level.unchanged_from(4500));
+        assert!(!level.unchanged_from(3999), "it changed at 4000");
+        // Through the history: a process whose memory changed once.
+        let mut history = History::new(machine(1), 100);
+        for n in 0..10_u64 {
+            let mut tick = with_process(n * 1000);
+            tick.gpu_processes[0].used_gpu_memory_bytes = Some(if n < 4 { 1 << 30 } else { 2 << 30 });
+            history.push_tick(tick);
+        }
+        let series = history.process(42).expect("series");
+        assert!(series.mem_level.unchanged_from(4000) && !series.mem_level.unchanged_from(3000));
     }
 
     #[test]

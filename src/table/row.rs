@@ -1,8 +1,9 @@
 //! The rows of the process table: one per NVML (GPU, process) entry in the flat view, one per host process in the
 //! tree view (launchers above, workers below), each with a key that follows the process across ticks.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
+use crate::fast_map::FastMap;
 use crate::sample::{GpuProcess, HostProcess, ProcessRole, Tick};
 
 /// Identity of a row: stable across ticks so selection and tags follow the process, not the position.
@@ -93,7 +94,7 @@ impl ProcessRow<'_> {
 /// One row per NVML (GPU, process) entry.
 pub(super) fn flat_rows(tick: &Tick) -> Vec<ProcessRow<'_>> {
     // One lookup table per call: `Tick::process` is a linear search, quadratic over 8 GPUs x 1,000 processes.
-    let by_pid: HashMap<u32, &HostProcess> = tick.processes.iter().map(|p| (p.pid, p)).collect();
+    let by_pid: FastMap<u32, &HostProcess> = tick.processes.iter().map(|p| (p.pid, p)).collect();
     let nth = nth_of_each(&tick.gpu_processes);
     tick.gpu_processes
         .iter()

@@ -168,10 +168,17 @@ struct Growth {
 impl Growth {
     /// The judgement of `process`'s memory, or `None` when neither `enter` nor `stay` holds.
     fn of(process: &ProcessSeries, t: &crate::advice::Thresholds) -> Option<Self> {
-        let (span, fast) = growth_span(&process.times, t)?;
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
-        // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale).
+        // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale). Either window
+        // starts at or after its length before the newest sample, so memory unchanged since the longer one began
+        // is flat in both, seen without a walk.
         let positive = t.vram_growth_min_mib_per_min > 0.0 || t.vram_growth_min_total_mib > 0.0;
+        let longest_ms = t.vram_growth_window_s.max(t.vram_fast_growth_window_s).saturating_mul(1000);
+        let settled = process.last_seen_ms().map(|last| last.saturating_sub(longest_ms));
+        if positive && settled.is_some_and(|from| process.mem_level.unchanged_from(from)) {
+            return None;
+        }
+        let (span, fast) = growth_span(&process.times, t)?;
         if positive && is_flat(span.values(&process.gpu_mem_bytes)) {
             return None;
         }
