@@ -7,3 +7,15 @@ pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomS
 
 /// A `HashSet` hashed by foldhash.
 pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+
+/// An empty [`FastMap`] with room for `capacity` entries.
+#[must_use]
+pub fn map_with_capacity<K, V>(capacity: usize) -> FastMap<K, V> {
+    FastMap::with_capacity_and_hasher(capacity, foldhash::fast::RandomState::default())
+}
+
+/// An empty [`FastSet`] with room for `capacity` keys.
+#[must_use]
+pub fn set_with_capacity<K>(capacity: usize) -> FastSet<K> {
+    FastSet::with_capacity_and_hasher(capacity, foldhash::fast::RandomState::default())
+}

@@ -110,8 +110,7 @@ impl Pipeline {
         let active = self.advisor.verdicts();
         // Lookups by key, built once a tick: at scale thousands of verdicts each look for their slot, and each
         // remembered finding asks whether a verdict covers it.
-        let mut slots: FastMap<FindingKey, usize> =
-            FastMap::with_capacity_and_hasher(self.seen.len(), foldhash::fast::RandomState::default());
+        let mut slots: FastMap<FindingKey, usize> = crate::fast_map::map_with_capacity(self.seen.len());
         for (i, (f, _)) in self.seen.iter().enumerate() {
             slots.entry(f.key()).or_insert(i);
         }
@@ -225,7 +224,7 @@ type FindingKey = (crate::advice::Rule, Option<u32>, Option<u32>);
 /// The keys the verdicts `active` cover ([`Finding::covers`]): their own, and those of the findings folded into
 /// them (on their GPU).
 fn covered_keys(active: &[Finding]) -> FastSet<FindingKey> {
-    let mut keys = FastSet::with_capacity_and_hasher(active.len(), foldhash::fast::RandomState::default());
+    let mut keys = crate::fast_map::set_with_capacity(active.len());
     for verdict in active {
         keys.insert(verdict.key());
         keys.extend(verdict.also.iter().map(|a| (a.rule, verdict.gpu_index, a.pid)));

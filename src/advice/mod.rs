@@ -403,7 +403,7 @@ impl Advisor {
         // The active findings by key (the first of a key, as a scan would find it): thousands of observations at
         // scale each look up their predecessor.
         let mut previous_since: FastMap<(Rule, Option<u32>, Option<u32>), UnixMs> =
-            FastMap::with_capacity_and_hasher(self.active.len(), foldhash::fast::RandomState::default());
+            crate::fast_map::map_with_capacity(self.active.len());
         for f in &self.active {
             previous_since.entry(f.key()).or_insert(f.since_ms);
         }

@@ -41,7 +41,7 @@ impl<'a> Ctx<'a> {
     pub fn new(history: &'a History, t: &'a Thresholds) -> Option<Self> {
         let now_ms = history.now_ms()?;
         let mut processes: FastMap<u32, &'a ProcessSeries> =
-            FastMap::with_capacity_and_hasher(history.processes.len(), foldhash::fast::RandomState::default());
+            crate::fast_map::map_with_capacity(history.processes.len());
         for series in history.processes.values() {
             let newer = processes.get(&series.key.pid).is_none_or(|old| series.last_seen_ms() > old.last_seen_ms());
             if newer {

@@ -13,10 +13,9 @@
 //! module holds the [`History`] that pushes a tick into all of them.
 
 use std::collections::VecDeque;
-
-use crate::fast_map::FastMap;
 use std::sync::Arc;
 
+use crate::fast_map::FastMap;
 use crate::sample::{GpuEvent, MachineInfo, Snapshot, Tick, UnixMs};
 
 pub mod compact;
