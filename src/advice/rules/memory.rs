@@ -574,11 +574,24 @@ pub fn shared_gpu(ctx: &Ctx<'_>) -> Vec<Observation> {
             })
             .take(2)
             .count();
-        let listed: Vec<String> = pids
+        // The first entry of each of the (at most four) listed PIDs on this GPU, found in one pass over the tick's
+        // entries (at 8 GPUs × 1,000 processes, a scan per PID was 32 scans of 8,000 entries a tick).
+        let named = &pids[..pids.len().min(4)];
+        let mut entries = [None; 4];
+        for e in latest.gpu_processes.iter().filter(|e| e.gpu_index == gpu.index) {
+            if let Some(slot) = named.iter().position(|pid| e.pid == Some(*pid))
+                && let Some(entry @ None) = entries.get_mut(slot)
+            {
+                *entry = Some(e);
+                if entries[..named.len()].iter().all(Option::is_some) {
+                    break;
+                }
+            }
+        }
+        let listed: Vec<String> = named
             .iter()
-            .take(4)
-            .map(|pid| {
-                let entry = latest.gpu_processes.iter().find(|p| p.pid == Some(*pid) && p.gpu_index == gpu.index);
+            .zip(entries)
+            .map(|(pid, entry)| {
                 let mem = entry.and_then(|e| e.used_gpu_memory_bytes);
                 let mem = mem.map_or_else(|| "N/A".to_owned(), |m| bytes_label(m as f64));
                 let sm = entry.and_then(|e| e.sm_util_pct).map_or_else(|| "N/A".to_owned(), |s| format!("{s} %"));
