@@ -37,6 +37,8 @@ fn wait_drawn(session: &mut Session) {
     assert!(flags & ECHO == 0 && flags & ICANON == 0, "the monitor runs in raw mode: {flags:o}");
 }
 
+// `GPUSIGHT_TEST_PANIC` exists in debug builds only (the README's `cargo test`); a release build has no such path.
+#[cfg(debug_assertions)]
 #[test]
 fn a_panic_restores_the_terminal_before_the_message() {
     let mut session = Session::gpusight(&["--synthetic", "mixed:2"], &[("GPUSIGHT_TEST_PANIC", "1")], 120, 40);
