@@ -504,6 +504,11 @@ pub struct HostProcess {
     /// read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub serving: Option<Serving>,
+    /// Where its threads spent the time since the previous gather, and what they waited in (see [`ThreadTimes`]);
+    /// read for the GPU processes and their descendants, more often while their GPU waits. Absent between gathers,
+    /// on the first gather of a process, and in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub times: Option<ThreadTimes>,
 }
 
 /// A GPU process's listening TCP sockets (see [`crate::host::serving`]).
@@ -648,6 +653,128 @@ pub struct ThreadCpu {
     pub name: String,
     /// Percent of one core over the last interval.
     pub cpu_pct: f32,
+}
+
+/// How a process's threads spent the time between two gathers, from `/proc/PID/task/TID/schedstat` (the time on a
+/// CPU and the time runnable but waiting for one, to the nanosecond), and what the sleeping ones waited in at the
+/// gather (`wchan`, else `syscall` and the file descriptor it names). The time a thread was neither on a CPU nor
+/// waiting for one it slept; what it slept in is known at the gather only, so the account reads the waits as a
+/// sample over many gathers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ThreadTimes {
+    /// The time the figures cover: since the previous gather of this process, ms.
+    pub span_ms: u32,
+    /// The main thread (TID = PID): the step's own thread in a training process, the loop of a `DataLoader` worker.
+    pub main: ThreadTime,
+    /// Every thread of the process, the main thread included, when all were walked at this gather; `None` when only
+    /// the main thread was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub all: Option<AllThreads>,
+}
+
+/// One thread's time over a gather's span, and its state at the gather.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct ThreadTime {
+    /// ms on a CPU (schedstat's first field; `utime + stime` in clock ticks where the kernel has no schedstat).
+    pub on_cpu_ms: u32,
+    /// ms runnable but waiting for a CPU (schedstat's second field); `None` where the kernel has no schedstat.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_cpu_ms: Option<u32>,
+    /// Its scheduler state at the gather: R, S, D, ...
+    pub state: Option<char>,
+    /// What it waited in at the gather, when it slept (S or D).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<WaitKind>,
+}
+
+/// Every thread of a process over a gather's span.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct AllThreads {
+    /// The time the figures cover: since the previous walk of all the process's threads, ms.
+    pub span_ms: u32,
+    /// Threads walked.
+    pub threads: u32,
+    /// Summed over the threads: ms on a CPU, and ms runnable but waiting for one (`None` without schedstat).
+    pub on_cpu_ms: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_cpu_ms: Option<u32>,
+    /// Threads runnable (R) at the gather.
+    pub runnable: u32,
+    /// The sleeping threads at the gather, counted by what they waited in.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub waits: std::collections::BTreeMap<WaitKind, u32>,
+}
+
+/// What a sleeping thread waits in, from its `wchan` (the kernel function it sleeps in) or, where that is generic or
+/// hidden, its `syscall` and the file descriptor the call names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitKind {
+    /// A lock or condition variable (`futex`): a `queue.Queue` get, the GIL, a CUDA or NCCL host thread's handoff.
+    Lock,
+    /// `poll`, `select` or `epoll` on descriptors it does not name: a multiprocessing queue's pipe, sockets, an
+    /// event loop.
+    Poll,
+    /// A read on a pipe: a multiprocessing queue (a `DataLoader`'s batches, a worker's indices).
+    Pipe,
+    /// A read from local storage: a block device's I/O, a page fault on a file.
+    Read,
+    /// A network or FUSE file system: NFS and Sun RPC, FUSE, SMB, Lustre, Ceph, GPFS, BeeGFS, 9p.
+    RemoteFs,
+    /// Writes reaching storage: `fsync`, dirty-page throttling, writeback, a journal commit.
+    Write,
+    /// A socket: receive, send, connect, accept.
+    Socket,
+    /// The NVIDIA driver: an `ioctl` or `poll` on `/dev/nvidia*` (a blocking synchronize).
+    Gpu,
+    /// Memory reclaim or swap-in: the host is short of memory.
+    Reclaim,
+    /// A timed sleep (`nanosleep`): `time.sleep`.
+    Sleep,
+    /// Anything else (waiting for a child, a signal, an unnamed kernel wait).
+    Other,
+    /// Neither `wchan` nor `syscall` could be read (another user's process without ptrace access).
+    Hidden,
+}
+
+impl WaitKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [Self; 12] = [
+        Self::Lock,
+        Self::Poll,
+        Self::Pipe,
+        Self::Read,
+        Self::RemoteFs,
+        Self::Write,
+        Self::Socket,
+        Self::Gpu,
+        Self::Reclaim,
+        Self::Sleep,
+        Self::Other,
+        Self::Hidden,
+    ];
+
+    /// The kind's name as JSON spells it ("remote_fs").
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Lock => "lock",
+            Self::Poll => "poll",
+            Self::Pipe => "pipe",
+            Self::Read => "read",
+            Self::RemoteFs => "remote_fs",
+            Self::Write => "write",
+            Self::Socket => "socket",
+            Self::Gpu => "gpu",
+            Self::Reclaim => "reclaim",
+            Self::Sleep => "sleep",
+            Self::Other => "other",
+            Self::Hidden => "hidden",
+        }
+    }
 }
 
 impl HostProcess {

@@ -22,6 +22,7 @@ mod processes;
 pub mod remote;
 pub mod serving;
 mod system;
+pub mod threads;
 mod users;
 
 pub use maps::{CudaLibrary, cuda_libraries, environment};
@@ -130,9 +131,15 @@ impl HostSampler {
     /// Reads one tick at `now_ms` (the caller's clock, the same one stamped on the tick): the host-wide
     /// readings, and every process in `gpu_pids` (host PIDs from NVML) with its relatives, sorted by PID.
     pub fn sample(&mut self, now_ms: UnixMs, gpu_pids: &[u32]) -> (HostTick, Vec<HostProcess>) {
+        self.sample_with(now_ms, gpu_pids, &[])
+    }
+
+    /// [`HostSampler::sample`], gathering the threads of the GPU processes in `urgent` (sorted: those whose GPU
+    /// waits or only looks busy) and of their descendants at the urgent cadence ([`threads::Cadence::URGENT`]).
+    pub fn sample_with(&mut self, now_ms: UnixMs, gpu_pids: &[u32], urgent: &[u32]) -> (HostTick, Vec<HostProcess>) {
         let tick = self.system.sample(&self.root, now_ms);
         let clock = processes::Clock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: self.system.boot_time_ms };
-        let processes = self.processes.sample(&self.root, clock, gpu_pids);
+        let processes = self.processes.sample(&self.root, clock, gpu_pids, urgent);
         (tick, processes)
     }
 }

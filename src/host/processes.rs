@@ -20,9 +20,10 @@ use super::remote::{
 };
 use super::serving::{QUIET_SCAN_PERIOD_MS, SCAN_PERIOD_MS as SERVING_SCAN_PERIOD_MS};
 use super::system::seconds_between;
+use super::threads::{self, AllWalk, Cadence, Gatherer};
 use super::users::UserTable;
 use super::{HostRoot, read_text};
-use crate::sample::{HostProcess, JobInfo, ProcessRole, Serving, ThreadCpu, UnixMs};
+use crate::sample::{AllThreads, HostProcess, JobInfo, ProcessRole, Serving, ThreadCpu, ThreadTimes, UnixMs, WaitKind};
 
 /// The note on GPU processes whose host PID cannot be looked up from our PID namespace.
 pub const OUTSIDE_NAMESPACE: &str = "outside this PID namespace";
@@ -51,6 +52,19 @@ struct ThreadPrev {
     start_ticks: u64,
     at_ms: UnixMs,
     cpu_ticks: u64,
+    /// schedstat's on-CPU and runnable nanoseconds, where the kernel has schedstat.
+    sched_ns: Option<(u64, u64)>,
+}
+
+impl ThreadPrev {
+    fn counters(&self) -> threads::Counters {
+        threads::Counters {
+            start_ticks: self.start_ticks,
+            at_ms: self.at_ms,
+            cpu_ticks: self.cpu_ticks,
+            sched_ns: self.sched_ns,
+        }
+    }
 }
 
 /// What one walk over a GPU process's threads found.
@@ -60,6 +74,8 @@ struct ThreadWalk {
     busiest: Option<ThreadCpu>,
     /// Sleeping threads by what their `wchan` waits for (network, file system, writes).
     waits: WaitCounts,
+    /// Every thread's times since the previous walk (the account's evidence); only on a fresh walk, never carried.
+    all: Option<AllThreads>,
 }
 
 /// How often the threads of a GPU process are walked: three small reads per thread (`stat`, `wchan`, `children`),
@@ -87,6 +103,15 @@ struct FdScan {
     start_ticks: u64,
     at_ms: UnixMs,
     found: Option<FdFacts>,
+}
+
+/// The GPU processes and their relatives found at one tick (see [`ProcessSampler::relatives`]).
+struct Relatives {
+    stats: HashMap<u32, io::Result<PidStat>>,
+    roles: BTreeMap<u32, ProcessRole>,
+    walks: HashMap<u32, ThreadWalk>,
+    /// Each descendant's GPU process.
+    owners: HashMap<u32, u32>,
 }
 
 /// Facts about the machine the process reader needs each tick.
@@ -120,6 +145,8 @@ pub(crate) struct ProcessSampler {
     walks: HashMap<u32, WalkCache>,
     /// The last scan of each GPU process's listening sockets (see [`super::serving`]).
     serving_scans: HashMap<u32, ServingScan>,
+    /// The thread counters of the GPU processes and their descendants, for their thread times.
+    gatherer: Gatherer,
 }
 
 /// The last scan of one GPU process's listening sockets, carried between scans.
@@ -145,11 +172,20 @@ impl ProcessSampler {
             jobs: HashMap::new(),
             walks: HashMap::new(),
             serving_scans: HashMap::new(),
+            gatherer: Gatherer::default(),
         }
     }
 
-    /// Reads every GPU process in `gpu_pids` and its relatives, sorted by PID.
-    pub(crate) fn sample(&mut self, root: &HostRoot, clock: Clock, gpu_pids: &[u32]) -> Vec<HostProcess> {
+    /// Reads every GPU process in `gpu_pids` and its relatives, sorted by PID. The processes in `urgent` (GPU
+    /// processes whose GPU waits or only looks busy) and their descendants have their threads gathered at the
+    /// urgent [`Cadence`].
+    pub(crate) fn sample(
+        &mut self,
+        root: &HostRoot,
+        clock: Clock,
+        gpu_pids: &[u32],
+        urgent: &[u32],
+    ) -> Vec<HostProcess> {
         let mut gpus: Vec<u32> = gpu_pids.iter().copied().filter(|p| *p != 0).collect();
         gpus.sort_unstable();
         gpus.dedup();
@@ -165,33 +201,7 @@ impl ProcessSampler {
                 .collect();
         }
         let proc_dir = root.proc_dir.as_path();
-        let mut stats: HashMap<u32, io::Result<PidStat>> = HashMap::new();
-        let mut roles: BTreeMap<u32, ProcessRole> = gpus.iter().map(|p| (*p, ProcessRole::Gpu)).collect();
-        let mut walks: HashMap<u32, ThreadWalk> = HashMap::new();
-        let mut children: Vec<u32> = Vec::new();
-        let mut threads_seen: HashSet<u32> = HashSet::new();
-
-        for &pid in &gpus {
-            let stat = self.read_stat(proc_dir, pid);
-            if let Ok(stat) = &stat {
-                self.add_ancestors(proc_dir, stat, &mut roles, &mut stats);
-                if let Some(walk) = self.walk_when_due(proc_dir, clock, stat, &mut children, &mut threads_seen) {
-                    walks.insert(pid, walk);
-                }
-            }
-            stats.insert(pid, stat);
-        }
-        self.threads_prev.retain(|tid, _| threads_seen.contains(tid));
-        if self.children_files == Some(false) {
-            let parents: HashSet<u32> = gpus.iter().copied().filter(|p| matches!(stats.get(p), Some(Ok(_)))).collect();
-            if !parents.is_empty() {
-                self.scan_children(proc_dir, &parents, &mut children, &mut stats);
-            }
-        }
-        for child in children {
-            roles.entry(child).or_insert(ProcessRole::Child);
-        }
-
+        let Relatives { mut stats, roles, mut walks, owners } = self.relatives(proc_dir, clock, &gpus);
         let mut out = Vec::with_capacity(roles.len());
         let mut seen = HashSet::with_capacity(roles.len());
         self.cgroups.begin_tick();
@@ -203,13 +213,10 @@ impl ProcessSampler {
             match stat {
                 Ok(stat) => {
                     seen.insert(pid);
+                    let owner = if role == ProcessRole::Gpu { Some(pid) } else { owners.get(&pid).copied() };
+                    let urgent = owner.is_some_and(|gpu| urgent.binary_search(&gpu).is_ok());
                     let walk = walks.remove(&pid).unwrap_or_default();
-                    let mut process = self.details(proc_dir, clock, stat, role, walks_in_d(&walk, role));
-                    process.busiest_thread = walk.busiest;
-                    if matches!(role, ProcessRole::Gpu | ProcessRole::Child) {
-                        self.input_path(proc_dir, clock, &mut process, walk.waits);
-                    }
-                    out.push(process);
+                    out.push(self.read_process(proc_dir, clock, stat, role, walk, urgent));
                 }
                 // A relative that vanished is simply not shown; a GPU process NVML still lists gets a row.
                 Err(err) if role == ProcessRole::Gpu || !is_exited(&err) => {
@@ -226,8 +233,81 @@ impl ProcessSampler {
         self.jobs.retain(|pid, _| seen.contains(pid));
         self.walks.retain(|pid, _| seen.contains(pid));
         self.serving_scans.retain(|pid, _| seen.contains(pid));
+        self.gatherer.retain(&seen);
         self.cgroups.end_tick();
         out
+    }
+
+    /// The GPU processes' relatives: their ancestors within the session and their descendants, with the thread walk
+    /// of each GPU process and which GPU process each descendant belongs to.
+    fn relatives(&mut self, proc_dir: &Path, clock: Clock, gpus: &[u32]) -> Relatives {
+        let mut stats: HashMap<u32, io::Result<PidStat>> = HashMap::new();
+        let mut roles: BTreeMap<u32, ProcessRole> = gpus.iter().map(|p| (*p, ProcessRole::Gpu)).collect();
+        let mut walks: HashMap<u32, ThreadWalk> = HashMap::new();
+        let mut owners: HashMap<u32, u32> = HashMap::new();
+        let mut threads_seen: HashSet<u32> = HashSet::new();
+        for &pid in gpus {
+            let stat = self.read_stat(proc_dir, pid);
+            if let Ok(stat) = &stat {
+                self.add_ancestors(proc_dir, stat, &mut roles, &mut stats);
+                let mut children = Vec::new();
+                if let Some(walk) = self.walk_when_due(proc_dir, clock, stat, &mut children, &mut threads_seen) {
+                    walks.insert(pid, walk);
+                }
+                for child in children {
+                    owners.entry(child).or_insert(pid);
+                }
+            }
+            stats.insert(pid, stat);
+        }
+        self.threads_prev.retain(|tid, _| threads_seen.contains(tid));
+        if self.children_files == Some(false) {
+            let parents: HashSet<u32> = gpus.iter().copied().filter(|p| matches!(stats.get(p), Some(Ok(_)))).collect();
+            if !parents.is_empty() {
+                let mut children = Vec::new();
+                self.scan_children(proc_dir, &parents, &mut children, &mut stats);
+                for child in children {
+                    let parent = stats.get(&child).and_then(|s| s.as_ref().ok()).map(|s| s.ppid);
+                    owners.entry(child).or_insert(parent.unwrap_or(0));
+                }
+            }
+        }
+        for child in owners.keys() {
+            roles.entry(*child).or_insert(ProcessRole::Child);
+        }
+        Relatives { stats, roles, walks, owners }
+    }
+
+    /// Reads one process whose `stat` was read: its details, its busiest thread and input path, and its threads'
+    /// times when a gather is due.
+    fn read_process(
+        &mut self,
+        proc_dir: &Path,
+        clock: Clock,
+        stat: PidStat,
+        role: ProcessRole,
+        walk: ThreadWalk,
+        urgent: bool,
+    ) -> HostProcess {
+        let times = match role {
+            // A GPU process's threads are all walked by its thread walk; the main thread is read with each walk.
+            ProcessRole::Gpu => {
+                let cadence = if walk.all.is_some() { Cadence { main_ms: 0, all_ms: 0 } } else { Cadence::of(urgent) };
+                let times = self.gatherer.gather(proc_dir, &stat, clock.now_ms, clock.ticks_per_s, cadence, false);
+                times.map(|t| ThreadTimes { all: walk.all.clone(), ..t })
+            }
+            ProcessRole::Child => {
+                self.gatherer.gather(proc_dir, &stat, clock.now_ms, clock.ticks_per_s, Cadence::of(urgent), true)
+            }
+            ProcessRole::Parent => None,
+        };
+        let mut process = self.details(proc_dir, clock, stat, role, walks_in_d(&walk, role));
+        process.busiest_thread = walk.busiest;
+        process.times = times;
+        if matches!(role, ProcessRole::Gpu | ProcessRole::Child) {
+            self.input_path(proc_dir, clock, &mut process, walk.waits);
+        }
+        process
     }
 
     /// What the input path of a GPU process or a child looks like: its cgroup's CPU limits, threads in network
@@ -379,11 +459,14 @@ impl ProcessSampler {
         if let Some(cached) = self.walks.get(&stat.pid).filter(fresh) {
             children.extend_from_slice(&cached.children);
             seen.extend(cached.tids.iter().copied());
-            return Some(cached.walk.clone());
+            return Some(ThreadWalk { all: None, ..cached.walk.clone() });
         }
         let before = children.len();
         let mut own = HashSet::new();
-        let walk = self.walk_threads(proc_dir, clock, stat.pid, children, &mut own)?;
+        let mut walk = self.walk_threads(proc_dir, clock, stat.pid, children, &mut own)?;
+        let last = self.walks.get(&stat.pid).filter(|c| c.start_ticks == stat.starttime && c.at_ms < clock.now_ms);
+        let span_ms = last.map(|c| u32::try_from(clock.now_ms - c.at_ms).unwrap_or(u32::MAX));
+        walk.all = walk.all.take().zip(span_ms).map(|(all, span_ms)| AllThreads { span_ms, ..all });
         let cache = WalkCache {
             start_ticks: stat.starttime,
             at_ms: clock.now_ms,
@@ -415,6 +498,7 @@ impl ProcessSampler {
             }
         }
         let mut walk = ThreadWalk::default();
+        let mut all = AllWalk::default();
         for entry in std::fs::read_dir(&task_dir).ok()?.flatten() {
             let tid = entry.file_name();
             if let Ok(text) = read_text(tid_path(&mut self.path, &task_dir, &tid, "stat"), &mut self.buf)
@@ -424,13 +508,23 @@ impl ProcessSampler {
                     walk.in_d += 1;
                 }
                 // Only sleeping threads have a wait worth naming; one small read each.
+                let mut kind = None;
                 if matches!(stat.state, 'S' | 'D')
                     && let Ok(wchan) = read_text(tid_path(&mut self.path, &task_dir, &tid, "wchan"), &mut self.buf)
                 {
                     walk.waits.add(classify_wchan(&wchan));
+                    kind = Some(threads::classify_wchan(&wchan).unwrap_or(WaitKind::Hidden));
                 }
+                let sched_ns = read_text(tid_path(&mut self.path, &task_dir, &tid, "schedstat"), &mut self.buf)
+                    .ok()
+                    .and_then(|t| threads::parse_schedstat(&t));
                 let prev = self.threads_prev.get(&stat.pid).copied();
-                let (pct, now) = thread_cpu(prev, &stat, clock);
+                let (pct, now) = thread_cpu(prev, &stat, sched_ns, clock);
+                all.add(
+                    stat.state,
+                    kind,
+                    prev.and_then(|p| threads::times_between(Some(&p.counters()), &now.counters(), clock.ticks_per_s)),
+                );
                 self.threads_prev.insert(stat.pid, now);
                 seen.insert(stat.pid);
                 if let Some(pct) = pct
@@ -445,6 +539,7 @@ impl ProcessSampler {
                 children.extend(parse_children(&text));
             }
         }
+        walk.all = Some(all.finish(0));
         Some(walk)
     }
 
@@ -593,11 +688,17 @@ fn walks_in_d(walk: &ThreadWalk, role: ProcessRole) -> Option<u32> {
 
 /// One thread's CPU use since its previous reading (`None` on the first reading or a reused TID), and the
 /// reading to keep for the next tick.
-fn thread_cpu(prev: Option<ThreadPrev>, stat: &PidStat, clock: Clock) -> (Option<f32>, ThreadPrev) {
+fn thread_cpu(
+    prev: Option<ThreadPrev>,
+    stat: &PidStat,
+    sched_ns: Option<(u64, u64)>,
+    clock: Clock,
+) -> (Option<f32>, ThreadPrev) {
     let now = ThreadPrev {
         start_ticks: stat.starttime,
         at_ms: clock.now_ms,
         cpu_ticks: stat.utime.saturating_add(stat.stime),
+        sched_ns,
     };
     let pct = prev.filter(|p| p.start_ticks == stat.starttime).and_then(|p| {
         let dt_s = seconds_between(p.at_ms, clock.now_ms)?;
@@ -717,15 +818,15 @@ mod tests {
             format!("4243 (pt_data_worker) R 4242 4242 4000 0 -1 0 0 0 0 0 {utime} 10 0 0 20 0 1 0 {start} 1 1 1\n")
         };
         let first = parse_pid_stat(&line(100, 5000)).expect("stat");
-        let (pct, kept) = thread_cpu(None, &first, clock(1_000));
+        let (pct, kept) = thread_cpu(None, &first, None, clock(1_000));
         assert_eq!(pct, None);
         // 98 ticks in 1 s at 100 ticks/s: 98 % of one core.
         let second = parse_pid_stat(&line(198, 5000)).expect("stat");
-        let (pct, _) = thread_cpu(Some(kept), &second, clock(2_000));
+        let (pct, _) = thread_cpu(Some(kept), &second, None, clock(2_000));
         assert!((pct.expect("pct") - 98.0).abs() < 0.01);
         // The same TID with a new start time is another thread: no rate.
         let reused = parse_pid_stat(&line(300, 7000)).expect("stat");
-        assert_eq!(thread_cpu(Some(kept), &reused, clock(2_000)).0, None);
+        assert_eq!(thread_cpu(Some(kept), &reused, None, clock(2_000)).0, None);
     }
 
     #[test]

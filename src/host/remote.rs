@@ -13,7 +13,7 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use super::read_text;
-use crate::sample::RemoteFiles;
+use crate::sample::{RemoteFiles, WaitKind};
 
 /// How many descriptors of one process the fd scan looks at, at most.
 pub const MAX_FDS: usize = 1024;
@@ -69,52 +69,18 @@ impl Wait {
     }
 }
 
-/// `wchan` prefixes of socket waits.
-const SOCKET_WAITS: &[&str] = &["sk_wait_data", "tcp_recvmsg", "inet_wait_for_connect", "sk_stream_wait"];
-
-/// `wchan` prefixes of network file system and FUSE waits: NFS and Sun RPC, FUSE (and virtiofs, which is FUSE),
-/// SMB, Lustre (`ll_`, `ptlrpc`, `osc_`, `cl_sync_io`), Ceph, 9p, GPFS (`cxiWaitEvent`), BeeGFS (`fhgfs`).
-const FS_WAITS: &[&str] = &[
-    "rpc_wait",
-    "nfs",
-    "fuse",
-    "cifs",
-    "smb2",
-    "ll_",
-    "ptlrpc",
-    "osc_",
-    "cl_sync_io",
-    "ceph",
-    "p9_",
-    "v9fs",
-    "cxiWaitEvent",
-    "fhgfs",
-    "beegfs",
-];
-
-/// `wchan` prefixes of write waits: dirty-page throttling, page writeback, journal commits.
-const WRITE_WAITS: &[&str] = &[
-    "balance_dirty_pages",
-    "folio_wait_writeback",
-    "wait_on_page_writeback",
-    "jbd2_log_wait_commit",
-    "xlog_wait",
-    "wb_wait_for_completion",
-];
-
-/// Classifies a `wchan` name. Generic waits (poll, epoll, futex, `wait_woken`) are not counted: a `DataLoader`
-/// worker waiting on its index queue sits in them too.
+/// Classifies a `wchan` name for the per-process counts the rules read (`remote_waits`, `fs_waits`, `write_waits`),
+/// from the one table of waits in [`super::threads::classify_wchan`]. Generic waits (poll, epoll, futex,
+/// `wait_woken`) are not counted: a `DataLoader` worker waiting on its index queue sits in them too; nor is a server
+/// thread blocked in `accept` or a UDP receive: it waits for clients, not for input.
 #[must_use]
 pub fn classify_wchan(wchan: &str) -> Wait {
     let w = wchan.trim();
-    if SOCKET_WAITS.iter().any(|p| w.starts_with(p)) {
-        Wait::Socket
-    } else if w == "request_wait_answer" || FS_WAITS.iter().any(|p| w.starts_with(p)) {
-        Wait::FileSystem
-    } else if WRITE_WAITS.iter().any(|p| w.starts_with(p)) {
-        Wait::Write
-    } else {
-        Wait::Other
+    match super::threads::classify_wchan(w) {
+        Some(WaitKind::Socket) if !w.starts_with("inet_csk_accept") && !w.starts_with("udp_recvmsg") => Wait::Socket,
+        Some(WaitKind::RemoteFs) => Wait::FileSystem,
+        Some(WaitKind::Write) => Wait::Write,
+        _ => Wait::Other,
     }
 }
 

@@ -379,3 +379,48 @@ fn gpu_processes_get_their_job_once_per_process() {
     let (_, procs) = host.sample(T1, &[1200]);
     assert_eq!(find(&procs, 1200).job.as_ref().and_then(|j| j.rank), Some(1));
 }
+
+#[test]
+fn thread_times_come_from_schedstat_with_the_main_threads_wait() {
+    let dir = tree();
+    let d = dir.path();
+    // The GPU process's main thread sleeps reading a pipe (its DataLoader's queue): `wchan` is generic, the call and
+    // its descriptor say what it is. Its other threads: one on a socket, one runnable. Its worker 1300 reads a file.
+    let sched = |d: &Path, rel: &str, run_ms: u64, wait_ms: u64| {
+        write(d, rel, &format!("{} {} 10\n", run_ms * 1_000_000, wait_ms * 1_000_000));
+    };
+    let stat = std::fs::read_to_string(d.join("proc/1200/stat")).unwrap().replacen(") R ", ") S ", 1);
+    write(d, "proc/1200/stat", &stat);
+    write(d, "proc/1200/task/1200/stat", &stat);
+    write(d, "proc/1200/task/1200/wchan", "do_sys_poll");
+    write(d, "proc/1200/task/1200/syscall", "0 0x9 0x7f 0x10000 0x0 0x0 0x0 0x7ffd 0x7f3b\n");
+    std::fs::create_dir_all(d.join("proc/1200/fd")).unwrap();
+    std::os::unix::fs::symlink("pipe:[4242]", d.join("proc/1200/fd/9")).unwrap();
+    write(d, "proc/1200/task/1201/wchan", "sk_wait_data");
+    write(d, "proc/1300/task/1300/wchan", "io_schedule");
+    // One sampler over two ticks 2 s apart, the GPU process urgent.
+    sched(d, "proc/1200/task/1200/schedstat", 100, 10);
+    sched(d, "proc/1200/task/1201/schedstat", 50, 0);
+    sched(d, "proc/1200/task/1202/schedstat", 50, 0);
+    sched(d, "proc/1300/task/1300/schedstat", 100, 0);
+    let mut host = sampler(d);
+    let (_, procs) = host.sample_with(T0, &[1200], &[1200]);
+    assert_eq!(find(&procs, 1200).times, None, "the first gather only sets the counters");
+    sched(d, "proc/1200/task/1200/schedstat", 500, 310);
+    sched(d, "proc/1200/task/1201/schedstat", 850, 0);
+    sched(d, "proc/1200/task/1202/schedstat", 850, 400);
+    sched(d, "proc/1300/task/1300/schedstat", 1300, 100);
+    let (_, procs) = host.sample_with(T1, &[1200], &[1200]);
+    let times = find(&procs, 1200).times.clone().expect("gathered");
+    assert_eq!(times.span_ms, 2_000);
+    assert_eq!((times.main.on_cpu_ms, times.main.wait_cpu_ms), (400, Some(300)));
+    assert_eq!(times.main.wait, Some(crate::sample::WaitKind::Pipe), "{times:?}");
+    let all = times.all.expect("the thread walk is due every 2 s");
+    assert_eq!((all.span_ms, all.threads, all.on_cpu_ms, all.wait_cpu_ms), (2_000, 3, 400 + 800 + 800, Some(700)));
+    assert_eq!(all.waits.get(&crate::sample::WaitKind::Socket), Some(&1));
+    let worker = find(&procs, 1300).times.clone().expect("a worker of an urgent process is gathered too");
+    assert_eq!((worker.main.on_cpu_ms, worker.main.wait_cpu_ms), (1_200, Some(100)));
+    // Not urgent: the main thread is read every 10 s, so nothing is due 1 s later.
+    let (_, procs) = host.sample_with(T1 + 1_000, &[1200], &[]);
+    assert_eq!(find(&procs, 1300).times, None);
+}

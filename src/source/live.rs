@@ -111,7 +111,8 @@ impl LiveSource {
         let mut gpu_pids: Vec<u32> = readout.gpu_processes.iter().filter_map(|p| p.pid).collect();
         gpu_pids.sort_unstable();
         gpu_pids.dedup();
-        let (host, processes) = self.host.sample(at_ms, &gpu_pids);
+        let urgent = urgent_pids(&readout.gpus, &readout.gpu_processes);
+        let (host, processes) = self.host.sample_with(at_ms, &gpu_pids, &urgent);
         Tick {
             at_ms,
             gpus: readout.gpus,
@@ -128,6 +129,30 @@ impl LiveSource {
         }
     }
 }
+
+/// The GPU processes whose GPU waits or only looks busy at this read, sorted: their threads are gathered at the
+/// urgent cadence, since the account attributes that GPU's idle time from them. A GPU waits when a kernel ran less
+/// than [`URGENT_UTIL_PCT`] of the time, and only looks busy when its SMs are active less than
+/// [`URGENT_SM_ACTIVE_PCT`] of the time (GPM); a GPU not read counts as waiting.
+fn urgent_pids(gpus: &[crate::sample::GpuTick], processes: &[crate::sample::GpuProcess]) -> Vec<u32> {
+    let waits = |index: u32| {
+        crate::sample::by_index(gpus, index, |g| g.index).is_none_or(|g| {
+            let idle = g.util_pct.is_none_or(|u| u < URGENT_UTIL_PCT);
+            let hollow = g.gpm.and_then(|m| m.sm_active_pct).is_some_and(|sm| sm < URGENT_SM_ACTIVE_PCT);
+            idle || hollow
+        })
+    };
+    let mut pids: Vec<u32> = processes.iter().filter(|p| waits(p.gpu_index)).filter_map(|p| p.pid).collect();
+    pids.sort_unstable();
+    pids.dedup();
+    pids
+}
+
+/// Below this utilization a GPU waits a real share of the time: the account wants its evidence at full rate. A
+/// healthy training step keeps NVML utilization at 95–100 %; at 90 % a tenth of the GPU's time is already idle.
+const URGENT_UTIL_PCT: u32 = 90;
+/// Below this SM activity a busy-looking GPU is mostly a spinning or tiny kernel (NCCL waiting in a collective).
+const URGENT_SM_ACTIVE_PCT: f32 = 50.0;
 
 /// How long a read waits for the per-GPU workers before it marks a GPU as not answering: most of the interval,
 /// but never so long that a hung GPU holds up the others by more than 0.4 s.

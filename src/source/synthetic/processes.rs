@@ -62,6 +62,7 @@ fn host_process(spec: &SyntheticSpec, info: &GpuInfo, at_ms: UnixMs, p: ProcSpec
         fs_waits: None,
         write_waits: None,
         serving: None,
+        times: None,
     }
 }
 
