@@ -266,9 +266,31 @@ pub fn share_label(share: f64) -> String {
     format!("{:.0} %", share * 100.0)
 }
 
+/// Energy for people: "540 J", "12.3 kJ", "4.1 MJ".
+#[must_use]
+pub fn energy_label(joules: f64) -> String {
+    if joules.abs() >= 1e6 {
+        format!("{:.1} MJ", joules / 1e6)
+    } else if joules.abs() >= 1e4 {
+        format!("{:.0} kJ", joules / 1e3)
+    } else if joules.abs() >= 1e3 {
+        format!("{:.1} kJ", joules / 1e3)
+    } else {
+        format!("{joules:.0} J")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn energy_in_joules_kilojoules_and_megajoules() {
+        assert_eq!(energy_label(540.4), "540 J");
+        assert_eq!(energy_label(1_234.0), "1.2 kJ");
+        assert_eq!(energy_label(45_600.0), "46 kJ");
+        assert_eq!(energy_label(4_100_000.0), "4.1 MJ");
+    }
 
     #[test]
     fn formats_are_compact_and_honest() {

@@ -13,6 +13,7 @@ use crate::fast_map::FastMap;
 use crate::history::History;
 use crate::sample::UnixMs;
 
+pub mod account;
 pub mod group;
 pub mod judging;
 pub mod place;
@@ -114,6 +115,16 @@ pub enum Rule {
     Serving,
     /// A rank whose GPU waits for the job's collectives over PCIe or the network (traffic both ways).
     CommBound,
+    /// The GPU waits for CPUs that other users' processes hold.
+    CpuContention,
+    /// The GPU waits for CPUs the job's own threads oversubscribe (more runnable threads than CPUs).
+    CpuOversubscribed,
+    /// The GPU waits while the job writes checkpoints (or other files) synchronously.
+    CheckpointWrite,
+    /// A process starting up: the GPU waits while it loads its model and data.
+    StartUp,
+    /// A job that restarts again and again: the GPU idles through each start-up.
+    RestartLoop,
 }
 
 impl Rule {
@@ -155,13 +166,18 @@ impl Rule {
             Self::Visibility => "visibility",
             Self::Serving => "serving",
             Self::CommBound => "comm-bound",
+            Self::CpuContention => "cpu-contention",
+            Self::CpuOversubscribed => "cpu-oversubscribed",
+            Self::CheckpointWrite => "checkpoint-write",
+            Self::StartUp => "start-up",
+            Self::RestartLoop => "restart-loop",
         }
     }
 }
 
 impl Rule {
     /// Every variant, in declaration order (a test checks it against the enum's own list of variants).
-    pub const ALL: [Self; 34] = [
+    pub const ALL: [Self; 39] = [
         Self::InputBound,
         Self::CpuBoundInput,
         Self::ThermalThrottle,
@@ -196,6 +212,11 @@ impl Rule {
         Self::Visibility,
         Self::Serving,
         Self::CommBound,
+        Self::CpuContention,
+        Self::CpuOversubscribed,
+        Self::CheckpointWrite,
+        Self::StartUp,
+        Self::RestartLoop,
     ];
 }
 
@@ -242,7 +263,9 @@ impl Rule {
             | Self::VramNearlyFull
             | Self::VramGrowing
             | Self::CollectiveHang
-            | Self::Serving => Step::Health,
+            | Self::Serving
+            | Self::RestartLoop
+            | Self::StartUp => Step::Health,
             Self::HwSlowdown | Self::ThermalThrottle | Self::PowerCapped | Self::ClocksLimited | Self::HbmHot => {
                 Step::Throttling
             }
@@ -259,7 +282,10 @@ impl Rule {
             | Self::MainThreadBound
             | Self::CpusPinned
             | Self::CompileWarmup
-            | Self::CommBound => Step::Throughput,
+            | Self::CommBound
+            | Self::CpuContention
+            | Self::CpuOversubscribed
+            | Self::CheckpointWrite => Step::Throughput,
             Self::PcieDowngraded | Self::NumaMisplaced | Self::HostMemoryPressure | Self::CpuSteal => Step::DataPath,
             Self::DriverSanity => Step::Compatibility,
         }

@@ -188,6 +188,28 @@ pub struct Thresholds {
     pub pinned_busy_pct: f64,
     /// Age (s) below which a process with `torch.compile` workers counts as warming up (compile-warmup).
     pub compile_warmup_max_age_s: u64,
+
+    /// Seconds the account of a job's GPU time is shown and judged over (the advice pane, `--once`): a training step
+    /// lasts 0.05–5 s, so half a minute holds tens to hundreds of steps.
+    pub account_window_s: u64,
+    /// Share (0–1) of a GPU's time a cause must cost, over a covered account window, for its finding to appear: a
+    /// cause that costs 30 % is a 1.4× speed-up once removed; below 20 % a healthy pipeline's jitter, a short
+    /// evaluation or a log flush can account for it.
+    pub account_enter_share: f64,
+    /// Share (0–1) below which a cause's active finding clears (lower than `account_enter_share`).
+    pub account_exit_share: f64,
+    /// Seconds a phase the job passes through periodically (checkpoint writes) is judged over: its cost is its
+    /// share of the time between phases, not of the phase itself, and jobs checkpoint every few minutes.
+    pub phase_window_s: u64,
+    /// Seconds over which restarts of one job are counted (restart-loop): a crash loop restarts every one to a few
+    /// minutes (Kubernetes' back-off caps at 5 minutes).
+    pub restart_window_s: u64,
+    /// Restarts within `restart_window_s` from which the job is in a restart loop: one restart is a recovery, two
+    /// in ten minutes are a pattern.
+    pub restart_min: u32,
+    /// Seconds after a process starts within which its GPU waiting for it is start-up, until the GPU is first busy
+    /// (a model and its data load in seconds to minutes; past ten minutes it is no start-up any more).
+    pub startup_max_s: u64,
 }
 
 impl Default for Thresholds {
@@ -266,6 +288,13 @@ impl Default for Thresholds {
             main_thread_busy_pct: 80.0,
             pinned_busy_pct: 50.0,
             compile_warmup_max_age_s: 900,
+            account_window_s: 30,
+            account_enter_share: 0.3,
+            account_exit_share: 0.2,
+            phase_window_s: 300,
+            restart_window_s: 600,
+            restart_min: 2,
+            startup_max_s: 600,
         }
     }
 }
@@ -298,6 +327,9 @@ impl Thresholds {
             | Rule::CommBound
             | Rule::CompileWarmup
             | Rule::Serving => Some(self.window_s),
+            Rule::CpuContention | Rule::CpuOversubscribed | Rule::StartUp => Some(self.account_window_s),
+            Rule::CheckpointWrite => Some(self.phase_window_s),
+            Rule::RestartLoop => Some(self.restart_window_s),
             Rule::HwSlowdown => Some(self.hw_slowdown_window_s),
             Rule::GpuUnderfed => Some(self.underfed_window_s),
             Rule::RankStraggler => Some(self.straggler_window_s),

@@ -381,6 +381,11 @@ fn short_name(rule: Rule) -> &'static str {
         Rule::Visibility => "blind",
         Rule::Serving => "serving",
         Rule::CommBound => "comm",
+        Rule::CpuContention => "cpu-others",
+        Rule::CpuOversubscribed => "oversub",
+        Rule::CheckpointWrite => "ckpt",
+        Rule::StartUp => "starting",
+        Rule::RestartLoop => "restarts",
     }
 }
 

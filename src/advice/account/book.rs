@@ -1,0 +1,559 @@
+//! The book the accounts are read from: each tick's GPU time per place, attributed to causes when the job's threads
+//! were gathered (the time since the previous gather, in one entry), or booked as waiting the rules name where they
+//! were not. It keeps each place's entries for a bounded time, the totals since the start (the exporter's counters),
+//! the lineages of the jobs (restarts) and what the split needs between gathers.
+
+use std::collections::VecDeque;
+
+use smallvec::SmallVec;
+
+use crate::fast_map::FastMap;
+use crate::history::History;
+use crate::sample::{GpuTick, HostProcess, ProcessRole, UnixMs, WaitKind};
+
+use super::attribute::{Context, GpuTime, StepCpu, StepTimes, WorkerTimes, attribute};
+use super::evidence::{PlaceKey, TickIndex, cpu_wait_split, pcie_busy, readings, worker_times};
+use super::lineage::{Life, Lineages, lineage_key};
+use super::{Account, Basis, Cause, CauseShare};
+use crate::advice::{Finding, Rule, Thresholds};
+
+/// How long after its last gather a step process is still judged from its threads: the calm cadence's period and a
+/// tick to spare. Past it (threads hidden, a recording without them) the waiting goes to the rules' verdict.
+const THREADS_FRESH_MS: u64 = 12_000;
+/// GPU time waiting for a gather is booked anyway after this long, as not attributed.
+const PENDING_MAX_MS: u64 = 20_000;
+/// Entries of one second or less of processes-only time are merged into one.
+const BUCKET_MS: u64 = 1_000;
+/// The most entries a place keeps (a gather a second over fifteen minutes).
+const MAX_ENTRIES: usize = 1_000;
+
+/// Causes booked for one entry.
+type Booked = SmallVec<[(Cause, f32); 4]>;
+
+/// One span of a place's time, attributed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    pub end_ms: UnixMs,
+    /// The job's lineage (an index into the book's names).
+    pub job: u32,
+    pub basis: Basis,
+    pub seconds: f32,
+    pub busy: f32,
+    /// Waiting time booked to causes, seconds.
+    pub causes: Booked,
+    /// Waiting time no thread evidence explained: the rules' verdict takes it when the window is read.
+    pub unattributed: f32,
+    /// Energy while busy and while waiting, joules (from the power readings).
+    pub busy_j: f32,
+    pub wait_j: f32,
+}
+
+/// GPU time not booked yet: since the step process's last gather.
+#[derive(Debug, Clone, Copy, Default)]
+struct Pending {
+    gpu: GpuTime,
+    busy_j: f64,
+    wait_j: f64,
+    since_ms: Option<UnixMs>,
+}
+
+/// What the book keeps of one place.
+#[derive(Debug, Clone, Default)]
+struct PlaceBook {
+    entries: VecDeque<Entry>,
+    pending: Pending,
+    /// The job on the place at the last tick, and the step process.
+    job: Option<u32>,
+    /// The last gather of the step process's threads.
+    last_gather_ms: Option<UnixMs>,
+    /// What the step's main thread slept in at recent gathers, decayed (by [`WaitKind::ALL`]'s order).
+    sleep_mix: [f64; WaitKind::ALL.len()],
+    /// The workers' last gathered times, per second of span, carried to ticks where they were not gathered.
+    workers_per_s: Option<WorkerTimes>,
+    /// Since the place's job left it: its lineage, and the GPU time of the gap.
+    gap: Option<(u32, f32)>,
+}
+
+/// The totals of one job on one place since the book started: the exporter's counters.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    pub seconds: FastMap<Cause, f64>,
+    pub energy_j: f64,
+}
+
+/// Every place's entries, totals and lineages.
+#[derive(Debug, Clone, Default)]
+pub struct AccountBook {
+    places: FastMap<PlaceKey, PlaceBook>,
+    lineages: Lineages,
+    /// The lineage names, by index.
+    names: Vec<String>,
+    ids: FastMap<String, u32>,
+    totals: FastMap<(PlaceKey, u32), Totals>,
+    last_ms: Option<UnixMs>,
+}
+
+/// Everything one place's tick needs to be booked.
+struct PlaceTick<'t> {
+    place: PlaceKey,
+    gpu: &'t GpuTick,
+    time: GpuTime,
+    power_w: Option<f64>,
+    now_ms: UnixMs,
+}
+
+impl AccountBook {
+    /// Books the newest tick of `history`: each place's time since the previous tick, attributed where the job's
+    /// threads were gathered. `verdicts` are the findings of the previous evaluation (the rules' causes).
+    pub fn push(&mut self, history: &History, t: &Thresholds, verdicts: &[Finding]) {
+        let tick = history.latest();
+        let now_ms = tick.at_ms;
+        let dt_ms = self.last_ms.filter(|last| *last < now_ms).map(|last| now_ms - last);
+        self.last_ms = Some(now_ms);
+        let index = TickIndex::new(tick);
+        for gpu in &tick.gpus {
+            for place in places_of(gpu) {
+                let Some(time) = dt_ms.and_then(|dt| {
+                    let (util, sm) = readings(gpu, place.1)?;
+                    GpuTime::of_sample(dt as f64 / 1000.0, util, sm)
+                }) else {
+                    continue;
+                };
+                let power_w = gpu.power_mw.map(|mw| f64::from(mw) / 1000.0).filter(|_| place.1.is_none());
+                let at = PlaceTick { place, gpu, time, power_w, now_ms };
+                self.push_place(&at, &index, history, t, verdicts);
+            }
+        }
+        let keep_ms = keep_ms(t);
+        for book in self.places.values_mut() {
+            while book.entries.front().is_some_and(|e| e.end_ms + keep_ms < now_ms) || book.entries.len() > MAX_ENTRIES {
+                book.entries.pop_front();
+            }
+        }
+        self.lineages.forget_before(now_ms.saturating_sub(t.restart_window_s * 1000));
+    }
+
+    /// Books one place's tick.
+    fn push_place(&mut self, at: &PlaceTick<'_>, index: &TickIndex<'_>, history: &History, t: &Thresholds, verdicts: &[Finding]) {
+        let Some((pid, _shared)) = index.step_on(at.place) else {
+            let book = self.places.entry(at.place).or_default();
+            if let Some(job) = book.job.take() {
+                book.gap = Some((job, 0.0));
+            }
+            if let Some((_, seconds)) = book.gap.as_mut() {
+                *seconds += at.time.seconds as f32;
+            }
+            return;
+        };
+        let host = index.process(pid);
+        let key = host.map_or_else(|| format!("pid:{pid}"), lineage_key);
+        let key = format!("{key}@{}", at.place.0);
+        let job = self.intern(&key);
+        let busy_now = at.time.busy >= 0.5 * at.time.seconds;
+        let life = host.map(|h| self.lineages.observe(&key, h, at.now_ms, busy_now));
+        let verdict = verdict_cause(verdicts, at.place);
+        let book = self.places.entry(at.place).or_default();
+        book.job = Some(job);
+        if let Some((gap_job, seconds)) = book.gap.take().filter(|(j, _)| *j == job)
+            && life.is_some_and(|l| l.restart)
+        {
+            // The GPU sat unused between the job's previous process and this one: the restart's cost.
+            let entry = phase_entry(at.now_ms, gap_job, f64::from(seconds), Cause::RestartLoop, None);
+            add_totals(&mut self.totals, at.place, &entry, verdict);
+            book.entries.push_back(entry);
+        }
+        add_pending(book, at);
+        if let (Some(life), Some(host)) = (life, host)
+            && let Some(cause) = starting(life, host, index, at.now_ms, t)
+        {
+            let entry = flush_as(book, at.now_ms, job, cause);
+            add_totals(&mut self.totals, at.place, &entry, verdict);
+            book.entries.push_back(entry);
+            return;
+        }
+        let gathered = host.and_then(|h| h.times.as_ref()).is_some();
+        if gathered && let Some(host) = host {
+            let ctx = context(at, host, index, history, t, verdicts);
+            let entry = flush_attributed(book, at.now_ms, job, host, index, &ctx);
+            book.last_gather_ms = Some(at.now_ms);
+            add_totals(&mut self.totals, at.place, &entry, verdict);
+            book.entries.push_back(entry);
+            return;
+        }
+        let waiting_for_gather = book.last_gather_ms.is_some_and(|g| at.now_ms.saturating_sub(g) < THREADS_FRESH_MS)
+            && book.pending.since_ms.is_some_and(|s| at.now_ms.saturating_sub(s) < PENDING_MAX_MS);
+        if !waiting_for_gather {
+            let entry = flush_unattributed(book, at.now_ms, job);
+            add_totals(&mut self.totals, at.place, &entry, verdict);
+            merge_or_push(&mut book.entries, entry);
+        }
+    }
+
+    fn intern(&mut self, key: &str) -> u32 {
+        if let Some(id) = self.ids.get(key) {
+            return *id;
+        }
+        let id = u32::try_from(self.names.len()).unwrap_or(u32::MAX);
+        self.names.push(key.to_owned());
+        self.ids.insert(key.to_owned(), id);
+        id
+    }
+
+    /// The restarts of the job now on `place` since `since_ms`.
+    #[must_use]
+    pub fn restarts(&self, place: PlaceKey, since_ms: UnixMs) -> Vec<Life> {
+        let Some(job) = self.places.get(&place).and_then(|b| b.job) else { return Vec::new() };
+        self.name(job).map_or_else(Vec::new, |key| self.lineages.restarts_since(key, since_ms))
+    }
+
+    /// A lineage's name by index ("torch:10.0.0.1:29500@0").
+    #[must_use]
+    pub fn name(&self, job: u32) -> Option<&str> {
+        self.names.get(usize::try_from(job).ok()?).map(String::as_str)
+    }
+
+    /// The totals since the start: per place and job (its name without the place), seconds per cause and energy.
+    pub fn totals(&self) -> impl Iterator<Item = (PlaceKey, &str, &Totals)> {
+        self.totals.iter().filter_map(|((place, job), totals)| {
+            let name = self.name(*job)?;
+            Some((*place, name.rsplit_once('@').map_or(name, |(n, _)| n), totals))
+        })
+    }
+
+    /// Forgets the totals of jobs no longer on any place (their exported series end with them).
+    pub fn forget_ended(&mut self) {
+        let current: Vec<(PlaceKey, u32)> = self.places.iter().filter_map(|(p, b)| Some((*p, b.job?))).collect();
+        self.totals.retain(|key, _| current.contains(key));
+    }
+
+    /// The accounts over the last `window_s` at `now_ms`: one per job and place, with the processes-only waiting
+    /// given to the rules' verdict on the place (`verdicts`). `index` names each job's process and command.
+    #[must_use]
+    pub fn accounts(&self, now_ms: UnixMs, window_s: u64, verdicts: &[Finding], index: &TickIndex<'_>) -> Vec<Account> {
+        let from_ms = now_ms.saturating_sub(window_s.saturating_mul(1000));
+        let mut out = Vec::new();
+        let mut places: Vec<&PlaceKey> = self.places.keys().collect();
+        places.sort_unstable();
+        for place in places {
+            let book = &self.places[place];
+            let mut jobs: Vec<u32> = book.entries.iter().filter(|e| e.end_ms > from_ms).map(|e| e.job).collect();
+            jobs.sort_unstable();
+            jobs.dedup();
+            // The job on the place now first, then the one before it (a restart within the window): at most two.
+            jobs.sort_by_key(|j| Some(*j) != book.job);
+            for job in jobs.into_iter().take(2) {
+                let entries = book.entries.iter().filter(|e| e.end_ms > from_ms && e.job == job);
+                if let Some(account) = self.sum(*place, job, entries, window_s, verdict_cause(verdicts, *place), index) {
+                    out.push(account);
+                }
+            }
+        }
+        out
+    }
+
+    /// Sums one job's entries on one place into an account.
+    fn sum<'e>(
+        &self,
+        place: PlaceKey,
+        job: u32,
+        entries: impl Iterator<Item = &'e Entry>,
+        window_s: u64,
+        verdict: Cause,
+        index: &TickIndex<'_>,
+    ) -> Option<Account> {
+        let mut seconds: FastMap<Cause, f64> = FastMap::default();
+        let (mut total, mut busy_j, mut wait_j, mut from_threads, mut waiting) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let mut any_power = false;
+        for e in entries {
+            total += f64::from(e.seconds);
+            *seconds.entry(Cause::Busy).or_insert(0.0) += f64::from(e.busy);
+            for &(cause, s) in &e.causes {
+                *seconds.entry(cause).or_insert(0.0) += f64::from(s);
+                waiting += f64::from(s);
+                if e.basis == Basis::Threads {
+                    from_threads += f64::from(s);
+                }
+            }
+            if e.unattributed > 0.0 {
+                *seconds.entry(verdict).or_insert(0.0) += f64::from(e.unattributed);
+                waiting += f64::from(e.unattributed);
+            }
+            busy_j += f64::from(e.busy_j);
+            wait_j += f64::from(e.wait_j);
+            any_power |= e.busy_j > 0.0 || e.wait_j > 0.0;
+        }
+        if total <= 0.0 {
+            return None;
+        }
+        let basis = if waiting <= 0.0 || from_threads >= waiting / 2.0 { Basis::Threads } else { Basis::Processes };
+        let mut causes: Vec<CauseShare> = seconds
+            .into_iter()
+            .filter(|(_, s)| *s > 0.0)
+            .map(|(cause, s)| {
+                let energy_j = any_power.then(|| {
+                    if cause == Cause::Busy {
+                        busy_j
+                    } else {
+                        wait_j * s / waiting.max(f64::EPSILON)
+                    }
+                });
+                CauseShare { cause, seconds: s, share: s / total, energy_j }
+            })
+            .collect();
+        causes.sort_by(|a, b| (b.cause == Cause::Busy).cmp(&(a.cause == Cause::Busy)).then(b.seconds.total_cmp(&a.seconds)));
+        let name = self.name(job)?;
+        let job_key = name.rsplit_once('@').map_or(name, |(n, _)| n).to_owned();
+        let step = index.step_on(place);
+        let current = self.places.get(&place).and_then(|b| b.job) == Some(job);
+        let pid = step.filter(|_| current).map(|(pid, _)| pid);
+        let host = pid.and_then(|p| index.process(p));
+        Some(Account {
+            gpu_index: place.0,
+            gpu_instance_id: place.1,
+            job: host.and_then(|h| h.job.as_ref()).map_or(job_key, |j| j.key.clone()),
+            pid,
+            command: host.map(|h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() }).unwrap_or_default(),
+            window_s: window_s as f64,
+            seconds: total,
+            basis,
+            causes,
+            energy_j: any_power.then_some(busy_j + wait_j),
+            alone: step.is_some_and(|(_, shared)| shared == 0),
+            unseen: unseen(basis, host),
+        })
+    }
+}
+
+/// How long the book keeps a place's entries: the longest window it is read over (doctor reads its whole watch from
+/// the totals past that).
+fn keep_ms(t: &Thresholds) -> u64 {
+    t.account_window_s.max(t.phase_window_s).max(900).saturating_mul(1000)
+}
+
+/// The places of a GPU: its slices in MIG mode (those with an instance id), else the GPU.
+fn places_of(gpu: &GpuTick) -> Vec<PlaceKey> {
+    let slices: Vec<PlaceKey> = gpu.mig.iter().filter_map(|m| m.gpu_instance_id).map(|gi| (gpu.index, Some(gi))).collect();
+    if slices.is_empty() { vec![(gpu.index, None)] } else { slices }
+}
+
+/// The cause the rules' verdict on a place names: its own rule's cause, or for gpu-underfed the cause it defers to;
+/// not determined where no verdict names one.
+fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> Cause {
+    let here = |f: &&Finding| f.gpu_index == Some(place.0) && f.gpu_instance_id == place.1;
+    let named = |f: &Finding| match f.rule {
+        Rule::GpuUnderfed | Rule::IdleHolder => f.cause.and_then(Cause::of_rule),
+        Rule::CollectiveHang => Some(Cause::CommBound),
+        rule => Cause::of_rule(rule).filter(|c| !c.is_healthy() || *c == Cause::Serving),
+    };
+    verdicts.iter().filter(here).filter(|f| f.severity >= crate::advice::Severity::Warning || f.cause.is_none()).find_map(named).unwrap_or(Cause::NotDetermined)
+}
+
+fn add_pending(book: &mut PlaceBook, at: &PlaceTick<'_>) {
+    let p = &mut book.pending;
+    p.since_ms.get_or_insert(at.now_ms - (at.time.seconds * 1000.0) as u64);
+    p.gpu.add(at.time);
+    if let Some(w) = at.power_w {
+        let seconds = at.time.seconds.max(f64::EPSILON);
+        p.busy_j += w * at.time.busy / seconds * at.time.seconds;
+        p.wait_j += w * (at.time.seconds - at.time.busy) / seconds * at.time.seconds;
+    }
+}
+
+/// An entry whose whole waiting time went to one cause (a phase of the job's life).
+fn phase_entry(end_ms: UnixMs, job: u32, seconds: f64, cause: Cause, pending: Option<Pending>) -> Entry {
+    let p = pending.unwrap_or(Pending { gpu: GpuTime { seconds, idle: seconds, ..GpuTime::default() }, ..Pending::default() });
+    let waiting = p.gpu.idle + p.gpu.looks_busy;
+    Entry {
+        end_ms,
+        job,
+        basis: Basis::Threads,
+        seconds: p.gpu.seconds as f32,
+        busy: p.gpu.busy as f32,
+        causes: if waiting > 0.0 { smallvec::smallvec![(cause, waiting as f32)] } else { SmallVec::new() },
+        unattributed: 0.0,
+        busy_j: p.busy_j as f32,
+        wait_j: p.wait_j as f32,
+    }
+}
+
+fn flush_as(book: &mut PlaceBook, end_ms: UnixMs, job: u32, cause: Cause) -> Entry {
+    let pending = std::mem::take(&mut book.pending);
+    phase_entry(end_ms, job, 0.0, cause, Some(pending))
+}
+
+fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32) -> Entry {
+    let p = std::mem::take(&mut book.pending);
+    Entry {
+        end_ms,
+        job,
+        basis: Basis::Processes,
+        seconds: p.gpu.seconds as f32,
+        busy: p.gpu.busy as f32,
+        causes: SmallVec::new(),
+        unattributed: (p.gpu.idle + p.gpu.looks_busy) as f32,
+        busy_j: p.busy_j as f32,
+        wait_j: p.wait_j as f32,
+    }
+}
+
+/// Adds a processes-only entry to the last one when both are within one bucket and of the same job.
+fn merge_or_push(entries: &mut VecDeque<Entry>, entry: Entry) {
+    if let Some(last) = entries.back_mut()
+        && last.basis == Basis::Processes
+        && last.job == entry.job
+        && entry.end_ms.saturating_sub(last.end_ms) < BUCKET_MS
+        && last.seconds < (BUCKET_MS / 1000) as f32
+    {
+        last.end_ms = entry.end_ms;
+        last.seconds += entry.seconds;
+        last.busy += entry.busy;
+        last.unattributed += entry.unattributed;
+        last.busy_j += entry.busy_j;
+        last.wait_j += entry.wait_j;
+        return;
+    }
+    entries.push_back(entry);
+}
+
+/// The time since the last gather, split from the step process's threads and its workers'.
+fn flush_attributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32, host: &HostProcess, index: &TickIndex<'_>, ctx: &Context) -> Entry {
+    let pending = std::mem::take(&mut book.pending);
+    let times = host.times.as_ref().expect("flush_attributed is called with gathered times");
+    let span_ms = f64::from(times.span_ms.max(1));
+    let main_sleep = match times.main.wait.filter(|_| matches!(times.main.state, Some('S' | 'D'))) {
+        Some(kind) => {
+            decay(&mut book.sleep_mix, kind);
+            vec![(kind, 1.0)]
+        }
+        None => mix_of(&book.sleep_mix),
+    };
+    let workers = worker_times(index.below(host.pid), span_ms).map(|w| {
+        if w.producing_ms() + w.idle_ms > 0.0 {
+            book.workers_per_s = Some(scaled(w, 1000.0 / span_ms));
+            w
+        } else {
+            book.workers_per_s.map_or(w, |per_s| WorkerTimes { count: w.count, ..scaled(per_s, span_ms / 1000.0) })
+        }
+    });
+    let step = StepTimes {
+        span_ms,
+        main_on_cpu_ms: f64::from(times.main.on_cpu_ms),
+        main_wait_cpu_ms: f64::from(times.main.wait_cpu_ms.unwrap_or(0)),
+        main_sleep,
+        workers,
+    };
+    let causes = attribute(pending.gpu, &step, ctx);
+    Entry {
+        end_ms,
+        job,
+        basis: Basis::Threads,
+        seconds: pending.gpu.seconds as f32,
+        busy: pending.gpu.busy as f32,
+        causes: causes.into_iter().map(|(c, s)| (c, s as f32)).collect(),
+        unattributed: 0.0,
+        busy_j: pending.busy_j as f32,
+        wait_j: pending.wait_j as f32,
+    }
+}
+
+fn scaled(w: WorkerTimes, by: f64) -> WorkerTimes {
+    WorkerTimes {
+        count: w.count,
+        on_cpu_ms: w.on_cpu_ms * by,
+        wait_cpu_ms: w.wait_cpu_ms * by,
+        read_ms: w.read_ms * by,
+        remote_ms: w.remote_ms * by,
+        reclaim_ms: w.reclaim_ms * by,
+        idle_ms: w.idle_ms * by,
+    }
+}
+
+/// Counts one sampled wait into a mix that forgets old samples (a tenth a gather: about the last ten count).
+fn decay(mix: &mut [f64; WaitKind::ALL.len()], kind: WaitKind) {
+    for (i, share) in mix.iter_mut().enumerate() {
+        *share = *share * 0.9 + if WaitKind::ALL[i] == kind { 0.1 } else { 0.0 };
+    }
+}
+
+/// The decayed mix as shares adding up to 1 (empty before any sample).
+fn mix_of(mix: &[f64; WaitKind::ALL.len()]) -> Vec<(WaitKind, f64)> {
+    let total: f64 = mix.iter().sum();
+    if total <= 0.0 {
+        return Vec::new();
+    }
+    WaitKind::ALL.iter().zip(mix).filter(|(_, s)| **s > 0.0).map(|(k, s)| (*k, s / total)).collect()
+}
+
+/// Whether the step process is still starting (young, and its GPU not yet busy since it started), and as what: a
+/// restart, a compile, or a start-up.
+fn starting(life: Life, host: &HostProcess, index: &TickIndex<'_>, now_ms: UnixMs, t: &Thresholds) -> Option<Cause> {
+    if life.first_busy_ms.is_some() || now_ms.saturating_sub(life.started_ms) >= t.startup_max_s.saturating_mul(1000) {
+        return None;
+    }
+    let compiling = index.below(host.pid).iter().any(|p| p.is_compile_worker() && p.cpu_pct.is_some_and(|c| c >= 1.0));
+    Some(if life.restart {
+        Cause::RestartLoop
+    } else if compiling {
+        Cause::CompileWarmup
+    } else {
+        Cause::StartUp
+    })
+}
+
+/// What the split needs to know about the job on a place at this tick.
+fn context(at: &PlaceTick<'_>, host: &HostProcess, index: &TickIndex<'_>, history: &History, t: &Thresholds, verdicts: &[Finding]) -> Context {
+    let rank = index.is_rank(host);
+    let key = host.job.as_ref().map(|j| j.key.as_str());
+    let job_of = |pid: Option<u32>| pid.and_then(|p| index.process(p)).and_then(|p| p.job.as_ref()).map(|j| j.key.as_str());
+    let straggler_elsewhere = rank
+        && verdicts.iter().any(|f| f.rule == Rule::RankStraggler && f.gpu_index != Some(at.place.0) && job_of(f.pid) == key);
+    let here = |rule: Rule| verdicts.iter().any(|f| f.rule == rule && f.gpu_index == Some(at.place.0));
+    let workers = index.below(host.pid).iter().any(|p| p.role == ProcessRole::Child && !p.is_compile_worker());
+    let reads = host.read_bytes_per_s.is_some_and(|r| r >= 1 << 20)
+        || host.remote_files.as_ref().is_some_and(|f| f.read_only > 0);
+    let sends_back = at.gpu.pcie_tx_kbps.is_some_and(|tx| f64::from(tx) / 1024.0 >= t.main_thread_d2h_mib_s);
+    let step_cpu = if here(Rule::LaunchBound) {
+        StepCpu::Launch
+    } else if here(Rule::H2dCopyBound) {
+        StepCpu::Copy
+    } else if !workers && reads && !sends_back {
+        StepCpu::DataPrep
+    } else {
+        StepCpu::MainThread
+    };
+    let info = crate::sample::by_index(&history.machine().gpus, at.place.0, |g| g.index);
+    Context {
+        rank,
+        straggler_elsewhere,
+        serving: !rank && host.serving.as_ref().is_some_and(|s| s.connections > 0),
+        pcie_busy: pcie_busy(at.gpu, info.and_then(|i| i.max_pcie_gen), info.and_then(|i| i.max_pcie_width)),
+        step_cpu,
+        cpu_wait: cpu_wait_split(history.machine(), index.tick, host, index.below(host.pid), t.quota_throttled_pct),
+    }
+}
+
+/// Adds an entry to its job's totals, the processes-only waiting to the verdict's cause.
+fn add_totals(totals: &mut FastMap<(PlaceKey, u32), Totals>, place: PlaceKey, entry: &Entry, verdict: Cause) {
+    let t = totals.entry((place, entry.job)).or_default();
+    *t.seconds.entry(Cause::Busy).or_insert(0.0) += f64::from(entry.busy);
+    for &(cause, s) in &entry.causes {
+        *t.seconds.entry(cause).or_insert(0.0) += f64::from(s);
+    }
+    if entry.unattributed > 0.0 {
+        *t.seconds.entry(verdict).or_insert(0.0) += f64::from(entry.unattributed);
+    }
+    t.energy_j += f64::from(entry.busy_j + entry.wait_j);
+}
+
+/// What an account could not see.
+fn unseen(basis: Basis, host: Option<&HostProcess>) -> Vec<String> {
+    if basis == Basis::Threads {
+        return Vec::new();
+    }
+    let why = match host.and_then(|h| h.unreadable.as_deref()) {
+        Some(reason) => format!("the job's threads could not be read ({reason})"),
+        None => "thread times were not read (a recording made before gpusight read them, or threads hidden from it)"
+            .to_owned(),
+    };
+    vec![format!("{why}: the waiting time goes to the cause the rules name from the per-process readings")]
+}
