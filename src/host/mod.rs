@@ -118,7 +118,7 @@ impl HostSampler {
         Self {
             ticks_per_s: procfs::ticks_per_second(),
             system,
-            net: net::NetSampler::new(),
+            net: net::NetSampler::new(&root),
             processes,
             others,
             in_initial_pid_ns,
@@ -150,7 +150,7 @@ impl HostSampler {
     /// CPUs are contended the processes outside them.
     pub fn sample(&mut self, now_ms: UnixMs, gpu_pids: &[u32]) -> (HostTick, Vec<HostProcess>) {
         let mut tick = self.system.sample(&self.root, now_ms);
-        tick.net = self.net.sample(&self.root, now_ms);
+        tick.net = self.net.sample(now_ms);
         let clock = processes::Clock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: self.system.boot_time_ms };
         let processes = self.processes.sample(&self.root, clock, gpu_pids);
         if self.in_initial_pid_ns {

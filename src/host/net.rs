@@ -41,8 +41,12 @@ struct Counters {
 }
 
 /// Reads the network counters each tick and keeps the previous read's, so the second tick on has rates.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct NetSampler {
+    /// `/proc/net/dev`, `/sys/class/net` and `/sys` (where the InfiniBand ports are listed).
+    net_dev: PathBuf,
+    class_net: PathBuf,
+    sys_dir: PathBuf,
     prev: FastMap<String, Counters>,
     prev_at_ms: Option<UnixMs>,
     /// How many reads were made; marks which entries the latest read saw.
@@ -53,30 +57,40 @@ pub struct NetSampler {
 }
 
 impl NetSampler {
+    /// A sampler of the files under `root`.
     #[must_use]
-    pub fn new() -> Self {
-        Self::default()
+    pub fn new(root: &HostRoot) -> Self {
+        Self {
+            net_dev: root.proc_dir.join("net/dev"),
+            class_net: root.sys_dir.join("class/net"),
+            sys_dir: root.sys_dir.clone(),
+            prev: FastMap::default(),
+            prev_at_ms: None,
+            reads: 0,
+            ports: Vec::new(),
+            ports_listed_at_ms: None,
+            buf: Vec::with_capacity(4096),
+        }
     }
 
     /// Reads every interface and port at `now_ms` and returns their rates since the previous call: empty on the
     /// first call; an interface or port that is new, or whose counter went backwards or wrapped, has no rate this
     /// tick. At most [`NetRate::MAX_LISTED`], the busiest (received plus sent) first, ties by name.
-    pub fn sample(&mut self, root: &HostRoot, now_ms: UnixMs) -> Vec<NetRate> {
+    pub fn sample(&mut self, now_ms: UnixMs) -> Vec<NetRate> {
         let dt_s = self.prev_at_ms.and_then(|at| seconds_between(at, now_ms));
         self.reads += 1;
         let read = self.reads;
         let mut rates = Vec::new();
-        let Self { prev, buf, .. } = self;
-        if let Ok(text) = read_text(&root.proc_dir.join("net/dev"), buf) {
-            let class_net = root.sys_dir.join("class/net");
+        let Self { prev, buf, net_dev, class_net, .. } = self;
+        if let Ok(text) = read_text(net_dev, buf) {
             for dev in parse_net_dev(&text).into_iter().filter(|d| d.name != LOOPBACK) {
-                let kind = || netdev_kind(&class_net, dev.name);
+                let kind = || netdev_kind(class_net, dev.name);
                 rates.extend(advance(prev, read, (dev.name, kind), (dev.rx_bytes, dev.tx_bytes), dt_s));
             }
         }
         let listed = self.ports_listed_at_ms.is_some_and(|at| now_ms.saturating_sub(at) < PORT_LIST_PERIOD_MS);
         if !listed {
-            self.ports = list_ib_ports(&root.sys_dir);
+            self.ports = list_ib_ports(&self.sys_dir);
             self.ports_listed_at_ms = Some(now_ms);
         }
         for port in &self.ports {
@@ -202,14 +216,14 @@ mod tests {
         write(d, "sys/class/net/br0/bridge/stp_state", "0\n");
         write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "1000\n");
         write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "2000\n");
-        let mut net = NetSampler::new();
-        assert!(net.sample(&root, 10_000).is_empty(), "rates need two reads");
+        let mut net = NetSampler::new(&root);
+        assert!(net.sample(10_000).is_empty(), "rates need two reads");
 
         // 2 s later: eth0 received 4 MB and sent 1 MB; the port moved 1 M and 2 M words (4 and 8 MB).
         write(d, "proc/net/dev", &net_dev(&[("lo", 9, 9), ("eth0", 4_001_000, 1_002_000), ("br0", 100, 0)]));
         write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "1001000\n");
         write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "2002000\n");
-        let rates = net.sample(&root, 12_000);
+        let rates = net.sample(12_000);
         let names: Vec<&str> = rates.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, vec!["mlx5_0/1", "eth0", "br0"], "busiest first, loopback left out");
         let ib = rate(&rates, "mlx5_0/1");
@@ -222,11 +236,11 @@ mod tests {
         // tick, and the next tick measures from the new values.
         write(d, "proc/net/dev", &net_dev(&[("eth0", 500, 1_002_100), ("br0", 100, 0)]));
         write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "10\n");
-        let rates = net.sample(&root, 13_000);
+        let rates = net.sample(13_000);
         let names: Vec<&str> = rates.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names, vec!["br0"]);
         write(d, "proc/net/dev", &net_dev(&[("eth0", 1_500, 1_002_100), ("br0", 100, 0)]));
-        let rates = net.sample(&root, 14_000);
+        let rates = net.sample(14_000);
         assert_eq!(rate(&rates, "eth0").rx_bytes_per_s, 1_000);
         assert_eq!(rate(&rates, "mlx5_0/1").rx_bytes_per_s, 0);
     }
@@ -241,36 +255,36 @@ mod tests {
             names.iter().enumerate().map(|(i, n)| (n.as_str(), scale * i as u64, 0)).collect()
         };
         write(d, "proc/net/dev", &net_dev(&lines(0)));
-        let mut net = NetSampler::new();
-        net.sample(&root, 1_000);
+        let mut net = NetSampler::new(&root);
+        net.sample(1_000);
         write(d, "proc/net/dev", &net_dev(&lines(1_000)));
-        let rates = net.sample(&root, 2_000);
+        let rates = net.sample(2_000);
         assert_eq!(rates.len(), NetRate::MAX_LISTED);
         assert_eq!((rates[0].name.as_str(), rates[0].rx_bytes_per_s), ("veth19", 19_000));
         assert_eq!(rates[15].name, "veth04", "the four quietest are left out");
 
         // veth19 goes away and comes back: it is new again, with no rate on its first read back.
         write(d, "proc/net/dev", &net_dev(&lines(1_000)[..19]));
-        net.sample(&root, 3_000);
+        net.sample(3_000);
         write(d, "proc/net/dev", &net_dev(&lines(2_000)));
-        let rates = net.sample(&root, 4_000);
+        let rates = net.sample(4_000);
         assert!(rates.iter().all(|r| r.name != "veth19"), "{rates:?}");
         write(d, "proc/net/dev", &net_dev(&lines(3_000)));
-        assert_eq!(net.sample(&root, 5_000)[0].name, "veth19", "measured again");
+        assert_eq!(net.sample(5_000)[0].name, "veth19", "measured again");
     }
 
     #[test]
     fn no_files_no_rates() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = HostRoot::under(dir.path());
-        let mut net = NetSampler::new();
-        assert!(net.sample(&root, 1_000).is_empty());
-        assert!(net.sample(&root, 2_000).is_empty());
+        let mut net = NetSampler::new(&root);
+        assert!(net.sample(1_000).is_empty());
+        assert!(net.sample(2_000).is_empty());
         // A saturated 32-bit port counter is not a reading.
         write(dir.path(), "sys/class/infiniband/mlx4_0/ports/1/counters/port_rcv_data", "4294967295\n");
         write(dir.path(), "sys/class/infiniband/mlx4_0/ports/1/counters/port_xmit_data", "5\n");
-        let mut net = NetSampler::new();
-        net.sample(&root, 1_000);
-        assert!(net.sample(&root, 2_000).is_empty());
+        let mut net = NetSampler::new(&root);
+        net.sample(1_000);
+        assert!(net.sample(2_000).is_empty());
     }
 }
