@@ -533,7 +533,7 @@ mod tests {
         assert!(text.contains("watched 2 GPUs for 30 s (31 samples)"), "{text}");
         // A 30 s watch cannot judge the idle-holder's 5-minute window, and says so before the verdict.
         let not_judged = text.find("Not judged:\n").expect("not judged");
-        assert!(text.contains("  - idle-holder (needs 5 min of data, watched 30 s"), "{text}");
+        assert!(text.contains("  - idle-holder, checkpoint-write (needs 5 min of data, watched 30 s"), "{text}");
         let verdict = text.find("No problems found in what could be judged").expect("verdict");
         assert!(not_judged < verdict, "{text}");
         assert!(text.contains("vram-growing only for an unmistakable growth"), "{text}");

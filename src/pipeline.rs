@@ -24,7 +24,9 @@ pub struct Pipeline {
 /// [`Thresholds::windows`], so its history spans the longest of them (and at least [`ProcessBound::MIN_SPAN_MS`]).
 #[must_use]
 pub fn process_bound(thresholds: &Thresholds) -> ProcessBound {
-    ProcessBound::covering(thresholds.windows().iter().map(|(_, secs)| *secs).max().unwrap_or(0))
+    // The findings read off the accounts read the account book, not the process series.
+    let rules = crate::advice::Rule::ALL.into_iter().filter(|r| !crate::advice::account::findings::read_off(*r));
+    ProcessBound::covering(rules.filter_map(|r| thresholds.window_of(r)).max().unwrap_or(0))
 }
 
 impl Pipeline {

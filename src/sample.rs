@@ -816,6 +816,78 @@ pub struct HostTick {
     pub procs_blocked: Option<u32>,
     pub psi: Option<Psi>,
     pub uptime_s: Option<u64>,
+    /// Throughput of each network interface since the previous read (`/proc/net/dev`; loopback left out) and of each
+    /// InfiniBand port (`/sys/class/infiniband/DEV/ports/N/counters/port_rcv_data` and `port_xmit_data`, which count
+    /// 4-byte words); empty on the first tick, when not read, and in older recordings. At most
+    /// [`NetRate::MAX_LISTED`] entries: the busiest (received plus sent) first, ties by name.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub net: Vec<NetRate>,
+    /// The processes outside the GPU jobs that used CPU since the previous scan, grouped by user and cgroup; read only
+    /// while the CPUs are contended (see `host::others`), `None` otherwise and in older recordings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_others: Option<CpuOthers>,
+}
+
+/// The throughput of one network interface or InfiniBand port over the last interval.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRate {
+    /// The interface (`eth0`), or `DEV/PORT` for an InfiniBand port (`mlx5_0/1`).
+    pub name: String,
+    pub kind: NetKind,
+    pub rx_bytes_per_s: u64,
+    pub tx_bytes_per_s: u64,
+}
+
+impl NetRate {
+    /// How many interfaces and ports a tick lists at most: a host with many containers has a virtual interface
+    /// each, and the busiest are the ones that say where the traffic goes.
+    pub const MAX_LISTED: usize = 16;
+}
+
+/// What carries an interface's traffic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetKind {
+    /// An interface backed by a device (`/sys/class/net/IFACE/device` exists): Ethernet, and also Wi-Fi and IPoIB,
+    /// whose traffic its InfiniBand port counts again.
+    Ethernet,
+    /// An InfiniBand (RDMA) port, its counters from `/sys/class/infiniband`.
+    Infiniband,
+    /// An interface with no device behind it: bridges, veth pairs, `docker0`, tunnels, bonds.
+    Virtual,
+}
+
+/// The CPU used by the processes outside the GPU jobs over one span between two scans (see `host::others`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuOthers {
+    /// The span the figures cover, ms (since the previous scan).
+    pub span_ms: u32,
+    /// CPU used by every process outside the GPU jobs, % of one core, summed (can exceed 100).
+    pub cpu_pct: f32,
+    /// Their threads runnable (state R) at the scan: every thread of the processes grouped in `top`'s candidates
+    /// (the busiest, see `host::others`), the main thread of the others.
+    pub runnable: u32,
+    /// The largest consumers grouped by (uid, cgroup), most CPU first, at most 5.
+    pub top: Vec<CpuConsumer>,
+}
+
+/// One group of processes outside the GPU jobs: one user's processes in one cgroup.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuConsumer {
+    /// `None` when the process left before its `status` was read.
+    pub uid: Option<u32>,
+    pub user: Option<String>,
+    /// The cgroup path (the v2 unified line of /proc/PID/cgroup, e.g. `/user.slice/user-1001.slice/session-4.scope`
+    /// or a Slurm job's `/system.slice/slurmstepd.scope/job_812`; the v1 `cpu` controller's path where there is no
+    /// unified line; empty when unreadable).
+    pub cgroup: String,
+    /// The busiest process of the group: its PID and command name (`comm`).
+    pub pid: u32,
+    pub command: String,
+    /// The group's processes that used CPU in the span, among the busiest read (see `host::others`).
+    pub processes: u32,
+    /// % of one core, summed over the group.
+    pub cpu_pct: f32,
 }
 
 /// Host CPU time shares over the last interval, in percent of all CPUs.

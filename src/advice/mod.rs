@@ -419,12 +419,28 @@ pub struct Advisor {
     active: Vec<Finding>,
     /// `active` with one verdict per GPU ([`fold_into_verdicts`]).
     verdicts: Vec<Finding>,
+    /// The book the accounts of each job's GPU time are read from, and the accounts after the last update.
+    book: account::AccountBook,
+    accounts: Vec<account::Account>,
 }
 
 impl Advisor {
     /// Re-evaluates the rules over `history` and returns the findings active now, worst first.
     pub fn update(&mut self, history: &History, thresholds: &Thresholds) -> &[Finding] {
-        let observations = rules::observe_all(history, thresholds);
+        self.book.push(history, thresholds, &self.verdicts);
+        let index = account::evidence::TickIndex::new(history.latest());
+        let now_ms = history.now_ms().unwrap_or(0);
+        let accounts = self.book.accounts(now_ms, thresholds.account.window_s, &self.verdicts, &index);
+        let phases = self.book.accounts(now_ms, thresholds.account.phase_window_s, &self.verdicts, &index);
+        let reading = account::findings::Reading {
+            accounts: &accounts,
+            phases: &phases,
+            book: &self.book,
+            index: &index,
+            machine: history.machine(),
+            now_ms,
+        };
+        let observations = account::findings::observe(&reading, thresholds, rules::observe_all(history, thresholds));
         let mut next: Vec<Finding> = Vec::with_capacity(observations.len());
         // The active findings by key (the first of a key, as a scan would find it): thousands of observations at
         // scale each look up their predecessor.
@@ -454,7 +470,22 @@ impl Advisor {
         sort_worst_first(&mut next);
         self.verdicts = fold_into_verdicts(next.clone());
         self.active = next;
+        // The accounts again, with this evaluation's verdicts for the waiting no thread evidence explained.
+        self.accounts = self.book.accounts(now_ms, thresholds.account.window_s, &self.verdicts, &index);
+        self.book.forget_ended();
         &self.active
+    }
+
+    /// The accounts of each job's GPU time over `account_window_s`, after the last update.
+    #[must_use]
+    pub fn accounts(&self) -> &[account::Account] {
+        &self.accounts
+    }
+
+    /// The book the accounts are read from: the totals since the start, and accounts over other windows.
+    #[must_use]
+    pub fn book(&self) -> &account::AccountBook {
+        &self.book
     }
 
     /// The findings active after the last update, each rule's own (the engine's view: co-findings that defer to a
@@ -522,11 +553,15 @@ fn job_causes(findings: &[Finding], history: &History) -> Vec<(u32, Rule, Option
 /// when neither holds). Last, util-misleading: with no host-side cause, kernels that run nearly all the time on a
 /// sliver of the SMs are why the SMs idle (a step of tiny kernels, even captured in a CUDA graph); the GPU is not
 /// waiting for anything, so "cause unknown" would mislead.
-pub const CAUSES: [Rule; 12] = [
+pub const CAUSES: [Rule; 16] = [
     Rule::CompileWarmup,
     Rule::Serving,
+    Rule::StartUp,
     Rule::CpuQuotaThrottled,
+    Rule::CpuContention,
+    Rule::CpuOversubscribed,
     Rule::CpusPinned,
+    Rule::CheckpointWrite,
     Rule::RemoteDatasetStall,
     Rule::InputBound,
     Rule::CommBound,
@@ -552,6 +587,10 @@ pub(crate) fn name_the_cause(findings: &mut [Finding], job_causes: &[(u32, Rule,
     let mut strongest: Vec<(PlaceKey, Rule, Option<u32>)> =
         job_causes.iter().map(|&(gpu, rule, pid)| ((gpu, None), rule, pid)).collect();
     for f in findings.iter() {
+        // A finding that already defers to another (an account's weaker cause) is no candidate.
+        if f.cause.is_some() {
+            continue;
+        }
         let (Some(gpu), Some(rank)) = (f.gpu_index, CAUSES.iter().position(|c| *c == f.rule)) else { continue };
         let place = (gpu, f.gpu_instance_id);
         match strongest.iter_mut().find(|(p, _, _)| *p == place) {

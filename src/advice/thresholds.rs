@@ -189,15 +189,23 @@ pub struct Thresholds {
     /// Age (s) below which a process with `torch.compile` workers counts as warming up (compile-warmup).
     pub compile_warmup_max_age_s: u64,
 
+    /// The account of each job's GPU time (`[thresholds.account]`).
+    pub account: AccountThresholds,
+}
+
+/// The account's windows and shares (docs/advice.md, "The account").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccountThresholds {
     /// Seconds the account of a job's GPU time is shown and judged over (the advice pane, `--once`): a training step
     /// lasts 0.05–5 s, so half a minute holds tens to hundreds of steps.
-    pub account_window_s: u64,
+    pub window_s: u64,
     /// Share (0–1) of a GPU's time a cause must cost, over a covered account window, for its finding to appear: a
     /// cause that costs 30 % is a 1.4× speed-up once removed; below 20 % a healthy pipeline's jitter, a short
     /// evaluation or a log flush can account for it.
-    pub account_enter_share: f64,
-    /// Share (0–1) below which a cause's active finding clears (lower than `account_enter_share`).
-    pub account_exit_share: f64,
+    pub enter_share: f64,
+    /// Share (0–1) below which a cause's active finding clears (lower than `enter_share`).
+    pub exit_share: f64,
     /// Seconds a phase the job passes through periodically (checkpoint writes) is judged over: its cost is its
     /// share of the time between phases, not of the phase itself, and jobs checkpoint every few minutes.
     pub phase_window_s: u64,
@@ -210,6 +218,20 @@ pub struct Thresholds {
     /// Seconds after a process starts within which its GPU waiting for it is start-up, until the GPU is first busy
     /// (a model and its data load in seconds to minutes; past ten minutes it is no start-up any more).
     pub startup_max_s: u64,
+}
+
+impl Default for AccountThresholds {
+    fn default() -> Self {
+        Self {
+            window_s: 30,
+            enter_share: 0.3,
+            exit_share: 0.2,
+            phase_window_s: 300,
+            restart_window_s: 600,
+            restart_min: 2,
+            startup_max_s: 600,
+        }
+    }
 }
 
 impl Default for Thresholds {
@@ -288,13 +310,7 @@ impl Default for Thresholds {
             main_thread_busy_pct: 80.0,
             pinned_busy_pct: 50.0,
             compile_warmup_max_age_s: 900,
-            account_window_s: 30,
-            account_enter_share: 0.3,
-            account_exit_share: 0.2,
-            phase_window_s: 300,
-            restart_window_s: 600,
-            restart_min: 2,
-            startup_max_s: 600,
+            account: AccountThresholds::default(),
         }
     }
 }
@@ -327,9 +343,12 @@ impl Thresholds {
             | Rule::CommBound
             | Rule::CompileWarmup
             | Rule::Serving => Some(self.window_s),
-            Rule::CpuContention | Rule::CpuOversubscribed | Rule::StartUp => Some(self.account_window_s),
-            Rule::CheckpointWrite => Some(self.phase_window_s),
-            Rule::RestartLoop => Some(self.restart_window_s),
+            // restart-loop counts restarts over `restart_window_s`, but two restarts seen in any account window are
+            // enough: it needs no more data than the account.
+            Rule::CpuContention | Rule::CpuOversubscribed | Rule::StartUp | Rule::RestartLoop => {
+                Some(self.account.window_s)
+            }
+            Rule::CheckpointWrite => Some(self.account.phase_window_s),
             Rule::HwSlowdown => Some(self.hw_slowdown_window_s),
             Rule::GpuUnderfed => Some(self.underfed_window_s),
             Rule::RankStraggler => Some(self.straggler_window_s),
@@ -386,11 +405,16 @@ mod tests {
         let doc = include_str!("../../docs/advice.md");
         let block =
             doc.split("```toml\n[thresholds]\n").nth(1).and_then(|rest| rest.split("```").next()).expect("toml");
-        let parsed: Thresholds = toml::from_str(block).expect("parses");
+        // Its sub-tables are written as `[thresholds.account]`, so the block is read with its own header.
+        let whole: toml::Table = toml::from_str(&format!("[thresholds]\n{block}")).expect("a table");
+        let table = whole.get("thresholds").and_then(toml::Value::as_table).expect("[thresholds]").clone();
+        let parsed: Thresholds = table.clone().try_into().expect("parses");
         assert_eq!(parsed, Thresholds::default());
         // `Thresholds` defaults a missing key, so the keys are compared too: every field is documented.
-        let table: toml::Table = toml::from_str(block).expect("a table");
         assert_eq!(keys(&table), fields(), "docs/advice.md's [thresholds] block against the struct's fields");
+        let account = table.get("account").and_then(toml::Value::as_table).expect("[thresholds.account]");
+        let want = keys(&toml::Table::try_from(AccountThresholds::default()).expect("serializes"));
+        assert_eq!(keys(account), want, "docs/advice.md's [thresholds.account] against the struct's fields");
     }
 
     #[test]

@@ -213,9 +213,13 @@ impl Config {
         if let Ok(value) = toml::Value::try_from(&self.thresholds) {
             sections.push(("thresholds", value));
         }
+        if let Ok(value) = toml::Value::try_from(&self.thresholds.account) {
+            sections.push(("thresholds.account", value));
+        }
         for (section, value) in &sections {
             let Some(fields) = value.as_table() else { continue };
-            for (key, value) in fields {
+            // A sub-table is a section of its own, above.
+            for (key, value) in fields.iter().filter(|(_, v)| !v.is_table()) {
                 check_value(key, value).map_err(|why| CheckError::OutOfRange {
                     section,
                     key: key.clone(),
@@ -227,6 +231,9 @@ impl Config {
         let t = &self.thresholds;
         if t.exit_share > t.enter_share {
             return Err(CheckError::ExitAboveEnter { exit: t.exit_share, enter: t.enter_share });
+        }
+        if t.account.exit_share > t.account.enter_share {
+            return Err(CheckError::ExitAboveEnter { exit: t.account.exit_share, enter: t.account.enter_share });
         }
         Ok(())
     }

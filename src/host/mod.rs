@@ -1,6 +1,8 @@
-//! The host sampler: CPU, memory, load, PSI, and the GPU processes with their relatives, from procfs.
+//! The host sampler: CPU, memory, load, PSI, network throughput, and the GPU processes with their relatives, from
+//! procfs and sysfs; while the CPUs are contended, who else uses them.
 //!
-//! [`HostSampler`] reads the host-wide files and the GPU processes each tick; [`cuda_libraries`] and
+//! [`HostSampler`] reads the host-wide files ([`net`]: each interface's and InfiniBand port's throughput) and the GPU
+//! processes each tick, and [`others`] scans every process while the CPUs are contended; [`cuda_libraries`] and
 //! [`environment`] are read on demand by the process screens. All file text goes through the pure parsers in
 //! [`parse`] and [`pid_parse`], which are tested on fixture text. The /proc, /sys and passwd paths come from a
 //! [`HostRoot`], so tests run the whole sampler over a fixture tree.
@@ -16,6 +18,8 @@ use crate::sample::{HostProcess, HostTick, MachineInfo, UnixMs};
 pub mod cgroup;
 pub mod job;
 pub mod maps;
+pub mod net;
+pub mod others;
 pub mod parse;
 pub mod pid_parse;
 mod processes;
@@ -93,7 +97,12 @@ pub struct HostSampler {
     root: HostRoot,
     ticks_per_s: u64,
     system: system::SystemSampler,
+    net: net::NetSampler,
     processes: processes::ProcessSampler,
+    others: others::OthersSampler,
+    /// Outside the initial PID namespace the GPU processes' host PIDs cannot be told apart from the others in this
+    /// `/proc`, so the other processes are not scanned.
+    in_initial_pid_ns: bool,
 }
 
 impl HostSampler {
@@ -106,7 +115,16 @@ impl HostSampler {
             .map_or(true, |target| target.as_os_str() == INITIAL_PID_NS);
         let system = system::SystemSampler::new(&root);
         let processes = processes::ProcessSampler::new(&root, in_initial_pid_ns);
-        Self { root, ticks_per_s: procfs::ticks_per_second(), system, processes }
+        let others = others::OthersSampler::new(&root);
+        Self {
+            ticks_per_s: procfs::ticks_per_second(),
+            system,
+            net: net::NetSampler::new(&root),
+            processes,
+            others,
+            in_initial_pid_ns,
+            root,
+        }
     }
 
     /// Overrides the clock ticks per second (`sysconf(_SC_CLK_TCK)`, 100 on Linux), for fixture trees.
@@ -129,7 +147,8 @@ impl HostSampler {
     }
 
     /// Reads one tick at `now_ms` (the caller's clock, the same one stamped on the tick): the host-wide
-    /// readings, and every process in `gpu_pids` (host PIDs from NVML) with its relatives, sorted by PID.
+    /// readings, every process in `gpu_pids` (host PIDs from NVML) with its relatives, sorted by PID, and while the
+    /// CPUs are contended the processes outside them.
     pub fn sample(&mut self, now_ms: UnixMs, gpu_pids: &[u32]) -> (HostTick, Vec<HostProcess>) {
         self.sample_with(now_ms, gpu_pids, &[])
     }
@@ -137,9 +156,16 @@ impl HostSampler {
     /// [`HostSampler::sample`], gathering the threads of the GPU processes in `urgent` (sorted: those whose GPU
     /// waits or only looks busy) and of their descendants at the urgent cadence ([`threads::Cadence::URGENT`]).
     pub fn sample_with(&mut self, now_ms: UnixMs, gpu_pids: &[u32], urgent: &[u32]) -> (HostTick, Vec<HostProcess>) {
-        let tick = self.system.sample(&self.root, now_ms);
+        let mut tick = self.system.sample(&self.root, now_ms);
+        tick.net = self.net.sample(now_ms);
         let clock = processes::Clock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: self.system.boot_time_ms };
         let processes = self.processes.sample(&self.root, clock, gpu_pids, urgent);
+        if self.in_initial_pid_ns {
+            let relatives: Vec<u32> = processes.iter().map(|p| p.pid).collect();
+            let clock = others::ScanClock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: clock.boot_time_ms };
+            let contended = others::contended(&tick);
+            tick.cpu_others = self.others.sample(&self.root, clock, contended, gpu_pids, &relatives);
+        }
         (tick, processes)
     }
 }

@@ -1,6 +1,6 @@
 //! Pure parsers over the text of system-wide /proc and sysfs files (`/proc/stat`, `/proc/meminfo`,
-//! `/proc/vmstat`, `/proc/loadavg`, `/proc/pressure/*`, `/proc/uptime`, CPU lists), so they are tested on
-//! fixture text. Per-process files are parsed in [`super::pid_parse`].
+//! `/proc/vmstat`, `/proc/loadavg`, `/proc/pressure/*`, `/proc/uptime`, `/proc/net/dev`, InfiniBand port counters,
+//! CPU lists), so they are tested on fixture text. Per-process files are parsed in [`super::pid_parse`].
 
 /// Parses a CPU list such as `0-15,32-47` (sysfs `local_cpulist`, `Cpus_allowed_list`) into sorted CPU ids.
 /// Returns `None` for text that is not a CPU list. An empty list (empty text) is `Some(vec![])`.
@@ -249,6 +249,51 @@ pub fn parse_uptime_s(text: &str) -> Option<u64> {
     whole.parse().ok()
 }
 
+/// The byte counters of one interface in `/proc/net/dev`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NetDevCounters<'a> {
+    pub name: &'a str,
+    pub rx_bytes: u64,
+    pub tx_bytes: u64,
+}
+
+/// Parses `/proc/net/dev`: two header lines, then `NAME: RX-bytes packets errs drop fifo frame compressed multicast
+/// TX-bytes ...` per interface. The name is cut at its colon, since a large first counter can touch it
+/// (`eth0:1234`); lines without a colon (the headers) or with too few numbers are skipped.
+#[must_use]
+pub fn parse_net_dev(text: &str) -> Vec<NetDevCounters<'_>> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let Some((name, counters)) = line.split_once(':') else { continue };
+        let name = name.trim();
+        if name.is_empty() || name.contains('|') {
+            continue;
+        }
+        let mut numbers = counters.split_ascii_whitespace();
+        let rx_bytes = numbers.next().and_then(|n| n.parse().ok());
+        let tx_bytes = numbers.nth(7).and_then(|n| n.parse().ok());
+        if let (Some(rx_bytes), Some(tx_bytes)) = (rx_bytes, tx_bytes) {
+            out.push(NetDevCounters { name, rx_bytes, tx_bytes });
+        }
+    }
+    out
+}
+
+/// A 32-bit InfiniBand data counter stops at this value instead of wrapping (the IBA's `PortXmitData` and
+/// `PortRcvData` saturate); drivers with the 64-bit extended counters show those instead.
+pub const IB_COUNTER_SATURATED: u64 = u32::MAX as u64;
+
+/// Parses an InfiniBand port's `port_rcv_data` or `port_xmit_data`, which count 4-byte words, into bytes. `None`
+/// for text that is not a number, and for a 32-bit counter stuck at its ceiling (it no longer counts).
+#[must_use]
+pub fn parse_ib_data_bytes(text: &str) -> Option<u64> {
+    let words: u64 = text.trim().parse().ok()?;
+    if words == IB_COUNTER_SATURATED {
+        return None;
+    }
+    words.checked_mul(4)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,6 +382,30 @@ mod tests {
         let old_cpu = parse_psi("some avg10=3.00 avg60=1.00 avg300=0.50 total=123456\n");
         assert_eq!(old_cpu, PsiAvg10 { some: Some(3.0), full: None });
         assert_eq!(parse_psi(""), PsiAvg10::default());
+    }
+
+    #[cfg(gpusight_fixtures)]
+    #[test]
+    fn net_dev_with_its_headers_and_a_name_touching_its_counter() {
+        let text = fixture("net_dev");
+        let devs = parse_net_dev(&text);
+        let names: Vec<&str> = devs.iter().map(|d| d.name).collect();
+        assert_eq!(names, vec!["lo", "eth0", "docker0", "veth3f2a1b0", "ib0"]);
+        assert_eq!((devs[1].rx_bytes, devs[1].tx_bytes), (98_765_432_109, 12_345_678_901));
+        // The old layout where the first counter touches the colon.
+        let old = parse_net_dev("  eth1:4294967200 5 0 0 0 0 0 0 700 3 0 0 0 0 0 0\n");
+        assert_eq!(old, vec![NetDevCounters { name: "eth1", rx_bytes: 4_294_967_200, tx_bytes: 700 }]);
+        assert!(parse_net_dev("  eth2: 1 2 3\n").is_empty(), "too few columns");
+        assert!(parse_net_dev("").is_empty());
+    }
+
+    #[test]
+    fn ib_counters_are_words_and_a_saturated_one_counts_nothing() {
+        assert_eq!(parse_ib_data_bytes("1234567\n"), Some(4_938_268));
+        assert_eq!(parse_ib_data_bytes("4294967295\n"), None);
+        assert_eq!(parse_ib_data_bytes("4294967296"), Some(17_179_869_184));
+        assert_eq!(parse_ib_data_bytes("N/A"), None);
+        assert_eq!(parse_ib_data_bytes(&u64::MAX.to_string()), None, "too large to be bytes");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::sample::ProcessRole;
+use crate::sample::{NetKind, ProcessRole};
 
 const T0: UnixMs = 1_000_000;
 const T1: UnixMs = 1_002_000;
@@ -423,4 +423,72 @@ fn thread_times_come_from_schedstat_with_the_main_threads_wait() {
     // Not urgent: the main thread is read every 10 s, so nothing is due 1 s later.
     let (_, procs) = host.sample_with(T1 + 1_000, &[1200], &[]);
     assert_eq!(find(&procs, 1300).times, None);
+}
+
+#[test]
+fn network_throughput_over_the_tree() {
+    let dir = tree();
+    let d = dir.path();
+    let mut host = sampler(d);
+    assert!(host.sample(T0, &[1200]).0.net.is_empty(), "rates need two reads");
+    // 2 s later: eth0 received 20 MB and sent 2 MB, docker0 nothing; the InfiniBand port moved 25 M words in and
+    // 50 M out (100 MB and 200 MB).
+    write(
+        d,
+        "proc/net/dev",
+        "Inter-|   Receive                                                |  Transmit\n \
+         face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls \
+         carrier compressed\n    lo: 22463118 6049 0 0 0 0 0 0 22463118 6049 0 0 0 0 0 0\n  \
+         eth0: 3136032423 83217 0 0 0 0 0 0 5068076 54685 0 0 0 0 0 0\n\
+         docker0: 524288 1024 0 0 0 0 0 0 262144 512 0 0 0 0 0 0\n",
+    );
+    write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "275000000\n");
+    write(d, "sys/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data", "175000000\n");
+    let (tick, _) = host.sample(T1, &[1200]);
+    let rates: Vec<(&str, NetKind, u64, u64)> =
+        tick.net.iter().map(|r| (r.name.as_str(), r.kind, r.rx_bytes_per_s, r.tx_bytes_per_s)).collect();
+    assert_eq!(
+        rates,
+        vec![
+            ("mlx5_0/1", NetKind::Infiniband, 50_000_000, 100_000_000),
+            ("eth0", NetKind::Ethernet, 10_000_000, 1_000_000),
+            ("docker0", NetKind::Virtual, 0, 0),
+        ]
+    );
+}
+
+#[test]
+fn the_other_processes_are_scanned_while_the_cpus_are_contended() {
+    let dir = tree();
+    let d = dir.path();
+    write(d, "proc/1400/cgroup", "0::/user.slice/user-1000.slice/session-2.scope\n");
+    let mut host = sampler(d);
+    // PSI cpu some at 4 %, and no busy share on the first tick: not contended, not scanned.
+    assert_eq!(host.sample(T0, &[1200]).0.cpu_others, None);
+    write(d, "proc/pressure/cpu", "some avg10=20.00 avg60=10.00 avg300=5.00 total=1000\n");
+    assert_eq!(host.sample(T0 + 1_000, &[1200]).0.cpu_others, None, "the first scan sets the baseline");
+    // In 5 s: vim (1400, a sibling of the job in its session) used 2 s of CPU, the other GPU process (2000, not
+    // listed this tick) 1 s, systemd 0.1 s; the worker's child 1500 and sshd 900 (an ancestor) are the job's.
+    write(d, "proc/1400/stat", &stat_line(1400, "vim", 1000, 1000, 203, 1, 5500));
+    write(d, "proc/2000/stat", &stat_line(2000, "python3", 1, 2000, 500, 100, 7000));
+    write(d, "proc/1/stat", &stat_line(1, "systemd", 0, 1, 510, 300, 1));
+    write(d, "proc/1500/stat", &stat_line(1500, "pt_pin_memory", 1300, 1000, 303, 1, 6300));
+    write(d, "proc/900/stat", &stat_line(900, "sshd", 1, 900, 110, 10, 300));
+    let (tick, _) = host.sample(T0 + 6_000, &[1200]);
+    let others = tick.cpu_others.expect("figures");
+    assert_eq!(others.span_ms, 5_000);
+    assert!((others.cpu_pct - 62.0).abs() < 0.01, "{others:?}");
+    let top: Vec<(Option<&str>, &str, u32, u32)> =
+        others.top.iter().map(|c| (c.user.as_deref(), c.cgroup.as_str(), c.pid, c.processes)).collect();
+    assert_eq!(
+        top,
+        vec![(Some("alice"), "/user.slice/user-1000.slice/session-2.scope", 1400, 1), (Some("root"), "", 2000, 2)]
+    );
+    assert!((others.top[1].cpu_pct - 22.0).abs() < 0.01);
+    // Outside the initial PID namespace the job's processes cannot be told from the others: no scan.
+    std::fs::create_dir_all(d.join("proc/self/ns")).unwrap();
+    std::os::unix::fs::symlink("pid:[4026532999]", d.join("proc/self/ns/pid")).unwrap();
+    let mut contained = sampler(d);
+    contained.sample(T0, &[1200]);
+    assert_eq!(contained.sample(T0 + 5_000, &[1200]).0.cpu_others, None);
 }

@@ -823,6 +823,47 @@ mod tests {
     }
 
     #[test]
+    fn network_rates_and_the_other_processes_round_trip_and_older_lines_read_without_them() {
+        use crate::sample::{CpuConsumer, CpuOthers, NetKind, NetRate};
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut source = SyntheticSource::new(SyntheticSpec::parse("mixed:3").expect("spec"));
+        let machine = source.machine();
+        let path = dir.path().join("run.jsonl");
+        let mut recorder = Recorder::create(&path, &machine, false).expect("create");
+        let mut with = source.next_tick().expect("tick").expect("some");
+        with.host.net = vec![
+            NetRate { name: "mlx5_0/1".into(), kind: NetKind::Infiniband, rx_bytes_per_s: 5, tx_bytes_per_s: 7 },
+            NetRate { name: "eth0".into(), kind: NetKind::Ethernet, rx_bytes_per_s: 3, tx_bytes_per_s: 1 },
+        ];
+        with.host.cpu_others = Some(CpuOthers {
+            span_ms: 5_000,
+            cpu_pct: 361.5,
+            runnable: 5,
+            top: vec![CpuConsumer {
+                uid: Some(1002),
+                user: Some("bob".into()),
+                cgroup: "/system.slice/slurmstepd.scope/job_812".into(),
+                pid: 300,
+                command: "python3".into(),
+                processes: 1,
+                cpu_pct: 200.0,
+            }],
+        });
+        let without = source.next_tick().expect("tick").expect("some");
+        recorder.write(&with).expect("write");
+        recorder.write(&without).expect("write");
+        drop(recorder);
+        let text = std::fs::read_to_string(&path).expect("read");
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].contains(r#""kind":"infiniband""#) && lines[1].contains(r#""cpu_others":{"#), "{}", lines[1]);
+        // A line without them, as every recording made before they were read.
+        assert!(!lines[2].contains(r#""net""#) && !lines[2].contains("cpu_others"), "{}", lines[2]);
+        let recording = Recording::open(&path).expect("open");
+        assert_eq!(recording.ticks, vec![with, without]);
+        assert!(recording.ticks[1].host.net.is_empty() && recording.ticks[1].host.cpu_others.is_none());
+    }
+
+    #[test]
     fn a_recording_cut_mid_line_replays_to_its_last_whole_line() {
         let dir = tempfile::tempdir().expect("tempdir");
         let (path, ticks, _) = record(dir.path(), 4);

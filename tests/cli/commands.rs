@@ -95,7 +95,10 @@ fn doctor_on_the_new_scenarios_and_a_leak_with_the_default_duration() {
     assert_ne!(writer.status.code(), Some(2));
     assert!(!stdout(&writer).contains("\"input-bound\""), "{}", stdout(&writer));
     let holder = stdout(&gpusight(&["doctor", "--synthetic", "idle-holder"]));
-    assert!(holder.contains("Not judged:") && holder.contains("idle-holder (needs 5 min"), "{holder}");
+    assert!(
+        holder.contains("Not judged:") && holder.contains("idle-holder, checkpoint-write (needs 5 min"),
+        "{holder}"
+    );
 }
 
 #[test]

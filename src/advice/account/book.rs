@@ -9,7 +9,7 @@ use smallvec::SmallVec;
 
 use crate::fast_map::FastMap;
 use crate::history::History;
-use crate::sample::{GpuTick, HostProcess, ProcessRole, UnixMs, WaitKind};
+use crate::sample::{GpuTick, HostProcess, ProcessRole, ThreadTimes, UnixMs, WaitKind};
 
 use super::attribute::{Context, GpuTime, StepCpu, StepTimes, WorkerTimes, attribute};
 use super::evidence::{PlaceKey, TickIndex, cpu_wait_split, pcie_busy, readings, worker_times};
@@ -22,6 +22,10 @@ use crate::advice::{Finding, Rule, Thresholds};
 const THREADS_FRESH_MS: u64 = 12_000;
 /// GPU time waiting for a gather is booked anyway after this long, as not attributed.
 const PENDING_MAX_MS: u64 = 20_000;
+/// The share of a sample the GPU must run kernels for a young process to have started working: a process starting
+/// up (creating its CUDA context, loading weights, building its model) runs no kernels or a few, and copies are not
+/// kernels; a job's first step puts the GPU to work, however starved it is.
+const FIRST_WORK_SHARE: f64 = 0.1;
 /// Entries of one second or less of processes-only time are merged into one.
 const BUCKET_MS: u64 = 1_000;
 /// The most entries a place keeps (a gather a second over fifteen minutes).
@@ -126,22 +130,30 @@ impl AccountBook {
         }
         let keep_ms = keep_ms(t);
         for book in self.places.values_mut() {
-            while book.entries.front().is_some_and(|e| e.end_ms + keep_ms < now_ms) || book.entries.len() > MAX_ENTRIES {
+            while book.entries.front().is_some_and(|e| e.end_ms + keep_ms < now_ms) || book.entries.len() > MAX_ENTRIES
+            {
                 book.entries.pop_front();
             }
         }
-        self.lineages.forget_before(now_ms.saturating_sub(t.restart_window_s * 1000));
+        self.lineages.forget_before(now_ms.saturating_sub(t.account.restart_window_s * 1000));
     }
 
     /// Books one place's tick.
-    fn push_place(&mut self, at: &PlaceTick<'_>, index: &TickIndex<'_>, history: &History, t: &Thresholds, verdicts: &[Finding]) {
+    fn push_place(
+        &mut self,
+        at: &PlaceTick<'_>,
+        index: &TickIndex<'_>,
+        history: &History,
+        t: &Thresholds,
+        verdicts: &[Finding],
+    ) {
         let Some((pid, _shared)) = index.step_on(at.place) else {
             let book = self.places.entry(at.place).or_default();
             if let Some(job) = book.job.take() {
                 book.gap = Some((job, 0.0));
             }
             if let Some((_, seconds)) = book.gap.as_mut() {
-                *seconds += at.time.seconds as f32;
+                *seconds += narrow(at.time.seconds);
             }
             return;
         };
@@ -149,16 +161,20 @@ impl AccountBook {
         let key = host.map_or_else(|| format!("pid:{pid}"), lineage_key);
         let key = format!("{key}@{}", at.place.0);
         let job = self.intern(&key);
-        let busy_now = at.time.busy >= 0.5 * at.time.seconds;
+        let busy_now = at.time.kernel() >= FIRST_WORK_SHARE * at.time.seconds;
         let life = host.map(|h| self.lineages.observe(&key, h, at.now_ms, busy_now));
         let verdict = verdict_cause(verdicts, at.place);
         let book = self.places.entry(at.place).or_default();
         book.job = Some(job);
+        // A phase (a start-up, a restart) is booked as the place's other time is: from threads where they are read.
+        let threads_read = host.and_then(|h| h.times.as_ref()).is_some()
+            || book.last_gather_ms.is_some_and(|g| at.now_ms.saturating_sub(g) < THREADS_FRESH_MS);
+        let basis = if threads_read { Basis::Threads } else { Basis::Processes };
         if let Some((gap_job, seconds)) = book.gap.take().filter(|(j, _)| *j == job)
             && life.is_some_and(|l| l.restart)
         {
             // The GPU sat unused between the job's previous process and this one: the restart's cost.
-            let entry = phase_entry(at.now_ms, gap_job, f64::from(seconds), Cause::RestartLoop, None);
+            let entry = phase_entry(at.now_ms, gap_job, f64::from(seconds), (Cause::RestartLoop, basis), None);
             add_totals(&mut self.totals, at.place, &entry, verdict);
             book.entries.push_back(entry);
         }
@@ -166,15 +182,16 @@ impl AccountBook {
         if let (Some(life), Some(host)) = (life, host)
             && let Some(cause) = starting(life, host, index, at.now_ms, t)
         {
-            let entry = flush_as(book, at.now_ms, job, cause);
+            let entry = flush_as(book, at.now_ms, job, cause, basis);
             add_totals(&mut self.totals, at.place, &entry, verdict);
             book.entries.push_back(entry);
             return;
         }
-        let gathered = host.and_then(|h| h.times.as_ref()).is_some();
-        if gathered && let Some(host) = host {
+        if let Some(host) = host
+            && let Some(times) = host.times.as_ref()
+        {
             let ctx = context(at, host, index, history, t, verdicts);
-            let entry = flush_attributed(book, at.now_ms, job, host, index, &ctx);
+            let entry = flush_attributed(book, at.now_ms, job, (host, times), index, &ctx);
             book.last_gather_ms = Some(at.now_ms);
             add_totals(&mut self.totals, at.place, &entry, verdict);
             book.entries.push_back(entry);
@@ -243,7 +260,8 @@ impl AccountBook {
             jobs.sort_by_key(|j| Some(*j) != book.job);
             for job in jobs.into_iter().take(2) {
                 let entries = book.entries.iter().filter(|e| e.end_ms > from_ms && e.job == job);
-                if let Some(account) = self.sum(*place, job, entries, window_s, verdict_cause(verdicts, *place), index) {
+                if let Some(account) = self.sum(*place, job, entries, window_s, verdict_cause(verdicts, *place), index)
+                {
                     out.push(account);
                 }
             }
@@ -290,17 +308,14 @@ impl AccountBook {
             .into_iter()
             .filter(|(_, s)| *s > 0.0)
             .map(|(cause, s)| {
-                let energy_j = any_power.then(|| {
-                    if cause == Cause::Busy {
-                        busy_j
-                    } else {
-                        wait_j * s / waiting.max(f64::EPSILON)
-                    }
-                });
+                let energy_j = any_power
+                    .then(|| if cause == Cause::Busy { busy_j } else { wait_j * s / waiting.max(f64::EPSILON) });
                 CauseShare { cause, seconds: s, share: s / total, energy_j }
             })
             .collect();
-        causes.sort_by(|a, b| (b.cause == Cause::Busy).cmp(&(a.cause == Cause::Busy)).then(b.seconds.total_cmp(&a.seconds)));
+        causes.sort_by(|a, b| {
+            (b.cause == Cause::Busy).cmp(&(a.cause == Cause::Busy)).then(b.seconds.total_cmp(&a.seconds))
+        });
         let name = self.name(job)?;
         let job_key = name.rsplit_once('@').map_or(name, |(n, _)| n).to_owned();
         let step = index.step_on(place);
@@ -312,7 +327,9 @@ impl AccountBook {
             gpu_instance_id: place.1,
             job: host.and_then(|h| h.job.as_ref()).map_or(job_key, |j| j.key.clone()),
             pid,
-            command: host.map(|h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() }).unwrap_or_default(),
+            command: host
+                .map(|h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() })
+                .unwrap_or_default(),
             window_s: window_s as f64,
             seconds: total,
             basis,
@@ -327,12 +344,13 @@ impl AccountBook {
 /// How long the book keeps a place's entries: the longest window it is read over (doctor reads its whole watch from
 /// the totals past that).
 fn keep_ms(t: &Thresholds) -> u64 {
-    t.account_window_s.max(t.phase_window_s).max(900).saturating_mul(1000)
+    t.account.window_s.max(t.account.phase_window_s).max(900).saturating_mul(1000)
 }
 
 /// The places of a GPU: its slices in MIG mode (those with an instance id), else the GPU.
 fn places_of(gpu: &GpuTick) -> Vec<PlaceKey> {
-    let slices: Vec<PlaceKey> = gpu.mig.iter().filter_map(|m| m.gpu_instance_id).map(|gi| (gpu.index, Some(gi))).collect();
+    let slices: Vec<PlaceKey> =
+        gpu.mig.iter().filter_map(|m| m.gpu_instance_id).map(|gi| (gpu.index, Some(gi))).collect();
     if slices.is_empty() { vec![(gpu.index, None)] } else { slices }
 }
 
@@ -345,12 +363,17 @@ fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> Cause {
         Rule::CollectiveHang => Some(Cause::CommBound),
         rule => Cause::of_rule(rule).filter(|c| !c.is_healthy() || *c == Cause::Serving),
     };
-    verdicts.iter().filter(here).filter(|f| f.severity >= crate::advice::Severity::Warning || f.cause.is_none()).find_map(named).unwrap_or(Cause::NotDetermined)
+    verdicts
+        .iter()
+        .filter(here)
+        .filter(|f| f.severity >= crate::advice::Severity::Warning || f.cause.is_none())
+        .find_map(named)
+        .unwrap_or(Cause::NotDetermined)
 }
 
 fn add_pending(book: &mut PlaceBook, at: &PlaceTick<'_>) {
     let p = &mut book.pending;
-    p.since_ms.get_or_insert(at.now_ms - (at.time.seconds * 1000.0) as u64);
+    p.since_ms.get_or_insert(at.now_ms.saturating_sub(millis(at.time.seconds)));
     p.gpu.add(at.time);
     if let Some(w) = at.power_w {
         let seconds = at.time.seconds.max(f64::EPSILON);
@@ -360,25 +383,32 @@ fn add_pending(book: &mut PlaceBook, at: &PlaceTick<'_>) {
 }
 
 /// An entry whose whole waiting time went to one cause (a phase of the job's life).
-fn phase_entry(end_ms: UnixMs, job: u32, seconds: f64, cause: Cause, pending: Option<Pending>) -> Entry {
-    let p = pending.unwrap_or(Pending { gpu: GpuTime { seconds, idle: seconds, ..GpuTime::default() }, ..Pending::default() });
+fn phase_entry(
+    end_ms: UnixMs,
+    job: u32,
+    seconds: f64,
+    (cause, basis): (Cause, Basis),
+    pending: Option<Pending>,
+) -> Entry {
+    let p = pending
+        .unwrap_or(Pending { gpu: GpuTime { seconds, idle: seconds, ..GpuTime::default() }, ..Pending::default() });
     let waiting = p.gpu.idle + p.gpu.looks_busy;
     Entry {
         end_ms,
         job,
-        basis: Basis::Threads,
-        seconds: p.gpu.seconds as f32,
-        busy: p.gpu.busy as f32,
-        causes: if waiting > 0.0 { smallvec::smallvec![(cause, waiting as f32)] } else { SmallVec::new() },
+        basis,
+        seconds: narrow(p.gpu.seconds),
+        busy: narrow(p.gpu.busy),
+        causes: if waiting > 0.0 { smallvec::smallvec![(cause, narrow(waiting))] } else { SmallVec::new() },
         unattributed: 0.0,
-        busy_j: p.busy_j as f32,
-        wait_j: p.wait_j as f32,
+        busy_j: narrow(p.busy_j),
+        wait_j: narrow(p.wait_j),
     }
 }
 
-fn flush_as(book: &mut PlaceBook, end_ms: UnixMs, job: u32, cause: Cause) -> Entry {
+fn flush_as(book: &mut PlaceBook, end_ms: UnixMs, job: u32, cause: Cause, basis: Basis) -> Entry {
     let pending = std::mem::take(&mut book.pending);
-    phase_entry(end_ms, job, 0.0, cause, Some(pending))
+    phase_entry(end_ms, job, 0.0, (cause, basis), Some(pending))
 }
 
 fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32) -> Entry {
@@ -387,12 +417,12 @@ fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32) -> Entry {
         end_ms,
         job,
         basis: Basis::Processes,
-        seconds: p.gpu.seconds as f32,
-        busy: p.gpu.busy as f32,
+        seconds: narrow(p.gpu.seconds),
+        busy: narrow(p.gpu.busy),
         causes: SmallVec::new(),
-        unattributed: (p.gpu.idle + p.gpu.looks_busy) as f32,
-        busy_j: p.busy_j as f32,
-        wait_j: p.wait_j as f32,
+        unattributed: narrow(p.gpu.idle + p.gpu.looks_busy),
+        busy_j: narrow(p.busy_j),
+        wait_j: narrow(p.wait_j),
     }
 }
 
@@ -402,7 +432,7 @@ fn merge_or_push(entries: &mut VecDeque<Entry>, entry: Entry) {
         && last.basis == Basis::Processes
         && last.job == entry.job
         && entry.end_ms.saturating_sub(last.end_ms) < BUCKET_MS
-        && last.seconds < (BUCKET_MS / 1000) as f32
+        && last.seconds < 1.0
     {
         last.end_ms = entry.end_ms;
         last.seconds += entry.seconds;
@@ -416,9 +446,15 @@ fn merge_or_push(entries: &mut VecDeque<Entry>, entry: Entry) {
 }
 
 /// The time since the last gather, split from the step process's threads and its workers'.
-fn flush_attributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32, host: &HostProcess, index: &TickIndex<'_>, ctx: &Context) -> Entry {
+fn flush_attributed(
+    book: &mut PlaceBook,
+    end_ms: UnixMs,
+    job: u32,
+    (host, times): (&HostProcess, &ThreadTimes),
+    index: &TickIndex<'_>,
+    ctx: &Context,
+) -> Entry {
     let pending = std::mem::take(&mut book.pending);
-    let times = host.times.as_ref().expect("flush_attributed is called with gathered times");
     let span_ms = f64::from(times.span_ms.max(1));
     let main_sleep = match times.main.wait.filter(|_| matches!(times.main.state, Some('S' | 'D'))) {
         Some(kind) => {
@@ -447,12 +483,12 @@ fn flush_attributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32, host: &HostP
         end_ms,
         job,
         basis: Basis::Threads,
-        seconds: pending.gpu.seconds as f32,
-        busy: pending.gpu.busy as f32,
-        causes: causes.into_iter().map(|(c, s)| (c, s as f32)).collect(),
+        seconds: narrow(pending.gpu.seconds),
+        busy: narrow(pending.gpu.busy),
+        causes: causes.into_iter().map(|(c, s)| (c, narrow(s))).collect(),
         unattributed: 0.0,
-        busy_j: pending.busy_j as f32,
-        wait_j: pending.wait_j as f32,
+        busy_j: narrow(pending.busy_j),
+        wait_j: narrow(pending.wait_j),
     }
 }
 
@@ -484,13 +520,20 @@ fn mix_of(mix: &[f64; WaitKind::ALL.len()]) -> Vec<(WaitKind, f64)> {
     WaitKind::ALL.iter().zip(mix).filter(|(_, s)| **s > 0.0).map(|(k, s)| (*k, s / total)).collect()
 }
 
-/// Whether the step process is still starting (young, and its GPU not yet busy since it started), and as what: a
-/// restart, a compile, or a start-up.
+/// Whether the step process is still starting (young, its GPU not yet at work since it started, no `DataLoader`
+/// workers yet), and as what: a restart, a compile, or a start-up.
 fn starting(life: Life, host: &HostProcess, index: &TickIndex<'_>, now_ms: UnixMs, t: &Thresholds) -> Option<Cause> {
-    if life.first_busy_ms.is_some() || now_ms.saturating_sub(life.started_ms) >= t.startup_max_s.saturating_mul(1000) {
+    if life.first_busy_ms.is_some()
+        || now_ms.saturating_sub(life.started_ms) >= t.account.startup_max_s.saturating_mul(1000)
+    {
         return None;
     }
-    let compiling = index.below(host.pid).iter().any(|p| p.is_compile_worker() && p.cpu_pct.is_some_and(|c| c >= 1.0));
+    // `DataLoader` workers start with the first epoch: a process that has them is past its start-up, however starved.
+    let below = index.below(host.pid);
+    if below.iter().any(|p| !p.is_compile_worker()) {
+        return None;
+    }
+    let compiling = below.iter().any(|p| p.is_compile_worker() && p.cpu_pct.is_some_and(|c| c >= 1.0));
     Some(if life.restart {
         Cause::RestartLoop
     } else if compiling {
@@ -501,12 +544,22 @@ fn starting(life: Life, host: &HostProcess, index: &TickIndex<'_>, now_ms: UnixM
 }
 
 /// What the split needs to know about the job on a place at this tick.
-fn context(at: &PlaceTick<'_>, host: &HostProcess, index: &TickIndex<'_>, history: &History, t: &Thresholds, verdicts: &[Finding]) -> Context {
+fn context(
+    at: &PlaceTick<'_>,
+    host: &HostProcess,
+    index: &TickIndex<'_>,
+    history: &History,
+    t: &Thresholds,
+    verdicts: &[Finding],
+) -> Context {
     let rank = index.is_rank(host);
     let key = host.job.as_ref().map(|j| j.key.as_str());
-    let job_of = |pid: Option<u32>| pid.and_then(|p| index.process(p)).and_then(|p| p.job.as_ref()).map(|j| j.key.as_str());
+    let job_of =
+        |pid: Option<u32>| pid.and_then(|p| index.process(p)).and_then(|p| p.job.as_ref()).map(|j| j.key.as_str());
     let straggler_elsewhere = rank
-        && verdicts.iter().any(|f| f.rule == Rule::RankStraggler && f.gpu_index != Some(at.place.0) && job_of(f.pid) == key);
+        && verdicts
+            .iter()
+            .any(|f| f.rule == Rule::RankStraggler && f.gpu_index != Some(at.place.0) && job_of(f.pid) == key);
     let here = |rule: Rule| verdicts.iter().any(|f| f.rule == rule && f.gpu_index == Some(at.place.0));
     let workers = index.below(host.pid).iter().any(|p| p.role == ProcessRole::Child && !p.is_compile_worker());
     let reads = host.read_bytes_per_s.is_some_and(|r| r >= 1 << 20)
@@ -556,4 +609,17 @@ fn unseen(basis: Basis, host: Option<&HostProcess>) -> Vec<String> {
             .to_owned(),
     };
     vec![format!("{why}: the waiting time goes to the cause the rules name from the per-process readings")]
+}
+
+/// Seconds and joules are kept as `f32` in entries: a second's resolution of a tick is far finer than the figures
+/// need, and the book keeps a thousand entries a place.
+#[expect(clippy::cast_possible_truncation, reason = "an entry's seconds and joules, far inside f32's range")]
+fn narrow(value: f64) -> f32 {
+    value as f32
+}
+
+/// Seconds as whole milliseconds (negative and non-finite as 0).
+#[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a tick's length, rounded and clamped")]
+pub(crate) fn millis(seconds: f64) -> u64 {
+    if seconds.is_finite() && seconds > 0.0 { (seconds * 1000.0).round() as u64 } else { 0 }
 }

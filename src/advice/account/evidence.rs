@@ -147,18 +147,22 @@ pub fn cpu_wait_split(
     }
     let (used, wanted) = job().map(cores).fold((0.0, 0.0), |(u, w), (pu, pw)| (u + pu, w + pw));
     let per_cpu = &tick.host.per_cpu_busy_pct;
-    let online: Vec<u32> = (0..per_cpu.len()).filter(|i| per_cpu[*i].is_some()).filter_map(|i| u32::try_from(i).ok()).collect();
+    let online: Vec<u32> =
+        (0..per_cpu.len()).filter(|i| per_cpu[*i].is_some()).filter_map(|i| u32::try_from(i).ok()).collect();
     let allowed: Vec<u32> = step.allowed_cpus.clone().unwrap_or_else(|| online.clone());
     let capacity = if allowed.is_empty() { machine.n_cpus.max(1) as f64 } else { allowed.len() as f64 };
     let busy_of = |cpus: &mut dyn Iterator<Item = &u32>| -> f64 {
-        cpus.filter_map(|c| per_cpu.get(usize::try_from(*c).ok()?).copied().flatten()).map(|b| f64::from(b) / 100.0).sum()
+        cpus.filter_map(|c| per_cpu.get(usize::try_from(*c).ok()?).copied().flatten())
+            .map(|b| f64::from(b) / 100.0)
+            .sum()
     };
     // Others on the job's CPUs: what those CPUs did beyond the job itself; where per-CPU readings are missing, the
     // host's busy share, or what the scan of other processes measured.
     let others = if per_cpu.iter().any(Option::is_some) {
         (busy_of(&mut allowed.iter()) - used).max(0.0)
     } else if let Some(cpu) = tick.host.cpu {
-        (f64::from(cpu.busy_pct) / 100.0 * machine.n_cpus as f64 - used).max(0.0) * capacity / machine.n_cpus.max(1) as f64
+        (f64::from(cpu.busy_pct) / 100.0 * machine.n_cpus as f64 - used).max(0.0) * capacity
+            / machine.n_cpus.max(1) as f64
     } else {
         0.0
     };
@@ -194,7 +198,8 @@ pub fn pcie_busy(gpu: &GpuTick, max_gen: Option<u32>, max_width: Option<u32>) ->
     let traffic_kb_s = f64::from(gpu.pcie_rx_kbps.unwrap_or(0)) + f64::from(gpu.pcie_tx_kbps.unwrap_or(0));
     let generation = gpu.pcie_gen.or(max_gen);
     let width = gpu.pcie_width.or(max_width);
-    let link_kb_s = generation.and_then(crate::advice::rules::waiting::lane_gb_s).zip(width).map(|(l, w)| l * f64::from(w) * 1e6);
+    let link_kb_s =
+        generation.and_then(crate::advice::rules::waiting::lane_gb_s).zip(width).map(|(l, w)| l * f64::from(w) * 1e6);
     link_kb_s.is_some_and(|link| traffic_kb_s >= link / 5.0)
 }
 
@@ -226,8 +231,13 @@ mod tests {
         assert!((w.read_ms - 1400.0).abs() < 1e-6 && (w.idle_ms - 200.0).abs() < 1e-6, "{w:?}");
         // An OpenMP pool inside a worker: the walk over its threads counts their waits for a CPU.
         let mut c = worker(103, 300, 50, WaitKind::Lock);
-        c.times.as_mut().expect("times").all =
-            Some(AllThreads { span_ms: 1000, threads: 35, on_cpu_ms: 3000, wait_cpu_ms: Some(9000), ..AllThreads::default() });
+        c.times.as_mut().expect("times").all = Some(AllThreads {
+            span_ms: 1000,
+            threads: 35,
+            on_cpu_ms: 3000,
+            wait_cpu_ms: Some(9000),
+            ..AllThreads::default()
+        });
         let w = worker_times(&[&c], 1000.0).expect("workers");
         assert!((w.wait_cpu_ms - 9000.0).abs() < 1e-6, "{w:?}");
         assert!(worker_times(&[], 1000.0).is_none());
@@ -240,7 +250,13 @@ mod tests {
     }
 
     fn step(cpu_pct: f32, allowed: Option<Vec<u32>>) -> HostProcess {
-        HostProcess { pid: 100, role: ProcessRole::Gpu, cpu_pct: Some(cpu_pct), allowed_cpus: allowed, ..HostProcess::default() }
+        HostProcess {
+            pid: 100,
+            role: ProcessRole::Gpu,
+            cpu_pct: Some(cpu_pct),
+            allowed_cpus: allowed,
+            ..HostProcess::default()
+        }
     }
 
     #[test]
@@ -254,16 +270,23 @@ mod tests {
         // The job's own 35 threads a worker on 4 CPUs that nobody else uses: its own oversubscription.
         let mut omp = worker(101, 1000, 9000, WaitKind::Lock);
         omp.cpu_pct = Some(300.0);
-        omp.times.as_mut().expect("times").all =
-            Some(AllThreads { span_ms: 1000, threads: 35, on_cpu_ms: 3000, wait_cpu_ms: Some(9000), ..AllThreads::default() });
+        omp.times.as_mut().expect("times").all = Some(AllThreads {
+            span_ms: 1000,
+            threads: 35,
+            on_cpu_ms: 3000,
+            wait_cpu_ms: Some(9000),
+            ..AllThreads::default()
+        });
         let split = cpu_wait_split(&machine, &tick(&[100.0; 4]), &step(100.0, None), &[&omp], 20.0);
         assert!(split.own > 8.0 && split.others < 0.5, "{split:?}");
         // Pinned to 2 CPUs while the other 2 idle: the pin.
-        let split = cpu_wait_split(&machine, &tick(&[100.0, 100.0, 0.0, 0.0]), &step(100.0, Some(vec![0, 1])), &[&omp], 20.0);
+        let split =
+            cpu_wait_split(&machine, &tick(&[100.0, 100.0, 0.0, 0.0]), &step(100.0, Some(vec![0, 1])), &[&omp], 20.0);
         assert!(split.pinned > 8.0 && split.own < 1e-9, "{split:?}");
         // A throttling quota is the cause whatever else.
         let mut quota = step(100.0, None);
-        quota.cgroup_cpu = Some(crate::sample::CgroupCpu { throttled_pct: Some(60.0), ..crate::sample::CgroupCpu::default() });
+        quota.cgroup_cpu =
+            Some(crate::sample::CgroupCpu { throttled_pct: Some(60.0), ..crate::sample::CgroupCpu::default() });
         assert!((cpu_wait_split(&machine, &tick(&[100.0; 4]), &quota, &[], 20.0).quota - 1.0).abs() < 1e-9);
     }
 }

@@ -40,6 +40,19 @@ pub struct Life {
     pub restart: bool,
 }
 
+impl Life {
+    fn new(process: &HostProcess, now_ms: UnixMs, restart: bool) -> Self {
+        Self {
+            pid: process.pid,
+            start_ticks: process.start_ticks,
+            started_ms: process.started_at_ms.unwrap_or(now_ms).min(now_ms),
+            last_seen_ms: now_ms,
+            first_busy_ms: None,
+            restart,
+        }
+    }
+}
+
 /// The most lives a lineage keeps (a crash loop every 10 s for ten minutes would have 60).
 const MAX_LIVES: usize = 64;
 /// The most lineages kept; past it, the one seen longest ago goes.
@@ -57,34 +70,21 @@ impl Lineages {
     pub fn observe(&mut self, key: &str, process: &HostProcess, now_ms: UnixMs, busy: bool) -> Life {
         let lives = self.map.entry(key.to_owned()).or_default();
         let same = |l: &Life| l.pid == process.pid && l.start_ticks == process.start_ticks;
-        if !lives.back().is_some_and(same) {
-            if let Some(i) = lives.iter().position(same) {
-                // A rank of the same lineage seen again after another: keep one life per process.
-                if let Some(life) = lives.remove(i) {
-                    lives.push_back(life);
-                }
-            } else {
-                let started_ms = process.started_at_ms.unwrap_or(now_ms).min(now_ms);
-                let restart = lives.back().is_some_and(|prev| prev.last_seen_ms <= started_ms);
-                lives.push_back(Life {
-                    pid: process.pid,
-                    start_ticks: process.start_ticks,
-                    started_ms,
-                    last_seen_ms: now_ms,
-                    first_busy_ms: None,
-                    restart,
-                });
-                if lives.len() > MAX_LIVES {
-                    lives.pop_front();
-                }
-            }
-        }
-        let life = lives.back_mut().expect("a life was just pushed or found");
+        // A rank of the same lineage seen after another: one life per process, the newest seen last.
+        let known = lives.iter().position(same).and_then(|i| lives.remove(i));
+        let mut life = known.unwrap_or_else(|| {
+            let started_ms = process.started_at_ms.unwrap_or(now_ms).min(now_ms);
+            Life::new(process, now_ms, lives.back().is_some_and(|prev| prev.last_seen_ms <= started_ms))
+        });
         life.last_seen_ms = now_ms;
         if busy && life.first_busy_ms.is_none() {
             life.first_busy_ms = Some(now_ms);
         }
-        *life
+        lives.push_back(life);
+        if lives.len() > MAX_LIVES {
+            lives.pop_front();
+        }
+        life
     }
 
     /// The restarts of lineage `key` that started after `since_ms`.
@@ -106,7 +106,8 @@ impl Lineages {
     pub fn forget_before(&mut self, before_ms: UnixMs) {
         self.map.retain(|_, lives| lives.back().is_some_and(|l| l.last_seen_ms >= before_ms));
         while self.map.len() > MAX_LINEAGES {
-            let oldest = self.map.iter().min_by_key(|(_, l)| l.back().map_or(0, |l| l.last_seen_ms)).map(|(k, _)| k.clone());
+            let oldest =
+                self.map.iter().min_by_key(|(_, l)| l.back().map_or(0, |l| l.last_seen_ms)).map(|(k, _)| k.clone());
             match oldest {
                 Some(key) => {
                     self.map.remove(&key);

@@ -87,6 +87,18 @@ fn others(tick: &Tick) -> Vec<String> {
 pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
     let share = share_label(account.share(cause));
     let pid = facts.pid.map_or_else(|| "PID".to_owned(), |p| p.to_string());
+    match cause {
+        Cause::CpuBoundInput
+        | Cause::CpuContention
+        | Cause::CpuOversubscribed
+        | Cause::CpuQuotaThrottled
+        | Cause::CpusPinned => cpu_remedy(cause, facts, &share),
+        _ => other_remedy(cause, &share, &pid),
+    }
+}
+
+/// The remedies of the causes that wait for CPUs or for work done on them.
+fn cpu_remedy(cause: Cause, facts: &Facts, share: &str) -> String {
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a count of idle CPUs, small")]
     let idle = facts.idle_cpus.max(0.0).floor() as u32;
     match cause {
@@ -108,7 +120,7 @@ pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
              DALI, smaller images, simpler augmentation, pre-processed shards), or run where there are more cores.",
             facts.cpus
         ),
-        Cause::CpuContention => contention(facts, &share),
+        Cause::CpuContention => contention(facts, share),
         Cause::CpuOversubscribed => oversubscribed(facts),
         Cause::CpuQuotaThrottled => "The cgroup's CPU quota throttles the job: keep num_workers at most the quota's \
              CPUs minus one and torch.set_num_threads() at the quota, or raise the limit (Kubernetes limits.cpu, \
@@ -120,6 +132,13 @@ pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
             facts.cpus,
             facts.cpus.saturating_sub(1).max(1)
         ),
+        _ => other_remedy(cause, share, "PID"),
+    }
+}
+
+/// The remedies of the other causes.
+fn other_remedy(cause: Cause, share: &str, pid: &str) -> String {
+    match cause {
         Cause::InputBound => "The workers wait for storage: copy the dataset to local NVMe or keep it in the page \
              cache, pack small files into shards (WebDataset, tar, Arrow), and keep enough reads in flight \
              (num_workers, prefetch_factor) where CPUs are idle."
@@ -172,7 +191,7 @@ pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
         Cause::UtilMisleading => "Utilization counts time any kernel runs: kernels on a sliver of the SMs read 100 %. \
              Larger batches, fused kernels or CUDA graphs make the SMs work."
             .to_owned(),
-        Cause::NotDetermined | Cause::Busy => format!(
+        _ => format!(
             "The account cannot tell where {share} of the GPU's time goes from the threads. Run `py-spy dump --pid \
              {pid}` a few times while the GPU waits, or torch.profiler over a few steps with CPU and CUDA activities, \
              and look at what the step's thread does between kernels."
@@ -182,11 +201,7 @@ pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
 
 /// Other users' processes hold the CPUs: name them.
 fn contention(facts: &Facts, share: &str) -> String {
-    let who = if facts.others.is_empty() {
-        "processes outside the job".to_owned()
-    } else {
-        facts.others.join("; ")
-    };
+    let who = if facts.others.is_empty() { "processes outside the job".to_owned() } else { facts.others.join("; ") };
     format!(
         "The job waits for CPUs other processes hold ({share} of the GPU's time): {who}. Ask their owners, run where \
          CPUs are free, or reserve CPUs for the job (Slurm --exclusive or --cpus-per-task, a Kubernetes Guaranteed pod \
@@ -200,12 +215,12 @@ fn oversubscribed(facts: &Facts) -> String {
         (0, _) | (_, None) => String::new(),
         (n, Some(k)) => format!(" its {n} workers run up to {k} threads each;"),
     };
-    let runnable = facts.runnable_threads.map_or_else(String::new, |r| format!(" {r} threads ready to run on"));
+    let runnable = facts.runnable_threads.map_or_else(String::new, |r| format!("{r} threads ready to run on "));
     format!(
         "The job runs more threads than it has CPUs ({}{} CPUs);{per_worker} give each worker one thread: \
          torch.set_num_threads(1) in worker_init_fn, OMP_NUM_THREADS=1 and MKL_NUM_THREADS=1 in the workers' \
          environment, cv2.setNumThreads(0) for OpenCV; keep num_workers at most {}. Do not raise num_workers.",
-        runnable.trim_start(),
+        runnable,
         facts.cpus,
         facts.cpus.saturating_sub(1).max(1)
     )
@@ -247,11 +262,20 @@ mod tests {
 
     #[test]
     fn oversubscription_names_the_threads_per_worker_and_contention_the_others() {
-        let facts = Facts { workers: 8, threads_per_worker: Some(35), cpus: 16, runnable_threads: Some(120), ..Facts::default() };
+        let facts = Facts {
+            workers: 8,
+            threads_per_worker: Some(35),
+            cpus: 16,
+            runnable_threads: Some(120),
+            ..Facts::default()
+        };
         let text = remedy(Cause::CpuOversubscribed, &account(Cause::CpuOversubscribed, 0.6), &facts);
         assert!(text.contains("120 threads ready to run on 16 CPUs") && text.contains("35 threads each"), "{text}");
         assert!(text.contains("Do not raise num_workers"), "{text}");
-        let facts = Facts { others: vec!["bob's stress (PID 4242, cgroup /user.slice) at 790 % of a core".to_owned()], ..Facts::default() };
+        let facts = Facts {
+            others: vec!["bob's stress (PID 4242, cgroup /user.slice) at 790 % of a core".to_owned()],
+            ..Facts::default()
+        };
         let text = remedy(Cause::CpuContention, &account(Cause::CpuContention, 0.4), &facts);
         assert!(text.contains("bob's stress (PID 4242") && text.contains("40 %"), "{text}");
     }

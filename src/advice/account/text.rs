@@ -1,6 +1,8 @@
 //! An account in words and as a bar, the same in every output: the advice pane's bar, doctor's and report's section,
 //! `--once`, and a finding's evidence.
 
+use std::fmt::Write as _;
+
 use super::{Account, Basis, Cause};
 use crate::units::{duration_label, energy_label, share_label};
 
@@ -52,7 +54,7 @@ pub fn evidence(account: &Account) -> String {
     let secs = account.seconds.round() as u64;
     let mut text = format!("account over {}: {}", duration_label(secs), line(account));
     if let (Some(wait), Some(all)) = (account.waiting_energy_j(), account.energy_j) {
-        text.push_str(&format!("; waiting cost {} of {}", energy_label(wait), energy_label(all)));
+        let _ = write!(text, "; waiting cost {} of {}", energy_label(wait), energy_label(all));
     }
     if account.basis == Basis::Processes {
         text.push_str(" (from the per-process readings: thread times not read)");
@@ -112,7 +114,12 @@ mod tests {
             basis: Basis::Threads,
             causes: parts
                 .iter()
-                .map(|&(cause, share)| CauseShare { cause, seconds: share * 30.0, share, energy_j: Some(share * 9000.0) })
+                .map(|&(cause, share)| CauseShare {
+                    cause,
+                    seconds: share * 30.0,
+                    share,
+                    energy_j: Some(share * 9000.0),
+                })
                 .collect(),
             energy_j: Some(9000.0),
             alone: true,
@@ -122,7 +129,12 @@ mod tests {
 
     #[test]
     fn a_line_names_the_causes_worth_a_word() {
-        let a = account(&[(Cause::Busy, 0.41), (Cause::InputBound, 0.38), (Cause::NotDetermined, 0.19), (Cause::CheckpointWrite, 0.02)]);
+        let a = account(&[
+            (Cause::Busy, 0.41),
+            (Cause::InputBound, 0.38),
+            (Cause::NotDetermined, 0.19),
+            (Cause::CheckpointWrite, 0.02),
+        ]);
         assert_eq!(line(&a), "busy 41 %, input: reading storage 38 %, not determined 19 %, 2 % else");
         assert_eq!(subject(&a, 60), "GPU 0 PID 2001 (python train.py)");
         let e = evidence(&a);

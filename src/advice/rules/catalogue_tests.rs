@@ -10,13 +10,26 @@ use crate::advice::window::Ctx;
 use crate::advice::{Rule, Thresholds};
 use crate::source::synthetic::Scenario;
 
-/// Whether a variant is a rule the engine walks once, or a kind of finding several functions report (an
-/// exhaustive match: a new variant does not compile until it is classified here).
-fn walked_once(rule: Rule) -> bool {
+/// How the engine reports a kind of finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// One rule function in [`RULES`].
+    Once,
+    /// Several functions report it.
+    Several,
+    /// No rule function: it is read off the accounts (`advice::account::findings`).
+    Account,
+}
+
+/// How a variant is reported (an exhaustive match: a new variant does not compile until it is classified here).
+fn walk(rule: Rule) -> Walk {
     match rule {
         // Not a rule about the GPUs: the health check reports unreadable signals, and `blind` reports what could
         // not be judged, both under this one kind.
-        Rule::Visibility => false,
+        Rule::Visibility => Walk::Several,
+        Rule::CpuContention | Rule::CpuOversubscribed | Rule::CheckpointWrite | Rule::StartUp | Rule::RestartLoop => {
+            Walk::Account
+        }
         Rule::InputBound
         | Rule::CpuBoundInput
         | Rule::ThermalThrottle
@@ -49,7 +62,7 @@ fn walked_once(rule: Rule) -> bool {
         | Rule::CpusPinned
         | Rule::CompileWarmup
         | Rule::Serving
-        | Rule::CommBound => true,
+        | Rule::CommBound => Walk::Once,
     }
 }
 
@@ -92,10 +105,14 @@ fn every_rule_function_reports_only_the_rule_it_is_paired_with() {
 fn every_rule_is_walked_exactly_once() {
     for rule in Rule::ALL {
         let n = RULES.iter().filter(|(paired, _)| *paired == rule).count();
-        if walked_once(rule) {
-            assert_eq!(n, 1, "{rule:?} is paired with {n} functions in RULES");
-        } else {
-            assert!(n >= 1, "{rule:?} is reported by no function");
+        match walk(rule) {
+            Walk::Once => assert_eq!(n, 1, "{rule:?} is paired with {n} functions in RULES"),
+            Walk::Several => assert!(n >= 1, "{rule:?} is reported by no function"),
+            Walk::Account => {
+                assert_eq!(n, 0, "{rule:?} is read off the accounts, not walked");
+                let read_off = crate::advice::account::findings::ACCOUNTED.contains(&rule) || rule == Rule::RestartLoop;
+                assert!(read_off, "{rule:?} is read off no account");
+            }
         }
     }
 }

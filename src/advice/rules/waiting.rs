@@ -20,7 +20,7 @@ pub(crate) const THROTTLE_REASONS: u64 = throttle::SW_POWER_CAP
     | throttle::HW_POWER_BRAKE_SLOWDOWN;
 
 /// `PCIe` bandwidth per lane in GB/s, by generation (after encoding overhead).
-fn lane_gb_s(generation: u32) -> Option<f64> {
+pub(crate) fn lane_gb_s(generation: u32) -> Option<f64> {
     Some(match generation {
         1 => 0.25,
         2 => 0.5,

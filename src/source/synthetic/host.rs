@@ -55,5 +55,8 @@ pub(super) fn host_tick(spec: &SyntheticSpec, machine: &MachineInfo, n: u64, loa
             memory_full_avg10: Some(0.0),
         }),
         uptime_s: Some(86_400 + n * spec.interval_ms / 1000),
+        // Filled per scenario where one needs them.
+        net: Vec::new(),
+        cpu_others: None,
     }
 }
