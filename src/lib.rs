@@ -17,8 +17,9 @@
 //!   [`source::synthetic`] (scenarios and scale), [`source::sampler`] (the thread and watchdog),
 //!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`), [`source::visible`] (`--only-visible`:
 //!   the GPUs `CUDA_VISIBLE_DEVICES` names).
-//! - [`host`]: CPU, memory, PSI and the GPU processes with their relatives, from procfs; each GPU process's job
-//!   (rank, launcher, container; [`host::job`]) read once per process.
+//! - [`host`]: CPU, memory, PSI, network throughput ([`host::net`]) and the GPU processes with their relatives,
+//!   from procfs; each GPU process's job (rank, launcher, container; [`host::job`]) read once per process; while the
+//!   CPUs are contended, the other processes' CPU ([`host::others`]).
 //! - [`history`]: fixed-capacity rings with gaps ([`history::ring`], each reading compact: [`history::compact`]) and
 //!   windows over them ([`history::window`]),
 //!   the machine's series ([`history::series`]), each MIG slice's ([`history::slices`]) and each process's

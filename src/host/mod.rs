@@ -161,9 +161,10 @@ impl HostSampler {
         let clock = processes::Clock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: self.system.boot_time_ms };
         let processes = self.processes.sample(&self.root, clock, gpu_pids, urgent);
         if self.in_initial_pid_ns {
-            let relatives: Vec<u32> = processes.iter().map(|p| p.pid).collect();
-            let clock = others::ScanClock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: clock.boot_time_ms };
             let contended = others::contended(&tick);
+            // The relatives are listed only when a scan may use them.
+            let relatives: Vec<u32> = if contended { processes.iter().map(|p| p.pid).collect() } else { Vec::new() };
+            let clock = others::ScanClock { now_ms, ticks_per_s: self.ticks_per_s, boot_time_ms: clock.boot_time_ms };
             tick.cpu_others = self.others.sample(&self.root, clock, contended, gpu_pids, &relatives);
         }
         (tick, processes)

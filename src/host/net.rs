@@ -4,7 +4,8 @@
 //!
 //! A tick reads one small file plus two per InfiniBand port. What does not change from tick to tick is learned once:
 //! an interface's kind (whether `/sys/class/net/IFACE/device` exists) when the interface is first seen, and the list
-//! of ports every [`PORT_LIST_PERIOD_MS`].
+//! of ports every [`PORT_LIST_PERIOD_MS`]. `/proc/net/dev` lists the interfaces of gpusight's network namespace: in
+//! a container with a namespace of its own, the container's.
 
 use std::path::{Path, PathBuf};
 

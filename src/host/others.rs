@@ -6,12 +6,18 @@
 //! itself. Ancestors and descendants are followed through the parent PIDs this scan reads, so they need no other
 //! read.
 //!
-//! A scan reads every process's `stat` (10–20 µs each, so 10–20 ms on a host with 1,000 processes), so it runs
-//! only while the CPUs are contended ([`contended`]): then another user's load is what can make a job's `DataLoader`
-//! workers wait for a CPU; on a host with CPUs to spare it costs them nothing and is not looked for. It runs at most
-//! every [`SCAN_PERIOD_MS`], and the figures are carried between scans. The first scan after a quiet spell (none for
-//! [`MAX_SPAN_MS`]) only sets the baseline. Only the busiest processes ([`MAX_GROUPED`]) have their `status` (the
-//! uid), `cgroup` and threads read, and only the groups that make the top ([`MAX_TOP`]) get a user name.
+//! A scan reads every process's `stat` (5–7 µs each on the dev VM, 5–7 ms on a host with 1,000 processes:
+//! docs/performance.md), so it runs only while the CPUs are contended ([`contended`]): then another user's load is
+//! what can make a job's `DataLoader` workers wait for a CPU; on a host with CPUs to spare it costs them nothing and
+//! is not looked for. It runs at most every [`SCAN_PERIOD_MS`], and the figures are carried between scans. The first
+//! scan after a quiet spell (none for [`MAX_SPAN_MS`]) only sets the baseline.
+//!
+//! A group is only known once its processes' uid and cgroup are read, so those are read for the busiest processes
+//! ([`MAX_GROUPED`]), of which the top groups are made; only the groups that make the top ([`MAX_TOP`]) get a user
+//! name. Runnable threads: a thread's state is one more read a thread, so every thread is read for those busiest
+//! processes only (at most [`MAX_THREAD_READS`] a scan), and the main thread's state, already in `stat`, stands for
+//! the others, which used little or no CPU. With `/proc` mounted `hidepid=invisible`, other users' processes are not
+//! seen and the figures cover only what is.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -37,8 +43,8 @@ pub const BUSY_CONTENDED_PCT: f32 = 50.0;
 /// enough for a worker's batch to come late.
 pub const PSI_CPU_CONTENDED_PCT: f32 = 5.0;
 
-/// At most one scan this often: a scan costs 10–20 µs a process, and the account reads these figures over windows
-/// of 30 s or more.
+/// At most one scan this often: a scan costs 5–7 µs a process (0.15 % of a core at 1,000 processes), and the
+/// account reads these figures over windows of 30 s or more.
 pub const SCAN_PERIOD_MS: UnixMs = 5_000;
 
 /// A scan due at the next tick is not put off by a tick that comes a little early.
