@@ -58,12 +58,16 @@ fn synthetic_default(data: &Data, cli: &Cli, config: &Config, duration: Duration
     duration.max(Duration::from_secs(minute.into_iter().max().unwrap_or(0)))
 }
 
-/// With `--instant` and no `--duration`, two intervals: three samples, enough for every rule that needs no
-/// window (each judges every sample; the second and third carry the first rates and health reads). Waiting the
-/// default 30 s would judge nothing more that was asked for.
+/// With `--instant` and no `--duration`, two intervals (at least 2 s): three samples at the default interval, enough
+/// for every rule that needs no window, each of which judges every sample on its own; the floor leaves a live
+/// sampler time for its first sample on a slow machine. Waiting the default 30 s would judge nothing more that was
+/// asked for.
 pub(super) fn instant_default(cli: &Cli, interval: Duration, duration: Duration) -> Duration {
-    if cli.duration_given { duration } else { interval * 2 }
+    if cli.duration_given { duration } else { (interval * 2).max(INSTANT_MIN) }
 }
+
+/// The shortest watch `--instant` takes without `--duration`.
+const INSTANT_MIN: Duration = Duration::from_secs(2);
 
 /// doctor's colours: `always` and `never` as said; `auto` only on a terminal, and not with --no-color or NO_COLOR.
 fn color(cli: &Cli, when: ColorWhen) -> bool {
