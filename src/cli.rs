@@ -145,9 +145,15 @@ pub enum Command {
     #[command(after_help = crate::exit::help())]
     Doctor {
         /// How long to watch, e.g. 30s, 2m (on --synthetic, without it: long enough for every rule judged over a
-        /// minute or two).
+        /// minute or two; with --instant, without it: two samples). A watch shorter than every rule's window (30 s
+        /// by default) judges none of the rules that need one and exits 3 unless something reached a warning.
         #[arg(long, default_value = "30s", value_parser = parse_duration, allow_hyphen_values = true)]
         duration: Duration,
+        /// Check only the rules that judge each sample (gpu-errors: Xid, ECC, a lost GPU; driver-sanity,
+        /// persistence-off, mig-active, visibility, numa-misplaced): a short watch of a healthy machine exits 0.
+        /// Without --duration it watches two samples, not 30 s.
+        #[arg(long)]
+        instant: bool,
         /// Colour the severities: auto (only when stdout is a terminal), always or never.
         #[arg(long, value_enum, default_value_t = ColorWhen::Auto)]
         color: ColorWhen,
@@ -194,7 +200,7 @@ pub enum Command {
     /// Watch several machines at once over the system's ssh: each runs `gpusight --record - --headless` and
     /// streams its samples back; the fleet view shows them live (`--once`: one table per host; `--doctor`: one
     /// verdict per host).
-    #[command(after_help = SSH_HELP)]
+    #[command(after_help = format!("{SSH_HELP}\n\n{}", crate::exit::help()))]
     Ssh(SshArgs),
     /// Print shell completions for bash, zsh, fish, elvish or powershell.
     Completions {
@@ -208,7 +214,9 @@ pub enum Command {
 /// `gpusight ssh`'s examples.
 const SSH_HELP: &str = "Hosts: names, Slurm hostlists (node[01-08,12], rack[1-2]-n[1-3], a,b[1-2]), --hostfile FILE, or \
 $SLURM_JOB_NODELIST when none is given. ssh runs with -T -o BatchMode=yes (no password prompts: use keys or an agent) \
--o ConnectTimeout=N. See docs/ssh.md.\n\nExamples:\n  gpusight ssh node[01-04]\n  gpusight ssh --list \
+-o ConnectTimeout=N. See docs/ssh.md.\n\n--doctor exits with the worst host's status: critical (2), then \
+unknown (3: a host that sent nothing, or whose watch was too short for any rule that needs a window), then warning \
+(1), then 0.\n\nExamples:\n  gpusight ssh node[01-04]\n  gpusight ssh --list \
 'gpu[1-2]-n[01-03]'\n  gpusight ssh --once node01,node02\n  gpusight ssh --doctor --duration 1m node[01-08]";
 
 /// `gpusight ssh`'s flags.
@@ -229,9 +237,13 @@ pub struct SshArgs {
     /// Watch every host for --duration, then print one doctor verdict per host; the exit status is the worst.
     #[arg(long, conflicts_with_all = ["list", "once"])]
     pub doctor: bool,
-    /// With --doctor: how long to watch, e.g. 30s, 2m.
+    /// With --doctor: how long to watch, e.g. 30s, 2m (with --instant, without it: two samples). A host watched
+    /// shorter than every rule's window (30 s by default) is unknown (3) unless something reached a warning.
     #[arg(long, default_value = "30s", value_parser = parse_duration, requires = "doctor")]
     pub duration: Duration,
+    /// With --doctor: check only the rules that judge each sample, as `doctor --instant` does.
+    #[arg(long, requires = "doctor")]
+    pub instant: bool,
     /// Seconds ssh waits for each connection (ssh's ConnectTimeout).
     #[arg(long, value_name = "SECONDS", default_value = "10", value_parser = clap::value_parser!(u64).range(1..=600))]
     pub connect_timeout: u64,

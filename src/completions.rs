@@ -181,12 +181,13 @@ mod tests {
         let mut command = Cli::command();
         let help = command.render_long_help().to_string();
         let doctor_help = command.find_subcommand_mut("doctor").expect("doctor").render_long_help().to_string();
+        let ssh_help = command.find_subcommand_mut("ssh").expect("ssh").render_long_help().to_string();
         // --help wraps each meaning under its first line: unwrapped, it is the man page's.
         let unwrap = |help: String| help.replace(&format!("\n{:9}", ""), " ");
-        let (help, doctor_help) = (unwrap(help), unwrap(doctor_help));
+        let (help, doctor_help, ssh_help) = (unwrap(help), unwrap(doctor_help), unwrap(ssh_help));
         let text = String::from_utf8(man_page().expect("man")).expect("utf-8");
         for (code, meaning) in &exit_statuses(&text) {
-            for (name, help) in [("--help", &help), ("doctor --help", &doctor_help)] {
+            for (name, help) in [("--help", &help), ("doctor --help", &doctor_help), ("ssh --help", &ssh_help)] {
                 assert!(help.contains(&format!("  {code:<6} {meaning}")), "{name} lacks {code} {meaning}:\n{help}");
             }
         }

@@ -1,11 +1,16 @@
 //! `gpusight doctor`: after watching for a window, every finding with its evidence and remedy, what was
 //! watched, what could not be seen, and an exit code for CI jobs, cron and health checks.
+//!
+//! A watch shorter than every rule's window judged only the rules that need no window: unless a warning was seen
+//! anyway, its verdict is "unknown" (exit 3, [`Verdict::Unknown`]), never "healthy", and it names the
+//! `--duration` that would let the windowed rules judge. `--instant` ([`Scope::Instant`]) asks for the rules that
+//! judge each sample only, and a short watch of a healthy machine is then healthy.
 
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 use crate::advice::window::duration_label;
-use crate::advice::{Finding, Rule, Severity, sort_by_diagnosis_order};
+use crate::advice::{Finding, Rule, Severity, Thresholds, sort_by_diagnosis_order};
 use crate::history::History;
 use crate::history::Readings;
 use crate::host::{EXITED, OUTSIDE_NAMESPACE};
@@ -23,9 +28,111 @@ pub const EXIT_OK: i32 = crate::exit::SUCCESS;
 pub const EXIT_WARNING: i32 = crate::exit::WARNING;
 /// Exit code: at least one critical finding.
 pub const EXIT_CRITICAL: i32 = crate::exit::CRITICAL;
-/// Exit code: doctor could not check (no driver, bad arguments, unreadable recording): the monitoring-plugin
-/// convention's UNKNOWN, which every command exits with when it cannot run.
+/// Exit code: doctor could not check (no driver, bad arguments, unreadable recording), or its watch was too short
+/// for every rule that needs a window and nothing reached a warning: the monitoring-plugin convention's UNKNOWN,
+/// which every command exits with when it cannot run.
 pub const EXIT_UNKNOWN: i32 = crate::exit::CANNOT_RUN;
+
+/// Which rules a doctor run asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Scope {
+    /// Every rule: a watch too short for each rule that needs a window could not judge them, and says "unknown".
+    #[default]
+    Every,
+    /// `--instant`: the rules that judge each sample (gpu-errors, driver-sanity, persistence, MIG, visibility,
+    /// NUMA placement). The rules that need a window are not expected; a watch long enough for them still
+    /// judges them.
+    Instant,
+}
+
+/// The verdict of a watch, in the monitoring-plugin convention's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Healthy, or informational findings only.
+    Ok,
+    /// At least one warning.
+    Warning,
+    /// At least one critical finding.
+    Critical,
+    /// No warning, but the watch was too short for any rule that needs a window: nothing to call healthy.
+    Unknown,
+}
+
+impl Verdict {
+    /// The word in JSON's `verdict`: `ok`, `warning`, `critical` or `unknown`.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Warning => "warning",
+            Self::Critical => "critical",
+            Self::Unknown => "unknown",
+        }
+    }
+
+    /// The exit status that says it.
+    #[must_use]
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Self::Ok => EXIT_OK,
+            Self::Warning => EXIT_WARNING,
+            Self::Critical => EXIT_CRITICAL,
+            Self::Unknown => EXIT_UNKNOWN,
+        }
+    }
+}
+
+/// A watch shorter than every window: none of the rules that need one could judge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooShort {
+    /// Seconds between the first and the last sample.
+    pub watched_s: u64,
+    /// The shortest window of any rule: a watch this long lets the rules with that window judge.
+    pub shortest_window_s: u64,
+    /// How many rules need a window.
+    pub windowed_rules: usize,
+}
+
+impl TooShort {
+    /// Whether a watch of `watched_s` is shorter than every window of `t` (each needs `min_window_coverage` of
+    /// its length in samples, as the rules do).
+    #[must_use]
+    pub fn of(t: &Thresholds, watched_s: u64) -> Option<Self> {
+        let windows = t.windows();
+        let shortest_window_s = windows.iter().map(|(_, secs)| *secs).min()?;
+        let windowed_rules = windows.iter().map(|(rules, _)| rules.split(", ").count()).sum();
+        ((watched_s as f64) < shortest_window_s as f64 * t.min_window_coverage).then_some(Self {
+            watched_s,
+            shortest_window_s,
+            windowed_rules,
+        })
+    }
+
+    /// The `--duration` value that covers the shortest window: `30s`, or whole minutes as `5m`.
+    #[must_use]
+    pub fn duration_arg(&self) -> String {
+        let secs = self.shortest_window_s;
+        if secs >= 60 && secs.is_multiple_of(60) { format!("{}m", secs / 60) } else { format!("{secs}s") }
+    }
+
+    /// How to watch long enough: `--duration` live and on a synthetic machine; a recording has its own length.
+    fn remedy(&self, recording: bool) -> String {
+        if recording {
+            format!(
+                "record {} or longer (--duration does not lengthen a recording)",
+                duration_label(self.shortest_window_s)
+            )
+        } else {
+            format!("run with --duration {} or longer", self.duration_arg())
+        }
+    }
+}
+
+/// The rules that need no window: each judges every sample on its own.
+#[must_use]
+pub fn instant_rules(t: &Thresholds) -> Vec<Rule> {
+    Rule::ALL.into_iter().filter(|r| t.window_of(*r).is_none()).collect()
+}
 
 /// One GPU that was watched.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,19 +176,39 @@ pub struct DoctorReport {
     pub count_cleared: bool,
     /// Set when Ctrl-C ended the watch early: the seconds that had been asked for.
     pub cut_short_of_s: Option<u64>,
+    /// Which rules were asked for (`--instant`: those that need no window).
+    pub scope: Scope,
+    /// Set when the watch was shorter than every window, so that no rule that needs one judged.
+    pub too_short: Option<TooShort>,
+    /// The rules that need no window, by name (what a watch too short for the others judged).
+    pub instant_rules: Vec<&'static str>,
+    /// Whether the watch was a recording (its length is its own: `--duration` cannot lengthen it).
+    pub recording: bool,
 }
 
 impl DoctorReport {
-    /// Builds the report from a pipeline that was fed every snapshot of the window.
+    /// Builds the report from a pipeline that was fed every snapshot of the window, every rule asked for.
     #[must_use]
     pub fn new(pipeline: &Pipeline) -> Self {
+        Self::scoped(pipeline, Scope::Every)
+    }
+
+    /// Builds the report with `scope`'s rules asked for: with [`Scope::Instant`], a watch too short for every
+    /// window does not list the windowed rules as not judged (they were not asked for).
+    #[must_use]
+    pub fn scoped(pipeline: &Pipeline, scope: Scope) -> Self {
         let history = &pipeline.history;
         let machine = history.machine();
         let from_ms = history.times.get(0).copied();
         let to_ms = history.now_ms();
         let watched_s = from_ms.zip(to_ms).map_or(0, |(a, b)| b.saturating_sub(a) / 1000);
+        let too_short = TooShort::of(&pipeline.thresholds, watched_s);
         let mut notes: Vec<String> = history.latest().health.notes.clone();
-        let mut not_judged = short_windows(pipeline, watched_s);
+        let mut not_judged = if scope == Scope::Instant && too_short.is_some() {
+            Vec::new()
+        } else {
+            short_windows(pipeline, watched_s)
+        };
         not_judged.extend(blind_spots(history));
         let active = pipeline.findings();
         let mut findings: Vec<Finding> = active.to_vec();
@@ -116,6 +243,10 @@ impl DoctorReport {
             notes,
             count_cleared: false,
             cut_short_of_s: None,
+            scope,
+            too_short,
+            instant_rules: instant_rules(&pipeline.thresholds).into_iter().map(Rule::name).collect(),
+            recording: false,
         }
     }
 
@@ -137,15 +268,24 @@ impl DoctorReport {
         active.chain(cleared).max()
     }
 
-    /// 0 when healthy or with informational findings only, 1 with warnings, 2 with anything critical (cleared
-    /// findings count only with `count_cleared`). 3, "could not check", is the command line's.
+    /// Critical with anything critical, warning with warnings (cleared findings count only with
+    /// `count_cleared`); else unknown when the watch was too short for every rule that needs a window and they
+    /// were asked for ([`Scope::Every`]); else ok (healthy, or informational findings only).
+    #[must_use]
+    pub fn verdict(&self) -> Verdict {
+        match self.counted() {
+            Some(Severity::Critical) => Verdict::Critical,
+            Some(Severity::Warning) => Verdict::Warning,
+            _ if self.too_short.is_some() && self.scope == Scope::Every => Verdict::Unknown,
+            _ => Verdict::Ok,
+        }
+    }
+
+    /// The verdict's exit status: 0 ok, 1 warning, 2 critical, 3 a watch too short to judge (3 is also the command
+    /// line's "could not check").
     #[must_use]
     pub fn exit_code(&self) -> i32 {
-        match self.counted() {
-            Some(Severity::Critical) => EXIT_CRITICAL,
-            Some(Severity::Warning) => EXIT_WARNING,
-            _ => EXIT_OK,
-        }
+        self.verdict().exit_code()
     }
 
     /// "+12 s" from the start of the watch, for spans of cleared findings.
@@ -162,10 +302,19 @@ impl DoctorReport {
             (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
         let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged" };
         if crit + warn == 0 {
-            return match info {
-                0 => format!("no problems found{scope}"),
-                n => format!("no problems found{scope} ({n} informational finding{})", plural(n)),
-            };
+            let infos = informational(info);
+            if let Some(short) = self.too_short.filter(|_| self.verdict() == Verdict::Unknown) {
+                return format!(
+                    "too short to judge: watched {}, the shortest window is {}; {}{infos}",
+                    duration_label(short.watched_s),
+                    duration_label(short.shortest_window_s),
+                    short.remedy(self.recording)
+                );
+            }
+            if self.too_short.is_some() && self.scope == Scope::Instant {
+                return format!("no problems found by the rules that need no window (--instant){infos}");
+            }
+            return format!("no problems found{scope}{infos}");
         }
         // Each place (a GPU, or the host) with its problems' rules, in the report's order.
         let mut places: Vec<(Option<u32>, Vec<&str>)> = Vec::new();
@@ -254,18 +403,7 @@ impl DoctorReport {
             }
             out.push('\n');
         }
-        let (crit, warn, info) =
-            (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
-        let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged (see \"Not judged\" above)" };
-        if crit + warn == 0 {
-            if info == 0 {
-                let _ = writeln!(out, "No problems found{scope}.");
-            } else {
-                let _ = writeln!(out, "No problems found{scope} ({info} informational finding{}).", plural(info));
-            }
-        } else {
-            let _ = writeln!(out, "{crit} critical, {warn} warning{}, {info} info.", plural(warn));
-        }
+        put(&mut out, &hanging("", 0, &self.closing(), width));
         if !self.notes.is_empty() {
             out.push_str("\nNotes:\n");
             for note in &self.notes {
@@ -273,6 +411,51 @@ impl DoctorReport {
             }
         }
         out
+    }
+
+    /// The verdict at the end of the text report: the counts, or "no problems found", or why the watch was too
+    /// short to judge and which `--duration` would do.
+    fn closing(&self) -> String {
+        let (crit, warn, info) =
+            (self.count(Severity::Critical), self.count(Severity::Warning), self.count(Severity::Info));
+        let instant = self.instant_rules.len();
+        if crit + warn > 0 {
+            let counts = format!("{crit} critical, {warn} warning{}, {info} info.", plural(warn));
+            return match (self.too_short, self.scope) {
+                (Some(short), Scope::Every) => format!(
+                    "{counts} The watch was too short for the {} rules that need a window (the shortest is {}): {} to \
+                     judge them too.",
+                    short.windowed_rules,
+                    duration_label(short.shortest_window_s),
+                    short.remedy(self.recording)
+                ),
+                (Some(_), Scope::Instant) => {
+                    format!("{counts} Checked the {instant} rules that need no window (--instant).")
+                }
+                (None, _) => counts,
+            };
+        }
+        let infos = informational(info);
+        if let Some(short) = self.too_short.filter(|_| self.verdict() == Verdict::Unknown) {
+            let mut remedy = short.remedy(self.recording);
+            remedy[..1].make_ascii_uppercase();
+            return format!(
+                "Too short to judge: watched {}; the shortest window is {}, so none of the {} rules that need a window \
+                 judged (the {instant} that need none found no problems{infos}). {remedy}, or with --instant to check \
+                 only those {instant}.",
+                duration_label(short.watched_s),
+                duration_label(short.shortest_window_s),
+                short.windowed_rules,
+            );
+        }
+        if self.too_short.is_some() && self.scope == Scope::Instant {
+            return format!(
+                "No problems found by the {instant} rules that need no window (--instant: {}){infos}.",
+                self.instant_rules.join(", ")
+            );
+        }
+        let scope = if self.not_judged.is_empty() { "" } else { " in what could be judged (see \"Not judged\" above)" };
+        format!("No problems found{scope}{infos}.")
     }
 
     /// The versioned JSON document (`"schema": "gpusight.doctor/1"`).
@@ -313,6 +496,16 @@ impl DoctorReport {
             },
             "not_judged": self.not_judged,
             "notes": self.notes,
+            "verdict": self.verdict().name(),
+            "instant": self.scope == Scope::Instant,
+            "instant_rules": self.instant_rules,
+            "too_short": self.too_short.map(|short| json!({
+                "watched_s": short.watched_s,
+                "shortest_window_s": short.shortest_window_s,
+                "windowed_rules": short.windowed_rules,
+                "duration": short.duration_arg(),
+                "remedy": short.remedy(self.recording),
+            })),
             "exit_code": self.exit_code(),
         })
     }
@@ -487,6 +680,11 @@ pub fn blind_spots(history: &History) -> Vec<String> {
     out
 }
 
+/// " (2 informational findings)", or nothing for none.
+fn informational(n: usize) -> String {
+    if n == 0 { String::new() } else { format!(" ({n} informational finding{})", plural(n)) }
+}
+
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -501,24 +699,56 @@ mod tests {
     use crate::source::synthetic::{SyntheticSource, SyntheticSpec};
 
     fn watch(spec: &str, n: usize) -> DoctorReport {
+        watch_from(spec, 0, n, Scope::Every)
+    }
+
+    /// A doctor report over `n` ticks of a scenario from its tick `skip` on, with `scope`'s rules asked for.
+    fn watch_from(spec: &str, skip: usize, n: usize, scope: Scope) -> DoctorReport {
         let mut source = SyntheticSource::new(SyntheticSpec::parse(spec).expect("spec"));
+        for _ in 0..skip {
+            source.next_snapshot().expect("tick").expect("some");
+        }
         let first = source.next_snapshot().expect("tick").expect("some");
         let mut pipeline = Pipeline::new(&first, 900, Thresholds::default());
         for _ in 1..n {
             pipeline.ingest(&source.next_snapshot().expect("tick").expect("some"));
         }
-        DoctorReport::new(&pipeline)
+        DoctorReport::scoped(&pipeline, scope)
     }
 
     /// A doctor report over `n` ticks of a tweaked scenario.
     fn watch_build(build: &Build, n: u64) -> DoctorReport {
+        watch_build_scoped(build, n, Scope::Every)
+    }
+
+    fn watch_build_scoped(build: &Build, n: u64, scope: Scope) -> DoctorReport {
         let machine = std::sync::Arc::clone(build.history(1).machine());
         let snapshot = |i| Snapshot { machine: std::sync::Arc::clone(&machine), tick: build.tick_at(i) };
         let mut pipeline = Pipeline::new(&snapshot(0), 900, Thresholds::default());
         for i in 1..n {
             pipeline.ingest(&snapshot(i));
         }
-        DoctorReport::new(&pipeline)
+        DoctorReport::scoped(&pipeline, scope)
+    }
+
+    /// How many rules need a window.
+    fn windowed() -> usize {
+        Rule::ALL.into_iter().filter(|r| Thresholds::default().window_of(*r).is_some()).count()
+    }
+
+    /// The compute scenario with an Xid `code` on GPU 0 at tick `at`.
+    fn xid(code: u32, at: u64) -> Build {
+        Build::new("compute").tick(move |i, t| {
+            if i == at {
+                t.events.push(crate::sample::GpuEvent {
+                    at_ms: t.at_ms,
+                    gpu_index: Some(0),
+                    kind: crate::sample::GpuEventKind::Xid { code, pid: None, process_name: None },
+                    origin: crate::sample::EventOrigin::NvmlEvents,
+                    message: String::new(),
+                });
+            }
+        })
     }
 
     fn rules(report: &DoctorReport) -> Vec<Rule> {
@@ -529,6 +759,9 @@ mod tests {
     fn healthy_machine_says_so_and_what_it_could_not_judge_above_the_verdict() {
         let report = watch("idle:2", 31);
         assert_eq!(report.exit_code(), 0);
+        // 30 s covers the 30 s windows: not too short, whatever the longer windows still need.
+        assert_eq!((report.too_short, report.verdict()), (None, Verdict::Ok));
+        assert_eq!(report.to_json()["verdict"], "ok");
         let text = report.to_text(false);
         assert!(text.contains("watched 2 GPUs for 30 s (31 samples)"), "{text}");
         // A 30 s watch cannot judge the idle-holder's 5-minute window, and says so before the verdict.
@@ -541,6 +774,96 @@ mod tests {
         let long = watch("idle:2", 302);
         assert!(long.not_judged.is_empty(), "{:?}", long.not_judged);
         assert!(long.to_text(false).contains("No problems found.\n"));
+    }
+
+    #[test]
+    fn a_watch_too_short_for_every_window_is_unknown_and_names_the_duration_that_would_judge() {
+        let mut report = watch("compute", 6);
+        let windowed = windowed();
+        assert_eq!(report.too_short, Some(TooShort { watched_s: 5, shortest_window_s: 30, windowed_rules: windowed }));
+        assert_eq!((report.verdict(), report.exit_code()), (Verdict::Unknown, EXIT_UNKNOWN));
+        let text = report.to_text(false);
+        assert!(text.contains("Summary: too short to judge: watched 5 s, the shortest window is 30 s; run with --duration 30s or longer\n"), "{text}");
+        assert!(
+            text.contains(&format!("Too short to judge: watched 5 s; the shortest window is 30 s, so none of the {windowed} rules that need a window judged (the 6 that need none found no problems). Run with --duration 30s or longer, or with --instant")),
+            "{text}"
+        );
+        assert!(!text.contains("No problems found"), "{text}");
+        let doc = report.to_json();
+        assert_eq!((doc["verdict"].as_str(), doc["exit_code"].as_i64()), (Some("unknown"), Some(3)), "{doc}");
+        assert_eq!(doc["too_short"]["duration"], "30s");
+        assert_eq!(doc["too_short"]["watched_s"], 5);
+        assert_eq!(doc["too_short"]["shortest_window_s"], 30);
+        assert_eq!(doc["instant"], false);
+        assert!(doc["summary"]["text"].as_str().is_some_and(|t| t.starts_with("too short to judge")), "{doc}");
+        // A recording cannot be lengthened with --duration: it says to record longer.
+        report.recording = true;
+        assert!(report.to_text(false).contains("record 30 s or longer (--duration does not lengthen a recording)"));
+        // At the edge: the rules need 90 % of their window in samples, 27 s of a 30 s window.
+        assert_eq!(watch("compute", 27).exit_code(), EXIT_UNKNOWN, "26 s");
+        let judged = watch("compute", 28);
+        assert_eq!((judged.too_short, judged.exit_code()), (None, EXIT_OK), "27 s");
+        // vram-growing's 20 s window for an unmistakable growth alone does not make a watch judged.
+        assert_eq!(watch("idle", 22).exit_code(), EXIT_UNKNOWN);
+    }
+
+    #[test]
+    fn a_short_watch_still_exits_with_the_warning_or_critical_it_saw() {
+        // The synthetic GPU falls off the bus at its 20th tick: a 5 s watch around it is critical.
+        let lost = watch_from("gpu-lost", 18, 6, Scope::Every);
+        assert!(lost.too_short.is_some());
+        assert_eq!((lost.verdict(), lost.exit_code()), (Verdict::Critical, EXIT_CRITICAL), "{:#?}", lost.findings);
+        let text = lost.to_text(false);
+        assert!(text.contains("[gpu-errors]"), "{text}");
+        let windowed = windowed();
+        assert!(text.contains(&format!("The watch was too short for the {windowed} rules that need a window (the shortest is 30 s): run with --duration 30s or longer to judge them too.")), "{text}");
+        assert_eq!(lost.to_json()["verdict"], "critical");
+        assert_eq!(watch_build(&xid(79, 2), 6).exit_code(), EXIT_CRITICAL);
+        assert_eq!(watch_build(&xid(31, 2), 6).exit_code(), EXIT_WARNING);
+    }
+
+    #[test]
+    fn instant_asks_for_the_rules_without_a_window_and_a_healthy_short_watch_is_healthy() {
+        let t = Thresholds::default();
+        assert_eq!(
+            instant_rules(&t),
+            [
+                Rule::NumaMisplaced,
+                Rule::GpuErrors,
+                Rule::DriverSanity,
+                Rule::PersistenceOff,
+                Rule::MigActive,
+                Rule::Visibility
+            ]
+        );
+        let report = watch_from("compute", 0, 3, Scope::Instant);
+        assert_eq!((report.verdict(), report.exit_code()), (Verdict::Ok, EXIT_OK));
+        // The windowed rules were not asked for: they are not listed as not judged.
+        assert!(report.not_judged.is_empty(), "{:?}", report.not_judged);
+        let text = report.to_text(false);
+        assert!(text.contains("Summary: no problems found by the rules that need no window (--instant)\n"), "{text}");
+        assert!(text.contains("No problems found by the 6 rules that need no window (--instant: numa-misplaced, gpu-errors, driver-sanity, persistence-off, mig-active, visibility)."), "{text}");
+        let doc = report.to_json();
+        assert_eq!((doc["verdict"].as_str(), doc["instant"].as_bool()), (Some("ok"), Some(true)), "{doc}");
+        assert_eq!(doc["instant_rules"][1], "gpu-errors");
+        // What it saw still counts.
+        let seen = watch_build_scoped(&xid(79, 1), 3, Scope::Instant);
+        assert_eq!(seen.exit_code(), EXIT_CRITICAL);
+        assert!(seen.to_text(false).contains("Checked the 6 rules that need no window (--instant)."));
+        // Long enough, the windowed rules are judged as ever.
+        let long = watch_from("input-bound", 0, 31, Scope::Instant);
+        assert_eq!((long.too_short, long.exit_code()), (None, EXIT_WARNING));
+    }
+
+    #[test]
+    fn the_duration_to_ask_for_is_whole_minutes_where_it_can_be() {
+        let short = |secs| TooShort { watched_s: 1, shortest_window_s: secs, windowed_rules: 1 };
+        assert_eq!(short(30).duration_arg(), "30s");
+        assert_eq!(short(90).duration_arg(), "90s");
+        assert_eq!(short(300).duration_arg(), "5m");
+        let t = Thresholds { window_s: 10, hw_slowdown_window_s: 10, ..Thresholds::default() };
+        assert_eq!(TooShort::of(&t, 5).map(|s| s.shortest_window_s), Some(10));
+        assert_eq!(TooShort::of(&t, 9), None);
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! subcommand's `--help`, the man page's EXIT STATUS section and README's table are written from [`TABLE`], so
 //! that what they say cannot drift from what the binary does. One cause has one code whatever the command: the
 //! monitoring-plugin convention (0 OK, 1 warning, 2 critical, 3 unknown) that `doctor` needs, with "could not run
-//! at all" as its unknown for every command. It imports nothing.
+//! at all" as its unknown for every command, and for `doctor` also a watch too short for any rule that needs a
+//! window (nothing judged is not "healthy"). It imports nothing.
 
 /// One exit status and what it means, as `--help` and the man page say it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,7 +25,9 @@ pub const WARNING: i32 = 1;
 pub const CRITICAL: i32 = 2;
 /// Could not run at all, whatever the command: no usable NVIDIA driver, a bad command line or config file, an
 /// unreadable recording, the port in use, a write error, the monitor without a terminal. The monitoring
-/// convention's "unknown", so that it is never read as "critical".
+/// convention's "unknown", so that it is never read as "critical". `doctor` also exits with it when its watch was
+/// too short for every rule that needs a window and nothing reached a warning: it could not judge, which is not
+/// "healthy".
 pub const CANNOT_RUN: i32 = 3;
 /// The monitor and the fleet view end on a terminating signal N with 128 + N, as a shell reports it.
 pub const SIGNAL_BASE: i32 = 128;
@@ -42,7 +45,8 @@ pub const TABLE: [ExitStatus; 5] = [
         code: CANNOT_RUN,
         shown: "3",
         meaning: "could not run: no usable NVIDIA driver, a bad command line or config file, an unreadable \
-                  recording, the port in use, a write error, the monitor without a terminal",
+                  recording, the port in use, a write error, the monitor without a terminal; doctor: the watch was \
+                  too short to judge any rule that needs a window (and nothing reached a warning)",
     },
     ExitStatus { code: SIGNAL_BASE, shown: "128+N", meaning: "the monitor or the fleet view ended by signal N" },
 ];
@@ -125,5 +129,7 @@ mod tests {
         assert!(text.contains("  2      doctor: at least one critical finding"), "{text}");
         // "could not check" is never "critical": the monitoring convention's unknown.
         assert!(!TABLE[2].meaning.contains("driver"), "{text}");
+        // doctor's unknown: a watch too short to judge is not "healthy".
+        assert!(joined.contains("doctor: the watch was too short to judge any rule that needs a window"), "{joined}");
     }
 }

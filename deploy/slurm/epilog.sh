@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Slurm epilog: after each job that had GPUs, `gpusight doctor` looks at those GPUs (lost, Xid, ECC, pending row
-# remaps, throttling, ...) and its verdict is appended to the job's output file, so the user reads in their own
-# log whether the GPUs were healthy when the job ended. It never fails the epilog (a failing epilog drains the
+# Slurm epilog: after each job that had GPUs, `gpusight doctor --instant` looks at those GPUs (lost, Xid, ECC,
+# pending row remaps, driver, persistence, ...) and its verdict is appended to the job's output file, so the user
+# reads in their own log whether the GPUs were healthy when the job ended. It never fails the epilog (a failing epilog drains the
 # node): it always exits 0, and the whole run is bounded by a timeout.
 #
 #   slurm.conf:   Epilog=/etc/slurm/epilog.d/gpusight.sh
@@ -12,7 +12,8 @@
 # UUIDs are not used). A job without GPUs gets nothing. Settings (environment, e.g. from slurmd's unit):
 #   GPUSIGHT                 the binary (default: gpusight on PATH, else /usr/local/bin/gpusight)
 #   GPUSIGHT_DOCTOR_ARGS     more arguments for doctor, split on spaces (e.g. "--config /etc/gpusight.toml")
-#   GPUSIGHT_EPILOG_DURATION how long doctor watches (default 5s)
+#   GPUSIGHT_EPILOG_DURATION how long doctor watches (default 5s; 30s or more also judges the rules over a window,
+#                            throttling included)
 #   GPUSIGHT_EPILOG_TIMEOUT  seconds the doctor run may take in all (default 30; then it is killed)
 #   GPUSIGHT_EPILOG_DIR      where the verdict goes when the job's output file is not known or cannot be
 #                            written: DIR/slurm-JOBID.gpusight.txt (default /var/log/gpusight)
@@ -87,8 +88,10 @@ if [ -z "$binary" ]; then
 fi
 # shellcheck disable=SC2206
 extra=(${GPUSIGHT_DOCTOR_ARGS:-})
-report=$(timeout --kill-after=5 "$limit" "$binary" doctor --only "$gpus" --duration "$duration" --color never \
-  "${extra[@]}" 2>&1)
+# --instant: the rules that need no window are what a few seconds can judge; without it a watch shorter than every
+# window is "unknown" (exit 3) however healthy the GPUs are.
+report=$(timeout --kill-after=5 "$limit" "$binary" doctor --instant --only "$gpus" --duration "$duration" \
+  --color never "${extra[@]}" 2>&1)
 status=$?
 case $status in
   0) verdict="healthy" ;;

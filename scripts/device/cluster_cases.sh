@@ -146,8 +146,9 @@ EOF
 LOAD=$!; PIDS+=("$LOAD")
 sleep 8
 echo "== 1b. under a matmul load (PID $LOAD)"; compare load
-echo "== 2a. doctor --duration 20s --json under the load"
-$B doctor --duration 20s --json > "$O/doctor.json"; echo "doctor exit=$?"
+# 30 s: a watch shorter than every rule's window (30 s) is "unknown" (exit 3), too short to judge.
+echo "== 2a. doctor --duration 30s --json under the load"
+$B doctor --duration 30s --json > "$O/doctor.json"; echo "doctor exit=$?"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('  schema', d.get('schema'), 'exit', d.get('exit_code')); [print('  ', f['rule'], f['severity'], '|', f['title']) for f in d['findings']]" "$O/doctor.json"
 echo "== 2b. report"
 $B report --duration 10s > "$O/report.md"; echo "report exit=$?"; grep -iE "cpu|model|driver" "$O/report.md" | head -8

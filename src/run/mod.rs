@@ -108,12 +108,12 @@ pub fn run(cli: &Cli) -> Result<i32, RunError> {
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let data = Data::from_args(&cli.data, interval)?;
     match &cli.command {
-        Some(Command::Doctor { duration, color, count_cleared }) => doctor::run(
+        Some(Command::Doctor { duration, color, count_cleared, instant }) => doctor::run(
             &data,
             cli,
             &config,
             *duration,
-            doctor::Options { color: *color, count_cleared: *count_cleared },
+            doctor::Options { color: *color, count_cleared: *count_cleared, instant: *instant },
         ),
         Some(Command::Report { duration }) => report::run(&data, cli, &config, *duration),
         Some(Command::Export { listen, web_config_file }) => {

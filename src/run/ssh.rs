@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::cli::{Cli, SshArgs};
 use crate::config::Config;
+use crate::doctor::{DoctorReport, Scope, Verdict};
 use crate::fleet::query::NodeState;
 use crate::remote::host::{HostHandle, HostOutcome, HostUpdate, ReaderConfig, stream_limits};
 use crate::remote::hostlist;
@@ -219,7 +220,8 @@ fn once_json(outcome: &HostOutcome, deadline: Duration) -> serde_json::Value {
 }
 
 /// `--doctor`: every host watched for `--duration`, one verdict each; the exit status is the worst (a host that
-/// sent nothing is "unknown", 3), with critical worse than unknown (see [`worse`]).
+/// sent nothing, or was watched too short for any rule that needs a window, is "unknown", 3), with critical worse
+/// than unknown (see [`worse`]).
 fn doctor(
     cli: &Cli,
     hosts: &[String],
@@ -227,11 +229,15 @@ fn doctor(
     interval: Duration,
     args: &SshArgs,
 ) -> Result<i32, RunError> {
-    let samples = (args.duration.as_secs_f64() / interval.as_secs_f64()).ceil();
+    let duration =
+        if args.instant { super::doctor::instant_default(cli, interval, args.duration) } else { args.duration };
+    let scope = if args.instant { Scope::Instant } else { Scope::Every };
+    let samples = (duration.as_secs_f64() / interval.as_secs_f64()).ceil();
     #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a positive count, at most 7 days")]
     let samples = samples.max(1.0) as usize + 1;
-    let (outcomes, deadline) = collect_samples(hosts, reader, samples, args.duration, interval, args)?;
+    let (outcomes, deadline) = collect_samples(hosts, reader, samples, duration, interval, args)?;
     let mut worst = 0;
+    let mut too_short = None;
     let mut text = String::new();
     let mut json = Vec::new();
     for outcome in &outcomes {
@@ -241,14 +247,17 @@ fn doctor(
             let note = no_sample_note(outcome, deadline);
             let _ = write!(text, "== {name}: UNKNOWN: {}\n\n", crate::text::visible(&note));
             json.push(serde_json::json!({ "host": outcome.node.name, "exit_code": crate::exit::CANNOT_RUN,
-                                          "note": note, "report": null }));
+                                          "verdict": Verdict::Unknown.name(), "note": note, "report": null }));
             continue;
         };
-        let report = crate::doctor::DoctorReport::new(pipeline);
+        let report = DoctorReport::scoped(pipeline, scope);
         worst = worse(worst, report.exit_code());
+        if report.verdict() == Verdict::Unknown {
+            too_short = too_short.or(report.too_short);
+        }
         let _ = write!(text, "== {name}\n{}\n", report.to_text_fitted(super::text_fit(super::use_color(cli))));
         json.push(serde_json::json!({ "host": outcome.node.name, "exit_code": report.exit_code(),
-                                      "report": report.to_json() }));
+                                      "verdict": report.verdict().name(), "report": report.to_json() }));
     }
     if cli.view.json {
         emit_json(&serde_json::json!({ "schema": "gpusight.ssh-doctor/1", "exit_code": worst, "hosts": json }))?;
@@ -258,11 +267,20 @@ fn doctor(
     if outcomes.iter().any(|o| o.pipeline.is_none()) {
         warn("at least one host could not be checked");
     }
+    if let Some(short) = too_short {
+        warn(&format!(
+            "at least one host was watched too short to judge (the shortest window is {} s): run with --duration {} \
+             or longer, or with --instant",
+            short.shortest_window_s,
+            short.duration_arg()
+        ));
+    }
     Ok(worst)
 }
 
 /// The worse of two doctor statuses, in the order monitoring systems sort them: critical, then unknown (a host that
-/// could not be checked), then warning, then healthy.
+/// could not be checked, or whose watch was too short to judge), then warning, then healthy. One rule for both
+/// kinds of unknown: neither reads as healthy, and neither hides a critical host.
 fn worse(a: i32, b: i32) -> i32 {
     let rank = |code: i32| match code {
         crate::exit::CRITICAL => 3,
@@ -285,5 +303,29 @@ mod worst_tests {
         assert_eq!(worse(WARNING, CANNOT_RUN), CANNOT_RUN);
         assert_eq!(worse(SUCCESS, WARNING), WARNING);
         assert_eq!([SUCCESS, WARNING, SUCCESS].into_iter().fold(SUCCESS, worse), WARNING);
+    }
+
+    #[test]
+    fn a_host_watched_too_short_is_unknown_like_one_that_sent_nothing() {
+        use crate::doctor::{DoctorReport, Scope, Verdict};
+        let healthy_but_short = |scope| {
+            let mut source = crate::source::synthetic::SyntheticSource::new(
+                crate::source::synthetic::SyntheticSpec::parse("compute").expect("spec"),
+            );
+            let mut next = || crate::source::Source::next_snapshot(&mut source).expect("tick").expect("some");
+            let mut pipeline = crate::pipeline::Pipeline::new(&next(), 900, crate::advice::Thresholds::default());
+            for _ in 0..5 {
+                pipeline.ingest(&next());
+            }
+            DoctorReport::scoped(&pipeline, scope)
+        };
+        let short = healthy_but_short(Scope::Every);
+        assert_eq!((short.verdict(), short.exit_code()), (Verdict::Unknown, CANNOT_RUN));
+        // It never reads as healthy, outranks a warning as an unreachable host does, and never hides a critical one.
+        assert_eq!([SUCCESS, short.exit_code(), SUCCESS].into_iter().fold(SUCCESS, worse), CANNOT_RUN);
+        assert_eq!([WARNING, short.exit_code()].into_iter().fold(SUCCESS, worse), CANNOT_RUN);
+        assert_eq!([short.exit_code(), CRITICAL, WARNING].into_iter().fold(SUCCESS, worse), CRITICAL);
+        // With --instant the same watch is healthy.
+        assert_eq!(healthy_but_short(Scope::Instant).exit_code(), SUCCESS);
     }
 }

@@ -109,6 +109,25 @@ fn doctor_exit_codes_follow_the_worst_finding() {
     assert_eq!(gpusight(&["doctor", "--synthetic", "gpu-lost", "--duration", "60s"]).status.code(), Some(2));
 }
 
+/// A watch shorter than every rule's window could judge none of them: 3 ("unknown"), never 0, saying which
+/// `--duration` would do; `--instant` asks only for the rules that need no window.
+#[test]
+fn doctor_too_short_to_judge_exits_3_and_instant_exits_0() {
+    let short = gpusight(&["doctor", "--synthetic", "compute", "--duration", "5s", "--no-color"]);
+    assert_eq!(short.status.code(), Some(3), "{}", stderr(&short));
+    let text = stdout(&short);
+    assert!(text.contains("Too short to judge: watched 5 s") && text.contains("--duration 30s or longer"), "{text}");
+    let doc = json(&gpusight(&["doctor", "--synthetic", "compute", "--duration", "5s", "--json"]));
+    assert_eq!((doc["verdict"].as_str(), doc["exit_code"].as_i64()), (Some("unknown"), Some(3)), "{doc}");
+    assert_eq!(doc["too_short"]["duration"], "30s");
+    let instant = gpusight(&["doctor", "--synthetic", "compute", "--duration", "5s", "--instant", "--no-color"]);
+    assert_eq!(instant.status.code(), Some(0), "{}", stdout(&instant));
+    assert!(stdout(&instant).contains("No problems found by the 6 rules that need no window (--instant"));
+    // doctor --help says what 3 means for it, and what --instant does.
+    let help = stdout(&gpusight(&["doctor", "--help"]));
+    assert!(help.contains("--instant") && help.contains("doctor: the watch was too short to judge"), "{help}");
+}
+
 #[test]
 fn report_on_the_demo_is_markdown_and_json() {
     let output = gpusight(&["report", "--demo"]);

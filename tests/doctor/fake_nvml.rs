@@ -7,7 +7,7 @@ use crate::common::{json, stderr};
 
 #[test]
 fn doctor_judges_an_eight_gpu_board_with_mig() {
-    let out = run_on("hgx8-mig", &["doctor", "--duration", "4s", "--interval", "0.5", "--json"]);
+    let out = run_on("hgx8-mig", &["doctor", "--instant", "--duration", "4s", "--interval", "0.5", "--json"]);
     assert!(matches!(out.status.code(), Some(0..=2)), "{}", stderr(&out));
     let doc = json(&out);
     let findings = doc["findings"].as_array().expect("findings");
@@ -20,9 +20,13 @@ fn doctor_judges_an_eight_gpu_board_with_mig() {
 
 #[test]
 fn doctor_on_a_consumer_card_has_a_verdict() {
-    let out = run_on("consumer", &["doctor", "--duration", "3s", "--interval", "0.5", "--json"]);
+    // --instant without --duration: 2 s of the live path, not the 30 s default.
+    let out = run_on("consumer", &["doctor", "--instant", "--interval", "0.5", "--json"]);
     assert!(matches!(out.status.code(), Some(0..=2)), "{}", stderr(&out));
-    assert!(json(&out)["findings"].is_array());
+    let doc = json(&out);
+    assert!(doc["findings"].is_array());
+    assert!(doc["watched"]["duration_s"].as_u64().is_some_and(|s| s <= 2), "{doc}");
+    assert_eq!(doc["instant"], true);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! `gpusight doctor`'s verdicts: why a GPU waits (`why_waiting`), the input side (`input_causes`), multi-GPU jobs
-//! (`jobs`), recordings from real H200s replayed (`h200_recordings`), and no remedy contradicting its evidence
-//! (`remedy_consistency`).
+//! (`jobs`), recordings from real H200s replayed (`h200_recordings`), no remedy contradicting its evidence
+//! (`remedy_consistency`), and a watch too short to judge (`short_watch`).
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,4 +10,5 @@ mod h200_recordings;
 mod input_causes;
 mod jobs;
 mod remedy_consistency;
+mod short_watch;
 mod why_waiting;

@@ -521,6 +521,17 @@ fn the_slurm_epilog_appends_doctors_verdict_for_the_jobs_gpus_to_its_output() {
     let text = read(&node.output_file());
     assert_eq!(text.matches("==== gpusight doctor after Slurm job 42").count(), 2, "{text}");
     assert!(text.contains(", GPUs 0,1: healthy (exit 0) ===="), "{text}");
+
+    // The default 5 s watch is too short for any rule that needs a window: doctor --instant judges the rest, and a
+    // healthy GPU is healthy, not "could not check".
+    node.epilog(&[
+        ("SLURM_JOB_GPUS", "0"),
+        ("GPUSIGHT_DOCTOR_ARGS", "--synthetic compute:1"),
+        ("GPUSIGHT_EPILOG_DURATION", "5s"),
+    ]);
+    let text = read(&node.output_file());
+    assert!(text.contains(", GPUs 0: healthy (exit 0) ===="), "{text}");
+    assert!(text.contains("watched 1 GPU for 5 s") && text.contains("(--instant"), "{text}");
 }
 
 #[test]

@@ -57,15 +57,27 @@ fn a_host_without_gpusight_gets_the_install_command_and_garbage_is_a_bad_stream(
 #[test]
 fn doctor_gives_one_verdict_per_host_and_exits_with_the_worst() {
     let Some(sshd) = Sshd::start() else { return };
-    let out = ssh_command(&sshd, &["--doctor", "--duration", "1s", "--json", "hostA", "hostC"]).output().unwrap();
+    // --instant: a 1 s watch is judged by the rules that need no window, so each host's status is its findings'.
+    let args = ["--doctor", "--instant", "--duration", "1s", "--json", "hostA", "hostC"];
+    let out = ssh_command(&sshd, &args).output().unwrap();
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let codes: Vec<i64> = json["hosts"].as_array().unwrap().iter().map(|h| h["exit_code"].as_i64().unwrap()).collect();
     assert_eq!(codes.len(), 2, "{json:#}");
+    assert!(codes.iter().all(|c| (0..=2).contains(c)), "{json:#}");
     assert_eq!(i64::from(out.status.code().unwrap()), *codes.iter().max().unwrap(), "{json:#}");
     assert_eq!(json["exit_code"].as_i64(), codes.iter().max().copied());
-    let out = ssh_command(&sshd, &["--doctor", "--duration", "1s", "hostA", "nosuchalias.invalid"]).output().unwrap();
+    let out = ssh_command(&sshd, &["--doctor", "--instant", "--duration", "1s", "hostA", "nosuchalias.invalid"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(3), "a host that could not be checked is unknown: {}", stdout(&out));
     assert!(stdout(&out).contains("nosuchalias.invalid: UNKNOWN"), "{}", stdout(&out));
+    // Without --instant, a healthy host watched 1 s could not be judged: unknown too, never healthy.
+    let out = ssh_command(&sshd, &["--doctor", "--duration", "1s", "--json", "hostC"]).output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(3), "{json:#}");
+    assert_eq!(json["hosts"][0]["verdict"], "unknown", "{json:#}");
+    assert_eq!(json["hosts"][0]["report"]["too_short"]["duration"], "30s", "{json:#}");
+    assert!(stderr(&out).contains("too short to judge"), "{}", stderr(&out));
 }
 
 #[test]
