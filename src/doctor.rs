@@ -83,6 +83,7 @@ impl DoctorReport {
         let mut notes: Vec<String> = history.latest().health.notes.clone();
         let mut not_judged = short_windows(pipeline, watched_s);
         not_judged.extend(blind_spots(history));
+        not_judged.extend(crate::advice::rules::memory::growth_in_startup(history, &pipeline.thresholds));
         let active = pipeline.findings();
         let mut findings: Vec<Finding> = active.to_vec();
         sort_worst_first_in_diagnosis_order(&mut findings);
