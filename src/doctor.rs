@@ -575,6 +575,19 @@ mod tests {
     }
 
     #[test]
+    fn growth_in_a_process_start_up_is_said_under_not_judged_and_exits_0() {
+        // The leak's process started 4 s before the watch: 34 s old at its end, still loading.
+        let young = Build::new("leak").tick(|i, t| {
+            let start = t.at_ms - i * 1000 - 4000;
+            t.processes.iter_mut().filter(|p| p.pid == 2001).for_each(|p| p.started_at_ms = Some(start));
+        });
+        let report = watch_build(&young, 31);
+        assert_eq!(report.exit_code(), 0, "{:#?}", report.findings);
+        let said = report.not_judged.iter().find(|n| n.starts_with("vram-growing for PID 2001: it is 34 s old"));
+        assert!(said.is_some(), "{:?}", report.not_judged);
+    }
+
+    #[test]
     fn a_finding_that_cleared_is_listed_with_its_span_and_does_not_set_the_exit_code() {
         // CPU-bound for the first 60 s, then the main thread relaxes and the GPU gets busy; watched for 120 s.
         let build = Build::new("cpu-bound").tick(|i, t| {

@@ -42,7 +42,8 @@ fn memory_still_growing_toward_the_total_is_a_warning_with_its_time_to_full() {
     let f = card_at(|i| 133 * GIB + i * 40 * MIB).findings(60);
     let filling = get(&f, Rule::VramNearlyFull);
     assert_eq!(filling.severity, Severity::Warning, "{filling:#?}");
-    assert!(filling.title.contains("still growing: full in about 2 min"), "{}", filling.title);
+    assert!(filling.title.ends_with("still growing: full in about 2 min 10 s"), "{}", filling.title);
+    assert!(filling.evidence.contains("; 135.3 GiB now (96 %), +1.2 GiB over 30 s"), "{}", filling.evidence);
     assert!(filling.evidence.contains("(2400 MiB/min, R² 1.00 of a straight-line fit)"), "{}", filling.evidence);
     // Healthy neighbour: growing so slowly that it would take an hour to fill.
     let slow = card_at(|i| 134 * GIB + 512 * MIB + i * 2 * MIB).findings(60);
