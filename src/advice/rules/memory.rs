@@ -1,5 +1,7 @@
-//! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
-//! time until full), idle-holder and shared-gpu.
+//! Who holds GPU memory, and how: vram-nearly-full (a level held by a caching allocator is info; growth toward the
+//! total, or a fault on a full card, warns), vram-growing (a least-squares fit over the window, with the time until
+//! full, past a process's start-up), idle-holder (what served in the window is no idle holder), shared-gpu and
+//! serving.
 
 use crate::history::{ProcessSeries, Readings};
 use crate::sample::UnixMs;
@@ -426,6 +428,7 @@ pub fn growth_in_startup(history: &crate::history::History, t: &crate::advice::T
 /// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
 /// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
 /// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
+/// Growth in a process's first `vram_growth_startup_s` is not judged unless it goes on after it (`after_startup`).
 /// Each process is judged once (`Growth::of`); its finding is drafted for every GPU it is on.
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
