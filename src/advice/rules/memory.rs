@@ -90,6 +90,10 @@ pub fn vram_nearly_full(ctx: &Ctx<'_>) -> Vec<Observation> {
         let total_f = total as f64;
         let above = |used: f64| used / total_f * 100.0 > t.vram_full_pct;
         let share = span.share(&gpu.mem_used_bytes, |u| above(u as f64));
+        // Most cards are nowhere near full: no fit for them.
+        if share < t.exit_share && !gpu.mem_used_bytes.last_reading().is_some_and(|u| above(u as f64)) {
+            continue;
+        }
         let fill = Fill::of(ctx, &span, gpu);
         let filling = fill.filter(|f| above(f.now) && f.filling(total_f, t));
         if share < t.exit_share && filling.is_none() {
