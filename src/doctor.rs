@@ -210,6 +210,7 @@ impl DoctorReport {
             short_windows(pipeline, watched_s)
         };
         not_judged.extend(blind_spots(history));
+        not_judged.extend(crate::advice::rules::memory::growth_in_startup(history, &pipeline.thresholds));
         let active = pipeline.findings();
         let mut findings: Vec<Finding> = active.to_vec();
         sort_worst_first_in_diagnosis_order(&mut findings);
@@ -894,6 +895,19 @@ mod tests {
         assert!(rules(&report).contains(&Rule::VramGrowing), "{:#?}", report.findings);
         assert_eq!(report.exit_code(), 1);
         assert!(!report.to_text(false).contains("No problems found"));
+    }
+
+    #[test]
+    fn growth_in_a_process_start_up_is_said_under_not_judged_and_exits_0() {
+        // The leak's process started 4 s before the watch: 34 s old at its end, still loading.
+        let young = Build::new("leak").tick(|i, t| {
+            let start = t.at_ms - i * 1000 - 4000;
+            t.processes.iter_mut().filter(|p| p.pid == 2001).for_each(|p| p.started_at_ms = Some(start));
+        });
+        let report = watch_build(&young, 31);
+        assert_eq!(report.exit_code(), 0, "{:#?}", report.findings);
+        let said = report.not_judged.iter().find(|n| n.starts_with("vram-growing for PID 2001: it is 34 s old"));
+        assert!(said.is_some(), "{:?}", report.not_judged);
     }
 
     #[test]

@@ -520,6 +520,12 @@ pub struct Serving {
     /// Connections on those ports at the last read: established, closing, or closed within the last minute
     /// (`TIME_WAIT`): requests served recently.
     pub connections: u32,
+    /// Connections accepted on those ports since gpusight began watching the process, a cumulative count: the new
+    /// connections seen between reads of its TCP tables and, where the process has a network namespace of its own
+    /// (a container), that namespace's `PassiveOpens`, whichever grew more. Absent in recordings made before it
+    /// was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<u64>,
 }
 
 /// Which job a GPU process belongs to (see [`crate::host::job`]): its rank and what ties it to the other ranks.

@@ -64,8 +64,12 @@ pub struct Thresholds {
     /// fires (an unpinned process on two nodes has 0.5 outside and is not flagged).
     pub numa_max_outside_share: f64,
 
-    /// Used GPU memory (% of total) that counts as nearly full.
+    /// Used GPU memory (% of total) that counts as nearly full: at this level alone, info (a caching allocator
+    /// holds most of the card on purpose).
     pub vram_full_pct: f64,
+    /// Seconds to full, at the rate of a straight-line fit of the GPU's used memory over `window_s`, at or under
+    /// which memory above `vram_full_pct` that still grows is a warning (vram-nearly-full).
+    pub vram_full_eta_s: u64,
     /// Seconds over which a process's GPU memory growth is fitted.
     pub vram_growth_window_s: u64,
     /// Growth rate (MiB/min) of the least-squares fit above which memory counts as growing.
@@ -78,6 +82,9 @@ pub struct Thresholds {
     pub vram_fast_growth_window_s: u64,
     /// Growth (MiB) over the short window, on a tight fit, that counts as unmistakable.
     pub vram_fast_growth_min_mib: f64,
+    /// Seconds of a process's life in which vram-growing does not judge its growth (the CUDA context, its weights,
+    /// the caching allocator's first steps); growth that goes on after it is judged.
+    pub vram_growth_startup_s: u64,
 
     /// GPU memory (MiB) a process must hold to count as an idle holder.
     pub idle_holder_min_mib: f64,
@@ -259,12 +266,14 @@ impl Default for Thresholds {
             pcie_loaded_mb_s: 1000.0,
             numa_max_outside_share: 0.5,
             vram_full_pct: 95.0,
+            vram_full_eta_s: 300,
             vram_growth_window_s: 60,
             vram_growth_min_mib_per_min: 60.0,
             vram_growth_min_total_mib: 512.0,
             vram_growth_min_r2: 0.8,
             vram_fast_growth_window_s: 20,
             vram_fast_growth_min_mib: 1024.0,
+            vram_growth_startup_s: 60,
             idle_holder_min_mib: 1024.0,
             idle_util_pct: 1.0,
             idle_holder_window_s: 300,

@@ -61,6 +61,10 @@ series_set! {
         pub key: ProcessKey,
         /// Since when its GPU memory has read one value.
         pub mem_level: Level,
+        /// The newest sample at which its listening ports had connections on them at the read
+        /// ([`crate::sample::Serving::connections`]), taken from every tick, kept or skipped: whether it had any
+        /// in a window is one comparison.
+        pub connected_ms: Option<UnixMs>,
     }
     series ProcessRow {
         pub times: UnixMs,
@@ -92,6 +96,10 @@ series_set! {
         /// The input path in one record per sample: busy and compile workers, waits by kind, remote files by open
         /// mode and their read rate, the CPUs the process may run on (see [`InputSample`]).
         pub input: Option<InputSample>,
+        /// Connections its listening ports accepted since gpusight began watching it
+        /// ([`crate::sample::Serving::accepted`], cumulative, kept to `u32::MAX - 1`): the growth over a window
+        /// is what it served in it.
+        pub accepted: Compact<u32>,
     }
 }
 
@@ -156,7 +164,10 @@ impl History {
             let bound = self.process_bound;
             let capacity = self.capacity.min(bound.points());
             let series =
-                self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, Level::default(), capacity));
+                self.processes.entry(key).or_insert_with(|| ProcessSeries::new(key, Level::default(), None, capacity));
+            if host.and_then(|h| h.serving.as_ref()).is_some_and(|s| s.connections > 0) {
+                series.connected_ms = Some(tick.at_ms);
+            }
             let due_ms = bound.min_spacing_ms.saturating_sub(tick_gap_ms / 2);
             if series.last_seen_ms().is_some_and(|seen| tick.at_ms.saturating_sub(seen) < due_ms) {
                 continue;
@@ -244,6 +255,9 @@ where
             children().filter_map(|p| p.remote_files.as_ref().map(|r| r.tcp_connections)).fold(None, sum),
         ),
         input: host.map(|h| InputSample::of(Some(h), &children(), &tick.host.per_cpu_busy_pct)),
+        accepted: Compact::new(
+            host.and_then(|h| h.serving.as_ref()?.accepted).map(|a| u32::try_from(a).unwrap_or(u32::MAX)),
+        ),
     }
 }
 #[cfg(test)]
@@ -300,8 +314,9 @@ mod tests {
         }
         assert_eq!(history.process_heap_bytes(), before);
         // 8 GPUs × 1,000 processes keep 300,000 of these samples: the readings are compact (no `Option` padding),
-        // so a sample takes 120 bytes over all its series, where `Option` fields took about 200.
-        assert!(before / 301 <= 120, "{} bytes a process sample", before / 301);
+        // so a sample takes 124 bytes over all its series, where `Option` fields took about 200 (the 4 of them
+        // that count a server's accepted connections: 1.2 MB at that scale).
+        assert!(before / 301 <= 124, "{} bytes a process sample", before / 301);
     }
 
     #[test]
@@ -322,6 +337,27 @@ mod tests {
         }
         let series = history.process(42).expect("series");
         assert!(series.mem_level.unchanged_from(4000) && !series.mem_level.unchanged_from(3000));
+    }
+
+    #[test]
+    fn a_servers_accepted_count_is_a_series_and_its_connections_a_time() {
+        let mut history = History::new(machine(1), 100);
+        for n in 0..10_u64 {
+            let mut tick = with_process(n * 1000);
+            let serving = crate::sample::Serving {
+                ports: vec![8000],
+                connections: u32::from(n == 3),
+                accepted: (n > 0).then_some(if n == 9 { u64::MAX } else { n / 4 }),
+            };
+            tick.processes.push(HostProcess { pid: 42, serving: Some(serving), ..HostProcess::default() });
+            history.push_tick(tick);
+        }
+        let series = history.process(42).expect("series");
+        let accepted: Vec<Option<u32>> = series.accepted.readings().collect();
+        assert_eq!(accepted[..3], [None, Some(0), Some(0)]);
+        assert_eq!(accepted[8], Some(2));
+        assert_eq!(accepted[9], Some(u32::MAX - 1), "a count past the type's range stays a reading");
+        assert_eq!(series.connected_ms, Some(3000), "the newest sample with connections");
     }
 
     #[test]

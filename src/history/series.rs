@@ -269,7 +269,9 @@ mod tests {
         let host_seen = visited(|v| host.for_each_series(v));
         check_series_set(&host_seen, HostSeries::N_SERIES, host.heap_bytes(), 3, std::mem::size_of::<HostSeries>());
         let process_seen = visited(|v| process.for_each_series(v));
-        let process_keys = std::mem::size_of::<ProcessKey>() + std::mem::size_of::<Level>();
+        let process_keys = std::mem::size_of::<ProcessKey>()
+            + std::mem::size_of::<Level>()
+            + std::mem::size_of::<Option<crate::sample::UnixMs>>();
         let process_rest = std::mem::size_of::<ProcessSeries>() - process_keys;
         check_series_set(&process_seen, ProcessSeries::N_SERIES, process.heap_bytes(), 3, process_rest);
         let rings = history.times.heap_bytes() + gpu.heap_bytes() + host.heap_bytes() + process.heap_bytes();

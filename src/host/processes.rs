@@ -18,7 +18,10 @@ use super::pid_parse::{
 use super::remote::{
     FD_SCAN_PERIOD_MS, FdFacts, WaitCounts, classify_wchan, own_connections, remote_read_rate, scan_fds,
 };
-use super::serving::{QUIET_SCAN_PERIOD_MS, SCAN_PERIOD_MS as SERVING_SCAN_PERIOD_MS};
+use super::serving::{
+    ACCEPT_SCAN_PERIOD_MS, ACCEPT_SCAN_SLACK_MS, AcceptCount, QUIET_SCAN_PERIOD_MS,
+    SCAN_PERIOD_MS as SERVING_SCAN_PERIOD_MS,
+};
 use super::system::seconds_between;
 use super::threads::{self, AllWalk, Cadence, Gatherer};
 use super::users::UserTable;
@@ -149,12 +152,16 @@ pub(crate) struct ProcessSampler {
     gatherer: Gatherer,
 }
 
-/// The last scan of one GPU process's listening sockets, carried between scans.
+/// The last scan of one GPU process's listening sockets, carried between scans, with the connections it
+/// accepted counted between them.
 #[derive(Debug, Clone)]
 struct ServingScan {
     start_ticks: u64,
     at_ms: UnixMs,
     found: Option<Serving>,
+    /// When its tables were last read, by a scan or a count between scans.
+    counted_ms: UnixMs,
+    accepts: AcceptCount,
 }
 
 impl ProcessSampler {
@@ -361,22 +368,36 @@ impl ProcessSampler {
     }
 
     /// Fills in the listening sockets of each GPU process that is not a rank of a job (see [`super::serving`]):
-    /// scanned when due, else the last scan's answer.
+    /// scanned when due, else the last scan's answer, with the connections it accepted counted every
+    /// [`ACCEPT_SCAN_PERIOD_MS`] while it listens.
     fn add_serving(&mut self, proc_dir: &Path, clock: Clock, out: &mut [HostProcess]) {
+        let now = clock.now_ms;
         for process in out.iter_mut().filter(|p| p.role == ProcessRole::Gpu) {
             if process.job.as_ref().is_some_and(JobInfo::is_shared) {
                 continue;
             }
             let (pid, start_ticks) = (process.pid, process.start_ticks.unwrap_or(0));
-            let due = self.serving_scans.get(&pid).is_none_or(|scan| {
-                let period = if scan.found.is_some() { SERVING_SCAN_PERIOD_MS } else { QUIET_SCAN_PERIOD_MS };
-                scan.start_ticks != start_ticks || clock.now_ms.saturating_sub(scan.at_ms) >= period
-            });
-            if due {
-                let found = super::serving::scan(proc_dir, pid, &mut self.buf);
-                self.serving_scans.insert(pid, ServingScan { start_ticks, at_ms: clock.now_ms, found });
+            let Some(scan) = self.serving_scans.get_mut(&pid).filter(|s| s.start_ticks == start_ticks) else {
+                // A process not scanned before (or a new one under a reused PID): a first scan, a fresh count.
+                let mut accepts = AcceptCount::default();
+                let found = super::serving::scan(proc_dir, pid, &mut self.buf, &mut accepts);
+                process.serving.clone_from(&found);
+                self.serving_scans
+                    .insert(pid, ServingScan { start_ticks, at_ms: now, found, counted_ms: now, accepts });
+                continue;
+            };
+            let period = if scan.found.is_some() { SERVING_SCAN_PERIOD_MS } else { QUIET_SCAN_PERIOD_MS };
+            if now.saturating_sub(scan.at_ms) >= period {
+                scan.found = super::serving::scan(proc_dir, pid, &mut self.buf, &mut scan.accepts);
+                (scan.at_ms, scan.counted_ms) = (now, now);
+            } else if let Some(found) = scan.found.as_mut()
+                && now.saturating_sub(scan.counted_ms) + ACCEPT_SCAN_SLACK_MS >= ACCEPT_SCAN_PERIOD_MS
+            {
+                super::serving::recount(proc_dir, pid, &found.ports, &mut self.buf, &mut scan.accepts);
+                found.accepted = Some(scan.accepts.total());
+                scan.counted_ms = now;
             }
-            process.serving = self.serving_scans.get(&pid).and_then(|scan| scan.found.clone());
+            process.serving.clone_from(&scan.found);
         }
     }
 

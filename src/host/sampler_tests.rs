@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::sample::{NetKind, ProcessRole};
+use crate::sample::{NetKind, ProcessRole, Serving};
 
 const T0: UnixMs = 1_000_000;
 const T1: UnixMs = 1_002_000;
@@ -491,4 +491,49 @@ fn the_other_processes_are_scanned_while_the_cpus_are_contended() {
     let mut contained = sampler(d);
     contained.sample(T0, &[1200]);
     assert_eq!(contained.sample(T0 + 5_000, &[1200]).0.cpu_others, None);
+}
+
+/// `/proc/net/tcp` with a listener on port 8000 (socket 5001) and `extra` lines after it.
+fn tcp_table(extra: &str) -> String {
+    format!(
+        "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n   \
+         0: 00000000:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 5001 1 0\n{extra}"
+    )
+}
+
+#[test]
+fn a_listening_gpu_process_has_the_connections_it_accepted_counted_every_second() {
+    let dir = tree();
+    let d = dir.path();
+    for sub in ["proc/2000/fd", "proc/2000/ns", "proc/self/ns"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
+    std::os::unix::fs::symlink("socket:[5001]", d.join("proc/2000/fd/3")).unwrap();
+    // gpusight and the server share the host's network namespace: the namespace's counter is not the server's.
+    std::os::unix::fs::symlink("net:[1]", d.join("proc/2000/ns/net")).unwrap();
+    std::os::unix::fs::symlink("net:[1]", d.join("proc/self/ns/net")).unwrap();
+    write(d, "proc/2000/net/tcp", &tcp_table(""));
+    write(d, "proc/2000/net/snmp", "Tcp: PassiveOpens\nTcp: 900\n");
+    let mut host = sampler(d);
+    let serving = |procs: &[HostProcess]| find(procs, 2000).serving.clone().expect("listens");
+    let (_, procs) = host.sample(T0, &[2000]);
+    assert_eq!(serving(&procs), Serving { ports: vec![8000], connections: 0, accepted: Some(0) });
+    // A request the server closed first leaves its TIME_WAIT line: counted at the next second, between fd scans
+    // (the connections at the last read are the fd scan's, carried).
+    let closed = "   1: 0A000002:1F40 0A000009:C001 06 00000000:00000000 03:00001234 00000000     0        0 0 3 0\n";
+    write(d, "proc/2000/net/tcp", &tcp_table(closed));
+    write(d, "proc/2000/net/snmp", "Tcp: PassiveOpens\nTcp: 950\n");
+    let (_, procs) = host.sample(T0 + 1_000, &[2000]);
+    assert_eq!(serving(&procs), Serving { ports: vec![8000], connections: 0, accepted: Some(1) });
+    // A tick 600 ms later is not due: carried. The next second, a new connection in flight (socket 5002).
+    let open = "   2: 0A000002:1F40 0A000009:C002 01 00000000:00000000 00:00000000 00000000  1000        0 5002 1 0\n";
+    write(d, "proc/2000/net/tcp", &tcp_table(&format!("{closed}{open}")));
+    let (_, procs) = host.sample(T0 + 1_600, &[2000]);
+    assert_eq!(serving(&procs).accepted, Some(1));
+    let (_, procs) = host.sample(T0 + 2_000, &[2000]);
+    assert_eq!(serving(&procs).accepted, Some(2));
+    // The fd scan, 5 s after the first, sees the socket as the server's own: two connections at the read, none new.
+    std::os::unix::fs::symlink("socket:[5002]", d.join("proc/2000/fd/4")).unwrap();
+    let (_, procs) = host.sample(T0 + 5_000, &[2000]);
+    assert_eq!(serving(&procs), Serving { ports: vec![8000], connections: 2, accepted: Some(2) });
 }

@@ -1,12 +1,13 @@
 //! `gpusight doctor`'s verdicts: why a GPU waits (`why_waiting`), the input side (`input_causes`), multi-GPU jobs
-//! (`jobs`), recordings from real H200s replayed (`h200_recordings`), no remedy contradicting its evidence
-//! (`remedy_consistency`), and a watch too short to judge (`short_watch`).
+//! (`jobs`), recordings from real H200s replayed (`h200_recordings`), healthy states that stay quiet (`healthy`),
+//! no remedy contradicting its evidence (`remedy_consistency`), and a watch too short to judge (`short_watch`).
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod fake_nvml;
 mod h200_recordings;
+mod healthy;
 mod input_causes;
 mod jobs;
 mod remedy_consistency;

@@ -1,13 +1,83 @@
-//! Who holds GPU memory, and how: vram-nearly-full, vram-growing (a least-squares fit over the window, with the
-//! time until full), idle-holder and shared-gpu.
+//! Who holds GPU memory, and how: vram-nearly-full (a level held by a caching allocator is info; growth toward the
+//! total, or a fault on a full card, warns), vram-growing (a least-squares fit over the window, with the time until
+//! full, past a process's start-up), idle-holder (what served in the window is no idle holder), shared-gpu and
+//! serving.
 
 use crate::history::{ProcessSeries, Readings};
+use crate::sample::UnixMs;
+use crate::source::xid::{XidOrigin, xid_entry};
 
 use super::super::window::{Ctx, MIB, Num, Span, align_iter, at, bytes_label, duration_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::{draft, first_true};
 
-/// vram-nearly-full: used GPU memory above the threshold of the total.
+/// How a GPU's used memory moved over a window: a straight-line fit through its samples.
+#[derive(Debug, Clone, Copy)]
+struct Fill {
+    /// Bytes per second of the fit (negative when it falls).
+    slope_b_s: f64,
+    r2: f64,
+    /// The newest reading, and the rise from the window's first reading to it.
+    now: f64,
+    rise: f64,
+    /// No single step between two samples makes more than `MAX_STEP_SHARE` of the rise.
+    climbs: bool,
+}
+
+impl Fill {
+    fn of(ctx: &Ctx<'_>, span: &Span, gpu: &crate::history::GpuSeries) -> Option<Self> {
+        let origin = span.window.first_ms;
+        let points: Vec<(f64, f64)> = ctx
+            .history
+            .times
+            .iter_from(span.window.start)
+            .zip(span.values(&gpu.mem_used_bytes))
+            .filter_map(|(time, used)| used.map(|u| ((time - origin) as f64 / 1000.0, u as f64)))
+            .collect();
+        let (slope_b_s, r2) = fit_line(&points)?;
+        let (first, now) = (points.first()?.1, points.last()?.1);
+        Some(Self { slope_b_s, r2, now, rise: now - first, climbs: largest_step_share(&points) <= MAX_STEP_SHARE })
+    }
+
+    /// Seconds until `total` at the fit's rate, when it rises.
+    fn eta_s(&self, total: f64) -> Option<f64> {
+        (self.slope_b_s > 0.0).then(|| (total - self.now).max(0.0) / self.slope_b_s)
+    }
+
+    /// Whether it grows toward `total` steadily enough to be full within `vram_full_eta_s`: a rise over the window
+    /// that a straight line fits (R² ≥ `vram_growth_min_r2`) in many steps rather than one or two.
+    fn filling(&self, total: f64, t: &crate::advice::Thresholds) -> bool {
+        self.rise > 0.0
+            && self.climbs
+            && self.r2 >= t.vram_growth_min_r2
+            && self.eta_s(total).is_some_and(|eta| eta <= t.vram_full_eta_s as f64)
+    }
+}
+
+/// The newest Xid of application origin (NVIDIA's catalogue: the application faulted, the GPU is fine; 13, 31,
+/// 43, ...) on this GPU within `xid_window_s`: on a card that is nearly full, the job that ran out of room.
+fn application_fault<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<&'a crate::sample::GpuEvent> {
+    let from_ms = ctx.now_ms.saturating_sub(ctx.t.xid_window_s.saturating_mul(1000));
+    ctx.history.events.iter().rev().take_while(|e| e.at_ms >= from_ms).find(|e| {
+        e.gpu_index == Some(gpu_index)
+            && matches!(&e.kind, crate::sample::GpuEventKind::Xid { code, .. }
+                if xid_entry(*code).is_some_and(|x| x.origin == XidOrigin::Application))
+    })
+}
+
+/// "Xid 31 (GPU memory page fault ...) from PID 4242, 3 min ago".
+fn fault_label(ctx: &Ctx<'_>, event: &crate::sample::GpuEvent) -> String {
+    let crate::sample::GpuEventKind::Xid { code, pid, .. } = &event.kind else { return String::new() };
+    let meaning = xid_entry(*code).map_or("", |x| x.description);
+    let who = pid.map_or_else(String::new, |p| format!(" from PID {p}"));
+    let ago = ctx.now_ms.saturating_sub(event.at_ms) / 1000;
+    format!("Xid {code} ({meaning}){who}, {} ago", duration_label(ago))
+}
+
+/// vram-nearly-full: used GPU memory above `vram_full_pct` of the total. A warning when it still grows toward the
+/// total and would be full within `vram_full_eta_s` at the rate of a straight-line fit over the window, or when an
+/// application fault (an Xid of application origin) was seen on the GPU; a level that only holds is info, since
+/// caching allocators (PyTorch, JAX) reserve most of a card and keep it.
 #[must_use]
 pub fn vram_nearly_full(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
@@ -17,37 +87,118 @@ pub fn vram_nearly_full(ctx: &Ctx<'_>) -> Vec<Observation> {
         let Some(total) = ctx.gpu_info(gpu.index).and_then(|g| g.mem_total_bytes).filter(|t| *t > 0) else {
             continue;
         };
-        let full = |used: u64| used as f64 / total as f64 * 100.0 > t.vram_full_pct;
-        let share = span.share(&gpu.mem_used_bytes, full);
-        if share < t.exit_share {
+        let total_f = total as f64;
+        let above = |used: f64| used / total_f * 100.0 > t.vram_full_pct;
+        let share = span.share(&gpu.mem_used_bytes, |u| above(u as f64));
+        // Most cards are nowhere near full: no fit for them.
+        if share < t.exit_share && !gpu.mem_used_bytes.last_reading().is_some_and(|u| above(u as f64)) {
             continue;
         }
-        let used = span.median(&gpu.mem_used_bytes);
-        let total_f = total as f64;
-        let flags = span.values(&gpu.mem_used_bytes).map(|u| u.is_some_and(full));
+        let fill = Fill::of(ctx, &span, gpu);
+        let filling = fill.filter(|f| above(f.now) && f.filling(total_f, t));
+        if share < t.exit_share && filling.is_none() {
+            continue;
+        }
+        let flags = span.values(&gpu.mem_used_bytes).map(|u| u.is_some_and(|u| above(u as f64)));
         let since = first_true(ctx.history.times.iter_from(span.window.start).copied(), flags, ctx.now_ms);
-        let finding = Finding {
-            title: format!("GPU {}'s memory is nearly full", gpu.index),
-            evidence: format!(
-                "used median {} of {} ({}) over {}; above {} in {} of samples",
-                used.map_or_else(|| "N/A".to_owned(), bytes_label),
-                bytes_label(total_f),
-                used.map_or_else(|| "N/A".to_owned(), |u| pct_label(u / total_f * 100.0)),
-                span.label(),
-                pct_label(t.vram_full_pct),
-                share_label(share),
-            ),
-            remedy: "Leave headroom: a smaller batch, activation checkpointing, mixed precision, or sharding \
-                     optimizer state; if a framework preallocates (JAX, TensorFlow), this may be by design."
-                .to_owned(),
-            explanation: "With almost no free GPU memory, the next larger batch, a longer sequence or fragmentation \
-                          ends in an out-of-memory error."
-                .to_owned(),
-            ..draft(Rule::VramNearlyFull, Severity::Warning, Some(gpu.index), None, since)
+        let used = span.median(&gpu.mem_used_bytes);
+        let level = format!(
+            "used median {} of {} ({}) over {}; above {} in {} of samples",
+            used.map_or_else(|| "N/A".to_owned(), bytes_label),
+            bytes_label(total_f),
+            used.map_or_else(|| "N/A".to_owned(), |u| pct_label(u / total_f * 100.0)),
+            span.label(),
+            pct_label(t.vram_full_pct),
+            share_label(share),
+        );
+        let draft = draft(Rule::VramNearlyFull, Severity::Warning, Some(gpu.index), None, since);
+        let observation = if let Some(fill) = filling {
+            let finding = filling_finding(gpu.index, &level, &fill, total_f, &span, draft);
+            Observation { finding, enter: span.covered, stay: true }
+        } else if let Some(event) = application_fault(ctx, gpu.index) {
+            Observation::by_share(
+                fault_finding(gpu.index, &level, &fault_label(ctx, event), draft),
+                share,
+                span.covered,
+                t,
+            )
+        } else {
+            let rise = fill.map_or_else(|| "N/A".to_owned(), |f| signed_bytes(f.rise));
+            Observation::by_share(held_finding(gpu.index, &level, &rise, &span, draft), share, span.covered, t)
         };
-        out.push(Observation::by_share(finding, share, span.covered, t));
+        out.push(observation);
     }
     out
+}
+
+/// "+1.5 GiB", "-200 MiB", "+0 B".
+fn signed_bytes(bytes: f64) -> String {
+    format!("{}{}", if bytes < 0.0 { "-" } else { "+" }, bytes_label(bytes.abs()))
+}
+
+/// vram-nearly-full's warning for memory that still grows toward the total.
+fn filling_finding(gpu_index: u32, level: &str, fill: &Fill, total: f64, span: &Span, draft: Finding) -> Finding {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "seconds until full, positive")]
+    let eta = fill.eta_s(total).map_or_else(|| "unknown time".to_owned(), |s| duration_label(s.round() as u64));
+    Finding {
+        title: format!("GPU {gpu_index}'s memory is nearly full and still growing: full in about {eta}"),
+        evidence: format!(
+            "{level}; {} now ({}), {} over {} ({:.0} MiB/min, R² {:.2} of a straight-line fit): full in about {eta} \
+             at this rate",
+            bytes_label(fill.now),
+            pct_label(fill.now / total * 100.0),
+            signed_bytes(fill.rise),
+            span.label(),
+            fill.slope_b_s * 60.0 / MIB,
+            fill.r2,
+        ),
+        remedy: "Find what grows (vram-growing names a process whose own memory climbs) before it runs out: a \
+                 smaller batch or sequence length, activation checkpointing, mixed precision, sharding optimizer \
+                 state, or moving a neighbour off the card."
+            .to_owned(),
+        explanation: "Memory that still climbs with little headroom left ends in an out-of-memory error when it \
+                      reaches the total: the time to full is the fit's rate over the window, extrapolated."
+            .to_owned(),
+        ..draft
+    }
+}
+
+/// vram-nearly-full's warning for a card nearly full on which a job faulted.
+fn fault_finding(gpu_index: u32, level: &str, fault: &str, draft: Finding) -> Finding {
+    Finding {
+        title: format!("GPU {gpu_index}'s memory is nearly full and a job on it faulted"),
+        evidence: format!("{level}; {fault}"),
+        remedy: "Read that job's own error first (a CUDA out-of-memory error, an illegal address); if it ran out of \
+                 room, leave headroom: a smaller batch, activation checkpointing, mixed precision, sharding \
+                 optimizer state, or one job fewer on the card."
+            .to_owned(),
+        explanation: "An Xid of application origin means a program on this GPU faulted (the GPU itself is fine). On \
+                      a card with almost no free memory, a failed or unchecked allocation is a likely cause."
+            .to_owned(),
+        ..draft
+    }
+}
+
+/// vram-nearly-full's information for a level that only holds.
+fn held_finding(gpu_index: u32, level: &str, rise: &str, span: &Span, draft: Finding) -> Finding {
+    Finding {
+        title: format!("GPU {gpu_index}'s memory is held nearly full (a caching allocator's reserve)"),
+        evidence: format!(
+            "{level}; {rise} over {}, not growing toward the total: a caching allocator holding what it reserved",
+            span.label()
+        ),
+        remedy: "Nothing to do unless it grows. PyTorch's caching allocator keeps the memory it reserved and JAX \
+                 preallocates 75 % of the card, so the card reads nearly full while the job has room inside it \
+                 (torch.cuda.memory_allocated() says what it uses); to leave room for another process, \
+                 PYTORCH_CUDA_ALLOC_CONF or XLA_PYTHON_CLIENT_MEM_FRACTION."
+            .to_owned(),
+        explanation: "A level near full that stays flat is how caching allocators work: they keep freed blocks for \
+                      the next step instead of returning them. An out-of-memory error comes from growth, which this \
+                      rule names as a warning, with the time to full."
+            .to_owned(),
+        severity: Severity::Info,
+        ..draft
+    }
 }
 
 /// A least-squares line through points: slope (units of y per unit of x) and R².
@@ -166,8 +317,9 @@ struct Growth {
 }
 
 impl Growth {
-    /// The judgement of `process`'s memory, or `None` when neither `enter` nor `stay` holds.
-    fn of(process: &ProcessSeries, t: &crate::advice::Thresholds) -> Option<Self> {
+    /// The judgement of `process`'s memory, or `None` when neither `enter` nor `stay` holds, or while the process
+    /// (started at `started_ms`, where known) is in its start-up.
+    fn of(process: &ProcessSeries, started_ms: Option<UnixMs>, t: &crate::advice::Thresholds) -> Option<Self> {
         // Memory that did not change over the window fits a flat line (slope 0, or no fit at all): with positive
         // thresholds neither `enter` nor `stay` can hold, so skip the fit (most processes at scale). Either window
         // starts at or after its length before the newest sample, so memory unchanged since the longer one began
@@ -193,6 +345,11 @@ impl Growth {
         let window_s = span.window.span_ms() as f64 / 1000.0;
         let whole = Fit { slope_b_s, r2, secs: window_s };
         let climbs = largest_step_share(&points) <= MAX_STEP_SHARE;
+        // Growth in the process's start-up is its weights, its CUDA context and its allocator warming up: judged
+        // only once the process is past it, and only where it goes on after it.
+        let startup_end_s =
+            started_ms.map(|s| (s as f64 + t.vram_growth_startup_s as f64 * 1000.0 - origin as f64) / 1000.0);
+        let grown_up = startup_end_s.map_or(Some(true), |end| after_startup(&points, end, window_s, slope_b_s))?;
         let (enter, stay, fit) = if fast {
             let unmistakable =
                 span.covered && climbs && whole.growth_mib() >= t.vram_fast_growth_min_mib && r2 >= FAST_MIN_R2;
@@ -211,8 +368,63 @@ impl Growth {
                 && best.r2 >= t.vram_growth_min_r2 * STAY_R2_SHARE;
             (enter, stay, best)
         };
+        let enter = enter && grown_up;
         (enter || stay).then_some(Self { span, enter, stay, fit, window_s, now_mem: points.last().map(|p| p.1) })
     }
+}
+
+/// Where a window reaches into a process's start-up, which ends `startup_end_s` seconds after the window's start:
+/// whether its growth goes on after it (its samples after the start-up span half the window or more, and a line
+/// through them rises at half the window's rate, `slope_b_s`, or more). `None` while the newest sample is still
+/// in the start-up: its growth is not judged yet.
+fn after_startup(points: &[(f64, f64)], startup_end_s: f64, window_s: f64, slope_b_s: f64) -> Option<bool> {
+    let (first, newest) = (points.first()?.0, points.last()?.0);
+    if newest < startup_end_s {
+        return None;
+    }
+    if startup_end_s <= first {
+        return Some(true);
+    }
+    let after: Vec<(f64, f64)> = points.iter().copied().filter(|p| p.0 >= startup_end_s).collect();
+    let spans = after.first().is_some_and(|f| newest - f.0 >= window_s / 2.0);
+    Some(spans && fit_line(&after).is_some_and(|(slope, _)| slope >= slope_b_s / 2.0))
+}
+
+/// When a process started: its start time where the host read it, else its first sample when it appeared while
+/// gpusight watched. A process there since the first sample, of unknown start, is judged as an old one.
+fn started_ms(ctx: &Ctx<'_>, pid: u32, process: &ProcessSeries) -> Option<UnixMs> {
+    if let Some(started) = ctx.host_process(pid).and_then(|h| h.started_at_ms) {
+        return Some(started);
+    }
+    let first = process.times.get(0).copied()?;
+    (first > ctx.history.times.get(0).copied()?).then_some(first)
+}
+
+/// The processes whose GPU memory grew while they are still in their start-up (younger than
+/// `vram_growth_startup_s`), which vram-growing does not judge yet: one line each for doctor's "Not judged".
+#[must_use]
+pub fn growth_in_startup(history: &crate::history::History, t: &crate::advice::Thresholds) -> Vec<String> {
+    let Some(ctx) = Ctx::new(history, t) else { return Vec::new() };
+    let startup_ms = t.vram_growth_startup_s.saturating_mul(1000);
+    ctx.compute_by_process()
+        .filter_map(|(pid, _)| {
+            let process = ctx.process(pid)?;
+            let age_ms = ctx.now_ms.saturating_sub(started_ms(&ctx, pid, process)?);
+            let mut mem = process.gpu_mem_bytes.readings().flatten();
+            let (first, now) = (mem.next()?, mem.last()?);
+            let grew = now.saturating_sub(first) as f64;
+            (age_ms < startup_ms && grew >= t.vram_growth_min_total_mib * MIB).then(|| {
+                format!(
+                    "vram-growing for PID {pid}: it is {} old and its GPU memory grew {} since it was first seen; \
+                     growth in a process's first {} (its CUDA context, its weights, the caching allocator's first \
+                     steps) is judged once it goes on after them",
+                    duration_label(age_ms / 1000),
+                    signed_bytes(grew),
+                    duration_label(t.vram_growth_startup_s),
+                )
+            })
+        })
+        .collect()
 }
 
 /// vram-growing: a process's GPU memory grows steadily over the window; before the window is covered, an
@@ -220,13 +432,15 @@ impl Growth {
 /// A climb of a few big steps to a plateau (a caching allocator warming up) does not enter (`MAX_STEP_SHARE`).
 /// Once in, it stays on the window's strongest fit (`strongest_fit`) and prints that fit; it clears when even
 /// that fit has collapsed (R² under three quarters of `vram_growth_min_r2`, or half the rate or growth).
+/// Growth in a process's first `vram_growth_startup_s` is not judged unless it goes on after it (`after_startup`).
 /// Each process is judged once (`Growth::of`); its finding is drafted for every GPU it is on.
 #[must_use]
 pub fn vram_growing(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (pid, gpus) in ctx.compute_by_process() {
-        let Some(growth) = ctx.process(pid).and_then(|process| Growth::of(process, t)) else { continue };
+        let Some(process) = ctx.process(pid) else { continue };
+        let Some(growth) = Growth::of(process, started_ms(ctx, pid, process), t) else { continue };
         out.extend(gpus.map(|gpu_index| growth_observation(ctx, gpu_index, pid, &growth)));
     }
     in_pair_order(&mut out);
@@ -386,13 +600,64 @@ impl Activity {
     }
 }
 
-/// A process's listening sockets with connections on them, when it is a server: not a rank of a job (a rank's
-/// store and NCCL bootstrap listen too) and not a Jupyter kernel (its ports carry its front end's heartbeats).
-fn serves<'a>(ctx: &Ctx<'a>, pid: u32) -> Option<&'a crate::sample::Serving> {
+/// What a listening process served over a window of its own samples.
+#[derive(Debug, Clone, Copy)]
+struct Served {
+    /// Connections its ports accepted in the window: the growth of its count, from the window's first sample (or
+    /// from 0 where the count began inside the window); `None` where it was not counted (older recordings).
+    accepted: Option<u64>,
+    /// Whether a read in the window found connections on its ports.
+    connected: bool,
+}
+
+impl Served {
+    fn over(process: &ProcessSeries, span: &Span) -> Self {
+        let first = span.values(&process.accepted).next().flatten();
+        let last = span.values(&process.accepted).flatten().last();
+        let accepted = last.map(|l| u64::from(l.saturating_sub(first.unwrap_or(0))));
+        let connected = process.connected_ms.is_some_and(|at| at >= span.window.first_ms);
+        Self { accepted, connected }
+    }
+
+    /// It served in the window: it accepted a connection, or a read found one.
+    fn any(self) -> bool {
+        self.accepted.is_some_and(|a| a > 0) || self.connected
+    }
+}
+
+/// A process's listening sockets, and what they served over idle-holder's window, when it listens and is not a
+/// rank of a job (a rank's store and NCCL bootstrap listen too) nor a Jupyter kernel (its ports carry its front
+/// end's heartbeats).
+fn listener<'a>(ctx: &Ctx<'a>, pid: u32) -> Option<(&'a crate::sample::Serving, Served)> {
     let host = ctx.host_process(pid)?;
     let rank = host.job.as_ref().is_some_and(crate::sample::JobInfo::is_shared);
     let kernel = host.cmdline.contains("ipykernel");
-    host.serving.as_ref().filter(|s| !s.ports.is_empty() && s.connections > 0 && !rank && !kernel)
+    let serving = host.serving.as_ref().filter(|s| !s.ports.is_empty() && !rank && !kernel)?;
+    let process = ctx.process(pid)?;
+    let span = Span::of(&process.times, ctx.t.idle_holder_window_s, ctx.t.min_window_coverage)?;
+    Some((serving, Served::over(process, &span)))
+}
+
+/// A server: a listener ([`listener`]) that served in the window, by a connection it accepted or one a read
+/// found, however rare.
+fn serves<'a>(ctx: &Ctx<'a>, pid: u32) -> Option<(&'a crate::sample::Serving, Served)> {
+    listener(ctx, pid).filter(|(_, served)| served.any())
+}
+
+/// What a server's ports carried over `over`: "12 connections accepted over 5 min, 3 open at the last read", or,
+/// where accepts were not counted, "3 connections at the last read".
+fn traffic_label(serving: &crate::sample::Serving, served: Served, over: &str) -> String {
+    let plural = |n: u64| if n == 1 { "" } else { "s" };
+    let open = u64::from(serving.connections);
+    match served.accepted {
+        Some(n) => format!(
+            "{n} connection{} accepted over {over}, {} open at the last read",
+            plural(n),
+            if open == 0 { "none".to_owned() } else { open.to_string() }
+        ),
+        None if open > 0 => format!("{open} connection{} at the last read", plural(open)),
+        None => format!("connections at a read over {over}, none at the last"),
+    }
 }
 
 /// "port 8000", "ports 8000, 8001".
@@ -460,10 +725,7 @@ fn idle_on(ctx: &Ctx<'_>, (gpu_index, sole): (u32, bool), pid: u32, process: &Pr
         return None;
     }
     let held = a.span.median(&process.gpu_mem_bytes);
-    let listening = ctx.host_process(pid).and_then(|h| h.serving.as_ref()).filter(|s| !s.ports.is_empty());
-    let listening = listening.map_or_else(String::new, |s| {
-        format!("; listens on {} with no connection at the last read (no requests)", ports_label(s))
-    });
+    let listening = listening_label(ctx, pid, &a.span);
     let since = first_true(a.times.iter().copied(), a.idle.iter().copied(), ctx.now_ms);
     let finding = Finding {
         title: format!("PID {pid} holds GPU {gpu_index}'s memory but does nothing"),
@@ -492,10 +754,28 @@ fn idle_on(ctx: &Ctx<'_>, (gpu_index, sole): (u32, bool), pid: u32, process: &Pr
     Some(Observation::by_share(finding, share, a.span.covered, t))
 }
 
+/// For idle-holder's evidence, what a process that listens but served nothing did on its ports: "; listens on
+/// port 8000 and accepted no connection over 5 min (no requests)"; empty when it listens on none.
+fn listening_label(ctx: &Ctx<'_>, pid: u32, span: &Span) -> String {
+    let Some(serving) = ctx.host_process(pid).and_then(|h| h.serving.as_ref()).filter(|s| !s.ports.is_empty()) else {
+        return String::new();
+    };
+    let ports = ports_label(serving);
+    match listener(ctx, pid) {
+        Some((_, Served { accepted: Some(_), .. })) => {
+            format!("; listens on {ports} and accepted no connection over {} (no requests)", span.label())
+        }
+        Some(_) => format!("; listens on {ports} with no connection at any read over {} (no requests)", span.label()),
+        // A kernel's or a rank's ports, whatever they carry, are not requests.
+        None => format!("; listens on {ports} (a notebook kernel's or a job's ports: no requests)"),
+    }
+}
+
 /// A server's GPU busy less than this share of the time (mean utilization, %) is said to idle between requests.
 const SERVING_LOW_DUTY_PCT: f64 = 50.0;
 
-/// serving (info): a GPU process that serves requests (listening TCP sockets with connections) holds GPU memory
+/// serving (info): a GPU process that serves requests (it listens on TCP ports that accepted a connection in
+/// idle-holder's window, or on which a read found one, however rare: [`serves`]) holds GPU memory
 /// while its GPU is busy a small part of the time: a bursty inference server, not an idle holder. Says how busy.
 #[must_use]
 pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
@@ -511,7 +791,7 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
         if servers.binary_search(&pid).is_err() {
             continue;
         }
-        let Some(serving) = serves(ctx, pid) else { continue };
+        let Some((serving, served)) = serves(ctx, pid) else { continue };
         let Some(process) = ctx.process(pid) else { continue };
         let held = process.gpu_mem_bytes.last_reading();
         if !held.is_some_and(|m| m as f64 >= t.idle_holder_min_mib * MIB) {
@@ -526,14 +806,13 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
             title: format!("PID {pid} serves requests on GPU {gpu_index}: GPU busy {} of the time", pct_label(busy)),
             evidence: format!(
                 "serving: GPU busy {} of the time (mean utilization over {}); its own SM utilization above 0 in {} \
-                 of samples, up to {}; listens on {} with {} connection{} at the last read; holds {}; process{}",
+                 of samples, up to {}; listens on {}: {}; holds {}; process{}",
                 pct_label(busy),
                 a.span.covered_label(),
                 share_label(a.ran_share()),
                 a.own_max.map_or_else(|| "N/A".to_owned(), |u| format!("{u} %")),
                 ports_label(serving),
-                serving.connections,
-                if serving.connections == 1 { "" } else { "s" },
+                traffic_label(serving, served, &a.span.covered_label()),
                 held.map_or_else(|| "N/A".to_owned(), |m| bytes_label(m as f64)),
                 who(ctx, pid),
             ),
@@ -543,7 +822,8 @@ pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {
                 .to_owned(),
             explanation: "An inference or HTTP server holds its model in GPU memory and runs kernels only while a \
                           request is in flight, so its GPU looks mostly idle. It is recognised by its listening TCP \
-                          sockets with connections on them, and is neither an idle holder nor an underfed job."
+                          sockets that accepted connections in the window, and is neither an idle holder nor an \
+                          underfed job."
                 .to_owned(),
             ..draft(Rule::Serving, Severity::Info, Some(gpu_index), Some(pid), a.span.window.first_ms)
         };

@@ -112,6 +112,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 #[cfg(test)]
 mod catalogue_tests;
 #[cfg(test)]
+mod healthy_tests;
+#[cfg(test)]
 mod input_tests;
 #[cfg(test)]
 mod jobs_tests;

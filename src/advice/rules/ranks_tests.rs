@@ -20,7 +20,8 @@ fn a_bursty_server_is_serving_not_an_idle_holder() {
     assert_eq!((serving.severity, serving.gpu_index, serving.pid), (Severity::Info, Some(0), Some(2001)));
     assert!(serving.evidence.starts_with("serving: GPU busy 11 % of the time"), "{}", serving.evidence);
     assert!(serving.evidence.contains("holds 2.0 GiB"), "{}", serving.evidence);
-    assert!(serving.evidence.contains("listens on port 8000 with 3 connections"), "{}", serving.evidence);
+    let traffic = "listens on port 8000: 136 connections accepted over 5 min, 3 open at the last read";
+    assert!(serving.evidence.contains(traffic), "{}", serving.evidence);
     assert_eq!(warnings(&f), Vec::<Rule>::new(), "{f:#?}");
 }
 
@@ -56,7 +57,7 @@ fn a_listening_process_with_no_traffic_and_no_kernels_is_still_an_idle_holder() 
     // The real idle holder: a notebook with its kernel's ports (its front end's heartbeats are no requests).
     let notebook = Build::new("idle-holder").tick(|_, t| {
         for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
-            p.serving = Some(crate::sample::Serving { ports: vec![52_100, 52_101], connections: 5 });
+            p.serving = Some(crate::sample::Serving { ports: vec![52_100, 52_101], connections: 5, accepted: None });
         }
     });
     let f = notebook.findings(330);
@@ -69,11 +70,16 @@ fn a_listening_process_with_no_traffic_and_no_kernels_is_still_an_idle_holder() 
         t.gpus[0].util_pct = Some(0);
         t.gpu_processes.iter_mut().for_each(|p| p.sm_util_pct = Some(0));
         for p in t.processes.iter_mut().filter(|p| p.pid == 2001) {
-            p.serving = Some(crate::sample::Serving { ports: vec![8000], connections: 0 });
+            p.serving = Some(crate::sample::Serving { ports: vec![8000], connections: 0, accepted: None });
         }
     });
     let f = unused.findings(330);
-    assert!(get(&f, Rule::IdleHolder).evidence.contains("listens on port 8000 with no connection"), "{f:#?}");
+    assert!(
+        get(&f, Rule::IdleHolder)
+            .evidence
+            .contains("listens on port 8000 with no connection at any read over 5 min (no requests)"),
+        "{f:#?}"
+    );
     assert!(!has(&f, Rule::Serving));
     // A stale per-process value that NVML carries over an idle GPU is no kernel.
     let stale =

@@ -354,6 +354,10 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::RankStarved => RANK_STARVED_GPU,
         W::RankHung => RANK_HUNG_GPU,
         W::Serving => serving_gpu(n),
+        // Its requests' kernels last milliseconds: no sample catches one.
+        W::ServeRare => GpuShape { power_w: Spread(118.0, 3.0), temp_c: Spread(33.0, 1.0), mem_gib: 14, ..WAITING_GPU },
+        // 136.5 GiB of 140.4 GiB: what the allocator reserved in the first steps, held since.
+        W::VramCached => GpuShape { mem_gib: 136, ..COMPUTE_GPU },
         W::RankCpuBusy => GpuShape { mem_gib: 38, ..WAITING_GPU },
         W::RankComm => RANK_COMM_GPU,
         W::RankSpinInput => RANK_SPIN_INPUT_GPU,

@@ -140,20 +140,31 @@ pub(super) fn job_shape(workload: Workload) -> Option<JobShape> {
         W::RankWaiting | W::RankStarved | W::RankHung | W::RankCpuBusy | W::RankComm | W::RankSpinInput => {
             return rank_job(workload);
         }
-        // A server: asleep between requests; a job seen from a container; a job flat out on a MIG slice.
-        W::Serving => JobShape {
-            cmdline: "python serve.py --model resnet50 --port 8000",
-            states: b"S",
-            cpu_pct: 3.0,
-            age_s: 3600,
-            load: LoadShape { busy_cores: 0.1, ..NO_LOAD },
-            ..COMPUTE_JOB
-        },
+        // Servers and a job whose allocator holds the card; a job seen from a container; one on a MIG slice.
+        W::Serving | W::ServeRare | W::VramCached => return Some(quiet_job(workload)),
         W::Unseen => JobShape { cmdline: "python train.py", states: b"S", cpu_pct: 45.0, ..COMPUTE_JOB },
         W::MigSlice => JobShape { cmdline: "python train.py --model resnet18", ..COMPUTE_JOB },
         _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
         _ => return host_wait_job(workload),
     })
+}
+
+/// The jobs that look idle or full and are not: a bursty server (asleep between requests), a server that answers
+/// rarely, a job whose caching allocator holds the card.
+fn quiet_job(workload: Workload) -> JobShape {
+    let server = JobShape { states: b"S", age_s: 3600, ..COMPUTE_JOB };
+    match workload {
+        Workload::Serving => JobShape {
+            cmdline: "python serve.py --model resnet50 --port 8000",
+            cpu_pct: 3.0,
+            load: LoadShape { busy_cores: 0.1, ..NO_LOAD },
+            ..server
+        },
+        Workload::ServeRare => {
+            JobShape { cmdline: "python serve.py --model llama-7b --port 8000", cpu_pct: 0.5, load: NO_LOAD, ..server }
+        }
+        _ => JobShape { cmdline: "python train_jax.py --model gemma-7b --batch-size 64", ..COMPUTE_JOB },
+    }
 }
 
 /// Eight `DataLoader` workers, each at a quarter of a core: what a 2-CPU quota leaves them.

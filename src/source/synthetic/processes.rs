@@ -89,7 +89,16 @@ fn adjust_seen(slot: &Slot<'_>, workload: Workload, tick: &mut Tick) {
     let main = slot.base_pid() + 1;
     match workload {
         Workload::Serving => {
-            let serving = crate::sample::Serving { ports: vec![8000], connections: 3 };
+            // Four clients' keep-alive connections stay open; each burst of requests opens four more.
+            let accepted = Some(4 * ((slot.n + 5) / 9));
+            let serving = crate::sample::Serving { ports: vec![8000], connections: 3, accepted };
+            tick.processes.iter_mut().filter(|p| p.pid == main).for_each(|p| p.serving = Some(serving.clone()));
+        }
+        Workload::ServeRare => {
+            // One request every 45 s (the first at 10 s), over before any read: only the count of accepted
+            // connections sees it.
+            let serving =
+                crate::sample::Serving { ports: vec![8000], connections: 0, accepted: Some((slot.n + 35) / 45) };
             tick.processes.iter_mut().filter(|p| p.pid == main).for_each(|p| p.serving = Some(serving.clone()));
         }
         Workload::Unseen => {

@@ -81,6 +81,11 @@ pub enum Workload {
     NfsReadStall,
     /// A bursty inference server: 1.6 GiB held, kernels one second in nine, listening on port 8000 with connections.
     Serving,
+    /// An inference server answering one short request every 45 s: 14 GiB held, its kernels too short for any
+    /// sample, no connection open at any read, one more connection accepted each time.
+    ServeRare,
+    /// A training job whose caching allocator reserved 97 % of the card and holds it flat (PyTorch, JAX).
+    VramCached,
     /// A torchrun rank computing evaluation metrics on the CPU: no GPU work, its main thread at 100 %.
     RankCpuBusy,
     /// A torchrun rank whose all-reduce runs over PCIe: traffic both ways alike, SM activity low, the main thread
@@ -140,7 +145,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 41] = [
+    pub const NAMES: [&'static str; 43] = [
         "idle",
         "compute",
         "input-bound",
@@ -177,6 +182,8 @@ impl Scenario {
         "eval-workers-idle",
         "nfs-read-stall",
         "serving",
+        "serve-rare",
+        "vram-cached",
         "rank0-eval",
         "comm-bound",
         "nccl-spin-input-rank",
@@ -256,6 +263,8 @@ impl FromStr for Scenario {
             "eval-workers-idle" => Self::Uniform(Workload::EvalWorkersIdle),
             "nfs-read-stall" => Self::Uniform(Workload::NfsReadStall),
             "serving" => Self::Uniform(Workload::Serving),
+            "serve-rare" => Self::Uniform(Workload::ServeRare),
+            "vram-cached" => Self::Uniform(Workload::VramCached),
             "rank0-eval" => Self::Rank0Eval,
             "comm-bound" => Self::CommBound,
             "nccl-spin-input-rank" => Self::Uniform(Workload::RankSpinInput),
