@@ -1,6 +1,8 @@
 //! The consumer side of the data flow: a snapshot goes into the history, then the advice engine runs. The
 //! monitor, `doctor`, `report`, `export` and `--once` all read what this holds.
 
+use crate::advice::account::Account;
+use crate::advice::account::book::Totals;
 use crate::advice::{Advisor, Finding, Thresholds};
 use crate::fast_map::{FastMap, FastSet};
 use crate::history::{History, ProcessBound};
@@ -217,6 +219,28 @@ impl Pipeline {
     #[must_use]
     pub fn findings(&self) -> &[Finding] {
         self.advisor.verdicts()
+    }
+
+    /// Where each job's GPU time went over the account's window (`[thresholds.account] window_s`): one account per
+    /// job and GPU (or MIG slice), as of the last snapshot.
+    #[must_use]
+    pub fn accounts(&self) -> &[Account] {
+        self.advisor.accounts()
+    }
+
+    /// The accounts over the last `window_s` instead (doctor and report over their whole watch, where the book
+    /// still holds it: fifteen minutes at least).
+    #[must_use]
+    pub fn accounts_over(&self, window_s: u64) -> Vec<Account> {
+        let index = crate::advice::account::evidence::TickIndex::new(self.history.latest());
+        let now_ms = self.history.now_ms().unwrap_or(0);
+        self.advisor.book().accounts(now_ms, window_s, self.advisor.verdicts(), &index)
+    }
+
+    /// Each job's seconds per cause on each GPU since the pipeline started (the exporter's
+    /// `gpusight_gpu_seconds_total`): (GPU, GPU instance, job, totals), for the jobs still on their GPU.
+    pub fn account_totals(&self) -> impl Iterator<Item = (u32, Option<u32>, &str, &Totals)> {
+        self.advisor.book().totals().map(|((gpu, gi), job, totals)| (gpu, gi, job, totals))
     }
 }
 
