@@ -78,6 +78,11 @@ impl Build {
         })
     }
 
+    /// The machine description, tweaked.
+    pub fn machine_info(&self) -> MachineInfo {
+        self.machine.clone()
+    }
+
     /// The history of the first `n` ticks.
     pub fn history(&self, n: u64) -> History {
         let mut history = History::new(Arc::new(self.machine.clone()), 1200);

@@ -264,7 +264,10 @@ impl Account {
 }
 
 #[cfg(test)]
-mod tests {
+mod tests;
+
+#[cfg(test)]
+mod cause_tests {
     use super::*;
 
     #[test]

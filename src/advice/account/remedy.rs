@@ -12,7 +12,8 @@ use crate::units::share_label;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Facts {
     pub pid: Option<u32>,
-    /// `DataLoader` workers (compile workers left out), and the most threads one of them runs.
+    /// `DataLoader` workers that did work (compile workers and idle ones left out), and the most threads one of them
+    /// runs.
     pub workers: u32,
     pub threads_per_worker: Option<u32>,
     /// CPUs the job may run on, and the idle ones among them (cores' worth).
@@ -30,7 +31,11 @@ impl Facts {
     pub fn of(account: &Account, index: &TickIndex<'_>, machine: &MachineInfo) -> Self {
         let Some(step) = account.pid.and_then(|p| index.process(p)) else { return Self::default() };
         let below = index.below(step.pid);
-        let workers: Vec<&&HostProcess> = below.iter().filter(|p| !p.is_compile_worker()).collect();
+        // The workers that feed the GPU: those that did work (an evaluation loader's persistent workers wait at 0 %).
+        let busy = |p: &HostProcess| {
+            p.cpu_pct.is_some_and(|c| c >= crate::history::input::BUSY_WORKER_CPU_PCT) || matches!(p.state, Some('R' | 'D'))
+        };
+        let workers: Vec<&&HostProcess> = below.iter().filter(|p| !p.is_compile_worker() && busy(p)).collect();
         let threads_per_worker = workers.iter().filter_map(|w| w.n_threads).max();
         let tick = index.tick;
         let cpus = step.allowed_cpus.as_ref().map_or(machine.n_cpus, Vec::len);
