@@ -9,6 +9,7 @@ use super::window::Ctx;
 use super::{Finding, Observation, Rule, Severity, Thresholds};
 
 pub mod blind;
+pub mod cpu_wait;
 pub mod datapath;
 pub mod efficiency;
 pub mod health;
@@ -44,6 +45,8 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::CpuQuotaThrottled, waiting::cpu_quota_throttled),
     (Rule::RemoteDatasetStall, waiting::remote_dataset_stall),
     (Rule::CpusPinned, pace::cpus_pinned),
+    (Rule::CpuContention, cpu_wait::cpu_contention),
+    (Rule::CpuOversubscribed, cpu_wait::cpu_oversubscribed),
     (Rule::CompileWarmup, pace::compile_warmup),
     (Rule::GpuUnderfed, waiting::gpu_underfed),
     (Rule::RankStraggler, jobs::rank_straggler),
