@@ -317,7 +317,8 @@ a throttled store, a memory cgroup) or by these knobs:
 Timeline: warm after --warm-steps (the --ready file), --settle-s more (the runner starts the situation), then
 --seconds measured (the doctor's window), then torch.profiler over --profile-steps more steps (the profiler's cost
 stays out of the window). Each step is record_function("gs_step"), its next(loader) record_function("gs_data").
-The main process runs one intra-op thread until its workers are forked, so their OpenMP runtime starts clean.
+The main process runs one intra-op thread until its workers are forked, so their OpenMP runtime starts clean (a
+worker forked after a parallel region with more than one thread hangs in its own first parallel region).
 
 Truth: the share of the step in next(loader) by wall clock over the measured seconds and by the profiler; images/s;
 the workers' and the main process's run time and runnable-but-waiting time (schedstat), threads and involuntary
@@ -513,6 +514,11 @@ def loader_main(argv):
     add_common(ap, 60)
     a = ap.parse_args(argv)
     install_signals()
+    # One intra-op thread until the workers are forked: a parallel region here would start GNU OpenMP's thread pool,
+    # which a forked worker inherits without its threads, so a worker given more than one thread would hang in its
+    # first parallel region (libgomp is not fork-safe).
+    prev_threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     dev = Dev(a.smoke)
     torch.backends.cudnn.benchmark = True
     workers_file = f"{a.truth}.workers"
@@ -523,8 +529,6 @@ def loader_main(argv):
     files = torchvision.datasets.ImageFolder(a.data, transform=tf, loader=functools.partial(read_image, drop=a.drop_cache))
     mem = HostMem(a.mem_floor_gib, dev)
     threading.Thread(target=mem.run, daemon=True, name="hostmem").start()
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     chunks = mem.make_cache(a.cache_gib) if a.cache_gib else []
     ds = CachedMix(files, chunks, side) if chunks else files
     init = functools.partial(worker_init, workers_file, a.worker_threads, os.environ.get("GS_SLOW_CGROUP", ""))
@@ -608,6 +612,9 @@ def loader_main(argv):
     main = sched_delta({pids[0]: before[0][pids[0]]}, after[0], measured) if before else None
     workers = sched_delta({p: before[0][p] for p in pids[1:]}, after[0], measured) if before else None
     pressure = psi_shares(before[1], after[1], measured) if before else {}
+    if workers and images:
+        # What one image cost the workers in CPU: where threads fight over too few cores, this rises.
+        workers["cpu_ms_per_image"] = round(1000 * workers["run_s"] / images, 2)
     data_share = share(wall["data"], wall["step"])
     truth = {
         "case": "loader", "main_pid": os.getpid(), "workers": pids[1:], "num_workers": a.workers,
@@ -628,7 +635,8 @@ def loader_main(argv):
     truth["summary"] = (
         f"next(loader) {pct(data_share)} of the step (wall), {pct(truth['profiler']['data_share'])} (profiler); "
         f"{truth['images_per_s']} images/s; workers runnable-but-waiting {pct((workers or {}).get('wait_share'))} "
-        f"of their time, {(workers or {}).get('threads')} threads on {(workers or {}).get('cpus_used')} CPUs; "
+        f"of their time, {(workers or {}).get('threads')} threads on {(workers or {}).get('cpus_used')} CPUs, "
+        f"{(workers or {}).get('cpu_ms_per_image')} CPU ms an image; "
         f"main thread waiting {pct((main or {}).get('wait_share'))}; PSI cpu some {pct(pressure.get('cpu_some'))}, "
         f"io some {pct(pressure.get('io_some'))}, memory some {pct(pressure.get('memory_some'))}"
         + (f"; MemAvailable min {mem_avail} GiB" if a.cache_gib or a.pinned_gib else ""))

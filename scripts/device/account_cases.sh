@@ -28,7 +28,7 @@
 # BURN_PER_CPU (2), CRASH_WATCH_S (210), CRASH_TRAIN_S (45), CRASH_BACKOFF_S (10), LOAD_GIB (8), LOAD_MIB_S (270),
 # RARE_WATCH_S (180), RARE_EVERY_S (45), RARE_IDLE_WINDOW_S (40: idle_holder_window_s for rare-serve only, so a
 # whole window passes between two requests), LOOP_IO_MAX ("riops=300 rbps=16777216"), FUSE_DELAY_MS (30),
-# HOSTMEM_LEAVE_PCT (6) and HOSTMEM_LEAVE_GIB (8: MemAvailable host-mem leaves at least), HOSTMEM_HEADROOM_GIB (6:
+# HOSTMEM_LEAVE_PCT (6) and HOSTMEM_LEAVE_GIB (8: MemAvailable host-mem leaves at least), HOSTMEM_HEADROOM_GIB (8:
 # the job's room under its memory.max beside its cache and pinned buffers), ACCOUNT_WORK (/var/tmp/gs_account: on
 # a block device, for the checkpoints and the throttled reads), PYTHON (python3).
 #
@@ -68,7 +68,7 @@ LOOP_IO_MAX=${LOOP_IO_MAX:-riops=300 rbps=16777216}
 FUSE_DELAY_MS=${FUSE_DELAY_MS:-30}
 HOSTMEM_LEAVE_PCT=${HOSTMEM_LEAVE_PCT:-6}
 HOSTMEM_LEAVE_GIB=${HOSTMEM_LEAVE_GIB:-8}
-HOSTMEM_HEADROOM_GIB=${HOSTMEM_HEADROOM_GIB:-6}
+HOSTMEM_HEADROOM_GIB=${HOSTMEM_HEADROOM_GIB:-8}
 
 # ---- the cases: name, part, seconds (start to replay), expected verdict, what runs ----------------------------------
 # EXPECTED is checked on the live doctor and on the replay, over active and cleared findings, word by word:
@@ -99,7 +99,7 @@ case_def slow-loop io 125 "input-bound" \
     "ResNet-50, 8 workers reading JPEGs from a loopback ext4 under io.max ($LOOP_IO_MAX), each file dropped after read"
 case_def slow-fuse io 115 "remote-dataset-stall|input-bound" \
     "ResNet-50, 8 workers reading JPEGs through a passthrough FUSE mount adding ${FUSE_DELAY_MS} ms a read"
-case_def host-mem io 140 "host-memory-pressure" \
+case_def host-mem io 160 "host-memory-pressure" \
     "ResNet-50, 8 workers, a RAM image cache and pinned buffers filling a memory.max cgroup down to MemAvailable ~${HOSTMEM_LEAVE_PCT} %"
 case_def ddp-slow jobs 130 "comm-bound|rank-straggler" \
     "2 ranks over gloo/TCP on GPU 0, ResNet-50; rank 1 spends 150 ms a step on extra CPU work"
@@ -233,7 +233,7 @@ note() { ts "$1: note: $2"; echo "$2" >> "$O/$1.note"; }
 # cg_make NAME CONTROLLER: a cgroup v2 under the root with CONTROLLER enabled, in CGPATH; else why in CG_WHY.
 cg_make() {
     local root=/sys/fs/cgroup
-    CGPATH=$root/$1
+    CGPATH=$root/$1 CG_WHY=""
     [ "$(id -u)" -eq 0 ] || { CG_WHY="not root"; return 1; }
     [ "$(stat -fc %T $root 2> /dev/null)" = cgroup2fs ] || { CG_WHY="no cgroup v2 at $root"; return 1; }
     grep -qw "$2" $root/cgroup.controllers 2> /dev/null || { CG_WHY="no $2 controller in $root"; return 1; }
@@ -274,29 +274,33 @@ loader_case() {
 # burners NAME SECONDS: BURN_PER_CPU burners a CPU as OTHER_USER (made when root and missing), with the system's
 # Python (no PyTorch needed) from a world-readable copy of account.py; `yes` when that Python cannot run as them.
 burners() {
-    local n=$1 secs=$2 procs=$(($(nproc) * BURN_PER_CPU)) who=() py=$PY
+    local n=$1 secs=$2 procs=$(($(nproc) * BURN_PER_CPU)) who=() py=$PY as
+    as=$(id -un)
+    mkdir -p "$W/other" && cp "$S/account.py" "$W/other/account.py"
+    chmod 755 "$W" && chmod 1777 "$W/other" && chmod 644 "$W/other/account.py"
     [ -x /usr/bin/python3 ] && py=/usr/bin/python3
     if [ "$(id -u)" -eq 0 ]; then
         if ! id -u "$OTHER_USER" > /dev/null 2>&1; then
             useradd -M -s /usr/sbin/nologin "$OTHER_USER" 2> /dev/null && MADE_USER=1
         fi
-        id -u "$OTHER_USER" > /dev/null 2>&1 && who=(setpriv "--reuid=$OTHER_USER" "--regid=$OTHER_USER" --clear-groups --)
+        if id -u "$OTHER_USER" > /dev/null 2>&1; then
+            who=(setpriv "--reuid=$OTHER_USER" "--regid=$OTHER_USER" --clear-groups --)
+            as=$OTHER_USER
+        fi
     fi
-    [ ${#who[@]} -eq 0 ] && note "$n" "not root (or useradd failed): the burners run as $(id -un), the job's own user"
-    mkdir -p "$W/other" && cp "$S/account.py" "$W/other/account.py"
-    chmod 755 "$W" && chmod 1777 "$W/other" && chmod 644 "$W/other/account.py"
-    if ${who[@]+"${who[@]}"} "$py" -c 'import os' 2> /dev/null; then
-        setsid ${who[@]+"${who[@]}"} "$py" "$W/other/account.py" burn --procs "$procs" --seconds "$secs" \
+    [ "$as" = "$OTHER_USER" ] || note "$n" "not root (or useradd failed): the burners run as $as, the job's own user"
+    # From a directory the other user may enter (the runner's may be under /root).
+    who+=(env -C "$W/other")
+    if "${who[@]}" "$py" -c 'import os' 2> /dev/null; then
+        setsid "${who[@]}" "$py" "$W/other/account.py" burn --procs "$procs" --seconds "$secs" \
             --truth "$W/other/$n.burn.json" > "$O/$n.burn.out" 2>&1 < /dev/null &
     else
-        note "$n" "$py does not run as $OTHER_USER: the burners are yes > /dev/null"
-        setsid ${who[@]+"${who[@]}"} sh -c "for i in \$(seq $procs); do yes > /dev/null & done; sleep $secs; kill 0" \
+        note "$n" "$py does not run as $as: the burners are yes > /dev/null"
+        setsid "${who[@]}" sh -c "for i in \$(seq $procs); do yes > /dev/null & done; sleep $secs; kill 0" \
             > "$O/$n.burn.out" 2>&1 < /dev/null &
     fi
     BURN=$!
     JOBS+=("$BURN")
-    local as=$OTHER_USER
-    [ ${#who[@]} -gt 0 ] || as=$(id -un)
     ts "$n: $procs burners as $as (PID $BURN)"
 }
 stop_burners() {
@@ -361,9 +365,9 @@ c_weight_load() {
         pace=(--pace-mib-s "$LOAD_MIB_S")
     fi
     # The window starts with the process: its start-up is what the case is about.
-    start weight-load "$PY" "$S/account.py" weight-load --ckpt "$W/weights.pt" --seconds "$WATCH_S" ${pace[@]+"${pace[@]}"} \
-        --ready "$W/weight-load.ready" --truth "$O/weight-load.truth.json"
-    observe weight-load $((WATCH_S + 45))
+    start weight-load "$PY" "$S/account.py" weight-load --ckpt "$W/weights.pt" --seconds $((WATCH_S + 10)) \
+        ${pace[@]+"${pace[@]}"} --ready "$W/weight-load.ready" --truth "$O/weight-load.truth.json"
+    observe weight-load $((WATCH_S + 40))
     finish weight-load 60
     replay weight-load
     rm -f "$W/weights.pt"
