@@ -713,7 +713,8 @@ passed. The first child writes the checkpoint (--ckpt-gib of extra state beside 
 
 Truth: every attempt's PID, when it was spawned, imported PyTorch, had CUDA, had loaded the checkpoint, finished its
 first step, and crashed or exited (with its exit status); the GPU-idle spans between (start-up: spawned to first
-step; back-off: exit to the next spawn) and their shares of the wall time."""
+step; tear-down: the error to the process's end; back-off: the end to the next spawn) and their shares of the
+wall time."""
 
 
 def crash_loop_main(argv):
@@ -761,7 +762,7 @@ def crash_loop_main(argv):
                 with contextlib.suppress(ValueError):
                     rec = json.loads(line)
                     seen[rec["pid"]] = rec
-    startup = backoff = training = 0.0
+    startup = backoff = training = teardown = 0.0
     spans = []
     for i, at in enumerate(attempts):
         at.update({k: v for k, v in seen.get(at["pid"], {}).items() if k not in at})
@@ -770,8 +771,12 @@ def crash_loop_main(argv):
         spans.append(["start-up", at["spawned_at"], up_end])
         startup += up_end - at["spawned_at"]
         if first:
-            spans.append(["training", first, at["exited_at"]])
-            training += at["exited_at"] - first
+            crashed = min(at.get("crashed_at") or at["exited_at"], at["exited_at"])
+            spans.append(["training", first, crashed])
+            training += crashed - first
+            # From the error to the process's end: the traceback, CUDA's teardown.
+            spans.append(["tear-down", crashed, at["exited_at"]])
+            teardown += at["exited_at"] - crashed
         nxt = attempts[i + 1]["spawned_at"] if i + 1 < len(attempts) else None
         if nxt:
             spans.append(["back-off", at["exited_at"], nxt])
@@ -781,11 +786,12 @@ def crash_loop_main(argv):
     write_truth(a.truth, {
         "case": "crash-loop", "wrapper_pid": os.getpid(), "started": round(t0, 3), "ended": round(end, 3),
         "attempts": attempts, "spans": [[k, round(s, 3), round(e, 3)] for k, s, e in spans],
-        "shares": {"start-up": share(startup, wall), "back-off": share(backoff, wall), "training": share(training, wall)},
+        "shares": {"start-up": share(startup, wall), "back-off": share(backoff, wall), "training": share(training, wall),
+                   "tear-down": share(teardown, wall)},
         "summary": (f"{len(attempts)} attempts in {wall:.0f} s (exit statuses {[at['exit_status'] for at in attempts]});"
                     f" start-up {pct(share(startup, wall))} of wall (spawn to first step, median "
-                    f"{sorted(ups)[len(ups) // 2] if ups else 0:.1f} s), back-off {pct(share(backoff, wall))}, training "
-                    f"{pct(share(training, wall))}"),
+                    f"{sorted(ups)[len(ups) // 2] if ups else 0:.1f} s), back-off {pct(share(backoff, wall))}, tear-down "
+                    f"{pct(share(teardown, wall))}, training {pct(share(training, wall))}"),
     })
 
 

@@ -211,7 +211,10 @@ observe() {
     "$B" ${conf[@]+"${conf[@]}"} doctor --duration "${watch}s" --json > "$O/$n.doctor.json" 2> "$O/$n.doctor.err" < /dev/null
     ts "$n: doctor exit=$?"
     echo "$start $(date +%s.%N)" > "$O/$n.window"
+    # SIGINT ends a recording cleanly; one that has not ended 10 s later is stopped (and says so).
     kill -INT "$rec" 2> /dev/null
+    for _ in $(seq 20); do kill -0 "$rec" 2> /dev/null || break; sleep 0.5; done
+    kill -0 "$rec" 2> /dev/null && { ts "$n: the recorder ignored SIGINT: SIGTERM"; kill -TERM "$rec"; }
     wait "$rec" 2> /dev/null
 }
 # finish NAME GRACE: lets the job end on its own (it writes its truth) for up to GRACE s, then stops it.
@@ -248,7 +251,7 @@ in_cgroup() { PREFIX=(bash -c 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"
 # jpegs: the 6000-JPEG ImageFolder (256 px, ~15 KB each), written once and warmed into the page cache.
 jpegs() {
     [ -d "$W/jpeg/cls9" ] && return 0
-    ts "dataset: 6000 JPEGs in $W/jpeg ($(findmnt -no SOURCE,FSTYPE -T "$W" | tr -s ' '))"
+    ts "dataset: ${JPEGS:-6000} JPEGs in $W/jpeg ($(findmnt -no SOURCE,FSTYPE -T "$W" | tr -s ' '))"
     "$PY" "$S/workloads.py" data --jpeg "$W/jpeg" "${JPEGS:-6000}" > /dev/null && cat "$W"/jpeg/*/*.jpg > /dev/null
 }
 # loader_job NAME ARGS...: account.py loader on the JPEGs with the group's settle and window.
