@@ -526,7 +526,8 @@ def loader_main(argv):
         os.remove(workers_file)
     side = dev.side(224)
     tf = ThreadedAug(side, a.aug_passes) if a.aug == "threaded" else jitter(side)
-    files = torchvision.datasets.ImageFolder(a.data, transform=tf, loader=functools.partial(read_image, drop=a.drop_cache))
+    files = torchvision.datasets.ImageFolder(a.data, transform=tf,
+                                             loader=functools.partial(read_image, drop=a.drop_cache))
     mem = HostMem(a.mem_floor_gib, dev)
     threading.Thread(target=mem.run, daemon=True, name="hostmem").start()
     chunks = mem.make_cache(a.cache_gib) if a.cache_gib else []
@@ -626,7 +627,8 @@ def loader_main(argv):
         "profiler": {"data_share": share(totals["gs_data"], totals["gs_step"]), "cycles": totals["cycles"],
                      "steps": a.profile_steps},
         "main_sched": main, "worker_sched": workers, "psi": pressure,
-        "memory": {"cache_gib": round(sum(c.numel() for c in chunks) / GIB, 2), "pinned_gib": round(mem.pinned_bytes / GIB, 2),
+        "memory": {"cache_gib": round(sum(c.numel() for c in chunks) / GIB, 2),
+                   "pinned_gib": round(mem.pinned_bytes / GIB, 2),
                    "floor_gib": a.mem_floor_gib, "valve": mem.valve, "notes": mem.notes, "cgroup": mem.events(),
                    "timeline": mem.timeline, "timeline_fields": ["unix_s", "mem_available_gib", "cgroup_current_gib"]},
         "note": None if measure_at else "never got warm",
@@ -786,12 +788,13 @@ def crash_loop_main(argv):
     write_truth(a.truth, {
         "case": "crash-loop", "wrapper_pid": os.getpid(), "started": round(t0, 3), "ended": round(end, 3),
         "attempts": attempts, "spans": [[k, round(s, 3), round(e, 3)] for k, s, e in spans],
-        "shares": {"start-up": share(startup, wall), "back-off": share(backoff, wall), "training": share(training, wall),
-                   "tear-down": share(teardown, wall)},
-        "summary": (f"{len(attempts)} attempts in {wall:.0f} s (exit statuses {[at['exit_status'] for at in attempts]});"
-                    f" start-up {pct(share(startup, wall))} of wall (spawn to first step, median "
-                    f"{sorted(ups)[len(ups) // 2] if ups else 0:.1f} s), back-off {pct(share(backoff, wall))}, tear-down "
-                    f"{pct(share(teardown, wall))}, training {pct(share(training, wall))}"),
+        "shares": {"start-up": share(startup, wall), "back-off": share(backoff, wall),
+                   "training": share(training, wall), "tear-down": share(teardown, wall)},
+        "summary": (f"{len(attempts)} attempts in {wall:.0f} s (exit statuses "
+                    f"{[at['exit_status'] for at in attempts]}); start-up {pct(share(startup, wall))} of wall "
+                    f"(spawn to first step, median "
+                    f"{sorted(ups)[len(ups) // 2] if ups else 0:.1f} s), back-off {pct(share(backoff, wall))}, "
+                    f"tear-down {pct(share(teardown, wall))}, training {pct(share(training, wall))}"),
     })
 
 
@@ -896,7 +899,8 @@ def weight_load_main(argv):
     timeline = []
 
     def mark(phase, steps=0):
-        timeline.append([round(time.time(), 2), phase, steps, round(dev.reserved() / MIB), round(dev.allocated() / MIB)])
+        timeline.append([round(time.time(), 2), phase, steps, round(dev.reserved() / MIB),
+                         round(dev.allocated() / MIB)])
 
     torch.zeros(1, device=dev.t)
     dev.sync()
@@ -1016,8 +1020,9 @@ def full_vram_main(argv):
     used, total = dev.used_total()
     fill = int(total * a.fill_pct / 100) - used
     if dev.cuda and fill > 0:
-        block = torch.empty(fill, dtype=torch.uint8, device=dev.t)
-        del block
+        # Allocated and dropped at once: the caching allocator keeps the block reserved and carves later
+        # allocations from it.
+        torch.empty(fill, dtype=torch.uint8, device=dev.t)
     used_after, _ = dev.used_total()
     touch(a.ready)
     timeline = []

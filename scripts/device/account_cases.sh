@@ -9,12 +9,12 @@
 # `doctor --replay` after. The table holds, per case, what ran, the verdict expected, the live and replayed
 # verdicts, the program's own truth and PASS or FAIL.
 #
-#   GROUP=account PART=cpu  bash scripts/device/cluster_cases.sh   # ~7.5 min: contention oversub oversub-fix
+#   GROUP=account PART=cpu  bash scripts/device/cluster_cases.sh   # ~8 min: contention oversub oversub-fix
 #                                                                   #   main-decode
-#   GROUP=account PART=life bash scripts/device/cluster_cases.sh   # ~8 min: crash-loop weight-load full-vram
-#   GROUP=account PART=gpu  bash scripts/device/cluster_cases.sh   # ~7.5 min: rare-serve serve-train spin ckpt-sync
-#   GROUP=account PART=io   bash scripts/device/cluster_cases.sh   # ~7 min, as root: slow-loop slow-fuse host-mem
-#   GROUP=account PART=jobs bash scripts/device/cluster_cases.sh   # ~8 min: ddp-slow ddp-even slurm-pinned
+#   GROUP=account PART=life bash scripts/device/cluster_cases.sh   # ~8.5 min: crash-loop weight-load full-vram
+#   GROUP=account PART=gpu  bash scripts/device/cluster_cases.sh   # ~8 min: rare-serve serve-train spin ckpt-sync
+#   GROUP=account PART=io   bash scripts/device/cluster_cases.sh   # ~7.5 min, as root: slow-loop slow-fuse host-mem
+#   GROUP=account PART=jobs bash scripts/device/cluster_cases.sh   # ~8.5 min: ddp-slow ddp-even slurm-pinned
 #                                                                   #   contention-free
 #   GROUP=account ONLY_CASES="spin ckpt-sync" bash scripts/device/cluster_cases.sh   # any cases, in table order;
 #                                                                   # refused past 570 s of stated time (FORCE=1)

@@ -46,19 +46,19 @@
 #                                                            # tmux, no remote recorder left after q, stream bytes and
 #                                                            # the CPU of both sides); needs /usr/sbin/sshd (or
 #                                                            # SSH_DEBS=DIR with openssh-server/-client .debs)
-#   GROUP=account PART=cpu bash scripts/device/cluster_cases.sh   # 7-8 min a part (PART=cpu, life, gpu, io, jobs;
-#                                                            # or ONLY_CASES="..."): 18 jobs of account.py, each
-#                                                            # in one situation that makes its GPU wait for one
-#                                                            # known cause (another user's CPU load, oversubscribed
-#                                                            # worker threads, a restart loop, a slower rank, rare
-#                                                            # requests, a start-up load, a full card, synchronous
-#                                                            # checkpoints, decoding in the main process, a
-#                                                            # spinning kernel, slow storage, host memory pressure,
-#                                                            # a server beside training, a CPU-pinned Slurm job),
-#                                                            # each with its own ground truth; run by
-#                                                            # scripts/device/account_cases.sh, whose header says
-#                                                            # more (GROUP=account alone lists the parts; SMOKE=1
-#                                                            # runs every program on the CPU, no GPU needed)
+#   GROUP=account PART=cpu bash scripts/device/cluster_cases.sh   # 7.5-8.5 min a part (PART=cpu, life, gpu, io,
+#                                                            # jobs; or ONLY_CASES="..."): 18 jobs of account.py,
+#                                                            # each in one situation that makes its GPU wait for
+#                                                            # one known cause (another user's CPU load, over-
+#                                                            # subscribed worker threads, a restart loop, a slower
+#                                                            # rank, rare requests, a start-up load, a full card,
+#                                                            # synchronous checkpoints, decoding in the main
+#                                                            # process, a spinning kernel, slow storage, host
+#                                                            # memory pressure, a server beside training, a CPU-
+#                                                            # pinned Slurm job), each with its own ground truth;
+#                                                            # run by scripts/device/account_cases.sh, whose header
+#                                                            # says more (GROUP=account alone lists the parts;
+#                                                            # SMOKE=1 runs every program on the CPU, no GPU)
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
