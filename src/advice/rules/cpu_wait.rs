@@ -46,8 +46,15 @@ fn samples(ctx: &Ctx<'_>, s: &ProcessSamples) -> Vec<CpuSample> {
                 + f64::from(input.and_then(|x| x.workers_cpu_pct).unwrap_or(0)))
                 / 100.0;
             let runnable = input.is_some_and(|x| x.workers_runnable > 0);
-            let full = busy_pct.is_some() && cpus - busy_cores < NO_IDLE_CORE;
-            CpuSample { waiting: full && runnable && !in_d[i], job_cores, others_cores: (busy_cores - job_cores).max(0.0) }
+            // Pinned to CPUs that are full while CPUs outside the mask idle: the mask is the cause (cpus-pinned).
+            let idle_outside =
+                s.host_busy[i].map_or(0.0, |b| (n_cpus - cpus) - (f64::from(b) / 100.0 * n_cpus - busy_cores));
+            let full = busy_pct.is_some() && cpus - busy_cores < NO_IDLE_CORE && idle_outside < NO_IDLE_CORE;
+            CpuSample {
+                waiting: full && runnable && !in_d[i],
+                job_cores,
+                others_cores: (busy_cores - job_cores).max(0.0),
+            }
         })
         .collect()
 }
@@ -110,9 +117,13 @@ fn finding(
     share: f64,
 ) -> Finding {
     let workers = s.workers();
-    let per_worker = median(s.input.iter().flatten().filter(|x| x.busy_workers > 0).map(|x| {
-        f64::from(x.workers_cpu_pct.unwrap_or(0)) / f64::from(x.busy_workers.max(1))
-    }));
+    let per_worker = median(
+        s.input
+            .iter()
+            .flatten()
+            .filter(|x| x.busy_workers > 0)
+            .map(|x| f64::from(x.workers_cpu_pct.unwrap_or(0)) / f64::from(x.busy_workers.max(1))),
+    );
     let job = median(cpu.iter().map(|c| c.job_cores));
     let others = median(cpu.iter().map(|c| c.others_cores));
     let evidence = format!(

@@ -115,6 +115,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 #[cfg(test)]
 mod catalogue_tests;
 #[cfg(test)]
+mod cpu_wait_tests;
+#[cfg(test)]
 mod healthy_tests;
 #[cfg(test)]
 mod input_tests;
