@@ -314,10 +314,13 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
     let t = ctx.t;
     let mut out = Vec::new();
     for (gpu_index, pid, gw, pw) in waiting_processes(ctx, t.window_s) {
-        let Some((rx, tx, share)) = comm_traffic(ctx, gpu_index, &gw) else { continue };
-        if share < COMM_MIN_LINK_SHARE * 0.8 {
+        let by_link = comm_traffic(ctx, gpu_index, &gw).filter(|(_, _, share)| *share >= COMM_MIN_LINK_SHARE * 0.8);
+        let Some((rx, tx, share)) = by_link else {
+            if let Some(spin) = super::jobs::all_ranks_wait_for_data(ctx, gpu_index) {
+                out.push(comm_by_spin(ctx, (gpu_index, pid), &gw, &spin));
+            }
             continue;
-        }
+        };
         let Some((job, rank_pid)) = super::jobs::multi_rank_job(ctx, gpu_index) else { continue };
         let job_name = super::jobs::job_name(ctx, job, rank_pid);
         let rank = job.rank.map_or_else(|| format!("PID {pid}"), |r| format!("rank {r} (PID {pid})"));
@@ -359,6 +362,40 @@ pub fn comm_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         out.push(Observation { finding, enter, stay: true });
     }
     out
+}
+
+/// comm-bound from the ranks themselves: every rank of the job spins in its collectives while data moves (see
+/// `jobs::all_ranks_wait_for_data`), whatever the transport; the network's rates, where read, say which way it goes.
+fn comm_by_spin(ctx: &Ctx<'_>, (gpu_index, pid): (u32, u32), gw: &GpuWindow<'_>, spin: &str) -> Observation {
+    let net = ctx.history.latest().host.net.iter().filter(|n| n.kind != crate::sample::NetKind::Virtual).take(2);
+    let net: Vec<String> = net
+        .map(|n| {
+            format!(
+                "{} RX {}/s TX {}/s",
+                crate::text::visible(&n.name),
+                bytes_label(n.rx_bytes_per_s as f64),
+                bytes_label(n.tx_bytes_per_s as f64)
+            )
+        })
+        .collect();
+    let net = if net.is_empty() { "network not read".to_owned() } else { format!("network now: {}", net.join(", ")) };
+    let finding = Finding {
+        title: format!("GPU {gpu_index} waits for the job's communication: every rank spins in its collectives"),
+        evidence: format!("{}; {spin}; {net}", gw.evidence()),
+        remedy: "The ranks wait for each other's data, not for one rank: check which transport NCCL uses \
+                 (NCCL_DEBUG=INFO prints NET/Socket for TCP, NET/IB for InfiniBand, P2P/NVLink), overlap the \
+                 all-reduce with backward (DDP buckets), accumulate gradients over more steps (no_sync), send bf16 \
+                 gradients, or use a faster interconnect."
+            .to_owned(),
+        explanation: "A rank waiting in a collective shows high utilization (NCCL's kernels spin) with little SM \
+                      activity. When every rank of a job does so at once while data moves, none of them sets the \
+                      pace: the job waits for its communication. Over TCP sockets the data goes through host memory, \
+                      so it shows on PCIe and the network card rather than on NVLink."
+            .to_owned(),
+        gpu_instance_id: gw.place.gpu_instance_id(),
+        ..draft(Rule::CommBound, Severity::Warning, Some(gpu_index), Some(pid), ctx.now_ms)
+    };
+    Observation { finding, enter: gw.span.covered, stay: true }
 }
 
 /// cpu-quota-throttled: the GPU process or its workers run in a cgroup whose CPU quota throttles them while the
