@@ -89,7 +89,7 @@ impl RankGpu {
             power_pct: power.zip(limit).map(|(p, l)| p / l * 100.0),
             pcie_mib_s: pcie,
             nvlink_mib_s: nvlink,
-            throttled_share: span.share(&gpu.throttle_bits, |b| b & super::waiting::THROTTLE_REASONS != 0),
+            throttled_share: span.share(&gpu.throttle_bits, |b| b & super::signals::THROTTLE_REASONS != 0),
         })
     }
 
@@ -194,20 +194,6 @@ impl RankGpu {
 /// same job holds another GPU here. Worked out once per evaluation ([`Ctx::multi_rank_job`]).
 pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
     ctx.multi_rank_job(gpu_index)
-}
-
-/// [`multi_rank_job`] worked out from the newest tick's compute processes.
-pub(crate) fn find_multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
-    if !ctx.any_shared_job() {
-        return None;
-    }
-    let compute = ctx.compute_pairs();
-    let job_of = |pid: u32| ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
-    ctx.compute_on(gpu_index).iter().find_map(|&(_, pid)| {
-        let job = job_of(pid)?;
-        let elsewhere = || compute.iter().any(|&(g, p)| g != gpu_index && job_of(p).is_some_and(|o| o.key == job.key));
-        (job.world_size.is_some_and(|w| w > 1) || elsewhere()).then_some((job, pid))
-    })
 }
 
 /// The name people read for `job`, over the command line of its rank `pid` (the key stays its identity).
@@ -424,7 +410,7 @@ fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
         return None;
     }
     let checkpoint =
-        |r: &RankGpu| super::waiting::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t));
+        |r: &RankGpu| super::signals::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t));
     if rest.iter().any(|r| checkpoint(r)) {
         return None;
     }

@@ -17,6 +17,7 @@ pub mod host;
 pub mod jobs;
 pub mod memory;
 pub mod pace;
+pub mod signals;
 pub mod throttle;
 pub mod throughput;
 pub mod waiting;
