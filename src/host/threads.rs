@@ -372,13 +372,17 @@ pub fn wait_of(task_dir: &Path, fd_dir: &Path, state: char, use_syscall: bool, b
         return None;
     }
     let from_wchan = super::read_text(&task_dir.join("wchan"), buf).ok().and_then(|w| classify_wchan(&w));
-    if !use_syscall || !is_generic(from_wchan) {
+    // Block I/O waits are a read's or a write's alike (`io_schedule`, a page's bit): the call says which.
+    let ambiguous = from_wchan == Some(WaitKind::Read);
+    if !use_syscall || !(is_generic(from_wchan) || ambiguous) {
         return Some(from_wchan.unwrap_or(WaitKind::Hidden));
     }
     let call = super::read_text(&task_dir.join("syscall"), buf).ok().and_then(|s| parse_syscall(&s));
     let fd_link = |fd: u64| std::fs::read_link(fd_dir.join(fd.to_string())).ok().map(|l| fd_kind(&l.to_string_lossy()));
     let from_call = call.and_then(|c| classify_call(c, state == 'D', fd_link));
     match (from_wchan, from_call) {
+        (Some(WaitKind::Read), Some(WaitKind::Write)) => Some(WaitKind::Write),
+        (Some(WaitKind::Read), _) => Some(WaitKind::Read),
         // A lock or poll the call cannot refine stays what wchan said.
         (Some(w), Some(WaitKind::Other) | None) => Some(w),
         (_, Some(c)) => Some(c),

@@ -111,6 +111,8 @@ pub enum StepCpu {
     Copy,
     /// Preparing the data itself: no `DataLoader` workers, and the process reads its input.
     DataPrep,
+    /// Producing a checkpoint: serializing and copying it out while the process writes heavily.
+    Checkpoint,
 }
 
 /// Who a wait for a CPU is owed to, as shares that add up to 1 (or all zero: not known).
@@ -262,6 +264,7 @@ fn spend(part: Part, seconds: f64, step: &StepTimes, ctx: &Context, out: &mut Ve
                 StepCpu::Launch => Cause::LaunchBound,
                 StepCpu::Copy => Cause::H2dCopyBound,
                 StepCpu::DataPrep => Cause::CpuBoundInput,
+                StepCpu::Checkpoint => Cause::CheckpointWrite,
             };
             push(out, cause, seconds);
         }

@@ -28,6 +28,10 @@ const PENDING_MAX_MS: u64 = 20_000;
 const FIRST_WORK_SHARE: f64 = 0.1;
 /// Entries of one second or less of processes-only time are merged into one.
 const BUCKET_MS: u64 = 1_000;
+/// The write rate (bytes a second, storage layer) from which a step process busy on a CPU while its GPU waits is
+/// producing a checkpoint (serializing it and copying it into the page cache): logs, metrics and TensorBoard events
+/// write kilobytes a second, a checkpoint hundreds of megabytes at the storage's speed.
+const CHECKPOINT_WRITE_BYTES_S: u64 = 50 << 20;
 /// The energy counter readings a place keeps (one every ~30 s: an hour of them).
 const MAX_ENERGY_READINGS: usize = 128;
 /// The most entries a place keeps (a gather a second over fifteen minutes).
@@ -599,7 +603,10 @@ fn context(
     let reads = host.read_bytes_per_s.is_some_and(|r| r >= 1 << 20)
         || host.remote_files.as_ref().is_some_and(|f| f.read_only > 0);
     let sends_back = at.gpu.pcie_tx_kbps.is_some_and(|tx| f64::from(tx) / 1024.0 >= t.main_thread_d2h_mib_s);
-    let step_cpu = if here(Rule::LaunchBound) {
+    let writes_heavily = host.write_bytes_per_s.is_some_and(|w| w >= CHECKPOINT_WRITE_BYTES_S);
+    let step_cpu = if writes_heavily {
+        StepCpu::Checkpoint
+    } else if here(Rule::LaunchBound) {
         StepCpu::Launch
     } else if here(Rule::H2dCopyBound) {
         StepCpu::Copy

@@ -138,6 +138,33 @@ impl Cause {
         }
     }
 
+    /// What the GPU waits for, as a finding's title says it: "GPU 0 waits for {this}".
+    #[must_use]
+    pub fn waited_for(self) -> &'static str {
+        match self {
+            Self::InputBound => "its input pipeline reading storage",
+            Self::RemoteDatasetStall => "its input over the network or a network file system",
+            Self::CpuBoundInput => "its input pipeline preparing data on CPUs",
+            Self::CpuContention => "CPUs other processes hold",
+            Self::CpuOversubscribed => "CPUs its own threads oversubscribe",
+            Self::CpuQuotaThrottled => "CPUs its cgroup's quota throttles",
+            Self::CpusPinned => "the few CPUs it is pinned to",
+            Self::MainThreadBound => "CPU work in its step's own thread",
+            Self::LaunchBound => "kernel launches",
+            Self::H2dCopyBound => "copies to the GPU",
+            Self::CommBound => "the job's communication",
+            Self::RankStraggler => "a slower rank",
+            Self::CheckpointWrite => "checkpoint writes",
+            Self::HostMemoryPressure => "host memory (reclaim, swap)",
+            Self::StartUp => "its job to start up",
+            Self::RestartLoop => "its job to restart",
+            Self::CompileWarmup => "its model to compile",
+            Self::Serving => "requests",
+            Self::UtilMisleading => "nothing: its kernels leave the SMs idle",
+            Self::Busy | Self::NotDetermined => "something the threads do not show",
+        }
+    }
+
     /// The rule whose finding speaks for this cause (`None` for busy; gpu-underfed for not determined).
     #[must_use]
     pub fn rule(self) -> Option<Rule> {
