@@ -25,7 +25,7 @@ fn the_demo_once_prints_the_h200_and_its_processes() {
 #[test]
 fn once_json_is_versioned_and_at_picks_a_frame() {
     let last = json(&gpusight(&["--demo", "--once", "--json"]));
-    assert_eq!(last["schema"], "gpusight.snapshot/1");
+    assert_eq!(last["schema"], "gpusight.snapshot/2");
     assert_eq!(last["machine"]["gpus"][0]["name"], "NVIDIA H200");
     let early = json(&gpusight(&["--demo", "--once", "--json", "--at", "60"]));
     let first = json(&gpusight(&["--demo", "--once", "--json", "--at", "0"]));
@@ -41,7 +41,7 @@ fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
     let output = gpusight(&["doctor", "--demo", "--json"]);
     assert_eq!(output.status.code(), Some(1), "warnings exit 1: {}", stderr(&output));
     let report = json(&output);
-    assert_eq!(report["schema"], "gpusight.doctor/1");
+    assert_eq!(report["schema"], "gpusight.doctor/2");
     // The demo's phases: the idle holder is active at the end; the earlier phases are listed as cleared.
     let findings: Vec<(String, Option<u64>)> = report["findings"]
         .as_array()
@@ -135,7 +135,7 @@ fn report_on_the_demo_is_markdown_and_json() {
     let text = stdout(&output);
     assert!(text.starts_with('#') && text.contains("NVIDIA H200") && text.contains("580.159.04"), "{text}");
     let report = json(&gpusight(&["report", "--demo", "--json"]));
-    assert_eq!(report["schema"], "gpusight.report/1");
+    assert_eq!(report["schema"], "gpusight.report/2");
 }
 
 #[test]
