@@ -608,7 +608,7 @@ fn accounts_text(out: &mut String, accounts: &[Account], note: Option<&str>, (wi
         }
     }
     for (basis, of) in &notes {
-        put(out, &hanging("  ", 4, &visible(&format!("{}: {basis}", places(of))), width));
+        put(out, &hanging("  ", 4, &visible(&format!("{}: {basis}", text::places(of))), width));
     }
     if let Some(note) = note {
         put(out, &hanging("  ", 4, note, width));
@@ -640,19 +640,6 @@ fn account_rows(out: &mut String, account: &Account, (width, ascii): (Option<usi
             put(out, &hanging(&format!("    {glyph} "), 6, &text, width));
         }
     }
-}
-
-/// Where accounts are, in short: "GPUs 0-3", "GPU 0 GI 7, GPU 0 GI 8".
-fn places(accounts: &[&Account]) -> String {
-    if accounts.iter().all(|a| a.gpu_instance_id.is_none()) {
-        let gpus: Vec<u32> = accounts.iter().map(|a| a.gpu_index).collect();
-        let list = crate::advice::group::gpu_ranges(&gpus);
-        let many = list.contains([',', '-']);
-        return format!("GPU{} {list}", if many { "s" } else { "" });
-    }
-    let mut places: Vec<String> = accounts.iter().map(|a| crate::advice::account::text::place(a)).collect();
-    places.dedup();
-    places.join(", ")
 }
 
 fn finding_json(f: &Finding) -> Value {

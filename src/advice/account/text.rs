@@ -27,6 +27,20 @@ pub fn subject(account: &Account, max_command: usize) -> String {
     if command.is_empty() { format!("{}{pid}", place(account)) } else { format!("{}{pid} ({command})", place(account)) }
 }
 
+/// Where several accounts are, in short: "GPU 0", "GPUs 0-3", "GPU 0 GI 7, GPU 0 GI 8".
+#[must_use]
+pub fn places(accounts: &[&Account]) -> String {
+    if accounts.iter().all(|a| a.gpu_instance_id.is_none()) {
+        let gpus: Vec<u32> = accounts.iter().map(|a| a.gpu_index).collect();
+        let list = crate::advice::group::gpu_ranges(&gpus);
+        let many = list.contains([',', '-']);
+        return format!("GPU{} {list}", if many { "s" } else { "" });
+    }
+    let mut places: Vec<String> = accounts.iter().map(|a| place(a)).collect();
+    places.dedup();
+    places.join(", ")
+}
+
 /// "busy 41 %, input: reading storage 38 %, not determined 6 %, 15 % else": the causes worth a word, largest first
 /// after busy.
 #[must_use]
@@ -175,6 +189,16 @@ mod tests {
         assert_eq!(bar(&a, 12), vec![(Cause::Busy, 6), (Cause::InputBound, 4), (Cause::NotDetermined, 2)]);
         assert_eq!(bar_text(&a, 12, true), "######====..");
         assert_eq!(bar_text(&a, 6, false).chars().count(), 6);
+    }
+
+    #[test]
+    fn places_are_short() {
+        let on = |gpu_index, gpu_instance_id| Account { gpu_index, gpu_instance_id, ..account(&[(Cause::Busy, 1.0)]) };
+        let (a, b, c) = (on(0, None), on(1, None), on(2, None));
+        assert_eq!(places(&[&a]), "GPU 0");
+        assert_eq!(places(&[&a, &b]), "GPUs 0,1");
+        assert_eq!(places(&[&a, &b, &c]), "GPUs 0-2");
+        assert_eq!(places(&[&on(0, Some(7)), &on(0, Some(8))]), "GPU 0 GI 7, GPU 0 GI 8");
     }
 
     #[test]
