@@ -308,3 +308,31 @@ fn every_command_exits_with_the_tables_status_for_each_cause() {
         assert_eq!(usage.status.code(), Some(CANNOT_RUN), "{command:?} bad usage");
     }
 }
+
+#[test]
+fn doctor_report_and_once_say_where_the_gpu_time_went() {
+    let args = ["--synthetic", "input-bound", "--duration", "40s"];
+    let output = gpusight(&[&["doctor"], &args[..]].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    let section = text.find("Where the GPU time went:\n").expect("the section");
+    assert!(
+        section > text.find("[input-bound]").expect("the finding") && section < text.find("Not judged:").expect("x")
+    );
+    // A pipe gets ASCII bars; each cause a row with its share, seconds and energy.
+    assert!(
+        text.contains("  GPU 0 PID 2001 (python train.py --data /mnt/nfs/imagenet --workers 0)\n    [##==="),
+        "{text}"
+    );
+    assert!(text.contains("    = input: reading storage   96 %  38 s  5.8 kJ"), "{text}");
+    let doc = json(&gpusight(&[&["doctor", "--json"], &args[..]].concat()));
+    let account = &doc["accounts"][0];
+    assert_eq!((account["gpu_index"].as_u64(), account["pid"].as_u64()), (Some(0), Some(2001)));
+    assert_eq!(account["causes"][1]["cause"], "input-bound");
+    let shares: f64 = account["causes"].as_array().expect("causes").iter().filter_map(|c| c["share"].as_f64()).sum();
+    assert!((shares - 1.0).abs() < 1e-6, "{account}");
+    let report = stdout(&gpusight(&[&["report"], &args[..]].concat()));
+    assert!(report.contains("## Where the GPU time went") && report.contains("| input: reading storage | 96 % |"));
+    let once = stdout(&gpusight(&["--synthetic", "input-bound", "--once", "--at", "40"]));
+    assert!(once.contains("Account GPU 0 PID 2001 over 30 s: busy 4 %, input: reading storage 96 %"), "{once}");
+}
