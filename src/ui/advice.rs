@@ -1,8 +1,8 @@
-//! The advice pane: under its title, a bar per job of where its GPU time went (the job that waited longest first,
-//! as many as the layout gives rows: [`super::layout::Plan::advice_bars`]); then each finding's severity, GPU/PID
-//! and title, its evidence ("why") and its remedy ("→"), all wrapped to the width. Text is never cut mid-sentence:
-//! when the pane is short it shows less of each finding (the evidence goes first, then the remedy) or fewer findings
-//! (the title line says how many are left out), and at the very least a one-line strip.
+//! The advice pane: under its title, a bar per job of where its GPU time went (the job behind the top finding
+//! first, as many as the layout gives rows: [`super::layout::Plan::advice_bars`]); then each finding's severity,
+//! GPU/PID and title, its evidence ("why") and its remedy ("→"), all wrapped to the width. Text is never cut
+//! mid-sentence: when the pane is short it shows less of each finding (the evidence goes first, then the remedy) or
+//! fewer findings (the title line says how many are left out), and at the very least a one-line strip.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -270,9 +270,9 @@ pub struct JobBar {
 /// What makes accounts one job's: its key, and for a process known only by its command, its PID.
 type JobKey<'a> = (&'a str, Option<u32>);
 
-/// One bar per job of `accounts` (by [`Account::job`]; a process known only by its command, one each), in the order of `findings` (worst first, as the pane lists
-/// them): the job on the GPU of the first finding first, so the top bar explains the top finding; then the jobs
-/// without a finding, the one whose GPUs waited longest first; then by GPU.
+/// One bar per job of `accounts` (by [`Account::job`]; a process known only by its command, one each), in the order
+/// of `findings` (worst first, as the pane lists them): the job on the GPU of the first finding first, so the top bar
+/// explains the top finding; then the jobs without a finding, the one whose GPUs waited longest first; then by GPU.
 #[must_use]
 pub fn job_bars<'a>(accounts: impl IntoIterator<Item = &'a Account>, findings: &[&Finding]) -> Vec<JobBar> {
     let mut jobs: Vec<(JobKey<'_>, Vec<&Account>)> = Vec::new();
@@ -295,6 +295,7 @@ pub fn job_bars<'a>(accounts: impl IntoIterator<Item = &'a Account>, findings: &
             let account = summed(&of);
             let waited = account.causes.iter().filter(|c| c.cause != Cause::Busy).map(|c| c.seconds).sum();
             let mut pids: Vec<u32> = of.iter().filter_map(|a| a.pid).collect();
+            pids.sort_unstable();
             pids.dedup();
             let pid = match pids.as_slice() {
                 [] => String::new(),
