@@ -24,7 +24,7 @@ if ! grep -q 'H200' <<< "$once"; then
 fi
 status=0
 doctor=$(run doctor --demo --json) || status=$?
-if [ "$status" -gt 2 ] || ! grep -q '"schema": "gpusight.doctor/1"' <<< "$doctor"; then
+if [ "$status" -gt 2 ] || ! grep -q '"schema": "gpusight.doctor/2"' <<< "$doctor"; then
   echo "check_aarch64.sh: doctor --demo --json under qemu exited $status:" >&2
   printf '%s\n' "$doctor" >&2
   exit 1

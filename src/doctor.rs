@@ -9,6 +9,7 @@
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
+use crate::advice::account::Account;
 use crate::advice::window::duration_label;
 use crate::advice::{Finding, Rule, Severity, Thresholds, sort_by_diagnosis_order};
 use crate::history::History;
@@ -19,8 +20,8 @@ use crate::pipeline::Pipeline;
 use crate::sample::{ProcessKind, UnixMs};
 use crate::text::visible;
 
-/// The JSON schema name and version of [`DoctorReport::to_json`].
-pub const SCHEMA: &str = "gpusight.doctor/1";
+/// The JSON schema name and version of [`DoctorReport::to_json`] (2: the accounts of each job's GPU time came).
+pub const SCHEMA: &str = "gpusight.doctor/2";
 
 /// Exit code: healthy, or informational findings only.
 pub const EXIT_OK: i32 = crate::exit::SUCCESS;
@@ -184,6 +185,13 @@ pub struct DoctorReport {
     pub instant_rules: Vec<&'static str>,
     /// Whether the watch was a recording (its length is its own: `--duration` cannot lengthen it).
     pub recording: bool,
+    /// Where each job's GPU time went over the watch ([`watch_accounts`]), and what to know about how far back
+    /// they reach.
+    pub accounts: Vec<Account>,
+    pub accounts_note: Option<String>,
+    /// Whether the text draws the accounts' bars in ASCII (`#=-.`) rather than blocks: true unless the caller knows
+    /// the terminal takes them.
+    pub ascii: bool,
 }
 
 impl DoctorReport {
@@ -226,6 +234,7 @@ impl DoctorReport {
         if let Some(stalled) = history.latest().health.nvml_stalled_ms {
             notes.push(format!("NVML did not answer for {} at the end of the window", duration_label(stalled / 1000)));
         }
+        let (accounts, accounts_note) = watch_accounts(pipeline);
         Self {
             hostname: machine.hostname.clone(),
             source_label: machine.source_label.clone(),
@@ -248,6 +257,9 @@ impl DoctorReport {
             too_short,
             instant_rules: instant_rules(&pipeline.thresholds).into_iter().map(Rule::name).collect(),
             recording: false,
+            accounts,
+            accounts_note,
+            ascii: true,
         }
     }
 
@@ -397,6 +409,7 @@ impl DoctorReport {
                 push_finding(&mut out, &c.finding, fit, Some(&span));
             }
         }
+        accounts_text(&mut out, &self.accounts, self.accounts_note.as_deref(), (width, self.ascii));
         if !self.not_judged.is_empty() {
             out.push_str("Not judged:\n");
             for line in &self.not_judged {
@@ -507,8 +520,125 @@ impl DoctorReport {
                 "duration": short.duration_arg(),
                 "remedy": short.remedy(self.recording),
             })),
+            "accounts": serde_json::to_value(&self.accounts).unwrap_or(Value::Null),
+            "accounts_note": self.accounts_note,
             "exit_code": self.exit_code(),
         })
+    }
+}
+
+/// The accounts of a whole watch, and a note where they do not reach back over all of it: over the watch while
+/// the account book holds it ([`crate::advice::account::book::kept_s`], fifteen minutes by default); past that, each
+/// job still on its GPU from the totals since the watch began (the exporter's counters: the waiting no thread
+/// explained goes to the rules' verdict of its time), a job that left its GPU over what the book holds.
+#[must_use]
+pub fn watch_accounts(pipeline: &Pipeline) -> (Vec<Account>, Option<String>) {
+    let from_ms = pipeline.first_tick().at_ms;
+    let to_ms = pipeline.history.now_ms().unwrap_or(from_ms);
+    let watched_s = to_ms.saturating_sub(from_ms).div_ceil(1000);
+    let mut accounts = pipeline.accounts_over(watched_s);
+    let kept_s = crate::advice::account::book::kept_s(&pipeline.thresholds);
+    if watched_s <= kept_s || accounts.is_empty() {
+        return (accounts, None);
+    }
+    let totals: Vec<_> = pipeline.account_totals().collect();
+    for account in accounts.iter_mut().filter(|a| a.pid.is_some()) {
+        let place = (account.gpu_index, account.gpu_instance_id);
+        let mut here = totals.iter().filter(|(gpu, gi, _, _)| (*gpu, *gi) == place);
+        if let (Some((_, _, _, t)), None) = (here.next(), here.next()) {
+            *account = over_totals(account, t);
+        }
+    }
+    let note = format!(
+        "the watch ({}) is longer than the account book keeps ({}): each job still on its GPU is accounted over the \
+         whole watch from the totals since it began; a job that left its GPU, over the last {} only",
+        duration_label(watched_s),
+        duration_label(kept_s),
+        duration_label(kept_s)
+    );
+    (accounts, Some(note))
+}
+
+/// `window`'s account (its job, process, basis) with the seconds and energy of `totals`.
+fn over_totals(window: &Account, totals: &crate::advice::account::book::Totals) -> Account {
+    use crate::advice::account::{Cause, CauseShare};
+    let seconds: f64 = totals.seconds.values().sum();
+    let power = totals.energy_j > 0.0;
+    let mut causes: Vec<CauseShare> = totals
+        .seconds
+        .iter()
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(cause, s)| CauseShare {
+            cause: *cause,
+            seconds: *s,
+            share: s / seconds,
+            energy_j: power.then(|| totals.cause_energy_j.get(cause).copied().unwrap_or(0.0)),
+        })
+        .collect();
+    causes
+        .sort_by(|a, b| (b.cause == Cause::Busy).cmp(&(a.cause == Cause::Busy)).then(b.seconds.total_cmp(&a.seconds)));
+    Account { seconds, causes, energy_j: power.then_some(totals.energy_j), ..window.clone() }
+}
+
+/// Bars a section's accounts are drawn with, cells.
+const ACCOUNT_BAR: usize = 40;
+
+/// "Where the GPU time went": each account's subject, its bar and how long it covers, a row per cause of at least
+/// 1 % (share, seconds, energy where known); then, once per text, what the accounts from the per-process readings
+/// could not see, and `note`. Nothing without an account.
+fn accounts_text(out: &mut String, accounts: &[Account], note: Option<&str>, (width, ascii): (Option<usize>, bool)) {
+    use crate::advice::account::text;
+    if accounts.is_empty() {
+        return;
+    }
+    out.push_str("Where the GPU time went:\n");
+    for account in accounts {
+        put(out, &hanging("  ", 4, &visible(&text::subject(account, 60)), width));
+        let over = format!(" over {}", text::seconds_label(account.seconds));
+        let cells = width.map_or(ACCOUNT_BAR, |w| w.saturating_sub(6 + over.len()).min(ACCOUNT_BAR)).max(10);
+        let _ = writeln!(out, "    [{}]{over}", text::bar_text(account, cells, ascii));
+        account_rows(out, account, (width, ascii));
+    }
+    let mut notes: Vec<(String, Vec<&Account>)> = Vec::new();
+    for account in accounts {
+        let Some(basis) = text::basis_note(account) else { continue };
+        match notes.iter_mut().find(|(n, _)| *n == basis) {
+            Some((_, of)) => of.push(account),
+            None => notes.push((basis, vec![account])),
+        }
+    }
+    for (basis, of) in &notes {
+        put(out, &hanging("  ", 4, &visible(&format!("{}: {basis}", text::places(of))), width));
+    }
+    if let Some(note) = note {
+        put(out, &hanging("  ", 4, note, width));
+    }
+    out.push('\n');
+}
+
+/// An account's rows, aligned where they fit the width, else each wrapped.
+fn account_rows(out: &mut String, account: &Account, (width, ascii): (Option<usize>, bool)) {
+    use crate::advice::account::text;
+    let rows: Vec<_> = text::rows(account).collect();
+    let label_w = rows.iter().map(|c| c.cause.label().len()).max().unwrap_or(0);
+    let secs_w = rows.iter().map(|c| text::seconds_label(c.seconds).len()).max().unwrap_or(0);
+    for c in rows {
+        let glyph = text::glyph(c.cause, ascii);
+        let energy = c.energy_j.map(crate::units::energy_label);
+        let (share, secs) = (crate::units::share_label(c.share), text::seconds_label(c.seconds));
+        let aligned = format!(
+            "    {glyph} {:<label_w$}  {share:>5}  {secs:>secs_w$}{}",
+            c.cause.label(),
+            energy.as_deref().map(|e| format!("  {e}")).unwrap_or_default()
+        );
+        if width.is_none_or(|w| crate::output::fit::display_width(&aligned) <= w) {
+            let _ = writeln!(out, "{aligned}");
+        } else {
+            // Too narrow to align: the same words, wrapped.
+            let energy = energy.map(|e| format!(" {e}")).unwrap_or_default();
+            let text = format!("{} {share} {secs}{energy}", c.cause.label());
+            put(out, &hanging(&format!("    {glyph} "), 6, &text, width));
+        }
     }
 }
 
@@ -1012,6 +1142,52 @@ mod tests {
     }
 
     #[test]
+    fn the_accounts_come_after_the_findings_with_a_bar_and_a_row_per_cause() {
+        let report = watch("mixed:8", 40);
+        assert!(!report.accounts.is_empty() && report.accounts_note.is_none());
+        let text = report.to_text(false);
+        let section = text.find("Where the GPU time went:\n");
+        let (findings, not_judged) = (text.find("[input-bound]"), text.find("Not judged:"));
+        assert!(findings < section && section < not_judged && section.is_some(), "{text}");
+        let lines: Vec<&str> = text.lines().collect();
+        let head = lines.iter().position(|l| l.starts_with("  GPU 1 PID 3001 (python train.py")).expect("GPU 1");
+        assert!(lines[head + 1].starts_with("    [##===") && lines[head + 1].ends_with("] over 39 s"), "{text}");
+        assert_eq!(lines[head + 1].chars().filter(|c| "#=-.".contains(*c)).count(), 40, "{text}");
+        assert!(
+            lines[head + 2].starts_with("    # busy ") && lines[head + 3].starts_with("    = input: reading storage ")
+        );
+        assert!(lines[head + 3].contains(" 96 %  37 s  5.5 kJ"), "{text}");
+        // Told once for every account from the per-process readings, not once per account.
+        assert_eq!(text.matches("thread times were not read").count(), 1, "{text}");
+        assert!(text.contains("  GPUs 0-5: thread times were not read"), "{text}");
+        // Blocks where the caller says the terminal takes them.
+        let blocks = DoctorReport { ascii: false, ..report.clone() }.to_text(false);
+        assert!(blocks.contains("    [\u{2588}\u{2588}\u{2593}"), "{blocks}");
+        let json = report.to_json();
+        assert_eq!(json["schema"], "gpusight.doctor/2");
+        assert_eq!(json["accounts"][1]["gpu_index"], 1);
+        assert_eq!(json["accounts"][1]["causes"][1]["cause"], "input-bound");
+        assert!(json["accounts_note"].is_null());
+        // No account, no section.
+        let idle = watch("idle:1", 10);
+        assert!(idle.accounts.is_empty() && !idle.to_text(false).contains("Where the GPU time went"));
+    }
+
+    #[test]
+    fn a_watch_longer_than_the_book_keeps_is_accounted_from_the_totals() {
+        let report = watch("input-bound:1", 1_201);
+        let note = report.accounts_note.as_deref().expect("a note");
+        assert!(note.starts_with("the watch (20 min) is longer than the account book keeps (15 min)"), "{note}");
+        let account = &report.accounts[0];
+        assert!((account.seconds - 1_200.0).abs() < 1.0, "the whole watch: {account:?}");
+        let shares: f64 = account.causes.iter().map(|c| c.share).sum();
+        assert!((shares - 1.0).abs() < 1e-9, "{account:?}");
+        let energy: f64 = account.causes.iter().filter_map(|c| c.energy_j).sum();
+        assert!((energy - account.energy_j.expect("energy")).abs() < 1e-3 * energy, "{account:?}");
+        assert!(report.to_text(false).contains(note));
+    }
+
+    #[test]
     fn fitted_text_wraps_every_line_at_words_with_a_hanging_indent() {
         use crate::output::fit::display_width;
         let report = watch("mixed:8", 40);
@@ -1019,7 +1195,11 @@ mod tests {
         for width in [40, 80, 120] {
             let text = report.to_text_fitted(Fit { width: Some(width), color: false });
             assert!(text.lines().all(|l| display_width(l) <= width), "{width}:\n{text}");
-            assert_eq!(text.split_whitespace().collect::<Vec<_>>(), full.split_whitespace().collect::<Vec<_>>());
+            // The same words, wrapped; only the accounts' bars are drawn narrower.
+            let words = |t: &str| -> Vec<String> {
+                t.split_whitespace().filter(|w| !w.starts_with('[')).map(str::to_owned).collect()
+            };
+            assert_eq!(words(&text), words(&full));
         }
         let text = report.to_text_fitted(Fit { width: Some(80), color: false });
         let evidence = text.lines().position(|l| l.starts_with("         evidence: ")).expect("evidence");

@@ -18,8 +18,8 @@ mod steady;
 
 pub use steady::{SteadyCriterion, SteadyState};
 
-/// The JSON schema name and version of [`Report::to_json`].
-pub const SCHEMA: &str = "gpusight.report/1";
+/// The JSON schema name and version of [`Report::to_json`] (2: the accounts of each job's GPU time came).
+pub const SCHEMA: &str = "gpusight.report/2";
 
 /// The whole record.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -28,6 +28,10 @@ pub struct Report {
     pub window: WindowSection,
     pub steady_criterion: SteadyCriterion,
     pub gpus: Vec<GpuReport>,
+    /// Where each job's GPU time went over the window (empty unless the caller had a pipeline:
+    /// [`crate::doctor::watch_accounts`]), and what to know about how far back they reach.
+    pub accounts: Vec<crate::advice::account::Account>,
+    pub accounts_note: Option<String>,
 }
 
 /// The host and the software stack.
@@ -239,10 +243,12 @@ impl Report {
             },
             steady_criterion: SteadyCriterion::default(),
             gpus,
+            accounts: Vec::new(),
+            accounts_note: None,
         }
     }
 
-    /// The versioned JSON document (`"schema": "gpusight.report/1"`); unknown fields are `null`.
+    /// The versioned JSON document (`"schema": "gpusight.report/2"`); unknown fields are `null`.
     #[must_use]
     pub fn to_json(&self) -> Value {
         let mut doc = serde_json::to_value(self).unwrap_or(Value::Null);

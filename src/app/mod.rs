@@ -496,6 +496,13 @@ impl App {
             .collect()
     }
 
+    /// The accounts of each job's GPU time on screen, on the GPUs shown.
+    #[must_use]
+    pub fn accounts(&self) -> Vec<&crate::advice::account::Account> {
+        let shown = |gpu: u32| self.fixed.gpus.as_ref().is_none_or(|only| only.contains(&gpu));
+        self.view().accounts().iter().filter(|a| shown(a.gpu_index)).collect()
+    }
+
     /// Takes in one message from the sampler.
     pub fn on_feed(&mut self, event: FeedEvent) {
         match event {

@@ -25,6 +25,8 @@ use prometheus_client::registry::{Registry, Unit};
 use super::kubelet::{GpuPods, PodRef};
 use super::names::{Family, Kind, MetricUnit, NVLINK_BANDWIDTH_LINKS, job_labels as job};
 use crate::advice::Finding;
+use crate::advice::account::Cause;
+use crate::advice::account::book::Totals;
 use crate::sample::{GpuEventKind, GpuInfo, GpuState, GpuTick, JobInfo, MachineInfo, Tick, throttle};
 
 /// The `Content-Type` of what [`render`] produces (Prometheus text format 0.0.4).
@@ -113,6 +115,61 @@ pub(crate) const REASON_LABELS: [(u64, &str); 9] = [
     (throttle::HW_POWER_BRAKE_SLOWDOWN, "hw_power_brake"),
     (throttle::DISPLAY_CLOCK_SETTING, "display_clocks"),
 ];
+
+/// The most jobs whose GPU time is exported: at most 64 × 21 causes series per family. The book keeps the totals
+/// of the job on each GPU or MIG slice, so only a machine with more than 64 of them comes near it; past it, the jobs
+/// with the least GPU time are left out (their series end as they are left out).
+pub const MAX_JOB_TIMES: usize = 64;
+
+/// The label that names the job on `gpusight_gpu_seconds_total` and `gpusight_gpu_energy_joules_total`: not `job`,
+/// which Prometheus sets on every series it scrapes (the scrape job) and would rename ours to `exported_job`.
+pub const JOB_KEY_LABEL: &str = "job_key";
+
+/// One job's time on one GPU or MIG slice since the pipeline started, per cause: what
+/// `gpusight_gpu_seconds_total` and `gpusight_gpu_energy_joules_total` count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobTime {
+    pub gpu_index: u32,
+    pub gpu_instance_id: Option<u32>,
+    /// The job as the account book names it (`slurm:ID`, `torch:ADDR:PORT`, `cmd:UID:COMMAND`, ...).
+    pub job: String,
+    /// Each cause the job's GPU time went to (busy always), in [`Cause::ALL`]'s order: seconds, and joules where the
+    /// GPU's power was read.
+    pub causes: Vec<(Cause, f64, Option<f64>)>,
+}
+
+/// The pipeline's totals of each job's GPU time ([`crate::pipeline::Pipeline::account_totals`]), the
+/// [`MAX_JOB_TIMES`] jobs with the most GPU time, by GPU, slice and job.
+#[must_use]
+pub fn job_times(pipeline: &crate::pipeline::Pipeline) -> Vec<JobTime> {
+    job_times_of(pipeline.account_totals())
+}
+
+/// [`job_times`] of the totals given as (GPU, GPU instance, job, totals).
+fn job_times_of<'t>(totals: impl Iterator<Item = (u32, Option<u32>, &'t str, &'t Totals)>) -> Vec<JobTime> {
+    let mut times: Vec<(f64, JobTime)> = totals
+        .map(|(gpu_index, gpu_instance_id, job, totals)| {
+            let power = totals.energy_j > 0.0;
+            let causes = Cause::ALL
+                .into_iter()
+                .filter_map(|cause| {
+                    let seconds = totals.seconds.get(&cause).copied().unwrap_or(0.0);
+                    (cause == Cause::Busy || seconds > 0.0).then(|| {
+                        let joules = power.then(|| totals.cause_energy_j.get(&cause).copied().unwrap_or(0.0));
+                        (cause, seconds, joules)
+                    })
+                })
+                .collect();
+            let time = JobTime { gpu_index, gpu_instance_id, job: job.to_owned(), causes };
+            (totals.seconds.values().sum(), time)
+        })
+        .collect();
+    times.sort_by(|a, b| b.0.total_cmp(&a.0));
+    times.truncate(MAX_JOB_TIMES);
+    let mut times: Vec<JobTime> = times.into_iter().map(|(_, t)| t).collect();
+    times.sort_by(|a, b| (a.gpu_index, a.gpu_instance_id, &a.job).cmp(&(b.gpu_index, b.gpu_instance_id, &b.job)));
+    times
+}
 
 /// Collects samples per family; every family of [`Family::ALL`] is registered, in that order.
 #[derive(Debug)]
@@ -298,14 +355,29 @@ pub fn render_with_pods(
     xids: &XidMemory,
     pods: &GpuPods,
 ) -> Result<String, std::fmt::Error> {
-    encode(samples(machine, tick, findings, hostname, xids, pods))
+    render_accounted(machine, tick, (findings, &[]), hostname, xids, pods)
+}
+
+/// [`render_with_pods`], with each job's GPU time per cause since the pipeline started ([`job_times`]).
+///
+/// # Errors
+/// Only when the encoder fails to write into the string, which does not happen in practice.
+pub fn render_accounted(
+    machine: &MachineInfo,
+    tick: &Tick,
+    (findings, job_times): (&[Finding], &[JobTime]),
+    hostname: &str,
+    xids: &XidMemory,
+    pods: &GpuPods,
+) -> Result<String, std::fmt::Error> {
+    encode(samples(machine, tick, (findings, job_times), hostname, xids, pods))
 }
 
 /// Every sample of one snapshot, family by family.
 fn samples(
     machine: &MachineInfo,
     tick: &Tick,
-    findings: &[Finding],
+    (findings, job_times): (&[Finding], &[JobTime]),
     hostname: &str,
     xids: &XidMemory,
     pods: &GpuPods,
@@ -329,6 +401,8 @@ fn samples(
         b.push(Family::NumaNode, &labels, int(info.numa_node));
         b.push(Family::PcieLinkGenMax, &labels, int(info.max_pcie_gen));
         b.push(Family::PcieLinkWidthMax, &labels, int(info.max_pcie_width));
+        // Counters since the start: kept while the GPU does not answer, as the job's time on it still was.
+        push_job_times(&mut b, g, &labels, job_times.iter().filter(|t| t.gpu_index == info.index));
         if g.state != GpuState::Ok {
             continue;
         }
@@ -413,6 +487,26 @@ fn push_mig(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels) {
         b.push(Family::FbUsed, &labels, mib(m.mem_used_bytes));
         b.push(Family::FbFree, &labels, mib(free));
         b.push(Family::SmActive, &labels, ratio(m.sm_active_pct));
+    }
+}
+
+/// A GPU's jobs' time and energy per cause: the GPU's labels (a MIG slice's with `GPU_I_PROFILE` and `GPU_I_ID`, as
+/// [`push_mig`] writes them), the job ([`JOB_KEY_LABEL`]) and `cause`.
+fn push_job_times<'t>(b: &mut Builder, g: &GpuTick, gpu_labels: &Labels, times: impl Iterator<Item = &'t JobTime>) {
+    for time in times {
+        let mut labels = gpu_labels.clone();
+        if let Some(gi) = time.gpu_instance_id {
+            let profile = g.mig.iter().find(|m| m.gpu_instance_id == Some(gi)).and_then(|m| m.profile.clone());
+            let at = labels.iter().position(|(k, _)| *k == "hostname").unwrap_or(labels.len());
+            labels.splice(at..at, [("GPU_I_PROFILE", profile.unwrap_or_default()), ("GPU_I_ID", gi.to_string())]);
+        }
+        labels.push((JOB_KEY_LABEL, time.job.clone()));
+        for &(cause, seconds, joules) in &time.causes {
+            labels.push(("cause", cause.name().to_owned()));
+            b.push(Family::GpuSeconds, &labels, Some(Value::Float(seconds)));
+            b.push(Family::GpuEnergy, &labels, joules.map(Value::Float));
+            labels.pop();
+        }
     }
 }
 
@@ -553,7 +647,7 @@ mod tests {
         for spec in ["mixed:8", "scale:8x1000", "mig-slice-busy", "serving", "hw-blip:2", "churn:4", "gpu-lost:2"] {
             let (machine, tick) = snapshot(spec);
             let xids = XidMemory::default();
-            let b = samples(&machine, &tick, &[], &machine.hostname, &xids, &GpuPods::default());
+            let b = samples(&machine, &tick, (&[], &[]), &machine.hostname, &xids, &GpuPods::default());
             let reserved = b.text_bytes();
             let text = encode(b).expect("encodes");
             assert!(!text.is_empty(), "{spec}");
@@ -564,9 +658,28 @@ mod tests {
     }
 
     #[test]
+    fn job_times_keep_the_jobs_with_the_most_gpu_time_in_gpu_order() {
+        let totals: Vec<(u32, Option<u32>, String, Totals)> = (0..70u32)
+            .map(|i| {
+                let mut t = Totals::default();
+                t.seconds.insert(Cause::Busy, f64::from(i));
+                t.seconds.insert(Cause::InputBound, 1.0);
+                (69 - i, None, format!("pid:{i}"), t)
+            })
+            .collect();
+        let times = job_times_of(totals.iter().map(|(g, gi, job, t)| (*g, *gi, job.as_str(), t)));
+        assert_eq!(times.len(), MAX_JOB_TIMES);
+        // The six jobs with the least time (on GPUs 64 to 69) are left out; the rest in GPU order.
+        assert_eq!(times.iter().map(|t| t.gpu_index).collect::<Vec<_>>(), (0..64).collect::<Vec<u32>>());
+        // Busy always, then each cause the job spent time on, in the causes' order; no power, no joules.
+        let causes: Vec<(Cause, f64, Option<f64>)> = times[0].causes.clone();
+        assert_eq!(causes, [(Cause::Busy, 69.0, None), (Cause::InputBound, 1.0, None)]);
+    }
+
+    #[test]
     fn samples_with_equal_labels_share_one_label_set() {
         let (machine, tick) = snapshot("scale:2x10");
-        let b = samples(&machine, &tick, &[], &machine.hostname, &XidMemory::default(), &GpuPods::default());
+        let b = samples(&machine, &tick, (&[], &[]), &machine.hostname, &XidMemory::default(), &GpuPods::default());
         let sets = |family: Family| -> Vec<*const Labels> {
             b.families[family as usize].samples.iter().map(|(l, _)| Arc::as_ptr(l)).collect()
         };

@@ -138,11 +138,13 @@ pub enum Family {
     HostCpuSteal,
     HostPressure,
     Finding,
+    GpuSeconds,
+    GpuEnergy,
 }
 
 impl Family {
     /// Every family, in rendering order: `Family::ALL[f as usize] == f`.
-    pub const ALL: [Self; 71] = [
+    pub const ALL: [Self; 73] = [
         Self::SmClock,
         Self::MemClock,
         Self::GpuTemp,
@@ -214,6 +216,8 @@ impl Family {
         Self::HostCpuSteal,
         Self::HostPressure,
         Self::Finding,
+        Self::GpuSeconds,
+        Self::GpuEnergy,
     ];
 
     /// The name a scraper sees (and the fleet reader queries).
@@ -273,7 +277,7 @@ pub const NVLINK_BANDWIDTH_LINKS: [Family; 18] = [
 ];
 
 /// The definitions, indexed by [`Family`].
-const DEFS: [MetricDef; 71] = [
+const DEFS: [MetricDef; 73] = [
     def("DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_MEM_CLOCK", "DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", None, Kind::Gauge),
     def("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", None, Kind::Gauge),
@@ -572,6 +576,20 @@ const DEFS: [MetricDef; 71] = [
         "An active finding of the advice engine (1 while active).",
         None,
         Kind::Gauge,
+    ),
+    def(
+        "gpusight_gpu",
+        "gpusight_gpu_seconds_total",
+        "A job's time on a GPU (or MIG slice) since the exporter started, by cause (label cause): busy, or what the GPU waited for.",
+        Some(MetricUnit::Seconds),
+        Kind::Counter,
+    ),
+    def(
+        "gpusight_gpu_energy_joules",
+        "gpusight_gpu_energy_joules_total",
+        "The energy a GPU drew over a job's time on it since the exporter started, by cause (label cause), in joules.",
+        None,
+        Kind::Counter,
     ),
 ];
 

@@ -36,7 +36,7 @@ use axum::routing::get;
 
 use super::ExportError;
 use super::kubelet::PodMap;
-use super::metrics::{CONTENT_TYPE, XidMemory, render_with_pods};
+use super::metrics::{CONTENT_TYPE, JobTime, XidMemory, job_times, render_accounted};
 use super::web_config::WebConfig;
 use crate::advice::Finding;
 use crate::pipeline::Pipeline;
@@ -87,6 +87,8 @@ struct Pending {
     machine: Arc<MachineInfo>,
     tick: Tick,
     findings: Vec<Finding>,
+    /// Each job's GPU time per cause since the pipeline started (none for a tick published alone).
+    job_times: Vec<JobTime>,
 }
 
 /// When the newest sample was taken (source clock) and published, for `/healthz`.
@@ -145,22 +147,31 @@ impl ExportHandle {
         self.ended.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Makes the pipeline's latest snapshot and its findings what `/metrics` serves (rendered at the next scrape).
+    /// Makes the pipeline's latest snapshot, its findings and each job's GPU time what `/metrics` serves (rendered
+    /// at the next scrape).
     pub fn publish(&self, pipeline: &Pipeline) {
         let history = &pipeline.history;
-        self.stage(Arc::clone(history.machine()), history.latest().clone(), pipeline.findings().to_vec());
+        let pending = Pending {
+            machine: Arc::clone(history.machine()),
+            tick: history.latest().clone(),
+            findings: pipeline.findings().to_vec(),
+            job_times: job_times(pipeline),
+        };
+        self.stage(pending);
     }
 
     /// Makes one tick with its findings what `/metrics` serves (rendered at the next scrape).
     pub fn publish_tick(&self, machine: &MachineInfo, tick: &Tick, findings: &[Finding]) {
-        self.stage(Arc::new(machine.clone()), tick.clone(), findings.to_vec());
+        let machine = Arc::new(machine.clone());
+        self.stage(Pending { machine, tick: tick.clone(), findings: findings.to_vec(), job_times: Vec::new() });
     }
 
-    fn stage(&self, machine: Arc<MachineInfo>, tick: Tick, findings: Vec<Finding>) {
+    fn stage(&self, pending: Pending) {
+        let tick = &pending.tick;
         // Every tick's Xid events are remembered, rendered or not: a tick holds only the events since the last.
-        self.xids.lock().unwrap_or_else(PoisonError::into_inner).observe(&tick);
+        self.xids.lock().unwrap_or_else(PoisonError::into_inner).observe(tick);
         let sampled = Sampled { at_ms: tick.at_ms, published: Instant::now() };
-        *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(Pending { machine, tick, findings });
+        *self.pending.lock().unwrap_or_else(PoisonError::into_inner) = Some(pending);
         *self.sampled.write().unwrap_or_else(PoisonError::into_inner) = Some(sampled);
     }
 
@@ -182,10 +193,11 @@ impl ExportHandle {
     fn rendered(&self) -> Option<Arc<Published>> {
         let _one_at_a_time = self.rendering.lock().unwrap_or_else(PoisonError::into_inner);
         let pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner).take();
-        if let Some(Pending { machine, tick, findings }) = pending {
+        if let Some(Pending { machine, tick, findings, job_times }) = pending {
             let hostname = self.hostname.as_deref().unwrap_or(&machine.hostname);
             let xids = self.xids.lock().unwrap_or_else(PoisonError::into_inner).clone();
-            match render_with_pods(&machine, &tick, &findings, hostname, &xids, &self.pods.current()) {
+            let pods = self.pods.current();
+            match render_accounted(&machine, &tick, (&findings, &job_times), hostname, &xids, &pods) {
                 Ok(body) => {
                     let published = Arc::new(Published { body: Bytes::from(body) });
                     *self.latest.write().unwrap_or_else(PoisonError::into_inner) = Some(published);

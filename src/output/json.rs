@@ -1,15 +1,18 @@
 //! The `--once --json` document: versioned, documented in docs/json.md. It is the data model itself
-//! (`MachineInfo`, `Tick`, `Finding`) under a schema tag, so the JSON never drifts from what the monitor shows.
+//! (`MachineInfo`, `Tick`, `Finding`, `Account`) under a schema tag, so the JSON never drifts from what the monitor
+//! shows.
 
 use serde::Serialize;
 
 use crate::advice::Finding;
+use crate::advice::account::Account;
 use crate::advice::judging::Judging;
 use crate::pipeline::Pipeline;
 use crate::sample::{MachineInfo, Tick};
 
-/// The schema tag of the snapshot document. Bump the number on a change that breaks readers.
-pub const SNAPSHOT_SCHEMA: &str = "gpusight.snapshot/1";
+/// The schema tag of the snapshot document. Bump the number on a change that breaks readers (2: the accounts of
+/// each job's GPU time came).
+pub const SNAPSHOT_SCHEMA: &str = "gpusight.snapshot/2";
 
 /// The `--once --json` document.
 #[derive(Debug, Serialize)]
@@ -19,6 +22,8 @@ pub struct SnapshotDocument<'a> {
     pub machine: &'a MachineInfo,
     pub tick: &'a Tick,
     pub findings: &'a [Finding],
+    /// Where each job's GPU time went over the account's window: one per job and GPU (or MIG slice).
+    pub accounts: &'a [Account],
     /// Before the rules' first window is covered: what they watch and when a verdict can come (absent after).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub judging: Option<Judging>,
@@ -34,6 +39,7 @@ pub fn render(pipeline: &Pipeline) -> String {
         machine: history.machine(),
         tick: history.latest(),
         findings: pipeline.findings(),
+        accounts: pipeline.accounts(),
         judging: pipeline.judging(),
     };
     // Serializing plain data to a String cannot fail; fall back to an error object rather than panic.

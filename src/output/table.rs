@@ -49,6 +49,7 @@ pub fn render(pipeline: &Pipeline, options: &TableOptions) -> String {
     host(&mut out, tick, width);
     processes(&mut out, tick, options);
     jobs(&mut out, tick, width);
+    accounts(&mut out, pipeline.accounts(), tick, options);
     let shown: Vec<Finding> =
         pipeline.findings().iter().filter(|f| f.gpu_index.is_none_or(|g| options.shows_gpu(g))).cloned().collect();
     findings(&mut out, &shown, pipeline.judging().as_ref(), width);
@@ -421,6 +422,31 @@ fn jobs(out: &mut String, tick: &Tick, width: Option<usize>) {
 
 /// Characters of the command line shown.
 const COMMAND_WIDTH: usize = 60;
+
+/// One line per account, on the GPUs and processes shown: "Account GPU 0 PID 2001 over 30 s: busy 41 %, input:
+/// reading storage 38 %, ...", and where the threads were not read, that it comes from the per-process readings;
+/// wrapped as the findings are.
+fn accounts(out: &mut String, accounts: &[crate::advice::account::Account], tick: &Tick, options: &TableOptions) {
+    use crate::advice::account::{Basis, text};
+    let user = |pid: Option<u32>| pid.and_then(|p| tick.process(p)).and_then(|p| p.user.as_deref());
+    let shown: Vec<_> = accounts
+        .iter()
+        .filter(|a| options.shows_gpu(a.gpu_index))
+        .filter(|a| options.pids.is_empty() || a.pid.is_some_and(|p| options.pids.contains(&p)))
+        .filter(|a| options.user.as_deref().is_none_or(|u| user(a.pid) == Some(u)))
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    out.push('\n');
+    for account in shown {
+        let pid = account.pid.map(|p| format!(" PID {p}")).unwrap_or_default();
+        let head = format!("{}{pid} over {}:", text::place(account), text::seconds_label(account.seconds));
+        let basis = if account.basis == Basis::Processes { " (from the per-process readings)" } else { "" };
+        let line = format!("{head} {}{basis}", text::line(account));
+        put(out, &hanging("Account ", 4, &line, options.fit.width));
+    }
+}
 
 fn findings(out: &mut String, findings: &[Finding], judging: Option<&Judging>, width: Option<usize>) {
     if findings.is_empty() {

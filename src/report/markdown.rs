@@ -196,5 +196,53 @@ pub fn render(report: &Report) -> String {
         gpu_section(&mut out, g, report);
     }
     let _ = writeln!(out, "\nSteady-state criterion: {}.", report.steady_criterion.describe());
+    accounts(&mut out, report);
     out
+}
+
+/// Text from outside (a command line) as Markdown shows it literally: control characters made visible, and every
+/// character Markdown reads as markup (emphasis, code, links, HTML, table cells, headings) escaped with a backslash.
+fn literal(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in visible(text).chars() {
+        if matches!(c, '\\' | '`' | '*' | '_' | '[' | ']' | '<' | '>' | '|' | '#' | '~' | '!' | '{' | '}') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "Where the GPU time went": a table per account (cause, share, seconds, energy), with what an account from the
+/// per-process readings could not see. Nothing without an account.
+fn accounts(out: &mut String, report: &Report) {
+    use crate::advice::account::text;
+    if report.accounts.is_empty() {
+        return;
+    }
+    out.push_str("\n## Where the GPU time went\n\nEach job's time on each GPU: busy, and what the GPU waited for.\n");
+    if let Some(note) = &report.accounts_note {
+        let _ = writeln!(out, "\n{}.", literal(note));
+    }
+    for account in &report.accounts {
+        let _ = writeln!(out, "\n### {}\n", literal(&text::subject(account, 80)));
+        let _ = writeln!(out, "Over {} of the window.\n", text::seconds_label(account.seconds));
+        out.push_str("| Cause | Share | Seconds | Energy |\n|---|---|---|---|\n");
+        for c in text::rows(account) {
+            let energy = c.energy_j.map_or_else(|| UNKNOWN.to_owned(), crate::units::energy_label);
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {energy} |",
+                c.cause.label(),
+                crate::units::share_label(c.share),
+                text::seconds_label(c.seconds)
+            );
+        }
+        if let Some(basis) = text::basis_note(account) {
+            let basis = literal(&basis);
+            let mut chars = basis.chars();
+            let first: String = chars.next().map(char::to_uppercase).into_iter().flatten().collect();
+            let _ = writeln!(out, "\n{first}{}.", chars.as_str());
+        }
+    }
 }

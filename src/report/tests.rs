@@ -163,3 +163,47 @@ fn a_live_machine_names_its_cpu_model_and_frequency() {
     let doc = report.to_json();
     assert_eq!(doc["host"]["cpu_mhz"], 2400);
 }
+
+#[test]
+fn accounts_are_a_table_each_with_outside_text_escaped() {
+    use crate::advice::account::{Account, Basis, Cause, CauseShare};
+    let share = |cause, share: f64, energy_j| CauseShare { cause, seconds: share * 30.0, share, energy_j };
+    let mut report = compute_report(10);
+    assert!(!report.to_markdown().contains("Where the GPU time went"), "no account, no section");
+    report.accounts = vec![Account {
+        gpu_index: 0,
+        gpu_instance_id: None,
+        job: "pid:2001".to_owned(),
+        pid: Some(2001),
+        command: "python t|r*a_in.py <x> \x1b]52".to_owned(),
+        window_s: 30.0,
+        seconds: 30.0,
+        basis: Basis::Processes,
+        causes: vec![
+            share(Cause::Busy, 0.412, None),
+            share(Cause::InputBound, 0.583, None),
+            share(Cause::CheckpointWrite, 0.005, None),
+        ],
+        energy_j: None,
+        alone: true,
+        unseen: vec!["the threads of PID 2001 are hidden".to_owned()],
+    }];
+    let md = report.to_markdown();
+    for needle in [
+        "## Where the GPU time went",
+        r"### GPU 0 PID 2001 (python t\|r\*a\_in.py \<x\> ^\[\]52)",
+        "Over 30 s of the window.",
+        "| Cause | Share | Seconds | Energy |",
+        "| busy | 41 % | 12 s | unknown |",
+        "| input: reading storage | 58 % | 17 s | unknown |",
+        "The threads of PID 2001 are hidden.",
+    ] {
+        assert!(md.contains(needle), "missing {needle:?} in:\n{md}");
+    }
+    assert!(!md.contains("writing checkpoints"), "under 1 %: no row");
+    assert!(!md.contains('\x1b'));
+    let doc = report.to_json();
+    assert_eq!(doc["schema"], "gpusight.report/2");
+    assert_eq!(doc["accounts"][0]["causes"][1]["cause"], "input-bound");
+    assert_eq!(doc["accounts"][0]["basis"], "processes");
+}

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::doctor::{DoctorReport, Scope};
 
 use super::watch::{Watcher, watch};
-use super::{Data, RunError, emit, emit_json, use_color};
+use super::{Data, RunError, emit, emit_json, use_ascii, use_color};
 
 /// doctor's own flags.
 #[derive(Debug, Clone, Copy)]
@@ -41,7 +41,11 @@ pub(super) fn run(
     if cli.view.json {
         emit_json(&report.to_json())?;
     } else {
-        emit(&report.to_text_fitted(super::text_fit(true).with_color(color(cli, options.color))))?;
+        let color = color(cli, options.color);
+        // Blocks in the accounts' bars only where doctor colours: a terminal that takes one takes the other; a log
+        // or a pipe gets ASCII.
+        report.ascii = use_ascii(cli) || !color;
+        emit(&report.to_text_fitted(super::text_fit(true).with_color(color)))?;
     }
     Ok(report.exit_code())
 }

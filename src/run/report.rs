@@ -15,7 +15,8 @@ pub(super) fn run(data: &Data, cli: &Cli, config: &Config, duration: Duration) -
     let interval = Duration::from_secs_f64(config.general.interval_s);
     let watched = watch(data, config, interval, duration, Watcher::Report)?;
     let pipeline = &watched.pipeline;
-    let report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
+    let mut report = crate::report::Report::new(&pipeline.history, Some(pipeline.first_tick()));
+    (report.accounts, report.accounts_note) = crate::doctor::watch_accounts(pipeline);
     let cut_short = watched.cut_short.then(|| {
         format!(
             "CUT SHORT by Ctrl-C after {} of the {} asked for: this is what was seen so far.",

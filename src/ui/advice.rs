@@ -1,19 +1,23 @@
-//! The advice pane: each finding's severity, GPU/PID and title, its evidence ("why") and its remedy ("→"), all
-//! wrapped to the width. Text is never cut mid-sentence: when the pane is short it shows less of each finding
-//! (the evidence goes first, then the remedy) or fewer findings (the title line says how many are left out),
-//! and at the very least a one-line strip.
+//! The advice pane: under its title, a bar per job of where its GPU time went (the job behind the top finding
+//! first, as many as the layout gives rows: [`super::layout::Plan::advice_bars`]); then each finding's severity,
+//! GPU/PID and title, its evidence ("why") and its remedy ("→"), all wrapped to the width. Text is never cut
+//! mid-sentence: when the pane is short it shows less of each finding (the evidence goes first, then the remedy) or
+//! fewer findings (the title line says how many are left out), and at the very least a one-line strip.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Widget;
 
 use super::layout::AdviceStyle;
 use super::paint::{Paint, fill};
+use super::theme::Level;
+use crate::advice::account::{Account, Cause, CauseShare, text};
 use crate::advice::judging::Judging;
 use crate::advice::{Finding, Severity};
 use crate::pipeline::Cleared;
-use crate::units::duration_label;
+use crate::units::{duration_label, truncate};
 
 /// Columns the continuation, evidence and remedy lines are indented by.
 const INDENT: usize = 8;
@@ -254,6 +258,148 @@ fn choose(findings: &[Entry], selected: usize, room: usize, width: u16, paint: &
     (first, forms)
 }
 
+/// One job's bar in the pane: where its time on its GPUs went, summed over them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobBar {
+    /// "GPU 0 PID 2001", or for a job on several GPUs "GPUs 0-3 PID 2001 +3" (its first process and how many more).
+    pub subject: String,
+    /// The job's accounts as one: seconds (and energy) per cause summed over its GPUs.
+    pub account: Account,
+}
+
+/// What makes accounts one job's: its key, and for a process known only by its command, its PID.
+type JobKey<'a> = (&'a str, Option<u32>);
+
+/// One bar per job of `accounts` (by [`Account::job`]; a process known only by its command, one each), in the order
+/// of `findings` (worst first, as the pane lists them): the job on the GPU of the first finding first, so the top bar
+/// explains the top finding; then the jobs without a finding, the one whose GPUs waited longest first; then by GPU.
+#[must_use]
+pub fn job_bars<'a>(accounts: impl IntoIterator<Item = &'a Account>, findings: &[&Finding]) -> Vec<JobBar> {
+    let mut jobs: Vec<(JobKey<'_>, Vec<&Account>)> = Vec::new();
+    for account in accounts {
+        // A process whose job could not be read is named by its command (`cmd:`): two of them are two jobs.
+        let key = (account.job.as_str(), account.pid.filter(|_| account.job.starts_with("cmd:")));
+        match jobs.iter_mut().find(|(job, _)| *job == key) {
+            Some((_, of)) => of.push(account),
+            None => jobs.push((key, vec![account])),
+        }
+    }
+    let first_finding = |of: &[&Account]| {
+        let on = |f: &&Finding| f.gpu_index.is_some_and(|g| of.iter().any(|a| a.gpu_index == g));
+        findings.iter().position(on).unwrap_or(usize::MAX)
+    };
+    let mut bars: Vec<(usize, f64, u32, JobBar)> = jobs
+        .into_iter()
+        .map(|(_, of)| {
+            let worst = first_finding(&of);
+            let account = summed(&of);
+            let waited = account.causes.iter().filter(|c| c.cause != Cause::Busy).map(|c| c.seconds).sum();
+            let mut pids: Vec<u32> = of.iter().filter_map(|a| a.pid).collect();
+            pids.sort_unstable();
+            pids.dedup();
+            let pid = match pids.as_slice() {
+                [] => String::new(),
+                [one] => format!(" PID {one}"),
+                [first, rest @ ..] => format!(" PID {first} +{}", rest.len()),
+            };
+            (worst, waited, account.gpu_index, JobBar { subject: format!("{}{pid}", text::places(&of)), account })
+        })
+        .collect();
+    bars.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.total_cmp(&a.1)).then(a.2.cmp(&b.2)));
+    bars.into_iter().map(|(_, _, _, bar)| bar).collect()
+}
+
+/// Accounts of one job as one: the first one's job and process, seconds and energy per cause summed, busy first
+/// and the rest largest first, as an account orders them.
+fn summed(accounts: &[&Account]) -> Account {
+    let first = accounts[0];
+    let seconds: f64 = accounts.iter().map(|a| a.seconds).sum();
+    let mut causes: Vec<CauseShare> = Vec::new();
+    for c in accounts.iter().flat_map(|a| &a.causes) {
+        match causes.iter_mut().find(|s| s.cause == c.cause) {
+            Some(s) => {
+                s.seconds += c.seconds;
+                s.energy_j = s.energy_j.zip(c.energy_j).map(|(a, b)| a + b);
+            }
+            None => causes.push(*c),
+        }
+    }
+    for c in &mut causes {
+        c.share = if seconds > 0.0 { c.seconds / seconds } else { 0.0 };
+    }
+    causes
+        .sort_by(|a, b| (b.cause == Cause::Busy).cmp(&(a.cause == Cause::Busy)).then(b.seconds.total_cmp(&a.seconds)));
+    let energy_j = accounts.iter().map(|a| a.energy_j).sum::<Option<f64>>();
+    Account { seconds, causes, energy_j, ..first.clone() }
+}
+
+/// The style a cause is drawn in: busy in the load colour of a heavy load, the causes a healthy job spends time on
+/// (serving, start-up, compiling) in the accent, not determined dim, every other waiting cause in the warning's
+/// colour. Without colour the glyphs ([`text::glyph`]) tell them apart.
+fn cause_style(cause: Cause, paint: &Paint) -> Style {
+    let theme = &paint.theme;
+    match cause {
+        Cause::Busy => theme.level(Level::High),
+        Cause::NotDetermined => theme.dim,
+        c if c.is_healthy() || c.is_phase() => theme.label,
+        _ => theme.moderate,
+    }
+}
+
+/// " GPU 0 PID 2001 ████▓▓▓░ busy 41 %, input: reading storage 38 %, +1": the subject, the bar (a fifth of the
+/// width, 8 to 24 cells; narrower, down to 8, where that lets every cause's words fit) and as many causes as fit
+/// whole ([`whole_parts`]).
+fn bar_line(bar: &JobBar, width: u16, paint: &Paint) -> Line<'static> {
+    let ascii = paint.ascii();
+    let width = usize::from(width);
+    let subject = format!(" {} ", bar.subject);
+    let subject_w = subject.chars().count();
+    let line = text::line(&bar.account);
+    let widest = (width / 5).clamp(MIN_BAR, MAX_BAR);
+    let fits_all = width.saturating_sub(subject_w + 1 + line.chars().count());
+    let cells = fits_all.clamp(MIN_BAR, widest).min(width.saturating_sub(subject_w + 1));
+    let mut spans = vec![Span::styled(truncate(&subject, width, ascii), paint.theme.label)];
+    if cells >= 4 {
+        for (cause, n) in text::bar(&bar.account, cells) {
+            let run: String = std::iter::repeat_n(text::glyph(cause, ascii), n).collect();
+            spans.push(Span::styled(run, cause_style(cause, paint)));
+        }
+        let causes = whole_parts(&line, width.saturating_sub(subject_w + cells + 1));
+        if !causes.is_empty() {
+            spans.push(Span::styled(format!(" {causes}"), paint.theme.base));
+        }
+    }
+    Line::from(spans)
+}
+
+/// The cells of a job's bar: at least enough to see a cause of an eighth, at most what a glance takes in.
+const MIN_BAR: usize = 8;
+const MAX_BAR: usize = 24;
+
+/// The parts of `line` ("busy 41 %, input: reading storage 38 %, 3 % else") that fit in `room` columns whole,
+/// and "+N" for the N left out: the pane never cuts a cause's words (the bar shows every cause).
+fn whole_parts(line: &str, room: usize) -> String {
+    let parts: Vec<&str> = line.split(", ").collect();
+    let mut kept = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        let sep = if kept.is_empty() { "" } else { ", " };
+        let left = parts.len() - i - 1;
+        // Room for this part, and for ", +N" after it unless it is the last.
+        let more = if left == 0 { 0 } else { 2 + format!("+{left}").len() };
+        if kept.chars().count() + sep.len() + part.chars().count() + more > room {
+            let dropped = format!("+{}", parts.len() - i);
+            if kept.chars().count() + sep.len() + dropped.len() <= room {
+                kept.push_str(sep);
+                kept.push_str(&dropped);
+            }
+            return kept;
+        }
+        kept.push_str(sep);
+        kept.push_str(part);
+    }
+    kept
+}
+
 /// The advice pane (or strip) over the findings on screen.
 #[derive(Debug)]
 pub struct AdvicePane<'a> {
@@ -267,6 +413,8 @@ pub struct AdvicePane<'a> {
     pub judging: Option<&'a Judging>,
     /// Warnings and criticals that cleared lately, most recent first: a dim line each, under the findings.
     pub cleared: &'a [Cleared],
+    /// The jobs' bars to draw under the title, in order (the layout's [`super::layout::Plan::advice_bars`]).
+    pub bars: &'a [JobBar],
 }
 
 impl AdvicePane<'_> {
@@ -278,8 +426,10 @@ impl AdvicePane<'_> {
         }
         let entries = entries(self.findings);
         let selected = entry_of(&entries, self.selected.min(self.findings.len() - 1));
-        let (first, forms) = choose(&entries, selected, usize::from(area.height - 1), area.width, self.paint);
-        let mut y = usize::from(area.y) + 1;
+        let bars = self.bars_drawn(area.height);
+        let room = usize::from(area.height - 1) - bars;
+        let (first, forms) = choose(&entries, selected, room, area.width, self.paint);
+        let mut y = usize::from(area.y) + 1 + bars;
         for (i, form) in (first..).zip(forms) {
             let h = rows(&entries[i], form, area.width, self.paint);
             if (y..y + h).contains(&usize::from(row)) {
@@ -288,6 +438,11 @@ impl AdvicePane<'_> {
             y += h;
         }
         None
+    }
+
+    /// The bars drawn in a pane `height` rows high: those given, at most every row under the title.
+    fn bars_drawn(&self, height: u16) -> usize {
+        self.bars.len().min(usize::from(height.saturating_sub(1)))
     }
 
     fn strip(&self, width: u16) -> Line<'static> {
@@ -342,7 +497,8 @@ impl Widget for AdvicePane<'_> {
         }
         let entries = entries(self.findings);
         let n = entries.len();
-        let room = usize::from(area.height - 1);
+        let bars = self.bars_drawn(area.height);
+        let room = usize::from(area.height - 1) - bars;
         let selected = entry_of(&entries, self.selected.min(self.findings.len().saturating_sub(1)));
         let (first, forms) = if n == 0 { (0, Vec::new()) } else { choose(&entries, selected, room, area.width, paint) };
         let count = forms.len();
@@ -364,6 +520,7 @@ impl Widget for AdvicePane<'_> {
             extra.push(Span::styled(hint, theme.dim));
         }
         let mut lines = vec![paint.title_line("Advice", extra, area.width)];
+        lines.extend(self.bars[..bars].iter().map(|bar| bar_line(bar, area.width, paint)));
         if n == 0 {
             if let Some(j) = self.judging {
                 lines.extend(judging_lines(j, area.width, paint));
@@ -388,7 +545,7 @@ impl Widget for AdvicePane<'_> {
                 theme.dim,
             )));
         }
-        lines.truncate(room + 1);
+        lines.truncate(usize::from(area.height));
         fill(area, buf, lines, theme.base);
     }
 }
@@ -540,6 +697,7 @@ mod tests {
             paint: &paint,
             judging: None,
             cleared: &[],
+            bars: &[],
         };
         let lines = render(pane, 40, 12);
         let text = lines.join(" ");
@@ -573,6 +731,7 @@ mod tests {
                 paint: &paint,
                 judging: None,
                 cleared: &[],
+                bars: &[],
             },
             60,
             8,
@@ -601,6 +760,7 @@ mod tests {
                     paint: &paint,
                     judging: None,
                     cleared: &[],
+                    bars: &[],
                 },
                 100,
                 h,
@@ -635,6 +795,7 @@ mod tests {
             paint: &paint,
             judging: None,
             cleared: &[],
+            bars: &[],
         };
         let area = Rect::new(0, 20, 100, 7);
         // Title line, then a: title, why, remedy; then b: title, why, remedy.
@@ -661,6 +822,7 @@ mod tests {
                     paint: &paint,
                     judging: None,
                     cleared: &[],
+                    bars: &[],
                 },
                 w,
                 1,
@@ -695,6 +857,7 @@ mod tests {
             paint: &paint,
             judging: None,
             cleared: &[],
+            bars: &[],
         };
         let lines = render(pane(0), 100, 12);
         let grouped: Vec<&String> = lines.iter().filter(|l| l.contains("waits in a collective")).collect();
@@ -708,5 +871,128 @@ mod tests {
         let (full, _) = need(&refs, 0, 100, &paint, None, 0);
         let drawn = lines.iter().skip(1).filter(|l| !l.is_empty()).count();
         assert_eq!(usize::from(full) - 1, drawn, "the rows asked for are the rows drawn");
+    }
+
+    fn account(gpu_index: u32, pid: u32, job: &str, parts: &[(Cause, f64)]) -> Account {
+        let seconds: f64 = parts.iter().map(|p| p.1).sum();
+        Account {
+            gpu_index,
+            gpu_instance_id: None,
+            job: job.to_owned(),
+            pid: Some(pid),
+            command: "python train.py".to_owned(),
+            window_s: 30.0,
+            seconds,
+            basis: crate::advice::account::Basis::Threads,
+            causes: parts
+                .iter()
+                .map(|&(cause, s)| CauseShare { cause, seconds: s, share: s / seconds, energy_j: Some(s * 100.0) })
+                .collect(),
+            energy_j: Some(seconds * 100.0),
+            alone: true,
+            unseen: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_jobs_accounts_on_its_gpus_are_one_bar_in_the_order_of_the_findings() {
+        let accounts = [
+            account(0, 2001, "torch:a", &[(Cause::Busy, 20.0), (Cause::CommBound, 10.0)]),
+            account(1, 2002, "torch:a", &[(Cause::Busy, 10.0), (Cause::InputBound, 20.0)]),
+            account(2, 3001, "pid:3001", &[(Cause::Busy, 3.0), (Cause::NotDetermined, 27.0)]),
+            account(3, 4001, "pid:4001", &[(Cause::Busy, 30.0)]),
+        ];
+        // No finding: the job whose GPUs waited longest first.
+        let bars = job_bars(&accounts, &[]);
+        let subjects: Vec<&str> = bars.iter().map(|b| b.subject.as_str()).collect();
+        assert_eq!(subjects, ["GPUs 0,1 PID 2001 +1", "GPU 2 PID 3001", "GPU 3 PID 4001"]);
+        let job = &bars[0].account;
+        assert_eq!(text::line(job), "busy 50 %, input: reading storage 33 %, communication 17 %");
+        assert_eq!(job.energy_j, Some(6_000.0));
+        // A finding about GPU 3 puts its job first: the top bar explains the top finding.
+        let mut f = finding(Severity::Warning, "GPU 3 is power capped");
+        f.gpu_index = Some(3);
+        let bars = job_bars(&accounts, &[&f]);
+        assert_eq!(bars[0].subject, "GPU 3 PID 4001");
+    }
+
+    #[test]
+    fn a_bar_line_fits_its_width_and_keeps_causes_whole() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let parts = [(Cause::Busy, 12.0), (Cause::InputBound, 11.0), (Cause::NotDetermined, 7.0)];
+        let bars = job_bars(&[account(0, 2001, "pid:2001", &parts)], &[]);
+        for width in [40, 60, 80, 120, 200] {
+            let line = bar_line(&bars[0], width, &paint);
+            let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+            assert!(line.width() <= usize::from(width), "{width}: {text:?}");
+            assert!(text.starts_with(" GPU 0 PID 2001 \u{2588}"), "{width}: {text:?}");
+            assert!(!text.contains('\u{2026}'), "never cut mid-word: {text:?}");
+        }
+        let wide: String = bar_line(&bars[0], 120, &paint).spans.iter().map(|s| s.content.to_string()).collect();
+        assert!(wide.ends_with(" busy 40 %, input: reading storage 37 %, not determined 23 %"), "{wide:?}");
+        assert_eq!(whole_parts("busy 40 %, input: reading storage 37 %, not determined 23 %", 30), "busy 40 %, +2");
+        assert_eq!(whole_parts("busy 40 %, input: reading storage 37 %", 3), "+2");
+        assert_eq!(whole_parts("busy 100 %", 2), "+1");
+        assert_eq!(whole_parts("busy 100 %", 1), "");
+    }
+
+    #[test]
+    fn causes_differ_by_glyph_where_colour_is_off_and_by_colour_where_it_is_on() {
+        let parts =
+            [(Cause::Busy, 10.0), (Cause::InputBound, 10.0), (Cause::Serving, 5.0), (Cause::NotDetermined, 5.0)];
+        let bars = job_bars(&[account(0, 2001, "pid:2001", &parts)], &[]);
+        for (theme, ascii) in [(ThemeName::NoColor, false), (ThemeName::NoColor, true), (ThemeName::Dark, true)] {
+            let line = bar_line(&bars[0], 100, &Paint::new(theme, ascii));
+            let glyphs: Vec<char> = line.spans[1..5].iter().filter_map(|s| s.content.chars().next()).collect();
+            let mut distinct = glyphs.clone();
+            distinct.dedup();
+            assert_eq!(distinct.len(), 4, "{theme:?} ascii {ascii}: {glyphs:?}");
+            assert_eq!(ascii, glyphs.iter().all(char::is_ascii), "{glyphs:?}");
+        }
+        let paint = Paint::new(ThemeName::Dark, false);
+        let theme = &paint.theme;
+        assert_eq!(cause_style(Cause::Busy, &paint), theme.heavy);
+        assert_eq!(cause_style(Cause::InputBound, &paint), theme.moderate);
+        assert_eq!(cause_style(Cause::NotDetermined, &paint), theme.dim);
+        assert_eq!(cause_style(Cause::Serving, &paint), theme.label);
+    }
+
+    #[test]
+    fn bars_go_under_the_title_and_a_click_below_them_finds_the_finding() {
+        let paint = Paint::new(ThemeName::Dark, false);
+        let a = finding(Severity::Critical, "Input pipeline starves GPU 1");
+        let findings = [&a];
+        let bars = job_bars(&[account(1, 3001, "pid:3001", &[(Cause::Busy, 3.0), (Cause::InputBound, 27.0)])], &[]);
+        let pane = AdvicePane {
+            findings: &findings,
+            selected: 0,
+            focused: false,
+            style: AdviceStyle::Pane,
+            paint: &paint,
+            judging: None,
+            cleared: &[],
+            bars: &bars,
+        };
+        let area = Rect::new(0, 10, 100, 6);
+        assert_eq!(pane.finding_at(area, 11), None, "the bar's row");
+        assert_eq!(pane.finding_at(area, 12), Some(0));
+        let lines = render(pane, 100, 6);
+        assert!(
+            lines[1].starts_with(" GPU 1 PID 3001 ") && lines[1].contains("input: reading storage 90 %"),
+            "{lines:#?}"
+        );
+        assert!(lines[2].contains("CRIT"), "{lines:#?}");
+        // A strip has no room for one.
+        let strip = AdvicePane {
+            findings: &findings,
+            selected: 0,
+            focused: false,
+            style: AdviceStyle::Strip,
+            paint: &paint,
+            judging: None,
+            cleared: &[],
+            bars: &bars,
+        };
+        assert!(!render(strip, 100, 1)[0].contains("PID 3001 \u{2588}"));
     }
 }

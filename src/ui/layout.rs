@@ -4,8 +4,13 @@
 //!
 //! When space runs short it gives things up in this order: taller graphs, then lines per GPU (four, three, two,
 //! one), then the advice pane's extra rows, then the host line (folded into the header), then the GPU area's
-//! title, then the advice pane (a one-line strip), then GPUs beyond what fits (a "+N more" line). Below
-//! [`MIN_WIDTH`]x[`MIN_HEIGHT`] nothing is drawn but a message.
+//! title, then the worst job's bar, then the advice pane (a one-line strip), then GPUs beyond what fits (a "+N
+//! more" line). Below [`MIN_WIDTH`]x[`MIN_HEIGHT`] nothing is drawn but a message.
+//!
+//! The advice pane's least includes one bar of where a job's GPU time went (the worst job's) when there is a job:
+//! it takes a row of the findings' extra rows, and nothing else from the screen. The findings get their rows
+//! next; the other jobs' bars get spare rows only, after the table's need and before taller panels
+//! ([`Plan::advice_bars`]).
 
 use ratatui::layout::Rect;
 
@@ -63,6 +68,8 @@ pub struct LayoutInput {
     pub advice_full: u16,
     /// Rows the advice pane needs for the least it shows as a pane: its title and the selected finding's title.
     pub advice_least: u16,
+    /// Bars the advice pane would draw, one row each: one per job with an account of its GPU time.
+    pub bars: u16,
 }
 
 /// Where everything goes on the main screen.
@@ -79,6 +86,8 @@ pub struct Plan {
     pub table: Rect,
     pub advice: Rect,
     pub advice_style: AdviceStyle,
+    /// Rows of the advice pane that draw jobs' bars, under its title (none in a strip).
+    pub advice_bars: u16,
     /// The key hints; `None` on short terminals.
     pub footer: Option<Rect>,
 }
@@ -117,19 +126,26 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     let fixed = 1 + banner_h + footer_h;
     let table_min = table_min(height, n_rows);
     let table_want = 2 + n_rows;
-    let advice_full = input.advice_full.max(2);
-    let advice_least = input.advice_least.clamp(2, advice_full);
+    // The findings' rows and the bars' together: the least with the worst job's bar, the full with every bar.
+    let first_bar = input.bars.min(1);
+    let findings_full = input.advice_full.max(2);
+    let findings_least = input.advice_least.clamp(2, findings_full);
+    let advice_full = findings_full + input.bars;
+    let advice_least = findings_least + first_bar;
+    // The pane's share is the findings' (or its least, with the worst job's bar): the bar takes a row from the
+    // findings' extra rows there, never a GPU line; the other bars get spare rows only.
+    let advice_want = findings_full.max(advice_least);
     // The advice pane's share before the table is served: all of it, up to a third of the screen.
-    let advice_target = advice_full.min((height / 3).max(advice_least));
+    let advice_target = advice_want.min((height / 3).max(advice_least));
     let host_rich = if tall && input.host_graphs { 5 } else { 1 };
 
     let columns = (width / FULL_PANEL_WIDTH).clamp(1, n_gpus);
     let panel_rows = n_gpus.div_ceil(columns);
-    let candidates = candidates(input, n_gpus, host_rich, advice_target, advice_least);
+    let candidates = candidates(input, n_gpus, host_rich, advice_target, (advice_least, findings_least));
     let fits = |c: &Candidate| fixed + c.gpus_h + c.host_h + c.advice_h + table_min <= height;
     let chosen = candidates.iter().copied().find(fits).unwrap_or_else(|| squeezed(height, fixed, table_min));
 
-    // Hand out the spare rows: the table up to its need, then the advice pane up to all of its findings, then
+    // Hand out the spare rows: the table up to its need, then the advice pane up to all of its findings and bars, then
     // taller panels, then the table again (empty rows).
     let mut spare = height.saturating_sub(fixed + chosen.gpus_h + chosen.host_h + chosen.advice_h + table_min);
     let mut give = |want: u16| {
@@ -163,6 +179,13 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
     let table = take(&mut rest, table_h);
     let advice = take(&mut rest, advice_h);
     let footer = (footer_h > 0).then(|| take(&mut rest, 1));
+    // The worst job's bar once the findings have their least, the other bars once they have all they need.
+    let advice_bars = match chosen.advice_style {
+        AdviceStyle::Pane if advice.height >= advice_least => {
+            (first_bar + advice.height.saturating_sub(findings_full + first_bar)).min(input.bars)
+        }
+        _ => 0,
+    };
     Some(Plan {
         header,
         banner,
@@ -173,6 +196,7 @@ pub fn plan(input: &LayoutInput) -> Option<Plan> {
         table,
         advice,
         advice_style: chosen.advice_style,
+        advice_bars,
         footer,
     })
 }
@@ -199,13 +223,13 @@ fn squeezed(height: u16, fixed: u16, table_min: u16) -> Candidate {
 }
 
 /// The layouts to try, best first: panels or lines per GPU, a rich or one-line host, the advice pane at its
-/// share or its least, and last the advice as a one-line strip.
+/// share or its least (with the worst job's bar, then without), and last the advice as a one-line strip.
 fn candidates(
     input: &LayoutInput,
     n_gpus: u16,
     host_rich: u16,
     advice_target: u16,
-    advice_least: u16,
+    (advice_least, findings_least): (u16, u16),
 ) -> Vec<Candidate> {
     let width = input.width;
     let columns = (width / FULL_PANEL_WIDTH).clamp(1, n_gpus);
@@ -235,6 +259,10 @@ fn candidates(
     push(one_line, 1, pane(advice_least));
     push(one_line, 0, pane(advice_least));
     push(lines(1, false), 0, pane(advice_least));
+    // The worst job's bar goes last before the pane itself.
+    if findings_least < advice_least {
+        push(lines(1, false), 0, pane(findings_least));
+    }
     push(lines(1, false), 0, (AdviceStyle::Strip, 1));
     // `display mode = full` keeps the panels while they fit at all, before anything else is given up.
     if input.mode == DisplayMode::Full
@@ -269,6 +297,7 @@ mod tests {
             mode: DisplayMode::Auto,
             advice_full,
             advice_least: advice_full.min(3),
+            bars: 0,
         }
     }
 
@@ -315,6 +344,43 @@ mod tests {
         }
         assert_eq!(plan(&input(39, 24, 1, 1, 2)), None);
         assert_eq!(plan(&input(80, 9, 1, 1, 2)), None);
+    }
+
+    #[test]
+    fn the_worst_jobs_bar_shows_wherever_the_pane_does_and_the_others_after_the_findings() {
+        // (width, height, GPUs, process rows, findings' rows wanted, bars) -> (advice style, advice rows, bar rows)
+        type Case = ((u16, u16, u16, u16, u16, u16), (AdviceStyle, u16, u16));
+        let cases: &[Case] = &[
+            // Spare rows: every bar, after every finding.
+            ((200, 60, 2, 3, 4, 3), (AdviceStyle::Pane, 7, 3)),
+            ((120, 40, 1, 3, 5, 1), (AdviceStyle::Pane, 6, 1)),
+            // The panels keep their rows: the worst job's bar in a row of the findings', other bars in spare rows.
+            ((200, 60, 8, 12, 14, 8), (AdviceStyle::Pane, 14, 1)),
+            ((160, 50, 8, 8, 6, 8), (AdviceStyle::Pane, 8, 2)),
+            // 80x24, one job per GPU: the findings' least and the worst job's bar, then the findings' rows.
+            ((80, 24, 8, 8, 9, 8), (AdviceStyle::Pane, 4, 1)),
+            ((80, 24, 1, 2, 5, 1), (AdviceStyle::Pane, 6, 1)),
+            ((80, 24, 2, 2, 2, 2), (AdviceStyle::Pane, 4, 2)),
+            // Short screens: the worst job's bar and the findings' least; the findings get the rest.
+            ((100, 15, 2, 4, 8, 2), (AdviceStyle::Pane, 5, 1)),
+            ((60, 20, 1, 3, 6, 1), (AdviceStyle::Pane, 7, 1)),
+            // No job: no bar.
+            ((80, 24, 8, 8, 9, 0), (AdviceStyle::Pane, 3, 0)),
+            // A strip has no room for a bar.
+            ((40, 10, 8, 10, 10, 8), (AdviceStyle::Strip, 1, 0)),
+        ];
+        for ((w, h, gpus, rows, advice, bars), (style, advice_h, bars_h)) in cases {
+            let plan = plan(&LayoutInput { bars: *bars, ..input(*w, *h, *gpus, *rows, *advice) }).expect("fits");
+            check_tiles(&plan, *w, *h);
+            let got = (plan.advice_style, plan.advice.height, plan.advice_bars);
+            assert_eq!(got, (*style, *advice_h, *bars_h), "{w}x{h}, {gpus} GPUs, {bars} bars: {plan:?}");
+            // The findings keep their least: the title and a finding.
+            assert!(plan.advice_bars == 0 || plan.advice_bars + 2 <= plan.advice.height, "{plan:?}");
+        }
+        // Short of a row for the bar, the pane goes on without it before it becomes a strip.
+        let short = LayoutInput { advice_least: 2, bars: 6, ..input(100, 15, 8, 6, 8) };
+        let plan = plan(&short).expect("fits");
+        assert_eq!((plan.advice_style, plan.advice.height, plan.advice_bars), (AdviceStyle::Pane, 2, 0), "{plan:?}");
     }
 
     #[test]

@@ -31,7 +31,7 @@ mod processes;
 mod screens;
 pub mod theme;
 
-pub use advice::AdvicePane;
+pub use advice::{AdvicePane, JobBar, job_bars};
 pub use gpus::GpuArea;
 pub use header::Header;
 pub use host::HostPanel;
@@ -70,6 +70,7 @@ fn plan_in(area: Rect, app: &App, paint: &Paint) -> Option<Plan> {
         mode: app.mode,
         advice_full,
         advice_least,
+        bars: u16::try_from(advice::job_bars(app.accounts(), &findings).len()).unwrap_or(u16::MAX),
     })?;
     for rect in [&mut plan.header, &mut plan.gpus, &mut plan.table, &mut plan.advice]
         .into_iter()
@@ -150,6 +151,7 @@ pub fn hit_test(area: Rect, app: &App, column: u16, row: u16) -> Option<Hit> {
             paint: &paint,
             judging: None,
             cleared: &[],
+            bars: &shown_bars(app, &plan),
         };
         return Some(pane.finding_at(plan.advice, row).map_or(Hit::Advice, Hit::Finding));
     }
@@ -216,6 +218,7 @@ impl StatefulWidget for Monitor<'_> {
                     paint: &paint,
                     judging: judging.as_ref(),
                     cleared: &cleared,
+                    bars: &shown_bars(app, &plan),
                 }
                 .render(plan.advice, buf);
             }
@@ -237,6 +240,13 @@ impl StatefulWidget for Monitor<'_> {
             screens::Dialog { dialog, paint: &paint }.render(area, buf);
         }
     }
+}
+
+/// The jobs' bars the advice pane draws under `plan`: the jobs that waited longest, as many as it gives rows.
+fn shown_bars(app: &App, plan: &Plan) -> Vec<JobBar> {
+    let mut bars = advice::job_bars(app.accounts(), &app.findings());
+    bars.truncate(usize::from(plan.advice_bars));
+    bars
 }
 
 /// Below the smallest size: what is needed.
@@ -269,6 +279,7 @@ pub fn render_findings(findings: &[crate::advice::Finding], area: Rect, buf: &mu
         paint,
         judging: None,
         cleared: &[],
+        bars: &[],
     }
     .render(area, buf);
 }

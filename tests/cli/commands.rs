@@ -25,7 +25,7 @@ fn the_demo_once_prints_the_h200_and_its_processes() {
 #[test]
 fn once_json_is_versioned_and_at_picks_a_frame() {
     let last = json(&gpusight(&["--demo", "--once", "--json"]));
-    assert_eq!(last["schema"], "gpusight.snapshot/1");
+    assert_eq!(last["schema"], "gpusight.snapshot/2");
     assert_eq!(last["machine"]["gpus"][0]["name"], "NVIDIA H200");
     let early = json(&gpusight(&["--demo", "--once", "--json", "--at", "60"]));
     let first = json(&gpusight(&["--demo", "--once", "--json", "--at", "0"]));
@@ -41,7 +41,7 @@ fn doctor_on_the_demo_names_the_input_bound_pid_and_the_idle_holder() {
     let output = gpusight(&["doctor", "--demo", "--json"]);
     assert_eq!(output.status.code(), Some(1), "warnings exit 1: {}", stderr(&output));
     let report = json(&output);
-    assert_eq!(report["schema"], "gpusight.doctor/1");
+    assert_eq!(report["schema"], "gpusight.doctor/2");
     // The demo's phases: the idle holder is active at the end; the earlier phases are listed as cleared.
     let findings: Vec<(String, Option<u64>)> = report["findings"]
         .as_array()
@@ -135,7 +135,7 @@ fn report_on_the_demo_is_markdown_and_json() {
     let text = stdout(&output);
     assert!(text.starts_with('#') && text.contains("NVIDIA H200") && text.contains("580.159.04"), "{text}");
     let report = json(&gpusight(&["report", "--demo", "--json"]));
-    assert_eq!(report["schema"], "gpusight.report/1");
+    assert_eq!(report["schema"], "gpusight.report/2");
 }
 
 #[test]
@@ -307,4 +307,33 @@ fn every_command_exits_with_the_tables_status_for_each_cause() {
         let usage = crate::common::command(command).arg("--frobnicate").output().expect("run");
         assert_eq!(usage.status.code(), Some(CANNOT_RUN), "{command:?} bad usage");
     }
+}
+
+#[test]
+fn doctor_report_and_once_say_where_the_gpu_time_went() {
+    let args = ["--synthetic", "input-bound", "--duration", "40s"];
+    let output = gpusight(&[&["doctor"], &args[..]].concat());
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let text = stdout(&output);
+    let section = text.find("Where the GPU time went:\n").expect("the section");
+    assert!(
+        section > text.find("[input-bound]").expect("the finding") && section < text.find("Not judged:").expect("x")
+    );
+    // A pipe gets ASCII bars; each cause a row with its share, seconds and energy.
+    assert!(
+        text.contains("  GPU 0 PID 2001 (python train.py --data /mnt/nfs/imagenet --workers 0)\n    [##==="),
+        "{text}"
+    );
+    let row = text.lines().find(|l| l.starts_with("    = input: reading storage   96 %  38 s  ")).expect("the row");
+    assert!(row.ends_with(" kJ"), "{text}");
+    let doc = json(&gpusight(&[&["doctor", "--json"], &args[..]].concat()));
+    let account = &doc["accounts"][0];
+    assert_eq!((account["gpu_index"].as_u64(), account["pid"].as_u64()), (Some(0), Some(2001)));
+    assert_eq!(account["causes"][1]["cause"], "input-bound");
+    let shares: f64 = account["causes"].as_array().expect("causes").iter().filter_map(|c| c["share"].as_f64()).sum();
+    assert!((shares - 1.0).abs() < 1e-6, "{account}");
+    let report = stdout(&gpusight(&[&["report"], &args[..]].concat()));
+    assert!(report.contains("## Where the GPU time went") && report.contains("| input: reading storage | 96 % |"));
+    let once = stdout(&gpusight(&["--synthetic", "input-bound", "--once", "--at", "40"]));
+    assert!(once.contains("Account GPU 0 PID 2001 over 30 s: busy 4 %, input: reading storage 96 %"), "{once}");
 }

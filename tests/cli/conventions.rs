@@ -50,7 +50,7 @@ fn once_prints_csv_with_a_stable_header() {
     assert!(lines[0].starts_with("at_ms,index,name,uuid,pci_bus_id,state,util_pct,"), "{}", lines[0]);
     assert!(lines[0].ends_with(",throttle,processes,findings"), "{}", lines[0]);
     let json = stdout(&gpusight(&["--synthetic", "mixed:4", "--once", "--format", "json"]));
-    assert!(json.contains("\"schema\": \"gpusight.snapshot/1\""));
+    assert!(json.contains("\"schema\": \"gpusight.snapshot/2\""));
     let contradiction = gpusight(&["--demo", "--once", "--format", "csv", "--json"]);
     assert_eq!(contradiction.status.code(), Some(3));
     let without_once = gpusight(&["--demo", "--format", "csv"]);

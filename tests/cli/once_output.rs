@@ -53,7 +53,7 @@ fn once_json_on_a_two_gpu_box() {
     let mut json: serde_json::Value =
         serde_json::from_str(&gpusight::output::json::render(&synthetic_pipeline("loader:2", 3, 900)))
             .expect("valid JSON");
-    assert_eq!(json["schema"], "gpusight.snapshot/1");
+    assert_eq!(json["schema"], "gpusight.snapshot/2");
     // The version changes with every release; the document's shape is what the snapshot is about.
     json["gpusight_version"] = serde_json::Value::String("[version]".to_owned());
     insta::assert_json_snapshot!("once_json_loader2", json);

@@ -412,3 +412,53 @@ fn huge_label_values_are_cut_to_the_bound() {
     assert!(per_series < 1024, "{per_series}");
     assert!(text.len() < plain.len() * 4, "{} bytes against {}", text.len(), plain.len());
 }
+
+/// The samples of one family in `text`: (labels, value).
+fn samples_of<'t>(text: &'t str, name: &str) -> Vec<(&'t str, f64)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(name)?.strip_prefix('{'))
+        .filter_map(|l| l.rsplit_once("} "))
+        .map(|(labels, value)| (labels, value.parse().unwrap()))
+        .collect()
+}
+
+#[test]
+fn each_jobs_gpu_time_is_counted_per_cause_with_its_energy() {
+    use gpusight::export::metrics::{JOB_KEY_LABEL, job_times};
+    let pipeline = crate::common::export::synthetic_pipeline("mixed:2", 41, 900);
+    let handle = ExportHandle::new();
+    handle.publish(&pipeline);
+    let text = handle.current().unwrap();
+    let seconds = samples_of(&text, "gpusight_gpu_seconds_total");
+    let joules = samples_of(&text, "gpusight_gpu_energy_joules_total");
+    assert!(text.contains("# TYPE gpusight_gpu_seconds_total counter"), "{text}");
+    // GPU 1's job waits for its input: busy and input-bound, each with its energy, summing to the 40 s watched.
+    let gpu1: Vec<&(&str, f64)> = seconds.iter().filter(|(l, _)| l.starts_with("gpu=\"1\",UUID=")).collect();
+    let job = format!(r#"{JOB_KEY_LABEL}="cmd:1002:python train.py --data /mnt/nfs/imagenet --workers 0""#);
+    assert!(gpu1.iter().all(|(l, _)| l.contains(&job) && l.contains("hostname=\"synthetic-mixed\"")), "{gpu1:?}");
+    let causes: Vec<&str> = gpu1.iter().filter_map(|(l, _)| l.rsplit_once("cause=\"")).map(|(_, c)| c).collect();
+    assert!(causes.contains(&"busy\"") && causes.contains(&"input-bound\""), "{causes:?}");
+    let total: f64 = gpu1.iter().map(|(_, v)| v).sum();
+    assert!((total - 40.0).abs() < 0.01, "{gpu1:?}");
+    assert_eq!(joules.len(), seconds.len(), "the synthetic GPUs report their power");
+    assert!(joules.iter().all(|(_, j)| *j >= 0.0));
+    // The same figures the pipeline's totals hold.
+    let times = job_times(&pipeline);
+    assert_eq!(times.len(), 2);
+    assert!((times[1].causes.iter().map(|c| c.1).sum::<f64>() - total).abs() < 1e-6);
+    // A tick published alone carries no totals.
+    let alone = ExportHandle::new();
+    alone.publish_tick(pipeline.history.machine(), pipeline.history.latest(), &[]);
+    assert!(!alone.current().unwrap().contains("gpusight_gpu_seconds_total"));
+}
+
+#[test]
+fn a_mig_slices_job_time_carries_the_slices_labels() {
+    let pipeline = crate::common::export::synthetic_pipeline("mig-slice-busy", 20, 900);
+    let handle = ExportHandle::new();
+    handle.publish(&pipeline);
+    let text = handle.current().unwrap();
+    let seconds = samples_of(&text, "gpusight_gpu_seconds_total");
+    assert!(!seconds.is_empty(), "{text}");
+    assert!(seconds.iter().all(|(l, _)| l.contains("GPU_I_PROFILE=\"") && l.contains(",GPU_I_ID=\"")), "{seconds:?}");
+}

@@ -303,11 +303,14 @@ fn enter_on_a_finding_selects_its_process_so_t_acts_on_it() {
         .enumerate()
         .find_map(|(i, f)| f.pid.map(|p| (i, p, f.gpu_index)))
         .expect("a finding about a process");
-    // A click on the first finding's title line selects it and focuses the pane.
+    // A click on the first finding's title line (under the title and the jobs' bars) selects it and focuses the pane.
     let area = ratatui::layout::Rect::new(0, 0, 120, 40);
     let paint = gpusight::ui::Paint::for_app(&app);
     let plan = gpusight::ui::plan(area, &app, &paint).expect("fits");
-    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert!(plan.advice_bars >= 1, "the worst job's bar: {plan:?}");
+    let bar = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1);
+    assert_eq!(bar, Some(gpusight::app::Hit::Advice), "a bar is no finding");
+    let hit = gpusight::ui::hit_test(area, &app, 10, plan.advice.y + 1 + plan.advice_bars);
     assert_eq!(hit, Some(gpusight::app::Hit::Finding(0)));
     app.on_hit(hit.expect("a finding"));
     assert_eq!((app.focus, app.advice_selected), (gpusight::app::Focus::Advice, 0));

@@ -441,3 +441,18 @@ fn the_nvlink_screen_at_200x60_and_on_a_small_terminal() {
     app.update(gpusight::keys::Action::CycleGpu);
     assert!(screen(&app, 80, 24).contains("NVLink GPU 1"));
 }
+
+#[test]
+fn the_worst_jobs_bar_shows_at_80x24_beside_the_top_finding() {
+    for spec in ["mixed:8", "input-bound", "loader:2", "straggler"] {
+        let app = app(spec, 90);
+        let text = screen(&app, 80, 24);
+        let pane = text.lines().skip_while(|l| !l.starts_with(" Advice ")).skip(1).collect::<Vec<_>>();
+        let bar = pane.first().copied().unwrap_or_default();
+        assert!(bar.starts_with(" GPU") && bar.contains(" busy "), "{spec}: no bar under the title\n{text}");
+        // The top finding is about the bar's GPU.
+        let top = app.findings().first().and_then(|f| f.gpu_index).expect("a finding on a GPU");
+        let gpus = bar.split_whitespace().nth(1).unwrap_or_default();
+        assert!(gpus.split(',').any(|g| g == top.to_string()), "{spec}: GPU {top} is not in {bar:?}");
+    }
+}

@@ -90,6 +90,9 @@ struct PlaceBook {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Totals {
     pub seconds: FastMap<Cause, f64>,
+    /// The energy of each cause's part, joules: busy at the power drawn while busy, each entry's waiting energy split
+    /// over its causes by their seconds (as an account splits it). They add up to `energy_j`.
+    pub cause_energy_j: FastMap<Cause, f64>,
     pub energy_j: f64,
 }
 
@@ -379,6 +382,13 @@ fn counter_joules(energy: &VecDeque<(UnixMs, u64)>, window_s: u64, seconds: f64)
         .then(|| rise_mj as f64 / 1000.0 * seconds / (span_ms as f64 / 1000.0))
 }
 
+/// How long the book keeps a place's entries, seconds: the longest window [`AccountBook::accounts`] can cover
+/// (doctor and report read a longer watch from the totals).
+#[must_use]
+pub fn kept_s(t: &Thresholds) -> u64 {
+    keep_ms(t) / 1000
+}
+
 /// How long the book keeps a place's entries: the longest window it is read over (doctor reads its whole watch from
 /// the totals past that).
 fn keep_ms(t: &Thresholds) -> u64 {
@@ -637,6 +647,20 @@ fn add_totals(totals: &mut FastMap<(PlaceKey, u32), Totals>, place: PlaceKey, en
         *t.seconds.entry(verdict).or_insert(0.0) += f64::from(entry.unattributed);
     }
     t.energy_j += f64::from(entry.busy_j + entry.wait_j);
+    if entry.busy_j <= 0.0 && entry.wait_j <= 0.0 {
+        return;
+    }
+    let waiting: f64 = entry.causes.iter().map(|(_, s)| f64::from(*s)).sum::<f64>() + f64::from(entry.unattributed);
+    let wait_j = f64::from(entry.wait_j);
+    // Waiting energy without waiting seconds is a rounding's crumb: it stays with busy, so the parts add up.
+    let busy_j = f64::from(entry.busy_j) + if waiting > 0.0 { 0.0 } else { wait_j };
+    *t.cause_energy_j.entry(Cause::Busy).or_insert(0.0) += busy_j;
+    if waiting > 0.0 {
+        let parts = entry.causes.iter().map(|(c, s)| (*c, f64::from(*s)));
+        for (cause, s) in parts.chain((entry.unattributed > 0.0).then(|| (verdict, f64::from(entry.unattributed)))) {
+            *t.cause_energy_j.entry(cause).or_insert(0.0) += wait_j * s / waiting;
+        }
+    }
 }
 
 /// What an account could not see.
@@ -681,5 +705,34 @@ mod tests {
         // A counter that went back (a driver reload) gives nothing.
         let reset: VecDeque<(UnixMs, u64)> = [(0, 9_000_000), (60_000, 1_000)].into_iter().collect();
         assert_eq!(counter_joules(&reset, 60, 60.0), None);
+    }
+
+    #[test]
+    fn totals_split_the_waiting_energy_over_the_causes_by_seconds() {
+        let mut totals = FastMap::default();
+        let place = (0, None);
+        let entry = Entry {
+            end_ms: 1_000,
+            job: 0,
+            basis: Basis::Threads,
+            seconds: 10.0,
+            busy: 4.0,
+            causes: smallvec::smallvec![(Cause::InputBound, 3.0)],
+            unattributed: 3.0,
+            busy_j: 2_000.0,
+            wait_j: 900.0,
+        };
+        add_totals(&mut totals, place, &entry, Cause::NotDetermined);
+        add_totals(&mut totals, place, &Entry { causes: SmallVec::new(), unattributed: 0.0, ..entry }, Cause::Busy);
+        let t = &totals[&(place, 0)];
+        let near = |a: f64, b: f64| (a - b).abs() < 1e-6;
+        assert!(near(t.seconds[&Cause::Busy], 8.0) && near(t.seconds[&Cause::InputBound], 3.0), "{t:?}");
+        assert!(near(t.seconds[&Cause::NotDetermined], 3.0), "{t:?}");
+        // Busy at its own power; the waiting half and half; the second entry's waiting energy, with no waiting
+        // seconds to split it over, stays with busy.
+        assert!(near(t.cause_energy_j[&Cause::Busy], 4_900.0), "{t:?}");
+        assert!(near(t.cause_energy_j[&Cause::InputBound], 450.0), "{t:?}");
+        assert!(near(t.cause_energy_j[&Cause::NotDetermined], 450.0), "{t:?}");
+        assert!(near(t.energy_j, t.cause_energy_j.values().sum::<f64>()), "{t:?}");
     }
 }

@@ -149,7 +149,9 @@ fn finding(account: &Account, cause: Cause, share: f64, reading: &Reading<'_>, r
     let title = match cause {
         Cause::NotDetermined => format!("{place} waits {share_text} of the time; the cause is not determined{pid}"),
         Cause::StartUp => format!("{place} waits while its job starts up{pid}: {share_text} of the time"),
-        Cause::UtilMisleading => format!("{place} only looks busy: its kernels leave the SMs idle{pid}, {share_text} of its time"),
+        Cause::UtilMisleading => {
+            format!("{place} only looks busy: its kernels leave the SMs idle{pid}, {share_text} of its time")
+        }
         _ => format!("{place} waits for {}{pid}: {share_text} of its time", cause.waited_for()),
     };
     let mut evidence = text::evidence(account);

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Account, Basis, Cause};
+use super::{Account, Basis, Cause, CauseShare};
 use crate::units::{duration_label, energy_label, share_label};
 
 /// Causes below this share are left out of a line ("and 3 % else"): the line stays readable.
@@ -27,6 +27,20 @@ pub fn subject(account: &Account, max_command: usize) -> String {
     if command.is_empty() { format!("{}{pid}", place(account)) } else { format!("{}{pid} ({command})", place(account)) }
 }
 
+/// Where several accounts are, in short: "GPU 0", "GPUs 0-3", "GPU 0 GI 7, GPU 0 GI 8".
+#[must_use]
+pub fn places(accounts: &[&Account]) -> String {
+    if accounts.iter().all(|a| a.gpu_instance_id.is_none()) {
+        let gpus: Vec<u32> = accounts.iter().map(|a| a.gpu_index).collect();
+        let list = crate::advice::group::gpu_ranges(&gpus);
+        let many = list.contains([',', '-']);
+        return format!("GPU{} {list}", if many { "s" } else { "" });
+    }
+    let mut places: Vec<String> = accounts.iter().map(|a| place(a)).collect();
+    places.dedup();
+    places.join(", ")
+}
+
 /// "busy 41 %, input: reading storage 38 %, not determined 6 %, 15 % else": the causes worth a word, largest first
 /// after busy.
 #[must_use]
@@ -44,6 +58,35 @@ pub fn line(account: &Account) -> String {
         parts.push(format!("{} else", share_label(rest)));
     }
     parts.join(", ")
+}
+
+/// The causes worth a row of their own in doctor's and report's tables: at least this share of the account.
+pub const ROW_MIN_SHARE: f64 = 0.01;
+
+/// The causes of an account worth a row ([`ROW_MIN_SHARE`]), busy first, the rest largest first.
+pub fn rows(account: &Account) -> impl Iterator<Item = &CauseShare> {
+    account.causes.iter().filter(|c| c.share >= ROW_MIN_SHARE)
+}
+
+/// Seconds for people, rounded to the second: "12 s", "4 min 10 s".
+#[must_use]
+pub fn seconds_label(seconds: f64) -> String {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "seconds of a watch, clamped at 0")]
+    let secs = seconds.max(0.0).round() as u64;
+    duration_label(secs)
+}
+
+/// What an account built from the per-process readings could not see, for people (its `unseen`); `None` for an
+/// account from the threads.
+#[must_use]
+pub fn basis_note(account: &Account) -> Option<String> {
+    (account.basis == Basis::Processes).then(|| {
+        if account.unseen.is_empty() {
+            "from the per-process readings: thread times not read".to_owned()
+        } else {
+            account.unseen.join("; ")
+        }
+    })
 }
 
 /// The account as evidence: "over 30 s: busy 41 %, input: reading storage 38 %, ...; waiting cost 5.2 kJ of 9.0 kJ"
@@ -100,7 +143,6 @@ pub fn bar_text(account: &Account, width: usize, ascii: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::advice::account::CauseShare;
 
     fn account(parts: &[(Cause, f64)]) -> Account {
         Account {
@@ -147,5 +189,30 @@ mod tests {
         assert_eq!(bar(&a, 12), vec![(Cause::Busy, 6), (Cause::InputBound, 4), (Cause::NotDetermined, 2)]);
         assert_eq!(bar_text(&a, 12, true), "######====..");
         assert_eq!(bar_text(&a, 6, false).chars().count(), 6);
+    }
+
+    #[test]
+    fn places_are_short() {
+        let on = |gpu_index, gpu_instance_id| Account { gpu_index, gpu_instance_id, ..account(&[(Cause::Busy, 1.0)]) };
+        let (a, b, c) = (on(0, None), on(1, None), on(2, None));
+        assert_eq!(places(&[&a]), "GPU 0");
+        assert_eq!(places(&[&a, &b]), "GPUs 0,1");
+        assert_eq!(places(&[&a, &b, &c]), "GPUs 0-2");
+        assert_eq!(places(&[&on(0, Some(7)), &on(0, Some(8))]), "GPU 0 GI 7, GPU 0 GI 8");
+    }
+
+    #[test]
+    fn rows_leave_out_crumbs_and_the_basis_is_said() {
+        let mut a = account(&[(Cause::Busy, 0.6), (Cause::InputBound, 0.395), (Cause::CheckpointWrite, 0.005)]);
+        let causes: Vec<Cause> = rows(&a).map(|c| c.cause).collect();
+        assert_eq!(causes, [Cause::Busy, Cause::InputBound]);
+        assert_eq!(seconds_label(124.4), "2 min 4 s");
+        assert_eq!(seconds_label(-1.0), "0 s");
+        assert_eq!(basis_note(&a), None);
+        a.basis = Basis::Processes;
+        a.unseen = vec!["the threads of PID 2001 are hidden".to_owned()];
+        assert_eq!(basis_note(&a).as_deref(), Some("the threads of PID 2001 are hidden"));
+        a.unseen.clear();
+        assert_eq!(basis_note(&a).as_deref(), Some("from the per-process readings: thread times not read"));
     }
 }
