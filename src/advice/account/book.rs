@@ -51,8 +51,10 @@ pub struct Entry {
     pub busy: f32,
     /// Waiting time booked to causes, seconds.
     pub causes: Booked,
-    /// Waiting time no thread evidence explained: the rules' verdict takes it when the window is read.
+    /// Waiting time no thread evidence explained, and the cause the rules' verdict named when it was booked (not
+    /// determined before a rule had its window: a verdict that names one later takes it from its start on).
     pub unattributed: f32,
+    pub verdict: Cause,
     /// Energy while busy and while waiting, joules (from the power readings).
     pub busy_j: f32,
     pub wait_j: f32,
@@ -72,8 +74,10 @@ struct Pending {
 struct PlaceBook {
     entries: VecDeque<Entry>,
     pending: Pending,
-    /// The job on the place at the last tick, and the step process.
+    /// The job on the place at the last tick (its lineage), and the job as the jobs view names it (`torch:...`,
+    /// `pid:PID`): the exporter's label, never the lineage's command line.
     job: Option<u32>,
+    job_label: String,
     /// The last gather of the step process's threads.
     last_gather_ms: Option<UnixMs>,
     /// What the step's main thread slept in at recent gathers, decayed (by [`WaitKind::ALL`]'s order).
@@ -183,9 +187,13 @@ impl AccountBook {
         let job = self.intern(&key);
         let busy_now = at.time.kernel() >= FIRST_WORK_SHARE * at.time.seconds;
         let life = host.map(|h| self.lineages.observe(&key, h, at.now_ms, busy_now));
-        let verdict = verdict_cause(verdicts, at.place);
+        let verdict = verdict_cause(verdicts, at.place).0;
         let book = self.places.entry(at.place).or_default();
         book.job = Some(job);
+        let label = host.and_then(|h| h.job.as_ref()).map_or_else(|| format!("pid:{pid}"), |j| j.key.clone());
+        if book.job_label != label {
+            book.job_label = label;
+        }
         // A phase (a start-up, a restart) is booked as the place's other time is: from threads where they are read.
         let threads_read = host.and_then(|h| h.times.as_ref()).is_some()
             || book.last_gather_ms.is_some_and(|g| at.now_ms.saturating_sub(g) < THREADS_FRESH_MS);
@@ -220,7 +228,7 @@ impl AccountBook {
         let waiting_for_gather = book.last_gather_ms.is_some_and(|g| at.now_ms.saturating_sub(g) < THREADS_FRESH_MS)
             && book.pending.since_ms.is_some_and(|s| at.now_ms.saturating_sub(s) < PENDING_MAX_MS);
         if !waiting_for_gather {
-            let entry = flush_unattributed(book, at.now_ms, job);
+            let entry = flush_unattributed(book, at.now_ms, job, verdict);
             add_totals(&mut self.totals, at.place, &entry, verdict);
             merge_or_push(&mut book.entries, entry);
         }
@@ -249,11 +257,12 @@ impl AccountBook {
         self.names.get(usize::try_from(job).ok()?).map(String::as_str)
     }
 
-    /// The totals since the start: per place and job (its name without the place), seconds per cause and energy.
+    /// The totals since the start of the jobs on their places now: per place and job (as the jobs view names it),
+    /// seconds and energy per cause.
     pub fn totals(&self) -> impl Iterator<Item = (PlaceKey, &str, &Totals)> {
         self.totals.iter().filter_map(|((place, job), totals)| {
-            let name = self.name(*job)?;
-            Some((*place, name.rsplit_once('@').map_or(name, |(n, _)| n), totals))
+            let book = self.places.get(place).filter(|b| b.job == Some(*job))?;
+            Some((*place, book.job_label.as_str(), totals))
         })
     }
 
@@ -296,7 +305,7 @@ impl AccountBook {
         job: u32,
         entries: impl Iterator<Item = &'e Entry>,
         window_s: u64,
-        verdict: Cause,
+        (verdict, verdict_since_ms): (Cause, UnixMs),
         index: &TickIndex<'_>,
     ) -> Option<Account> {
         let mut seconds: FastMap<Cause, f64> = FastMap::default();
@@ -314,7 +323,12 @@ impl AccountBook {
                 }
             }
             if e.unattributed > 0.0 {
-                *seconds.entry(verdict).or_insert(0.0) += f64::from(e.unattributed);
+                // The verdict of the time; where none had its window yet, the one now, from its start on.
+                let cause = match e.verdict {
+                    Cause::NotDetermined if e.end_ms >= verdict_since_ms => verdict,
+                    then => then,
+                };
+                *seconds.entry(cause).or_insert(0.0) += f64::from(e.unattributed);
                 waiting += f64::from(e.unattributed);
             }
             busy_j += f64::from(e.busy_j);
@@ -404,7 +418,7 @@ fn places_of(gpu: &GpuTick) -> Vec<PlaceKey> {
 
 /// The cause the rules' verdict on a place names: its own rule's cause, or for gpu-underfed the cause it defers to;
 /// not determined where no verdict names one.
-fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> Cause {
+fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> (Cause, UnixMs) {
     let here = |f: &&Finding| f.gpu_index == Some(place.0) && f.gpu_instance_id == place.1;
     let named = |f: &Finding| match f.rule {
         Rule::GpuUnderfed | Rule::IdleHolder => f.cause.and_then(Cause::of_rule),
@@ -415,8 +429,8 @@ fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> Cause {
         .iter()
         .filter(here)
         .filter(|f| f.severity >= crate::advice::Severity::Warning || f.cause.is_none())
-        .find_map(named)
-        .unwrap_or(Cause::NotDetermined)
+        .find_map(|f| named(f).map(|c| (c, f.since_ms)))
+        .unwrap_or((Cause::NotDetermined, UnixMs::MAX))
 }
 
 fn add_pending(book: &mut PlaceBook, at: &PlaceTick<'_>) {
@@ -449,6 +463,7 @@ fn phase_entry(
         busy: narrow(p.gpu.busy),
         causes: if waiting > 0.0 { smallvec::smallvec![(cause, narrow(waiting))] } else { SmallVec::new() },
         unattributed: 0.0,
+        verdict: Cause::NotDetermined,
         busy_j: narrow(p.busy_j),
         wait_j: narrow(p.wait_j),
     }
@@ -459,7 +474,7 @@ fn flush_as(book: &mut PlaceBook, end_ms: UnixMs, job: u32, cause: Cause, basis:
     phase_entry(end_ms, job, 0.0, (cause, basis), Some(pending))
 }
 
-fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32) -> Entry {
+fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32, verdict: Cause) -> Entry {
     let p = std::mem::take(&mut book.pending);
     Entry {
         end_ms,
@@ -469,6 +484,7 @@ fn flush_unattributed(book: &mut PlaceBook, end_ms: UnixMs, job: u32) -> Entry {
         busy: narrow(p.gpu.busy),
         causes: SmallVec::new(),
         unattributed: narrow(p.gpu.idle + p.gpu.looks_busy),
+        verdict,
         busy_j: narrow(p.busy_j),
         wait_j: narrow(p.wait_j),
     }
@@ -479,6 +495,7 @@ fn merge_or_push(entries: &mut VecDeque<Entry>, entry: Entry) {
     if let Some(last) = entries.back_mut()
         && last.basis == Basis::Processes
         && last.job == entry.job
+        && last.verdict == entry.verdict
         && entry.end_ms.saturating_sub(last.end_ms) < BUCKET_MS
         && last.seconds < 1.0
     {
@@ -535,6 +552,7 @@ fn flush_attributed(
         busy: narrow(pending.gpu.busy),
         causes: causes.into_iter().map(|(c, s)| (c, narrow(s))).collect(),
         unattributed: 0.0,
+        verdict: Cause::NotDetermined,
         busy_j: narrow(pending.busy_j),
         wait_j: narrow(pending.wait_j),
     }
@@ -719,6 +737,7 @@ mod tests {
             busy: 4.0,
             causes: smallvec::smallvec![(Cause::InputBound, 3.0)],
             unattributed: 3.0,
+            verdict: Cause::NotDetermined,
             busy_j: 2_000.0,
             wait_j: 900.0,
         };

@@ -51,23 +51,29 @@ impl<'a> TickIndex<'a> {
     }
 
     /// The compute processes on a place, with the GPU memory each holds there.
-    pub fn compute_on(&self, place: PlaceKey) -> impl Iterator<Item = (u32, u64)> + '_ {
+    pub fn compute_on(&self, place: PlaceKey) -> impl Iterator<Item = (u32, u32, u64)> + '_ {
         self.tick
             .gpu_processes
             .iter()
             .filter(move |p| p.gpu_index == place.0 && (place.1.is_none() || p.gpu_instance_id == place.1))
             .filter(|p| matches!(p.kind, ProcessKind::Compute | ProcessKind::ComputeAndGraphics))
-            .filter_map(|p| Some((p.pid?, p.used_gpu_memory_bytes.unwrap_or(0))))
+            .filter_map(|p| Some((p.pid?, p.sm_util_pct.unwrap_or(0), p.used_gpu_memory_bytes.unwrap_or(0))))
     }
 
-    /// The job's step process on a place: the compute process holding the most GPU memory there, and how many other
-    /// processes share the place with it.
+    /// The job's step process on a place, and how many other processes share the place with it: the compute process
+    /// whose kernels used the most of the SMs (NVML's per-process samples), then the one holding the most GPU
+    /// memory. A notebook that holds memory idle beside a training job is not the job whose time is accounted.
     #[must_use]
     pub fn step_on(&self, place: PlaceKey) -> Option<(u32, usize)> {
-        let mut all: Vec<(u32, u64)> = self.compute_on(place).collect();
-        all.sort_unstable_by_key(|&(pid, mem)| (std::cmp::Reverse(mem), pid));
-        all.dedup_by_key(|(pid, _)| *pid);
-        all.first().map(|&(pid, _)| (pid, all.len() - 1))
+        let mut all: Vec<(u32, u32, u64)> = self.compute_on(place).collect();
+        all.sort_unstable_by_key(|&(pid, sm, mem)| (std::cmp::Reverse(sm), std::cmp::Reverse(mem), pid));
+        let mut pids: Vec<u32> = Vec::with_capacity(all.len());
+        for (pid, _, _) in all {
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        pids.first().map(|&pid| (pid, pids.len() - 1))
     }
 
     /// Whether the process is a rank of a job over several GPUs: its job key is shared, and its world has more than

@@ -21,6 +21,10 @@ pub fn lineage_key(process: &HostProcess) -> String {
     if let Some(job) = job.filter(|j| j.is_shared()) {
         return job.key.clone();
     }
+    // A process whose details could not be read has nothing that outlives it: a lineage of its own.
+    if process.unreadable.is_some() || (process.cmdline.is_empty() && process.uid.is_none()) {
+        return format!("pid:{}:{}", process.pid, process.start_ticks.unwrap_or(0));
+    }
     let command: String = process.cmdline.chars().take(256).collect();
     let command = if command.is_empty() { process.name.clone() } else { command };
     format!("cmd:{}:{command}", process.uid.map_or_else(String::new, |u| u.to_string()))
