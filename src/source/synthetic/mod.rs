@@ -6,8 +6,9 @@
 //!
 //! The parts: `spec` (workloads, scenarios, `SCENARIO[:GPUS[xPROCS]]`), `gpu` (each workload's GPU profile,
 //! `gpu_tick` reads it), `jobs` (each workload's job as a shape: launcher, GPU process, workers, load, input),
-//! `processes` (the processes of one GPU's slot built from its job, ranks, scale extras, churn), `host` (the host's
-//! tick) and `input_cases` (the scenarios about where training really runs). This module builds the machine and
+//! `processes` (the processes of one GPU's slot built from its job, ranks, scale extras, churn), `threads` (the
+//! thread times of each job's processes, gathered at the live sampler's cadence), `host` (the host's tick) and
+//! `input_cases` (the scenarios about where training really runs). This module builds the machine and
 //! each tick from them.
 
 use std::sync::Arc;
@@ -35,6 +36,7 @@ mod input_cases;
 mod jobs;
 mod processes;
 mod spec;
+mod threads;
 
 pub use spec::{
     BLIP_TICK, CHURN_LIFETIME_MS, CRASH_ENV, DELAY_ENV, LOST_AFTER_TICKS, Scenario, SpecError, SyntheticSpec, Workload,
