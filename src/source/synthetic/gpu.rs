@@ -2,7 +2,7 @@
 //! from it with the scenario's seeded noise.
 
 use super::spec::{BLIP_TICK, LOST_AFTER_TICKS, SyntheticSpec, Workload};
-use super::{GIB, H200_MEM_BYTES, MIB, input_cases, jitter};
+use super::{GIB, H200_MEM_BYTES, MIB, everyday, input_cases, jitter};
 use crate::sample::{GpmMetrics, GpuInfo, GpuState, GpuTick, ThrottleCounters, UnixMs, throttle};
 
 /// A reading's centre and spread: each tick draws `centre ± spread` from the scenario's seeded noise (a spread
@@ -55,7 +55,7 @@ const IDLE_GPU: GpuShape = GpuShape {
 pub(super) const WAITING_GPU: GpuShape = GpuShape { sm_mhz: fixed(1980.0), bits: 0, link_gen: None, ..IDLE_GPU };
 
 /// Dense matrix products at the power cap.
-const COMPUTE_GPU: GpuShape = GpuShape {
+pub(super) const COMPUTE_GPU: GpuShape = GpuShape {
     util: Spread(99.0, 1.0),
     power_w: Spread(692.0, 6.0),
     temp_c: Spread(66.0, 2.0),
@@ -363,7 +363,7 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::RankSpinInput => RANK_SPIN_INPUT_GPU,
         W::Unseen => UNDERFED_GPU,
         W::MigSlice => MIG_SLICE_GPU,
-        _ => input_cases::gpu_shape(workload).unwrap_or(WAITING_GPU),
+        _ => input_cases::gpu_shape(workload).or_else(|| everyday::gpu_shape(workload, secs)).unwrap_or(WAITING_GPU),
     }
 }
 
@@ -423,7 +423,7 @@ pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload,
     let (pcie_gen, pcie_width) = (shape.link_gen.or(info.max_pcie_gen), shape.link_width.or(info.max_pcie_width));
     // MIG leaves the whole GPU's utilization N/A; collectives send what they receive.
     let mig = info.mig_enabled == Some(true);
-    let tx_share = if workload == Workload::RankComm { 1.0 } else { 0.1 };
+    let tx_share = if workload == Workload::RankComm || everyday::symmetric(workload) { 1.0 } else { 0.1 };
     GpuTick {
         index: info.index,
         state: GpuState::Ok,

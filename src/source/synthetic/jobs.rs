@@ -4,8 +4,8 @@
 
 use super::MIB;
 use super::gpu::{Spread, fixed};
-use super::input_cases;
 use super::spec::Workload;
+use super::{everyday, input_cases};
 use crate::sample::WaitKind;
 
 /// The input states of the input-bound process over ten reads on the real H200.
@@ -212,6 +212,7 @@ pub(super) fn job_shape(workload: Workload) -> Option<JobShape> {
         W::Unseen => JobShape { cmdline: "python train.py", states: b"S", cpu_pct: 45.0, ..COMPUTE_JOB },
         W::MigSlice => JobShape { cmdline: "python train.py --model resnet18", ..COMPUTE_JOB },
         _ if input_cases::job(workload).is_some() => return input_cases::job(workload),
+        _ if everyday::job(workload).is_some() => return everyday::job(workload),
         _ => return host_wait_job(workload),
     })
 }
@@ -264,7 +265,7 @@ const IDLE_WORKERS: &[WorkerShape] = &[worker('S', 6.0, 2); 12];
 const ONE_PEGGED_WORKER: &[WorkerShape] = &[worker('R', 99.5, 3)];
 
 /// A step that reads its input itself: asleep in the reads whenever it is not on a CPU.
-const READING_STEP: ThreadShape = ThreadShape { main_sleeps: &[WaitKind::Read], ..STEP_THREADS };
+pub(super) const READING_STEP: ThreadShape = ThreadShape { main_sleeps: &[WaitKind::Read], ..STEP_THREADS };
 
 /// The ranks of a torchrun job over several GPUs.
 fn rank_job(workload: Workload) -> Option<JobShape> {

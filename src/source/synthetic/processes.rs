@@ -4,7 +4,7 @@
 use super::host::HostLoad;
 use super::jobs::{COMPUTE_JOB, InputShape, JobShape, job_shape, worker};
 use super::spec::{CHURN_LIFETIME_MS, SyntheticSpec, Workload};
-use super::{GIB, MIB, TICKS_PER_SECOND, input_cases, jitter, threads};
+use super::{GIB, MIB, TICKS_PER_SECOND, everyday, input_cases, jitter, threads};
 use crate::sample::{GpuInfo, GpuProcess, HostProcess, ProcessKind, ProcessRole, Tick, UnixMs};
 
 /// Process slots per GPU in `churn` (plus `processes_per_gpu`).
@@ -202,6 +202,7 @@ pub(super) fn add_processes(
                 | Workload::RankHung
                 | Workload::RankCpuBusy
                 | Workload::RankComm
+                | Workload::NcclTcp
         ) {
             make_rank(&slot, tick);
         }
@@ -214,6 +215,8 @@ pub(super) fn add_processes(
         load.psi_io = load.psi_io.max(job.load.psi_io);
         load.psi_cpu = load.psi_cpu.max(job.load.psi_cpu);
         input_cases::refine(workload, &slot, tick);
+        everyday::refine(workload, &slot, tick);
+        everyday::host(workload, &slot, load);
         // The slot's processes (the earlier slots' are never removed, so they start at `from`).
         threads::add_times(&slot, workload, &job, &mut tick.processes[from..]);
     }
