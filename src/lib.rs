@@ -18,17 +18,20 @@
 //!   [`source::xid`] (Xid/ECC events), [`source::select`] (`--only`), [`source::visible`] (`--only-visible`:
 //!   the GPUs `CUDA_VISIBLE_DEVICES` names).
 //! - [`host`]: CPU, memory, PSI, network throughput ([`host::net`]) and the GPU processes with their relatives,
-//!   from procfs; each GPU process's job (rank, launcher, container; [`host::job`]) read once per process; while the
-//!   CPUs are contended, the other processes' CPU ([`host::others`]).
+//!   from procfs; each GPU process's job (rank, launcher, container; [`host::job`]) read once per process; their
+//!   threads' time on a CPU, waiting for one and what they wait in ([`host::threads`]); while the CPUs are
+//!   contended, the other processes' CPU ([`host::others`]).
 //! - [`history`]: fixed-capacity rings with gaps ([`history::ring`], each reading compact: [`history::compact`]) and
 //!   windows over them ([`history::window`]),
 //!   the machine's series ([`history::series`]), each MIG slice's ([`history::slices`]) and each process's
 //!   ([`history::process`]); [`pipeline`]: history
 //!   plus findings per snapshot.
-//! - [`advice`]: the rules, pure functions of the history (multi-GPU jobs: [`advice::rules::jobs`]; what is
-//!   watched before the first window is covered: [`advice::judging`]; findings alike on several GPUs, grouped for
-//!   the advice pane: [`advice::group`]; where a process works, its GPU or MIG slice, and how busy that is:
-//!   [`advice::place`]).
+//! - [`advice`]: the account of each job's GPU time ([`advice::account`]: the split of a span's waiting time from the
+//!   job's threads in [`advice::account::attribute`], kept in [`advice::account::book`], the findings read off it in
+//!   [`advice::account::findings`]) and the rules, pure functions of the history (multi-GPU jobs:
+//!   [`advice::rules::jobs`]; the windows several rules share: [`advice::rules::signals`]; what is watched before the
+//!   first window is covered: [`advice::judging`]; findings alike on several GPUs, grouped for the advice pane:
+//!   [`advice::group`]; where a process works, its GPU or MIG slice, and how busy that is: [`advice::place`]).
 //! - [`table`]: the process table's rows, sort, state, filters and columns, shared by the monitor, `--once` and
 //!   the fleet view; [`keys`]: the actions and the keymap, shared by the monitor, the fleet view and the config.
 //! - [`app`] and [`ui`]: the interactive monitor only (the jobs view's rows: [`app::jobs`]; text written straight
@@ -53,12 +56,13 @@
 //!
 //! - Nothing under `source/` or `host/` knows ratatui, the terminal or the app.
 //! - No import circle between top-level modules: models (`sample`, `source`, `host`, `history`, `advice`, `export`,
-//!   `fleet`, `table`, `keys`, `config`, `app`) never import `ui`; `ui` reads them; `run` joins them
-//!   (`scripts/module_cycles.py` checks it).
+//!   `fleet`, `table`, `keys`, `config`, `app`) never import `ui`; `ui` reads them; `run` joins them; nor between the
+//!   modules inside `advice` (`scripts/module_cycles.py` checks both).
 //! - [`app`] is the interactive monitor only: nothing but [`run`] and [`ui`] imports it; what others share with it
 //!   lives in [`table`], [`keys`], [`config`] and [`source::visible`] (the same script checks it).
 //! - `ui/` never mutates the app, except the process table's scroll offset (its widget's state); `advice/` never
-//!   does I/O and never reads the clock: time comes from samples.
+//!   does I/O and never reads the clock: time comes from samples. Its only state across samples is the advisor's:
+//!   the active findings (hysteresis) and the account book, both rebuilt the same from the same samples.
 //! - An absent reading is `None` all the way to the screen ("N/A"); no fake zeros.
 //! - The UI thread never calls NVML and never blocks on it.
 //! - Units are in names and types: `power_mw`, `mem_used_bytes`, `util_pct`, `interval: Duration`.

@@ -46,6 +46,19 @@
 #                                                            # tmux, no remote recorder left after q, stream bytes and
 #                                                            # the CPU of both sides); needs /usr/sbin/sshd (or
 #                                                            # SSH_DEBS=DIR with openssh-server/-client .debs)
+#   GROUP=account PART=cpu bash scripts/device/cluster_cases.sh   # 7.5-8.5 min a part (PART=cpu, life, gpu, io,
+#                                                            # jobs; or ONLY_CASES="..."): 18 jobs of account.py,
+#                                                            # each in one situation that makes its GPU wait for
+#                                                            # one known cause (another user's CPU load, over-
+#                                                            # subscribed worker threads, a restart loop, a slower
+#                                                            # rank, rare requests, a start-up load, a full card,
+#                                                            # synchronous checkpoints, decoding in the main
+#                                                            # process, a spinning kernel, slow storage, host
+#                                                            # memory pressure, a server beside training, a CPU-
+#                                                            # pinned Slurm job), each with its own ground truth;
+#                                                            # run by scripts/device/account_cases.sh, whose header
+#                                                            # says more (GROUP=account alone lists the parts;
+#                                                            # SMOKE=1 runs every program on the CPU, no GPU)
 #   SKIP="serve offload" ...                                 # leaves out the named cases of serve-ranks and host
 #   GROUP=tls WEB=DIR bash scripts/device/cluster_cases.sh   # on any machine with openssl and Python's bcrypt:
 #                                                            # writes what GROUP=host's exporter case needs
@@ -1097,6 +1110,10 @@ echo "wrote $d/cert.pem key.pem web.yml prometheus.yml"
 )
 
 case "${GROUP:-}" in
+    account)
+        # Its own file: the cases, their stated times and expected verdicts are in one table there.
+        exec bash "$S/account_cases.sh"
+        ;;
     readings|findings|waits|ranks|cost|nvml-threads|tls)
         mkdir -p "$BASE"
         "group_${GROUP//-/_}"
@@ -1489,6 +1506,6 @@ case "${GROUP:-}" in
     long) group_long ;;
     pane) group_pane ;;
     ssh) group_ssh ;;
-    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, memory, serve-ranks, host, epilog, long, pane, ssh or tls (GROUP=help)"; exit 2 ;;
+    *) echo "GROUP=readings, findings, waits, ranks, cost, nvml-threads, memory, serve-ranks, host, epilog, long, pane, ssh, account or tls (GROUP=help)"; exit 2 ;;
 esac
 ts "done"

@@ -129,17 +129,29 @@ impl<'a> Ctx<'a> {
     /// (the rules' `jobs::multi_rank_job`), worked out once per evaluation for every GPU.
     #[must_use]
     pub fn multi_rank_job(&self, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
-        let all = self.multi_rank.get_or_init(|| {
-            self.history
-                .gpus
-                .iter()
-                .map(|g| (g.index, crate::advice::rules::jobs::find_multi_rank_job(self, g.index)))
-                .collect()
-        });
+        let all = self
+            .multi_rank
+            .get_or_init(|| self.history.gpus.iter().map(|g| (g.index, self.find_multi_rank_job(g.index))).collect());
         match all.iter().find(|(g, _)| *g == gpu_index) {
             Some((_, job)) => *job,
-            None => crate::advice::rules::jobs::find_multi_rank_job(self, gpu_index),
+            None => self.find_multi_rank_job(gpu_index),
         }
+    }
+
+    /// [`Ctx::multi_rank_job`] worked out from the newest tick's compute processes: its key is shared and its world
+    /// has more than one rank (other nodes' ranks included), or another compute process of the same job holds
+    /// another GPU here.
+    fn find_multi_rank_job(&self, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
+        if !self.any_shared_job() {
+            return None;
+        }
+        let job_of = |pid: u32| self.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
+        self.compute_on(gpu_index).iter().find_map(|&(_, pid)| {
+            let job = job_of(pid)?;
+            let elsewhere =
+                || self.compute.iter().any(|&(g, p)| g != gpu_index && job_of(p).is_some_and(|o| o.key == job.key));
+            (job.world_size.is_some_and(|w| w > 1) || elsewhere()).then_some((job, pid))
+        })
     }
 
     /// How many compute processes the newest tick lists on the GPU with this index (a binary search: rules ask it

@@ -38,6 +38,10 @@ pub struct InputSample {
     pub allowed_cpus: Option<u16>,
     /// The mean busy share (%) of those CPUs.
     pub allowed_busy_pct: Option<u8>,
+    /// `DataLoader` workers runnable (state R) at the sample, compile workers left out.
+    pub workers_runnable: u8,
+    /// The `DataLoader` workers' CPU use summed, % of one core (compile workers left out); `None` without workers.
+    pub workers_cpu_pct: Option<u16>,
 }
 
 fn sat(n: u32) -> u8 {
@@ -74,6 +78,11 @@ impl InputSample {
         let read_bytes: Option<u64> =
             tree().filter_map(|p| p.remote_files.as_ref()?.read_bytes_per_s).reduce(u64::saturating_add);
         let (allowed_cpus, allowed_busy_pct) = allowed(host, per_cpu);
+        #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a CPU percentage, clamped")]
+        let workers_cpu_pct = workers()
+            .filter_map(|w| w.cpu_pct)
+            .reduce(|a, b| a + b)
+            .map(|sum| sum.clamp(0.0, f32::from(u16::MAX)).round() as u16);
         Self {
             busy_workers: count(workers().filter(|c| busy(c) || matches!(c.state, Some('R' | 'D'))).count()),
             compile_workers: count(compile().count()),
@@ -88,6 +97,8 @@ impl InputSample {
             remote_read_kib_s: read_bytes.map(|b| u32::try_from(b / 1024).unwrap_or(u32::MAX)),
             allowed_cpus,
             allowed_busy_pct,
+            workers_runnable: count(workers().filter(|c| c.state == Some('R')).count()),
+            workers_cpu_pct,
         }
     }
 }

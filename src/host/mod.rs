@@ -134,6 +134,14 @@ impl HostSampler {
         self
     }
 
+    /// Turns the gathering of thread times (schedstat, and the main threads' waits) on or off; on by default. The
+    /// benchmarks measure what it costs by comparing the two.
+    #[must_use]
+    pub fn with_thread_times(mut self, enabled: bool) -> Self {
+        self.processes.thread_times = enabled;
+        self
+    }
+
     /// The paths this sampler reads.
     #[must_use]
     pub fn root(&self) -> &HostRoot {

@@ -150,6 +150,8 @@ pub(crate) struct ProcessSampler {
     serving_scans: HashMap<u32, ServingScan>,
     /// The thread counters of the GPU processes and their descendants, for their thread times.
     gatherer: Gatherer,
+    /// Whether thread times are gathered at all (benchmarks compare the sampler with and without them).
+    pub(crate) thread_times: bool,
 }
 
 /// The last scan of one GPU process's listening sockets, carried between scans, with the connections it
@@ -180,6 +182,7 @@ impl ProcessSampler {
             walks: HashMap::new(),
             serving_scans: HashMap::new(),
             gatherer: Gatherer::default(),
+            thread_times: true,
         }
     }
 
@@ -297,6 +300,7 @@ impl ProcessSampler {
         urgent: bool,
     ) -> HostProcess {
         let times = match role {
+            _ if !self.thread_times => None,
             // A GPU process's threads are all walked by its thread walk; the main thread is read with each walk.
             ProcessRole::Gpu => {
                 let cadence = if walk.all.is_some() { Cadence { main_ms: 0, all_ms: 0 } } else { Cadence::of(urgent) };
@@ -536,9 +540,13 @@ impl ProcessSampler {
                     walk.waits.add(classify_wchan(&wchan));
                     kind = Some(threads::classify_wchan(&wchan).unwrap_or(WaitKind::Hidden));
                 }
-                let sched_ns = read_text(tid_path(&mut self.path, &task_dir, &tid, "schedstat"), &mut self.buf)
-                    .ok()
-                    .and_then(|t| threads::parse_schedstat(&t));
+                let sched_ns = if self.thread_times {
+                    read_text(tid_path(&mut self.path, &task_dir, &tid, "schedstat"), &mut self.buf)
+                        .ok()
+                        .and_then(|t| threads::parse_schedstat(&t))
+                } else {
+                    None
+                };
                 let prev = self.threads_prev.get(&stat.pid).copied();
                 let (pct, now) = thread_cpu(prev, &stat, sched_ns, clock);
                 all.add(

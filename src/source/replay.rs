@@ -14,8 +14,13 @@ use crate::sample::{MachineInfo, SourceKind, Tick};
 
 use super::{Source, SourceError};
 
-/// The recording format's version. Bump it when `sample.rs` changes in a way old readers cannot take.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The recording format's version. Bump it when `sample.rs` changes in a way old readers cannot take. Version 2
+/// carries each process's thread times (`times`) and the host's network rates and other CPU users (`net`,
+/// `cpu_others`), from which the account of a job's GPU time is built; a reader of version 1 would take such a
+/// recording for one without thread evidence and judge it from the per-process readings alone.
+pub const SCHEMA_VERSION: u32 = 2;
+/// The oldest recording version this gpusight reads: version 1 lacks only fields that read as absent.
+pub const OLDEST_SCHEMA_VERSION: u32 = 1;
 /// The `format` value of the header line.
 pub const FORMAT_NAME: &str = "gpusight-recording";
 
@@ -333,10 +338,10 @@ fn parse_header(text: &str, limits: ReadLimits) -> Result<Header, String> {
     if header.format != FORMAT_NAME {
         return Err(format!("format is '{}', expected '{FORMAT_NAME}'", header.format));
     }
-    if header.schema != SCHEMA_VERSION {
+    if !(OLDEST_SCHEMA_VERSION..=SCHEMA_VERSION).contains(&header.schema) {
         return Err(format!(
-            "recording schema {} is not supported by this gpusight (schema {SCHEMA_VERSION}); it was written by \
-             gpusight {}",
+            "recording schema {} is not supported by this gpusight (schemas {OLDEST_SCHEMA_VERSION} to \
+             {SCHEMA_VERSION}); it was written by gpusight {}",
             header.schema, header.writer
         ));
     }

@@ -28,6 +28,8 @@ const PENDING_MAX_MS: u64 = 20_000;
 const FIRST_WORK_SHARE: f64 = 0.1;
 /// Entries of one second or less of processes-only time are merged into one.
 const BUCKET_MS: u64 = 1_000;
+/// The energy counter readings a place keeps (one every ~30 s: an hour of them).
+const MAX_ENERGY_READINGS: usize = 128;
 /// The most entries a place keeps (a gather a second over fifteen minutes).
 const MAX_ENTRIES: usize = 1_000;
 
@@ -76,6 +78,8 @@ struct PlaceBook {
     workers_per_s: Option<WorkerTimes>,
     /// Since the place's job left it: its lineage, and the GPU time of the gap.
     gap: Option<(u32, f32)>,
+    /// NVML's energy counter where it moved (read every ~30 s): when, and its value in mJ.
+    energy: VecDeque<(UnixMs, u64)>,
 }
 
 /// The totals of one job on one place since the book started: the exporter's counters.
@@ -124,6 +128,15 @@ impl AccountBook {
                     continue;
                 };
                 let power_w = gpu.power_mw.map(|mw| f64::from(mw) / 1000.0).filter(|_| place.1.is_none());
+                if let Some(mj) = gpu.energy_mj.filter(|_| place.1.is_none()) {
+                    let energy = &mut self.places.entry(place).or_default().energy;
+                    if energy.back().is_none_or(|(_, last)| *last != mj) {
+                        energy.push_back((now_ms, mj));
+                    }
+                    while energy.len() > MAX_ENERGY_READINGS {
+                        energy.pop_front();
+                    }
+                }
                 let at = PlaceTick { place, gpu, time, power_w, now_ms };
                 self.push_place(&at, &index, history, t, verdicts);
             }
@@ -280,7 +293,8 @@ impl AccountBook {
         index: &TickIndex<'_>,
     ) -> Option<Account> {
         let mut seconds: FastMap<Cause, f64> = FastMap::default();
-        let (mut total, mut busy_j, mut wait_j, mut from_threads, mut waiting) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let (mut total, mut busy_j, mut wait_j, mut from_threads, mut waiting): (f64, f64, f64, f64, f64) =
+            (0.0, 0.0, 0.0, 0.0, 0.0);
         let mut any_power = false;
         for e in entries {
             total += f64::from(e.seconds);
@@ -302,6 +316,14 @@ impl AccountBook {
         }
         if total <= 0.0 {
             return None;
+        }
+        // NVML's energy counter, where it moved across most of the window, gives the joules; the power readings
+        // only how they divide between busy and waiting.
+        if let Some(counted) = self.places.get(&place).and_then(|b| counter_joules(&b.energy, window_s, total))
+            && busy_j + wait_j > 0.0
+        {
+            let scale = counted / (busy_j + wait_j);
+            (busy_j, wait_j) = (busy_j * scale, wait_j * scale);
         }
         let basis = if waiting <= 0.0 || from_threads >= waiting / 2.0 { Basis::Threads } else { Basis::Processes };
         let mut causes: Vec<CauseShare> = seconds
@@ -339,6 +361,18 @@ impl AccountBook {
             unseen: unseen(basis, host),
         })
     }
+}
+
+/// The joules NVML's energy counter gives for the last `seconds` of the readings: the counter's rise between its
+/// first and last readings inside the window, scaled to `seconds`, where they span at least half the window (the
+/// counter is read every ~30 s); `None` otherwise, or where it went backwards (a driver reload).
+fn counter_joules(energy: &VecDeque<(UnixMs, u64)>, window_s: u64, seconds: f64) -> Option<f64> {
+    let (now_ms, _) = *energy.back()?;
+    let from_ms = now_ms.saturating_sub(window_s.saturating_mul(1000));
+    let (first_ms, first_mj) = *energy.iter().find(|(at, _)| *at >= from_ms)?;
+    let (span_ms, rise_mj) = (now_ms.checked_sub(first_ms)?, energy.back()?.1.checked_sub(first_mj)?);
+    (span_ms > 0 && span_ms * 2 >= window_s * 1000)
+        .then(|| rise_mj as f64 / 1000.0 * seconds / (span_ms as f64 / 1000.0))
 }
 
 /// How long the book keeps a place's entries: the longest window it is read over (doctor reads its whole watch from
@@ -622,4 +656,23 @@ fn narrow(value: f64) -> f32 {
 #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a tick's length, rounded and clamped")]
 pub(crate) fn millis(seconds: f64) -> u64 {
     if seconds.is_finite() && seconds > 0.0 { (seconds * 1000.0).round() as u64 } else { 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_energy_counter_gives_the_joules_where_it_spans_the_window() {
+        // Readings every 30 s at 500 W: 15 kJ between two.
+        let readings: VecDeque<(UnixMs, u64)> = (0..5).map(|i| (i * 30_000, i * 15_000_000)).collect();
+        // Over two minutes: four readings apart, 60 kJ over 120 s; scaled to an account of 90 s, 45 kJ.
+        let joules = counter_joules(&readings, 120, 90.0).expect("spans the window");
+        assert!((joules - 45_000.0).abs() < 1e-6, "{joules}");
+        // A 30 s window holds one reading at most: not enough.
+        assert_eq!(counter_joules(&readings, 20, 20.0), None);
+        // A counter that went back (a driver reload) gives nothing.
+        let reset: VecDeque<(UnixMs, u64)> = [(0, 9_000_000), (60_000, 1_000)].into_iter().collect();
+        assert_eq!(counter_joules(&reset, 60, 60.0), None);
+    }
 }

@@ -199,7 +199,7 @@ pub fn pcie_busy(gpu: &GpuTick, max_gen: Option<u32>, max_width: Option<u32>) ->
     let generation = gpu.pcie_gen.or(max_gen);
     let width = gpu.pcie_width.or(max_width);
     let link_kb_s =
-        generation.and_then(crate::advice::rules::waiting::lane_gb_s).zip(width).map(|(l, w)| l * f64::from(w) * 1e6);
+        generation.and_then(crate::advice::rules::signals::lane_gb_s).zip(width).map(|(l, w)| l * f64::from(w) * 1e6);
     link_kb_s.is_some_and(|link| traffic_kb_s >= link / 5.0)
 }
 

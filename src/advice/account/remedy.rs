@@ -33,7 +33,8 @@ impl Facts {
         let below = index.below(step.pid);
         // The workers that feed the GPU: those that did work (an evaluation loader's persistent workers wait at 0 %).
         let busy = |p: &HostProcess| {
-            p.cpu_pct.is_some_and(|c| c >= crate::history::input::BUSY_WORKER_CPU_PCT) || matches!(p.state, Some('R' | 'D'))
+            p.cpu_pct.is_some_and(|c| c >= crate::history::input::BUSY_WORKER_CPU_PCT)
+                || matches!(p.state, Some('R' | 'D'))
         };
         let workers: Vec<&&HostProcess> = below.iter().filter(|p| !p.is_compile_worker() && busy(p)).collect();
         let threads_per_worker = workers.iter().filter_map(|w| w.n_threads).max();

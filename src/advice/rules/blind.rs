@@ -13,7 +13,7 @@ use crate::host::OUTSIDE_NAMESPACE;
 
 /// The rules that judge a GPU process from its host side (`/proc`: threads, reads, children, cgroup, job), or
 /// call a GPU's waiting "cause unknown" because none of those held.
-pub const PROCESS_RULES: [Rule; 12] = [
+pub const PROCESS_RULES: [Rule; 14] = [
     Rule::InputBound,
     Rule::CpuBoundInput,
     Rule::LaunchBound,
@@ -26,12 +26,14 @@ pub const PROCESS_RULES: [Rule; 12] = [
     Rule::MainThreadBound,
     Rule::CpusPinned,
     Rule::CompileWarmup,
+    Rule::CpuContention,
+    Rule::CpuOversubscribed,
 ];
 
 /// The rules that judge how much a GPU works and that, on a GPU in MIG mode, judge each slice by its own readings
 /// (GPM SM activity of its GPU instance, see `advice::place`): a 1g slice flat out is busy, whatever the card's 13 %.
 /// Where the slices carry no SM activity (a driver without GPM per GPU instance) they are not judged.
-pub const SLICE_RULES: [Rule; 8] = [
+pub const SLICE_RULES: [Rule; 10] = [
     Rule::InputBound,
     Rule::CpuBoundInput,
     Rule::MainThreadBound,
@@ -40,6 +42,8 @@ pub const SLICE_RULES: [Rule; 8] = [
     Rule::GpuUnderfed,
     Rule::CpusPinned,
     Rule::CompileWarmup,
+    Rule::CpuContention,
+    Rule::CpuOversubscribed,
 ];
 
 /// Why a rule that needs NVML utilization cannot judge a slice.

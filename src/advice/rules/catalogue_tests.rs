@@ -27,9 +27,7 @@ fn walk(rule: Rule) -> Walk {
         // Not a rule about the GPUs: the health check reports unreadable signals, and `blind` reports what could
         // not be judged, both under this one kind.
         Rule::Visibility => Walk::Several,
-        Rule::CpuContention | Rule::CpuOversubscribed | Rule::CheckpointWrite | Rule::StartUp | Rule::RestartLoop => {
-            Walk::Account
-        }
+        Rule::CheckpointWrite | Rule::StartUp | Rule::RestartLoop => Walk::Account,
         Rule::InputBound
         | Rule::CpuBoundInput
         | Rule::ThermalThrottle
@@ -62,7 +60,9 @@ fn walk(rule: Rule) -> Walk {
         | Rule::CpusPinned
         | Rule::CompileWarmup
         | Rule::Serving
-        | Rule::CommBound => Walk::Once,
+        | Rule::CommBound
+        | Rule::CpuContention
+        | Rule::CpuOversubscribed => Walk::Once,
     }
 }
 

@@ -44,6 +44,11 @@ struct RankGpu {
 /// what a rank waiting in a gloo collective or a barrier on the CPU shows.
 const BLOCKED_MAX_CPU_PCT: f64 = 30.0;
 
+/// Points of NVML utilization within which two ranks count as equally busy: the driver samples utilization over
+/// periods of 1/6 s to 1 s, so two GPUs that both run kernels all the time read anywhere from 97 to 100 % (a
+/// rank waiting for a thermally throttled one read 99 % beside its 100 %, and was not called a waiter).
+const UTIL_NOISE_PCT: f64 = 3.0;
+
 /// A job with ranks on at least two GPUs.
 #[derive(Debug, Clone)]
 struct JobRanks {
@@ -84,7 +89,7 @@ impl RankGpu {
             power_pct: power.zip(limit).map(|(p, l)| p / l * 100.0),
             pcie_mib_s: pcie,
             nvlink_mib_s: nvlink,
-            throttled_share: span.share(&gpu.throttle_bits, |b| b & super::waiting::THROTTLE_REASONS != 0),
+            throttled_share: span.share(&gpu.throttle_bits, |b| b & super::signals::THROTTLE_REASONS != 0),
         })
     }
 
@@ -110,7 +115,10 @@ impl RankGpu {
     /// `straggler_relative_max_ratio` of `pace`'s work. What a rank that waits half of every step shows: measured on
     /// two H200s, SM activity 43 % at 90 % utilization beside 65 % at 81 %.
     fn waits_for(&self, pace: &Self, gpm: bool, t: &Thresholds) -> bool {
-        let busy = self.util.zip(pace.util).is_some_and(|(u, p)| u >= t.straggler_waiting_min_util_pct && u >= p);
+        let busy = self
+            .util
+            .zip(pace.util)
+            .is_some_and(|(u, p)| u >= t.straggler_waiting_min_util_pct && u >= p - UTIL_NOISE_PCT);
         let less =
             self.work(gpm).zip(pace.work(gpm)).is_some_and(|(w, p)| p > 0.0 && w <= p * t.straggler_relative_max_ratio);
         busy && less
@@ -186,20 +194,6 @@ impl RankGpu {
 /// same job holds another GPU here. Worked out once per evaluation ([`Ctx::multi_rank_job`]).
 pub(crate) fn multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
     ctx.multi_rank_job(gpu_index)
-}
-
-/// [`multi_rank_job`] worked out from the newest tick's compute processes.
-pub(crate) fn find_multi_rank_job<'a>(ctx: &Ctx<'a>, gpu_index: u32) -> Option<(&'a JobInfo, u32)> {
-    if !ctx.any_shared_job() {
-        return None;
-    }
-    let compute = ctx.compute_pairs();
-    let job_of = |pid: u32| ctx.host_process(pid).and_then(|p| p.job.as_ref()).filter(|j| j.is_shared());
-    ctx.compute_on(gpu_index).iter().find_map(|&(_, pid)| {
-        let job = job_of(pid)?;
-        let elsewhere = || compute.iter().any(|&(g, p)| g != gpu_index && job_of(p).is_some_and(|o| o.key == job.key));
-        (job.world_size.is_some_and(|w| w > 1) || elsewhere()).then_some((job, pid))
-    })
 }
 
 /// The name people read for `job`, over the command line of its rank `pid` (the key stays its identity).
@@ -416,11 +410,34 @@ fn hang_of<'j>(ctx: &Ctx<'_>, job: &'j JobRanks) -> Option<Hang<'j>> {
         return None;
     }
     let checkpoint =
-        |r: &RankGpu| super::waiting::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t));
+        |r: &RankGpu| super::signals::ProcWindow::of(ctx, r.pid, t.hang_window_s).is_some_and(|w| w.writes_dominate(t));
     if rest.iter().any(|r| checkpoint(r)) {
         return None;
     }
     Some(Hang { spinning, absent: rest })
+}
+
+/// Every rank of the job on `gpu_index` waits in its collectives (busy by NVML's count, little SM work) while data
+/// moves over PCIe or NVLink: no rank sets the pace, they all wait for the job's communication, whatever its
+/// transport (NCCL over TCP sockets copies through the host, so PCIe moves too). The evidence per rank, or `None`.
+pub(crate) fn all_ranks_wait_for_data(ctx: &Ctx<'_>, gpu_index: u32) -> Option<String> {
+    let t = ctx.t;
+    let job = jobs(ctx, t.window_s).into_iter().find(|j| j.ranks.iter().any(|r| r.gpu == gpu_index))?;
+    let moving = job.ranks.iter().any(|r| !r.quiet(t));
+    if !moving || !job.ranks.iter().all(|r| r.waiting(t) && r.span.covered) {
+        return None;
+    }
+    let link = |m: Option<f64>| m.map_or_else(|| "N/A".to_owned(), |m| format!("{m:.0} MiB/s"));
+    let ranks: Vec<String> = job
+        .ranks
+        .iter()
+        .map(|r| format!("{}: {}, PCIe {}, NVLink {}", r.who(), r.numbers(), link(r.pcie_mib_s), link(r.nvlink_mib_s)))
+        .collect();
+    Some(format!(
+        "every rank of job {} waits in its collectives while data moves: {}",
+        visible(&job.name),
+        ranks.join("; ")
+    ))
 }
 
 /// The rank on the lowest GPU (then PID) of a list.

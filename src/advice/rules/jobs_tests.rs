@@ -262,3 +262,51 @@ fn a_rank_that_prepares_its_data_in_its_main_thread_is_cpu_bound_input() {
     let f = spinning.findings(90);
     assert!(!f.iter().any(|x| matches!(x.rule, Rule::CpuBoundInput | Rule::MainThreadBound)), "{f:#?}");
 }
+
+#[test]
+fn every_rank_spinning_while_data_moves_waits_for_communication_whatever_the_transport() {
+    // Scenario `hang` with data moving (NCCL over TCP sockets copies through the host: PCIe both ways, a fraction
+    // of the link): the ranks wait for their communication, not for each other, and the job is not stuck.
+    let tcp = Build::new("hang").tick(|_, t| {
+        for gpu in &mut t.gpus {
+            (gpu.pcie_rx_kbps, gpu.pcie_tx_kbps) = (Some(600_000), Some(600_000));
+        }
+        t.host.net = vec![crate::sample::NetRate {
+            name: "eth0".to_owned(),
+            kind: crate::sample::NetKind::Ethernet,
+            rx_bytes_per_s: 1_150_000_000,
+            tx_bytes_per_s: 1_150_000_000,
+        }];
+    });
+    let f = tcp.findings(150);
+    let comm: Vec<&crate::advice::Finding> = f.iter().filter(|x| x.rule == Rule::CommBound).collect();
+    assert_eq!(comm.len(), 2, "{f:#?}");
+    assert!(comm.iter().all(|c| c.severity == Severity::Warning), "{comm:#?}");
+    assert!(
+        comm[0].evidence.contains("every rank of job") && comm[0].evidence.contains("eth0 RX 1.1 GiB/s"),
+        "{comm:#?}"
+    );
+    assert!(!has(&f, Rule::CollectiveHang) && !has(&f, Rule::RankStraggler), "{f:#?}");
+    // With nothing moving it stays a hang.
+    assert!(has(&Build::new("hang").findings(150), Rule::CollectiveHang));
+}
+
+#[test]
+fn a_rank_at_ninety_nine_percent_waits_for_a_throttled_rank_at_a_hundred() {
+    // Rank 1 runs flat out on a thermally throttled GPU (SM activity 90 %, utilization 100 %); rank 0 does half
+    // its work and reads 99 %, within the driver's sampling noise of "as busy".
+    let b = Build::new("straggler").tick(|_, t| {
+        t.gpus[0].util_pct = Some(99);
+        set_gpm(t, 0, 45.0);
+        t.gpus[1].util_pct = Some(100);
+        set_gpm(t, 1, 90.0);
+        t.gpus[1].throttle_bits = Some(crate::sample::throttle::HW_THERMAL_SLOWDOWN);
+        for p in t.processes.iter_mut().filter(|p| p.pid == RANK1 + 1) {
+            p.cpu_pct = Some(20.0);
+        }
+    });
+    let f = b.findings(90);
+    let straggler = get(&f, Rule::RankStraggler);
+    assert_eq!(straggler.gpu_index, Some(1), "{f:#?}");
+    assert!(straggler.evidence.contains("throttled"), "{}", straggler.evidence);
+}

@@ -775,7 +775,7 @@ fn listening_label(ctx: &Ctx<'_>, pid: u32, span: &Span) -> String {
 const SERVING_LOW_DUTY_PCT: f64 = 50.0;
 
 /// serving (info): a GPU process that serves requests (it listens on TCP ports that accepted a connection in
-/// idle-holder's window, or on which a read found one, however rare: [`serves`]) holds GPU memory
+/// idle-holder's window, or on which a read found one, however rare: `serves`) holds GPU memory
 /// while its GPU is busy a small part of the time: a bursty inference server, not an idle holder. Says how busy.
 #[must_use]
 pub fn serving(ctx: &Ctx<'_>) -> Vec<Observation> {

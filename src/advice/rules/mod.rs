@@ -9,6 +9,7 @@ use super::window::Ctx;
 use super::{Finding, Observation, Rule, Severity, Thresholds};
 
 pub mod blind;
+pub mod cpu_wait;
 pub mod datapath;
 pub mod efficiency;
 pub mod health;
@@ -16,6 +17,7 @@ pub mod host;
 pub mod jobs;
 pub mod memory;
 pub mod pace;
+pub mod signals;
 pub mod throttle;
 pub mod throughput;
 pub mod waiting;
@@ -44,6 +46,8 @@ pub const RULES: &[(Rule, RuleFn)] = &[
     (Rule::CpuQuotaThrottled, waiting::cpu_quota_throttled),
     (Rule::RemoteDatasetStall, waiting::remote_dataset_stall),
     (Rule::CpusPinned, pace::cpus_pinned),
+    (Rule::CpuContention, cpu_wait::cpu_contention),
+    (Rule::CpuOversubscribed, cpu_wait::cpu_oversubscribed),
     (Rule::CompileWarmup, pace::compile_warmup),
     (Rule::GpuUnderfed, waiting::gpu_underfed),
     (Rule::RankStraggler, jobs::rank_straggler),
@@ -111,6 +115,8 @@ pub fn single(indices: &[u32]) -> Option<u32> {
 
 #[cfg(test)]
 mod catalogue_tests;
+#[cfg(test)]
+mod cpu_wait_tests;
 #[cfg(test)]
 mod healthy_tests;
 #[cfg(test)]

@@ -5,7 +5,8 @@
 use super::super::window::{Ctx, duration_label, pct_label, share_label};
 use super::super::{Finding, Observation, Rule, Severity};
 use super::draft;
-use super::waiting::{ProcWindow, waiting_processes};
+use super::signals::{GpuWindow, ProcWindow};
+use super::waiting::waiting_processes;
 use crate::sample::HostProcess;
 
 /// "0-1,4,6-7": a sorted CPU list as `Cpus_allowed_list` writes it.
@@ -124,7 +125,7 @@ fn pinned_finding(
     pw: &ProcWindow<'_>,
     (allowed, workers, busy, idle): (u32, u32, Option<f64>, u32),
     share: f64,
-    gw: &super::waiting::GpuWindow<'_>,
+    gw: &GpuWindow<'_>,
 ) -> Observation {
     let t = ctx.t;
     let process = ctx.host_process(pid);

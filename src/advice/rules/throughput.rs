@@ -16,35 +16,35 @@ use crate::history::{InputSample, ProcessSeries, Readings};
 use crate::sample::ProcessRole;
 
 /// Per-sample signals of one GPU process, aligned with its GPU's and the host's samples.
-struct ProcessSamples {
-    span: Span,
+pub(super) struct ProcessSamples {
+    pub(super) span: Span,
     /// Where the process works, for people: "GPU 0", or "GPU 0 slice 1g.18gb (GI 7)" on a MIG GPU.
-    at: String,
+    pub(super) at: String,
     /// Its slice's GPU instance id, on a MIG GPU.
-    gpu_instance_id: Option<u32>,
+    pub(super) gpu_instance_id: Option<u32>,
     /// Judge the GPU's work by SM activity: its utilization may be NCCL spinning (see [`spin_inflated`]).
-    by_sm: bool,
-    times: Vec<u64>,
-    util: Vec<Option<u32>>,
-    sm_active: Vec<Option<f32>>,
-    self_in_d: Vec<bool>,
-    child_in_d: Vec<bool>,
-    read: Vec<Option<u64>>,
-    write: Vec<Option<u64>>,
-    cpu: Vec<Option<f32>>,
-    thread_cpu: Vec<Option<f32>>,
-    child_cpu: Vec<Option<f32>>,
-    psi_io: Vec<Option<f32>>,
-    iowait: Vec<Option<f32>>,
-    host_busy: Vec<Option<f32>>,
+    pub(super) by_sm: bool,
+    pub(super) times: Vec<u64>,
+    pub(super) util: Vec<Option<u32>>,
+    pub(super) sm_active: Vec<Option<f32>>,
+    pub(super) self_in_d: Vec<bool>,
+    pub(super) child_in_d: Vec<bool>,
+    pub(super) read: Vec<Option<u64>>,
+    pub(super) write: Vec<Option<u64>>,
+    pub(super) cpu: Vec<Option<f32>>,
+    pub(super) thread_cpu: Vec<Option<f32>>,
+    pub(super) child_cpu: Vec<Option<f32>>,
+    pub(super) psi_io: Vec<Option<f32>>,
+    pub(super) iowait: Vec<Option<f32>>,
+    pub(super) host_busy: Vec<Option<f32>>,
     /// Threads of the process and its `DataLoader` children in D at each sample.
-    d_count: Vec<u32>,
+    pub(super) d_count: Vec<u32>,
     /// The input path's record at each sample (workers, waits by kind, remote files by mode).
-    input: Vec<Option<InputSample>>,
+    pub(super) input: Vec<Option<InputSample>>,
     /// `PCIe` TX of the GPU (device to host), KB/s.
-    tx_kbps: Vec<Option<u32>>,
+    pub(super) tx_kbps: Vec<Option<u32>>,
     /// `DataLoader` workers now, whether they worked in the window or not (compile workers left out).
-    children_now: u32,
+    pub(super) children_now: u32,
 }
 
 /// A GPU process, its GPU and its window: what both rules need before they look at the samples.
@@ -155,12 +155,12 @@ impl ProcessSamples {
     /// The `DataLoader` workers that fed the GPU: the most that did work at one sample of the window (an idle
     /// persistent worker of an evaluation loader is not one; compile workers never are). Where no input record
     /// exists, the children now.
-    fn workers(&self) -> u32 {
+    pub(super) fn workers(&self) -> u32 {
         self.input.iter().flatten().map(|i| u32::from(i.busy_workers)).max().unwrap_or(self.children_now)
     }
 
     /// "10 DataLoader workers" or, with idle ones, "10 DataLoader workers (4 idle, not counted)".
-    fn workers_label(&self) -> String {
+    pub(super) fn workers_label(&self) -> String {
         let workers = self.workers();
         let idle = self.children_now.saturating_sub(workers);
         let plural = if workers == 1 { "" } else { "s" };
@@ -186,11 +186,11 @@ impl ProcessSamples {
         mean(self.tx_kbps.iter().map(|v| v.map(|kb| f64::from(kb) * 1000.0 / MIB)))
     }
 
-    fn share(flags: &[bool]) -> f64 {
+    pub(super) fn share(flags: &[bool]) -> f64 {
         share_of(flags.iter().copied())
     }
 
-    fn median<T: Num>(values: &[Option<T>]) -> Option<f64> {
+    pub(super) fn median<T: Num>(values: &[Option<T>]) -> Option<f64> {
         median(values.iter().copied())
     }
 
@@ -211,7 +211,7 @@ impl ProcessSamples {
     /// 1.4 MiB/s and waited in D), so a read-rate floor would hide exactly the worst stores. A sample with no bytes
     /// read (a thread in D on a log file, a stray one), whose writes dominate (a checkpoint), or whose threads in D
     /// all wait on writes ([`Self::d_by_writes`]: a logging thread blocked on NFS) does not count.
-    fn in_d_reading(&self, t: &super::super::Thresholds) -> Vec<bool> {
+    pub(super) fn in_d_reading(&self, t: &super::super::Thresholds) -> Vec<bool> {
         (0..self.times.len())
             .map(|i| {
                 let read = self.read[i];
@@ -257,6 +257,20 @@ impl ProcessSamples {
         workerless && util.is_some_and(|u| u < t.starved_util_pct)
     }
 
+    /// Per sample: whether the CPUs the process may run on have no idle core (less than one core's worth idle).
+    pub(super) fn cpus_full(&self, n_cpus: usize) -> Vec<bool> {
+        (0..self.times.len())
+            .map(|i| {
+                let allowed = self.input[i].and_then(|x| x.allowed_cpus.zip(x.allowed_busy_pct));
+                let (cpus, busy) = match allowed {
+                    Some((cpus, busy)) => (f64::from(cpus), Some(f64::from(busy))),
+                    None => (n_cpus as f64, self.host_busy[i].map(f64::from)),
+                };
+                busy.is_some_and(|b| cpus - b / 100.0 * cpus < 1.0)
+            })
+            .collect()
+    }
+
     /// Whether the tree writes much more than it reads (a checkpoint or log writer, not an input pipeline).
     fn writes_dominate(&self, t: &super::super::Thresholds) -> bool {
         let write = Self::median(&self.write).unwrap_or(0.0);
@@ -264,7 +278,7 @@ impl ProcessSamples {
         write >= t.read_low_mib_s * MIB && write >= 2.0 * read
     }
 
-    fn util_evidence(&self) -> String {
+    pub(super) fn util_evidence(&self) -> String {
         if self.gpu_instance_id.is_some() {
             return format!(
                 "{} SM activity mean {} over {} (GPM of its GPU instance; the whole GPU's utilization does not \
@@ -290,7 +304,7 @@ impl ProcessSamples {
     }
 }
 
-fn opt_pct(value: Option<f64>) -> String {
+pub(super) fn opt_pct(value: Option<f64>) -> String {
     value.map_or_else(|| "N/A".to_owned(), pct_label)
 }
 
@@ -300,7 +314,7 @@ fn opt_rate(value: Option<f64>) -> String {
 
 /// The compute processes on GPUs whose mean utilization is low enough for an input rule to hold, with their
 /// samples; the others are skipped before any sample is built.
-fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
+pub(super) fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
     let starved = Subject::starved_places(ctx);
     let mut out = Vec::new();
     for (gpu_index, pid) in ctx.compute_processes() {
@@ -322,7 +336,7 @@ fn starved_processes(ctx: &Ctx<'_>) -> Vec<(u32, u32, ProcessSamples)> {
 
 /// Whether a starved process's finding may appear (mean under `starved_util_pct` over a covered window) and
 /// stay (mean under `starved_exit_util_pct`).
-fn starved(s: &ProcessSamples, t: &super::super::Thresholds) -> (bool, bool) {
+pub(super) fn starved(s: &ProcessSamples, t: &super::super::Thresholds) -> (bool, bool) {
     let m = s.mean_util().unwrap_or(100.0);
     (s.span.covered && m < t.starved_util_pct, m < t.starved_exit_util_pct)
 }
@@ -348,8 +362,11 @@ pub fn input_bound(ctx: &Ctx<'_>) -> Vec<Observation> {
         let psi = ProcessSamples::median(&s.psi_io);
         let psi_high = psi.is_some_and(|p| p >= t.psi_io_some_pct);
         let pegged = ProcessSamples::share(&s.pegged(t)) >= t.exit_share;
-        // A high read rate alone is a decode pipeline's too: with pegged workers and calm PSI it is not storage.
-        let reads_high = read.is_some_and(|r| r >= t.read_high_mib_s * MIB) && (psi_high || !pegged);
+        // A high read rate alone is a decode pipeline's too: with pegged workers and calm PSI it is not storage; and
+        // with no idle CPU it is what runnable workers read between their turns on a CPU (they wait for the CPU, not
+        // for the reads: cpu-contention's or cpu-oversubscribed's).
+        let cpus_full = ProcessSamples::share(&s.cpus_full(ctx.machine.n_cpus)) >= t.exit_share;
+        let reads_high = read.is_some_and(|r| r >= t.read_high_mib_s * MIB) && (psi_high || !pegged) && !cpus_full;
         let reads_some = read.is_some_and(|r| r >= t.read_low_mib_s * MIB);
         // PSI is host-wide: someone else's writes (a checkpoint) raise it too, so it counts only with this
         // process's own reads or a real share of its samples in D while reading (a stray one is not enough).
@@ -504,7 +521,14 @@ pub fn cpu_bound_input(ctx: &Ctx<'_>) -> Vec<Observation> {
         let (idle_cores, idle_text) = idle_cores(ctx, &s);
         let spare = idle_cores.unwrap_or(0).saturating_sub(1).max(1);
         let plural = if workers == 1 { "" } else { "s" };
-        let remedy = if worker {
+        let remedy = if worker && idle_cores.is_some_and(|n| n < 2) {
+            format!(
+                "The workers keep every CPU busy ({workers} worker{plural}, {idle_text}): more workers would only queue \
+                 for them. Make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
+                 torchvision.io.decode_jpeg on cuda); if each worker runs several threads, give it one \
+                 (torch.set_num_threads(1) in worker_init_fn, OMP_NUM_THREADS=1)."
+            )
+        } else if worker {
             format!(
                 "Raise DataLoader num_workers from {workers} to about {} (the job has {workers} worker{plural}, \
                  {idle_text}); or make each sample cheaper: pre-decode or pre-resize offline, decode on the GPU (DALI, \
