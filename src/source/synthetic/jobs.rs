@@ -234,16 +234,9 @@ fn quiet_job(workload: Workload) -> JobShape {
             load: LoadShape { busy_cores: 0.1, ..NO_LOAD },
             ..server
         },
-        // With no connection open at any read, the account books its wait for requests as "not determined" (a
-        // gpu-underfed warning) where serving is the verdict: left out until the account reads a server from the
-        // connections it accepted.
-        Workload::ServeRare => JobShape {
-            cmdline: "python serve.py --model llama-7b --port 8000",
-            cpu_pct: 0.5,
-            load: NO_LOAD,
-            threads: None,
-            ..server
-        },
+        Workload::ServeRare => {
+            JobShape { cmdline: "python serve.py --model llama-7b --port 8000", cpu_pct: 0.5, load: NO_LOAD, ..server }
+        }
         _ => JobShape { cmdline: "python train_jax.py --model gemma-7b --batch-size 64", ..COMPUTE_JOB },
     }
 }
