@@ -31,9 +31,9 @@ fn the_monitor_gives_status_its_live_finding() {
     let before = stdout(&status_in(runtime.path(), &args));
     assert!(!before.contains("input") && before.trim_end().ends_with('?'), "no watcher: one sample: {before}");
 
-    // The watcher: the monitor sampling every 0.1 s, its rules judging over 2 s.
+    // The watcher: the monitor sampling every 0.1 s, its rules and its account judging over 2 s.
     let config = runtime.path().join("config.toml");
-    std::fs::write(&config, "[thresholds]\nwindow_s = 2\n").expect("config");
+    std::fs::write(&config, "[thresholds]\nwindow_s = 2\n\n[thresholds.account]\nwindow_s = 2\n").expect("config");
     let (dir, config) = (runtime.path().to_str().expect("utf-8"), config.to_str().expect("utf-8"));
     let watcher = ["--synthetic", "input-bound", "--interval", "0.1", "--config", config];
     let mut monitor = Session::gpusight(&watcher, &[("XDG_RUNTIME_DIR", dir)], 100, 30);
@@ -57,7 +57,7 @@ fn the_monitor_gives_status_its_live_finding() {
 fn the_exporter_gives_status_its_live_finding_too() {
     let runtime = temp_dir();
     let config = runtime.path().join("config.toml");
-    std::fs::write(&config, "[thresholds]\nwindow_s = 2\n").expect("config");
+    std::fs::write(&config, "[thresholds]\nwindow_s = 2\n\n[thresholds.account]\nwindow_s = 2\n").expect("config");
     let mut exporter =
         command(&["export", "--synthetic", "input-bound", "--listen", "127.0.0.1:0", "--interval", "0.1"])
             .arg("--config")

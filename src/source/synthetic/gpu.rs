@@ -2,7 +2,7 @@
 //! from it with the scenario's seeded noise.
 
 use super::spec::{BLIP_TICK, LOST_AFTER_TICKS, SyntheticSpec, Workload};
-use super::{GIB, H200_MEM_BYTES, MIB, input_cases, jitter};
+use super::{GIB, H200_MEM_BYTES, MIB, everyday, input_cases, jitter};
 use crate::sample::{GpmMetrics, GpuInfo, GpuState, GpuTick, ThrottleCounters, UnixMs, throttle};
 
 /// A reading's centre and spread: each tick draws `centre ± spread` from the scenario's seeded noise (a spread
@@ -55,7 +55,7 @@ const IDLE_GPU: GpuShape = GpuShape {
 pub(super) const WAITING_GPU: GpuShape = GpuShape { sm_mhz: fixed(1980.0), bits: 0, link_gen: None, ..IDLE_GPU };
 
 /// Dense matrix products at the power cap.
-const COMPUTE_GPU: GpuShape = GpuShape {
+pub(super) const COMPUTE_GPU: GpuShape = GpuShape {
     util: Spread(99.0, 1.0),
     power_w: Spread(692.0, 6.0),
     temp_c: Spread(66.0, 2.0),
@@ -363,7 +363,7 @@ fn gpu_shape(workload: Workload, n: u64, secs: u64) -> GpuShape {
         W::RankSpinInput => RANK_SPIN_INPUT_GPU,
         W::Unseen => UNDERFED_GPU,
         W::MigSlice => MIG_SLICE_GPU,
-        _ => input_cases::gpu_shape(workload).unwrap_or(WAITING_GPU),
+        _ => input_cases::gpu_shape(workload).or_else(|| everyday::gpu_shape(workload, secs)).unwrap_or(WAITING_GPU),
     }
 }
 
@@ -387,6 +387,23 @@ fn thermal_gpu(n: u64) -> GpuShape {
     }
 }
 
+/// Below this utilization, or this GPM SM activity, the GPU waits and its processes' threads are gathered every
+/// second, as the live sampler judges it (`source::live`'s `urgent_pids`).
+const WAITS_UTIL_PCT: u32 = 90;
+const WAITS_SM_ACTIVE_PCT: f32 = 50.0;
+
+/// Whether the GPU of `workload` waits at tick `n` by its utilization and SM activity there (see
+/// [`WAITS_UTIL_PCT`]): the thread times' cadence. A lost GPU, and a MIG GPU (utilization N/A), wait.
+pub(super) fn waits(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64) -> bool {
+    if (workload == Workload::Lost && n >= LOST_AFTER_TICKS) || info.mig_enabled == Some(true) {
+        return true;
+    }
+    let seed = spec.seed ^ u64::from(info.index) << 32;
+    let shape = gpu_shape(workload, n, n * spec.interval_ms / 1000);
+    let util = jitter(seed, n, 0, shape.util.0, shape.util.1).min(100);
+    util < WAITS_UTIL_PCT || (info.gpm_supported && sm_active(seed, n, &shape) < WAITS_SM_ACTIVE_PCT)
+}
+
 pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload, n: u64, at_ms: UnixMs) -> GpuTick {
     if workload == Workload::Lost && n >= LOST_AFTER_TICKS {
         return GpuTick { index: info.index, state: GpuState::Lost, ..GpuTick::default() };
@@ -406,7 +423,7 @@ pub(super) fn gpu_tick(spec: &SyntheticSpec, info: &GpuInfo, workload: Workload,
     let (pcie_gen, pcie_width) = (shape.link_gen.or(info.max_pcie_gen), shape.link_width.or(info.max_pcie_width));
     // MIG leaves the whole GPU's utilization N/A; collectives send what they receive.
     let mig = info.mig_enabled == Some(true);
-    let tx_share = if workload == Workload::RankComm { 1.0 } else { 0.1 };
+    let tx_share = if workload == Workload::RankComm || everyday::symmetric(workload) { 1.0 } else { 0.1 };
     GpuTick {
         index: info.index,
         state: GpuState::Ok,
@@ -492,11 +509,21 @@ fn throttle_counters(workload: Workload, bits: u64, elapsed_ns: u64) -> Throttle
     }
 }
 
+/// A GPM metric at tick `n`: `base` % give or take a tenth of it, from jitter stream `stream`.
 #[expect(clippy::cast_possible_truncation, reason = "percentages capped at 100 fit an f32")]
+fn gpm_metric(seed: u64, n: u64, stream: u64, base: f64) -> f32 {
+    (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32
+}
+
+/// The GPM SM activity of a profile at tick `n`.
+fn sm_active(seed: u64, n: u64, shape: &GpuShape) -> f32 {
+    gpm_metric(seed, n, 6, shape.sm_active)
+}
+
 fn gpm_metrics(seed: u64, n: u64, shape: &GpuShape, util: u32) -> GpmMetrics {
-    let f = |stream, base: f64| (f64::from(jitter(seed, n, stream, base * 10.0, base)) / 10.0).min(100.0) as f32;
+    let f = |stream, base: f64| gpm_metric(seed, n, stream, base);
     GpmMetrics {
-        sm_active_pct: Some(f(6, shape.sm_active)),
+        sm_active_pct: Some(sm_active(seed, n, shape)),
         sm_occupancy_pct: Some(f(7, shape.sm_active * 0.15)),
         tensor_active_pct: Some(f(8, shape.tensor)),
         dram_active_pct: Some(f(9, shape.dram)),

@@ -2,7 +2,7 @@
 
 use super::jitter;
 use super::spec::SyntheticSpec;
-use crate::sample::{CpuBreakdown, HostTick, MachineInfo, Psi};
+use crate::sample::{CpuBreakdown, CpuOthers, HostTick, MachineInfo, NetRate, Psi};
 
 /// What a workload contributes to the host at one tick.
 #[derive(Debug, Default)]
@@ -11,6 +11,9 @@ pub(super) struct HostLoad {
     pub(super) iowait_cores: f64,
     pub(super) psi_io: f32,
     pub(super) psi_cpu: f32,
+    /// Who else uses the CPUs, where a scenario says, and the network's traffic.
+    pub(super) cpu_others: Option<CpuOthers>,
+    pub(super) net: Vec<NetRate>,
 }
 
 #[expect(clippy::cast_possible_truncation, reason = "percentages and rates of a synthetic host fit an f32")]
@@ -55,8 +58,7 @@ pub(super) fn host_tick(spec: &SyntheticSpec, machine: &MachineInfo, n: u64, loa
             memory_full_avg10: Some(0.0),
         }),
         uptime_s: Some(86_400 + n * spec.interval_ms / 1000),
-        // Filled per scenario where one needs them.
-        net: Vec::new(),
-        cpu_others: None,
+        net: load.net.clone(),
+        cpu_others: load.cpu_others.clone(),
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! The parts: `spec` (workloads, scenarios, `SCENARIO[:GPUS[xPROCS]]`), `gpu` (each workload's GPU profile,
 //! `gpu_tick` reads it), `jobs` (each workload's job as a shape: launcher, GPU process, workers, load, input),
-//! `processes` (the processes of one GPU's slot built from its job, ranks, scale extras, churn), `host` (the host's
-//! tick) and `input_cases` (the scenarios about where training really runs). This module builds the machine and
+//! `processes` (the processes of one GPU's slot built from its job, ranks, scale extras, churn), `threads` (the
+//! thread times of each job's processes, gathered at the live sampler's cadence), `host` (the host's tick) and
+//! `input_cases` (the scenarios about where training really runs). This module builds the machine and
 //! each tick from them.
 
 use std::sync::Arc;
@@ -29,12 +30,14 @@ const MIB: u64 = 1 << 20;
 const H200_MEM_BYTES: u64 = 150_754_820_096;
 const TICKS_PER_SECOND: u64 = 100;
 
+mod everyday;
 mod gpu;
 mod host;
 mod input_cases;
 mod jobs;
 mod processes;
 mod spec;
+mod threads;
 
 pub use spec::{
     BLIP_TICK, CHURN_LIFETIME_MS, CRASH_ENV, DELAY_ENV, LOST_AFTER_TICKS, Scenario, SpecError, SyntheticSpec, Workload,
@@ -88,12 +91,12 @@ fn crash_like_a_driver() {
 }
 
 fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
-    let n_cpus = 32;
-    let cpus_per_node = n_cpus / 2;
+    let (n_cpus, n_nodes) = spec.scenario.host_cpus();
+    let cpus_per_node = n_cpus / n_nodes;
     let gpus = (0..spec.n_gpus)
         .map(|index| {
-            // Two NUMA nodes; the first half of the GPUs sits on node 0.
-            let node = u32::from(index >= spec.n_gpus.div_ceil(2));
+            // Two NUMA nodes (or one); the first half of the GPUs sits on node 0.
+            let node = u32::from(n_nodes > 1 && index >= spec.n_gpus.div_ceil(2));
             let first_cpu = node * cpus_per_node;
             let workload = spec.scenario.workload(index);
             GpuInfo {
@@ -130,7 +133,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
                     .map(|peer| GpuPeer {
                         index: peer,
                         nvlinks: Some(18),
-                        pcie: Some(if (peer >= spec.n_gpus.div_ceil(2)) == (node == 1) {
+                        pcie: Some(if u32::from(n_nodes > 1 && peer >= spec.n_gpus.div_ceil(2)) == node {
                             PciePath::Node
                         } else {
                             PciePath::System
@@ -150,7 +153,7 @@ fn machine_for(spec: &SyntheticSpec) -> MachineInfo {
         open_kernel_module: Some(true),
         kernel_release: Some("6.8.0-synthetic".to_owned()),
         n_cpus: n_cpus as usize,
-        n_numa_nodes: 2,
+        n_numa_nodes: n_nodes as usize,
         mem_total_bytes: Some(2048 * GIB),
         boot_time_ms: Some(DEFAULT_START_MS - 86_400_000),
         gpus,

@@ -2,13 +2,17 @@
 //! shape), the ranks of a multi-GPU job, the scale extras and the `churn` jobs that come and go.
 
 use super::host::HostLoad;
-use super::jobs::{InputShape, JobShape, job_shape};
+use super::jobs::{COMPUTE_JOB, InputShape, JobShape, job_shape, worker};
 use super::spec::{CHURN_LIFETIME_MS, SyntheticSpec, Workload};
-use super::{GIB, MIB, TICKS_PER_SECOND, input_cases, jitter};
+use super::{GIB, MIB, TICKS_PER_SECOND, everyday, input_cases, jitter, threads};
 use crate::sample::{GpuInfo, GpuProcess, HostProcess, ProcessKind, ProcessRole, Tick, UnixMs};
 
 /// Process slots per GPU in `churn` (plus `processes_per_gpu`).
 const CHURN_SLOTS: u32 = 6;
+
+/// What a `churn` job's threads do: its step thread runs (its CPU and state are the job's), its one worker waits on
+/// its index queue or, in D, reads.
+const CHURN_JOB: JobShape = JobShape { workers: &[worker('S', 0.0, 0)], ..COMPUTE_JOB };
 
 struct ProcSpec<'a> {
     pid: u32,
@@ -189,6 +193,7 @@ pub(super) fn add_processes(
 ) {
     let slot = Slot { spec, info, n, at_ms };
     if let Some(job) = job_shape(workload) {
+        let from = tick.processes.len();
         add_job(&slot, &job, tick);
         if matches!(
             workload,
@@ -197,6 +202,7 @@ pub(super) fn add_processes(
                 | Workload::RankHung
                 | Workload::RankCpuBusy
                 | Workload::RankComm
+                | Workload::NcclTcp
         ) {
             make_rank(&slot, tick);
         }
@@ -209,6 +215,10 @@ pub(super) fn add_processes(
         load.psi_io = load.psi_io.max(job.load.psi_io);
         load.psi_cpu = load.psi_cpu.max(job.load.psi_cpu);
         input_cases::refine(workload, &slot, tick);
+        everyday::refine(workload, &slot, tick);
+        everyday::host(workload, &slot, load);
+        // The slot's processes (the earlier slots' are never removed, so they start at `from`).
+        threads::add_times(&slot, workload, &job, &mut tick.processes[from..]);
     }
     if workload == Workload::Churn {
         add_churn(spec, info, n, at_ms, tick);
@@ -240,7 +250,9 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
         read_bytes_per_s: 0,
         started_secs_before: job.age_s + 5 + elapsed_s,
     };
-    let state = char::from(job.states[usize::try_from(slot.n).unwrap_or(0) % job.states.len()]);
+    // One state a second of the run, whatever the interval: at a tenth of a second, the main thread's gathers (one
+    // a second) would otherwise always meet the same state of the cycle.
+    let state = char::from(job.states[usize::try_from(elapsed_s).unwrap_or(0) % job.states.len()]);
     let read = u64::from(jitter(seed, slot.n, 20, job.read_mib.0, job.read_mib.1)) * MIB;
     tick.processes.push(slot.process(ProcSpec { cmdline: common.cmdline.clone(), ..common }));
     let mut main = slot.process(ProcSpec {
@@ -288,6 +300,7 @@ fn add_job(slot: &Slot<'_>, job: &JobShape, tick: &mut Tick) {
             read_bytes_per_s: worker.read_bytes_per_s,
             started_secs_before: job.age_s - 10 + elapsed_s,
         });
+        child.n_threads = Some(worker.pool.max(4));
         with_input(&mut child, &job.input, true);
         tick.processes.push(child);
     }
@@ -383,6 +396,7 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
             read_bytes_per_s: u64::from(jitter(seed, n, stream + 1, 40.0, 40.0)) * MIB,
             started_secs_before: age_s,
         };
+        let from = tick.processes.len();
         tick.processes.push(host_process(spec, info, at_ms, job(pid, 1, ProcessRole::Gpu, "sweep.py", cpu, 'R')));
         let worker = job(
             pid + 1,
@@ -393,6 +407,8 @@ fn add_churn(spec: &SyntheticSpec, info: &GpuInfo, n: u64, at_ms: UnixMs, tick: 
             if n.is_multiple_of(7) { 'D' } else { 'S' },
         );
         tick.processes.push(host_process(spec, info, at_ms, worker));
+        let slot = Slot { spec, info, n, at_ms };
+        threads::add_times(&slot, Workload::Churn, &CHURN_JOB, &mut tick.processes[from..]);
         tick.gpu_processes.push(GpuProcess {
             gpu_index: info.index,
             pid: Some(pid),

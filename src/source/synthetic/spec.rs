@@ -99,6 +99,30 @@ pub enum Workload {
     /// A job flat out on a 1g slice of a MIG GPU: utilization N/A, whole-GPU SM activity 13 %, its slice's own SM
     /// activity 97 % (`1g.18gb`, GI 7), its main thread at 100 % (a PyTorch main thread's normal state).
     MigSlice,
+    /// A `ResNet` job with 8 `DataLoader` workers on a 16-CPU host that another user's `stress` keeps busy (1,400 % of a
+    /// core): the workers are runnable but get 40 % of a core each; nothing waits on I/O.
+    CpuContention,
+    /// 8 `DataLoader` workers running 36 threads each (an OpenMP pool per worker) on a 16-CPU host with no idle core
+    /// and nobody else on it.
+    Oversubscribed,
+    /// A job restarted every 90 s by the loop that runs it: a new PID with the same command line, its GPU unused for
+    /// 10 s between processes and idle through each 15 s start-up.
+    CrashLoop,
+    /// A job that writes a checkpoint synchronously for 20 s of every minute: its main thread in D writing, its GPU
+    /// idle meanwhile.
+    CheckpointSync,
+    /// A rank of a torchrun job over two nodes whose collectives run over TCP (NCCL's sockets): utilization near
+    /// 100 % with SM activity 10 % (the collectives spin), the main thread asleep in sockets and locks, the traffic
+    /// on `eth0`.
+    NcclTcp,
+    /// A job with `num_workers=0`: its main thread decodes JPEGs (95 % of a core, reading 40 MiB/s), its GPU 30 %
+    /// busy.
+    DecodeMain,
+    /// One process whose kernel spins: utilization 100 %, SM activity 3 %, its main thread asleep in the driver.
+    SpinKernel,
+    /// A process 20 s old loading its checkpoint (GPU memory growing 1.5 GiB/s, utilization 0, no workers) for
+    /// another 25 s, then training with 4 `DataLoader` workers.
+    StartupLoad,
 }
 
 /// How long a `churn` process lives (virtual time).
@@ -130,6 +154,8 @@ pub enum Scenario {
     Rank0Eval,
     /// One torchrun job over every GPU whose collectives run over PCIe and set its pace.
     CommBound,
+    /// Two ranks (one per GPU) of a torchrun job over two nodes, its collectives over TCP.
+    NcclTcp,
 }
 
 const MIX: [Workload; 8] = [
@@ -145,7 +171,7 @@ const MIX: [Workload; 8] = [
 
 impl Scenario {
     /// Every scenario name accepted on the command line.
-    pub const NAMES: [&'static str; 43] = [
+    pub const NAMES: [&'static str; 51] = [
         "idle",
         "compute",
         "input-bound",
@@ -189,7 +215,24 @@ impl Scenario {
         "nccl-spin-input-rank",
         "container-no-pidns",
         "mig-slice-busy",
+        "cpu-contention",
+        "oversubscribed",
+        "crash-loop",
+        "checkpoint-sync",
+        "nccl-tcp",
+        "decode-main",
+        "spin-kernel",
+        "startup-load",
     ];
+
+    /// The host's CPUs and NUMA nodes: a two-socket box of 32, or a 16-CPU host of one node where the scenario is
+    /// about CPUs running out.
+    pub(super) fn host_cpus(self) -> (u32, u32) {
+        match self {
+            Self::Uniform(Workload::CpuContention | Workload::Oversubscribed) => (16, 1),
+            _ => (32, 2),
+        }
+    }
 
     pub(super) fn workload(self, gpu_index: u32) -> Workload {
         match self {
@@ -204,6 +247,7 @@ impl Scenario {
             Self::Rank0Eval if gpu_index == 0 => Workload::RankCpuBusy,
             Self::Rank0Eval => Workload::RankHung,
             Self::CommBound => Workload::RankComm,
+            Self::NcclTcp => Workload::NcclTcp,
         }
     }
 }
@@ -270,6 +314,14 @@ impl FromStr for Scenario {
             "nccl-spin-input-rank" => Self::Uniform(Workload::RankSpinInput),
             "container-no-pidns" => Self::Uniform(Workload::Unseen),
             "mig-slice-busy" => Self::Uniform(Workload::MigSlice),
+            "cpu-contention" => Self::Uniform(Workload::CpuContention),
+            "oversubscribed" => Self::Uniform(Workload::Oversubscribed),
+            "crash-loop" => Self::Uniform(Workload::CrashLoop),
+            "checkpoint-sync" => Self::Uniform(Workload::CheckpointSync),
+            "nccl-tcp" => Self::NcclTcp,
+            "decode-main" => Self::Uniform(Workload::DecodeMain),
+            "spin-kernel" => Self::Uniform(Workload::SpinKernel),
+            "startup-load" => Self::Uniform(Workload::StartupLoad),
             other => return Err(SpecError::UnknownScenario(other.to_owned())),
         })
     }
@@ -324,7 +376,7 @@ impl SyntheticSpec {
         let scenario: Scenario = name.parse()?;
         let default_gpus = match scenario {
             Scenario::Mixed | Scenario::Scale | Scenario::Uniform(Workload::Churn) => 8,
-            Scenario::Straggler | Scenario::Hang | Scenario::Rank0Eval | Scenario::CommBound => 2,
+            Scenario::Straggler | Scenario::Hang | Scenario::Rank0Eval | Scenario::CommBound | Scenario::NcclTcp => 2,
             Scenario::Uniform(_) => 1,
         };
         let bad_size = || SpecError::BadSize(crate::text::echo(size), crate::text::echo(text));
