@@ -422,12 +422,15 @@ pub struct Advisor {
     /// The book the accounts of each job's GPU time are read from, and the accounts after the last update.
     book: account::AccountBook,
     accounts: Vec<account::Account>,
+    /// The rules' observations the accounts replaced at the last update (place and rule): GPU-side evidence the next
+    /// split reads (launch-bound, h2d-copy-bound).
+    hints: Vec<(account::evidence::PlaceKey, Rule)>,
 }
 
 impl Advisor {
     /// Re-evaluates the rules over `history` and returns the findings active now, worst first.
     pub fn update(&mut self, history: &History, thresholds: &Thresholds) -> &[Finding] {
-        self.book.push(history, thresholds, &self.verdicts);
+        self.book.push(history, thresholds, &self.verdicts, &self.hints);
         let index = account::evidence::TickIndex::new(history.latest());
         let now_ms = history.now_ms().unwrap_or(0);
         let accounts = self.book.accounts(now_ms, thresholds.account.window_s, &self.verdicts, &index);
@@ -440,7 +443,9 @@ impl Advisor {
             machine: history.machine(),
             now_ms,
         };
-        let observations = account::findings::observe(&reading, thresholds, rules::observe_all(history, thresholds));
+        let (observations, replaced) =
+            account::findings::observe(&reading, thresholds, rules::observe_all(history, thresholds));
+        self.hints = replaced;
         let mut next: Vec<Finding> = Vec::with_capacity(observations.len());
         // The active findings by key (the first of a key, as a scan would find it): thousands of observations at
         // scale each look up their predecessor.

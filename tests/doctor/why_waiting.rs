@@ -48,11 +48,16 @@ fn each_waiting_scenario_is_named_by_doctor() {
 #[test]
 fn the_umbrella_names_the_cause_and_the_healthy_stay_quiet() {
     let (_, report) = doctor(&["--synthetic", "launch-bound", "--duration", "90s"]);
-    // One verdict per GPU: the umbrella is folded into the cause's finding, as what else was seen there.
+    // One verdict per GPU: the account read from the threads names the cause, with the rule's GPU-side evidence after
+    // it, and no umbrella beside it.
     let listed = report["findings"].as_array().expect("findings");
     assert!(listed.iter().all(|f| f["rule"] != "gpu-underfed"), "{report}");
     let verdict = listed.iter().find(|f| f["rule"] == "launch-bound").expect("the verdict");
-    assert_eq!(verdict["also"][0]["rule"], "gpu-underfed", "{verdict}");
+    let evidence = verdict["evidence"].as_str().expect("evidence");
+    assert!(
+        evidence.starts_with("account over ") && evidence.contains("SM activity is 8 % of utilization"),
+        "{verdict}"
+    );
     for healthy in ["compute", "idle", "idle-holder", "writer", "hw-blip", "ecc-corrected", "churn"] {
         let (_, report) = doctor(&["--synthetic", healthy, "--duration", "90s"]);
         assert!(warnings(&report).is_empty(), "{healthy}: {:?}", findings(&report));

@@ -434,7 +434,8 @@ fn each_jobs_gpu_time_is_counted_per_cause_with_its_energy() {
     assert!(text.contains("# TYPE gpusight_gpu_seconds_total counter"), "{text}");
     // GPU 1's job waits for its input: busy and input-bound, each with its energy, summing to the 40 s watched.
     let gpu1: Vec<&(&str, f64)> = seconds.iter().filter(|(l, _)| l.starts_with("gpu=\"1\",UUID=")).collect();
-    let job = format!(r#"{JOB_KEY_LABEL}="cmd:1002:python train.py --data /mnt/nfs/imagenet --workers 0""#);
+    // The job as the jobs view names it (its process here), never its command line.
+    let job = format!(r#"{JOB_KEY_LABEL}="pid:3001""#);
     assert!(gpu1.iter().all(|(l, _)| l.contains(&job) && l.contains("hostname=\"synthetic-mixed\"")), "{gpu1:?}");
     let causes: Vec<&str> = gpu1.iter().filter_map(|(l, _)| l.rsplit_once("cause=\"")).map(|(_, c)| c).collect();
     assert!(causes.contains(&"busy\"") && causes.contains(&"input-bound\""), "{causes:?}");

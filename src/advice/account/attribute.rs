@@ -89,6 +89,9 @@ pub struct WorkerTimes {
     pub reclaim_ms: f64,
     /// Asleep waiting for work (their index queue) or in anything else.
     pub idle_ms: f64,
+    /// The share of its span the busiest worker spent producing (0–1): where even it had slack, the step waits for
+    /// the hand-over of ready batches rather than for the workers.
+    pub busiest_share: f64,
 }
 
 impl WorkerTimes {
@@ -125,11 +128,12 @@ pub struct CpuWaitSplit {
 }
 
 impl CpuWaitSplit {
-    /// Splits `seconds` of waiting for a CPU into its causes; with no split known, to contention.
+    /// Splits `seconds` of waiting for a CPU into its causes; with no split known, to not determined.
     fn apportion(&self, seconds: f64, out: &mut Vec<(Cause, f64)>) {
         let total = self.quota + self.pinned + self.own + self.others;
         if total <= 0.0 {
-            push(out, Cause::CpuContention, seconds);
+            // Nobody holds the CPUs the job wants beyond them: the wait is the scheduler's own latency, owed to no one.
+            push(out, Cause::NotDetermined, seconds);
             return;
         }
         for (cause, share) in [
@@ -148,14 +152,44 @@ impl CpuWaitSplit {
 pub struct Context {
     /// A rank of a job over several GPUs.
     pub rank: bool,
+    /// Its ranks on this host at this sample: whether every one of them spins in a collective (busy by NVML's count,
+    /// little SM work), and whether data moves over their PCIe or NVLink.
+    pub all_ranks_spin: bool,
+    pub data_moving: bool,
     /// Another rank of its job is named the straggler the others wait for.
     pub straggler_elsewhere: bool,
-    /// A server with requests in the window (listening sockets with connections).
+    /// A server: it listens on TCP ports (not a rank, not a notebook kernel).
     pub serving: bool,
+    /// The job does nothing: its threads and workers used next to no CPU and moved no data over the span.
+    pub idle: bool,
     /// The GPU's PCIe link carried copies (a GPU-side wait with the link busy is a copy).
     pub pcie_busy: bool,
     pub step_cpu: StepCpu,
     pub cpu_wait: CpuWaitSplit,
+}
+
+impl Context {
+    /// What the time a GPU only looks busy is for this job: on a rank, waiting for the slower rank where not every
+    /// rank spins, communication where they all do and data moves, a collective that does not progress where
+    /// nothing moves; elsewhere the step's launches where its thread is busy on a CPU, else the kernels' own shape.
+    fn hollow(&self, main_busy: bool) -> Cause {
+        if self.rank {
+            if self.straggler_elsewhere || !self.all_ranks_spin {
+                Cause::RankStraggler
+            } else if self.data_moving {
+                Cause::CommBound
+            } else {
+                Cause::CollectiveHang
+            }
+        } else if main_busy {
+            match self.step_cpu {
+                StepCpu::Launch => Cause::LaunchBound,
+                _ => Cause::UtilMisleading,
+            }
+        } else {
+            Cause::UtilMisleading
+        }
+    }
 }
 
 /// Adds `seconds` to `cause` in `out` (ignoring nothing-at-all).
@@ -174,28 +208,28 @@ fn push(out: &mut Vec<(Cause, f64)>, cause: Cause, seconds: f64) {
 #[must_use]
 pub fn attribute(gpu: GpuTime, step: &StepTimes, ctx: &Context) -> Vec<(Cause, f64)> {
     let mut out = Vec::new();
-    let hollow = if !ctx.rank {
-        Cause::UtilMisleading
-    } else if ctx.straggler_elsewhere {
-        Cause::RankStraggler
-    } else {
-        Cause::CommBound
-    };
-    push(&mut out, hollow, gpu.looks_busy);
-    if gpu.idle <= 0.0 {
-        return out;
-    }
     let span_s = step.span_ms.max(1.0) / 1000.0;
     // The span's share of the step thread's time, scaled to the GPU's span (they are read at nearly the same moments).
     let scale = gpu.seconds.max(f64::EPSILON) / span_s;
     let on_cpu = step.main_on_cpu_ms / 1000.0 * scale;
     let wait_cpu = step.main_wait_cpu_ms / 1000.0 * scale;
+    // A rank whose own step waits for its input is the slow one: its collectives' spin is the others' data arriving
+    // while it catches up, so that time is split as idle time is.
+    let input_bound =
+        step.main_sleep.iter().any(|(k, share)| *share >= 0.5 && is_input_wait(*k, step.workers.is_some()));
+    let (hollow_time, idle) =
+        if ctx.rank && input_bound { (0.0, gpu.idle + gpu.looks_busy) } else { (gpu.looks_busy, gpu.idle) };
+    push(&mut out, ctx.hollow(on_cpu >= MAIN_BUSY_SHARE * gpu.seconds), hollow_time);
+    if idle <= 0.0 {
+        return out;
+    }
     let asleep = (gpu.seconds - on_cpu - wait_cpu).max(0.0);
-    let host_cpu = (on_cpu - gpu.kernel()).max(0.0);
+    let host_cpu = (on_cpu - (gpu.busy + hollow_time)).max(0.0);
     let mut parts: Vec<(Part, f64)> = vec![(Part::StepCpu, host_cpu), (Part::CpuWait, wait_cpu)];
     let mut waits_for_gpu = 0.0;
     if step.main_sleep.is_empty() {
-        parts.push((Part::Cause(Cause::NotDetermined), asleep));
+        let unknown = if ctx.idle { Cause::Idle } else { Cause::NotDetermined };
+        parts.push((Part::Cause(unknown), asleep));
     }
     for &(kind, share) in &step.main_sleep {
         match sleep_part(kind, ctx, step.workers.is_some()) {
@@ -206,20 +240,30 @@ pub fn attribute(gpu: GpuTime, step: &StepTimes, ctx: &Context) -> Vec<(Cause, f
     let host_bound: f64 = parts.iter().map(|(_, s)| s).sum();
     // The idle time is split in proportion to the host-bound parts, each at most its own length; what they do not
     // explain is a wait on the GPU's side.
-    let fill = if host_bound > gpu.idle { gpu.idle / host_bound } else { 1.0 };
+    let fill = if host_bound > idle { idle / host_bound } else { 1.0 };
     for (part, seconds) in parts {
         spend(part, seconds * fill, step, ctx, &mut out);
     }
-    let rest = (gpu.idle - host_bound).max(0.0);
-    let gpu_side = if waits_for_gpu > 0.0 && ctx.pcie_busy {
-        Cause::H2dCopyBound
-    } else if ctx.rank {
+    let rest = (idle - host_bound).max(0.0);
+    let gpu_side = if ctx.rank {
         Cause::CommBound
+    } else if waits_for_gpu > 0.0 && ctx.pcie_busy {
+        Cause::H2dCopyBound
     } else {
         Cause::NotDetermined
     };
     push(&mut out, gpu_side, rest);
     out
+}
+
+/// The share of a span its main thread must spend on a CPU to count as busy issuing work: a thread that launches
+/// kernels back to back, or computes, is on a CPU nearly all the time; one that waits for its next batch is not.
+const MAIN_BUSY_SHARE: f64 = 0.8;
+
+/// Whether the main thread's sleep in `kind` waits for its input: a read, a network file system, or (with
+/// `DataLoader` workers) the loader's queue.
+fn is_input_wait(kind: WaitKind, workers: bool) -> bool {
+    matches!(kind, WaitKind::Read | WaitKind::RemoteFs) || (workers && matches!(kind, WaitKind::Pipe | WaitKind::Poll))
 }
 
 /// A part of the main thread's time, before the input pipeline and the waits for a CPU are split.
@@ -233,8 +277,10 @@ enum Part {
 
 /// What the main thread's sleep in `kind` is: a part of the account, or `None` for a wait on the GPU itself.
 fn sleep_part(kind: WaitKind, ctx: &Context, workers: bool) -> Option<Part> {
+    let generic = matches!(kind, WaitKind::Pipe | WaitKind::Lock | WaitKind::Poll | WaitKind::Sleep | WaitKind::Other);
     let part = match kind {
         WaitKind::Gpu => return None,
+        _ if ctx.idle && (generic || kind == WaitKind::Hidden) => Part::Cause(Cause::Idle),
         WaitKind::Pipe | WaitKind::Lock | WaitKind::Poll if workers => Part::Pipeline,
         WaitKind::Pipe | WaitKind::Lock | WaitKind::Poll | WaitKind::Socket if ctx.serving => {
             Part::Cause(Cause::Serving)
@@ -258,6 +304,9 @@ fn sleep_part(kind: WaitKind, ctx: &Context, workers: bool) -> Option<Part> {
 fn spend(part: Part, seconds: f64, step: &StepTimes, ctx: &Context, out: &mut Vec<(Cause, f64)>) {
     match part {
         Part::Cause(cause) => push(out, cause, seconds),
+        // On a rank moving data, a main thread on a CPU beyond the kernels spins in a synchronize while the copy
+        // engines move the collective's data (copies are not kernels).
+        Part::StepCpu if ctx.rank && ctx.data_moving => push(out, Cause::CommBound, seconds),
         Part::StepCpu => {
             let cause = match ctx.step_cpu {
                 StepCpu::MainThread => Cause::MainThreadBound,
@@ -276,7 +325,11 @@ fn spend(part: Part, seconds: f64, step: &StepTimes, ctx: &Context, out: &mut Ve
                 push(out, Cause::NotDetermined, seconds);
                 return;
             };
-            let per_ms = seconds / w.producing_ms();
+            // The workers account for as much of the wait as the busiest of them was busy; a worker with slack had its
+            // batches ready, so past that the step waits for the hand-over (pin-memory thread, collation, a lock).
+            let theirs = seconds * w.busiest_share.clamp(0.0, 1.0);
+            push(out, Cause::NotDetermined, seconds - theirs);
+            let per_ms = theirs / w.producing_ms();
             push(out, Cause::CpuBoundInput, w.on_cpu_ms * per_ms);
             ctx.cpu_wait.apportion(w.wait_cpu_ms * per_ms, out);
             push(out, Cause::InputBound, w.read_ms * per_ms);
@@ -324,8 +377,14 @@ mod tests {
     fn a_step_waiting_on_its_loader_queue_is_the_input_pipeline_split_by_its_workers() {
         // The GPU runs 40 % of the time; the main thread spins in a synchronize while it does (on a CPU 45 %), and
         // sleeps on the loader's pipe the rest. The workers read 3 parts for every part they decode.
-        let workers =
-            WorkerTimes { count: 4, on_cpu_ms: 500.0, read_ms: 1500.0, idle_ms: 2000.0, ..WorkerTimes::default() };
+        let workers = WorkerTimes {
+            count: 4,
+            on_cpu_ms: 500.0,
+            read_ms: 1500.0,
+            idle_ms: 2000.0,
+            busiest_share: 1.0,
+            ..WorkerTimes::default()
+        };
         let out = attribute(
             gpu(40.0, Some(35.0)),
             &step(450.0, 0.0, vec![(WaitKind::Pipe, 1.0)], Some(workers)),
@@ -352,8 +411,13 @@ mod tests {
     #[test]
     fn waiting_for_a_cpu_goes_to_whoever_holds_the_cpus() {
         // Workers that mostly wait for a CPU: other users' processes hold three quarters of the shortfall.
-        let workers =
-            WorkerTimes { count: 8, on_cpu_ms: 1000.0, wait_cpu_ms: 3000.0, idle_ms: 0.0, ..WorkerTimes::default() };
+        let workers = WorkerTimes {
+            count: 8,
+            on_cpu_ms: 1000.0,
+            wait_cpu_ms: 3000.0,
+            busiest_share: 1.0,
+            ..WorkerTimes::default()
+        };
         let ctx = Context {
             cpu_wait: CpuWaitSplit { others: 3.0, own: 1.0, ..CpuWaitSplit::default() },
             ..Context::default()
@@ -366,14 +430,41 @@ mod tests {
 
     #[test]
     fn a_rank_waiting_in_a_spinning_collective_is_communication_or_the_straggler() {
-        let rank = Context { rank: true, ..Context::default() };
-        let out = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &rank);
+        let spin = || attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &Context::default());
+        assert!((share(&spin(), Cause::UtilMisleading) - 0.9).abs() < 1e-9, "alone: the kernels' own shape");
+        // Every rank spins while data moves: the job waits for its communication.
+        let all = Context { rank: true, all_ranks_spin: true, data_moving: true, ..Context::default() };
+        let out = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &all);
         assert!((share(&out, Cause::CommBound) - 0.9).abs() < 1e-9, "{out:?}");
-        let waiting = Context { straggler_elsewhere: true, ..rank };
-        let out = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &waiting);
+        // Some rank does not spin: this one waits for it.
+        let some = Context { all_ranks_spin: false, ..all };
+        let out = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &some);
         assert!((share(&out, Cause::RankStraggler) - 0.9).abs() < 1e-9, "{out:?}");
-        let alone = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &Context::default());
-        assert!((share(&alone, Cause::UtilMisleading) - 0.9).abs() < 1e-9, "{alone:?}");
+        // Every rank spins and nothing moves: a collective that does not progress.
+        let stuck = Context { data_moving: false, ..all };
+        let out = attribute(gpu(100.0, Some(5.0)), &step(1000.0, 0.0, Vec::new(), None), &stuck);
+        assert!((share(&out, Cause::CollectiveHang) - 0.9).abs() < 1e-9, "{out:?}");
+        // A rank whose own step reads its input is the slow one: its spin is split as idle time, to its reads.
+        let reading = attribute(gpu(100.0, Some(5.0)), &step(50.0, 0.0, vec![(WaitKind::Read, 1.0)], None), &some);
+        assert!(share(&reading, Cause::InputBound) > 0.8, "{reading:?}");
+    }
+
+    #[test]
+    fn a_worker_with_slack_leaves_the_queue_wait_to_the_hand_over() {
+        // The busiest worker produced half its time: half the queue wait is the workers', the rest not determined.
+        let workers =
+            WorkerTimes { count: 2, on_cpu_ms: 1000.0, idle_ms: 1000.0, busiest_share: 0.5, ..WorkerTimes::default() };
+        let out =
+            attribute(gpu(0.0, None), &step(0.0, 0.0, vec![(WaitKind::Lock, 1.0)], Some(workers)), &Context::default());
+        assert!((share(&out, Cause::CpuBoundInput) - 0.5).abs() < 1e-9, "{out:?}");
+        assert!((share(&out, Cause::NotDetermined) - 0.5).abs() < 1e-9, "{out:?}");
+    }
+
+    #[test]
+    fn a_job_that_does_nothing_is_idle_not_undetermined() {
+        let idle = Context { idle: true, ..Context::default() };
+        let out = attribute(gpu(0.0, None), &step(0.0, 0.0, vec![(WaitKind::Poll, 1.0)], None), &idle);
+        assert!((share(&out, Cause::Idle) - 1.0).abs() < 1e-9, "{out:?}");
     }
 
     #[test]

@@ -74,6 +74,8 @@ struct Pending {
 struct PlaceBook {
     entries: VecDeque<Entry>,
     pending: Pending,
+    /// The last job seen on the place, kept through a gap (its restarts are read while no process holds the GPU).
+    last_job: Option<u32>,
     /// The job on the place at the last tick (its lineage), and the job as the jobs view names it (`torch:...`,
     /// `pid:PID`): the exporter's label, never the lineage's command line.
     job: Option<u32>,
@@ -88,6 +90,23 @@ struct PlaceBook {
     gap: Option<(u32, f32)>,
     /// NVML's energy counter where it moved (read every ~30 s): when, and its value in mJ.
     energy: VecDeque<(UnixMs, u64)>,
+    /// The step process's GPU memory on the place, and since when it has held that value.
+    mem: Option<(u32, u64, UnixMs)>,
+}
+
+impl PlaceBook {
+    /// Since when the step process `pid`'s GPU memory on the place has held its value (now, for a new process or a
+    /// change).
+    fn mem_changed(&mut self, pid: u32, index: &TickIndex<'_>, at: &PlaceTick<'_>) -> UnixMs {
+        let now: u64 = index.compute_on(at.place).filter(|(p, _, _)| *p == pid).map(|(_, _, m)| m).sum();
+        match self.mem {
+            Some((p, bytes, since)) if p == pid && bytes == now => since,
+            _ => {
+                self.mem = Some((pid, now, at.now_ms));
+                at.now_ms
+            }
+        }
+    }
 }
 
 /// The totals of one job on one place since the book started: the exporter's counters.
@@ -124,7 +143,7 @@ struct PlaceTick<'t> {
 impl AccountBook {
     /// Books the newest tick of `history`: each place's time since the previous tick, attributed where the job's
     /// threads were gathered. `verdicts` are the findings of the previous evaluation (the rules' causes).
-    pub fn push(&mut self, history: &History, t: &Thresholds, verdicts: &[Finding]) {
+    pub fn push(&mut self, history: &History, t: &Thresholds, verdicts: &[Finding], hints: &[(PlaceKey, Rule)]) {
         let tick = history.latest();
         let now_ms = tick.at_ms;
         let dt_ms = self.last_ms.filter(|last| *last < now_ms).map(|last| now_ms - last);
@@ -149,7 +168,7 @@ impl AccountBook {
                     }
                 }
                 let at = PlaceTick { place, gpu, time, power_w, now_ms };
-                self.push_place(&at, &index, history, t, verdicts);
+                self.push_place(&at, &index, history, t, (verdicts, hints));
             }
         }
         let keep_ms = keep_ms(t);
@@ -169,7 +188,7 @@ impl AccountBook {
         index: &TickIndex<'_>,
         history: &History,
         t: &Thresholds,
-        verdicts: &[Finding],
+        (verdicts, hints): (&[Finding], &[(PlaceKey, Rule)]),
     ) {
         let Some((pid, _shared)) = index.step_on(at.place) else {
             let book = self.places.entry(at.place).or_default();
@@ -190,6 +209,7 @@ impl AccountBook {
         let verdict = verdict_cause(verdicts, at.place).0;
         let book = self.places.entry(at.place).or_default();
         book.job = Some(job);
+        book.last_job = Some(job);
         let label = host.and_then(|h| h.job.as_ref()).map_or_else(|| format!("pid:{pid}"), |j| j.key.clone());
         if book.job_label != label {
             book.job_label = label;
@@ -208,7 +228,7 @@ impl AccountBook {
         }
         add_pending(book, at);
         if let (Some(life), Some(host)) = (life, host)
-            && let Some(cause) = starting(life, host, index, at.now_ms, t)
+            && let Some(cause) = starting(life, (host, book.mem_changed(pid, index, at)), index, at.now_ms, t)
         {
             let entry = flush_as(book, at.now_ms, job, cause, basis);
             add_totals(&mut self.totals, at.place, &entry, verdict);
@@ -218,7 +238,7 @@ impl AccountBook {
         if let Some(host) = host
             && let Some(times) = host.times.as_ref()
         {
-            let ctx = context(at, host, index, history, t, verdicts);
+            let ctx = context(at, host, index, (history, t), (verdicts, hints));
             let entry = flush_attributed(book, at.now_ms, job, (host, times), index, &ctx);
             book.last_gather_ms = Some(at.now_ms);
             add_totals(&mut self.totals, at.place, &entry, verdict);
@@ -247,7 +267,7 @@ impl AccountBook {
     /// The restarts of the job now on `place` since `since_ms`.
     #[must_use]
     pub fn restarts(&self, place: PlaceKey, since_ms: UnixMs) -> Vec<Life> {
-        let Some(job) = self.places.get(&place).and_then(|b| b.job) else { return Vec::new() };
+        let Some(job) = self.places.get(&place).and_then(|b| b.job.or(b.last_job)) else { return Vec::new() };
         self.name(job).map_or_else(Vec::new, |key| self.lineages.restarts_since(key, since_ms))
     }
 
@@ -353,7 +373,8 @@ impl AccountBook {
             .map(|(cause, s)| {
                 let energy_j = any_power
                     .then(|| if cause == Cause::Busy { busy_j } else { wait_j * s / waiting.max(f64::EPSILON) });
-                CauseShare { cause, seconds: s, share: s / total, energy_j }
+                // Milliseconds and millijoules: entries keep f32, whose last digits are noise.
+                CauseShare { cause, seconds: round3(s), share: s / total, energy_j: energy_j.map(round3) }
             })
             .collect();
         causes.sort_by(|a, b| {
@@ -374,10 +395,10 @@ impl AccountBook {
                 .map(|h| if h.cmdline.is_empty() { h.name.clone() } else { h.cmdline.clone() })
                 .unwrap_or_default(),
             window_s: window_s as f64,
-            seconds: total,
+            seconds: round3(total),
             basis,
             causes,
-            energy_j: any_power.then_some(busy_j + wait_j),
+            energy_j: any_power.then_some(round3(busy_j + wait_j)),
             alone: step.is_some_and(|(_, shared)| shared == 0),
             unseen: unseen(basis, host),
         })
@@ -421,8 +442,7 @@ fn places_of(gpu: &GpuTick) -> Vec<PlaceKey> {
 fn verdict_cause(verdicts: &[Finding], place: PlaceKey) -> (Cause, UnixMs) {
     let here = |f: &&Finding| f.gpu_index == Some(place.0) && f.gpu_instance_id == place.1;
     let named = |f: &Finding| match f.rule {
-        Rule::GpuUnderfed | Rule::IdleHolder => f.cause.and_then(Cause::of_rule),
-        Rule::CollectiveHang => Some(Cause::CommBound),
+        Rule::GpuUnderfed => f.cause.and_then(Cause::of_rule),
         rule => Cause::of_rule(rule).filter(|c| !c.is_healthy() || *c == Cause::Serving),
     };
     verdicts
@@ -567,6 +587,7 @@ fn scaled(w: WorkerTimes, by: f64) -> WorkerTimes {
         remote_ms: w.remote_ms * by,
         reclaim_ms: w.reclaim_ms * by,
         idle_ms: w.idle_ms * by,
+        busiest_share: w.busiest_share,
     }
 }
 
@@ -586,37 +607,44 @@ fn mix_of(mix: &[f64; WaitKind::ALL.len()]) -> Vec<(WaitKind, f64)> {
     WaitKind::ALL.iter().zip(mix).filter(|(_, s)| **s > 0.0).map(|(k, s)| (*k, s / total)).collect()
 }
 
-/// Whether the step process is still starting (young, its GPU not yet at work since it started, no `DataLoader`
-/// workers yet), and as what: a restart, a compile, or a start-up.
-fn starting(life: Life, host: &HostProcess, index: &TickIndex<'_>, now_ms: UnixMs, t: &Thresholds) -> Option<Cause> {
-    if life.first_busy_ms.is_some()
-        || now_ms.saturating_sub(life.started_ms) >= t.account.startup_max_s.saturating_mul(1000)
-    {
-        return None;
-    }
-    // `DataLoader` workers start with the first epoch: a process that has them is past its start-up, however starved.
+/// Whether the step process is still starting, and as what. Compiling first: busy compile workers of a process
+/// younger than `compile_warmup_max_age_s` mean its model still compiles (torch.compile compiles at the first
+/// steps, after the `DataLoader` has started). Otherwise a start-up (a restart when a process of the same job ended
+/// before it started) while all of these hold: the process is younger than `startup_max_s`, its GPU has not yet run
+/// kernels a tenth of a sample, it has no `DataLoader` workers yet (they start with the first epoch), and it is
+/// still loading: its GPU memory changed within the last [`STARTUP_QUIET_MS`] (or it is younger than that). A
+/// process starting up creates its context and loads its model onto the GPU; a trainer whose memory has been flat
+/// that long with no kernels waits for something else, however young.
+fn starting(
+    life: Life,
+    (host, mem_changed_ms): (&HostProcess, UnixMs),
+    index: &TickIndex<'_>,
+    now_ms: UnixMs,
+    t: &Thresholds,
+) -> Option<Cause> {
+    let age_ms = now_ms.saturating_sub(life.started_ms);
     let below = index.below(host.pid);
-    if below.iter().any(|p| !p.is_compile_worker()) {
-        return None;
-    }
     let compiling = below.iter().any(|p| p.is_compile_worker() && p.cpu_pct.is_some_and(|c| c >= 1.0));
-    Some(if life.restart {
-        Cause::RestartLoop
-    } else if compiling {
-        Cause::CompileWarmup
-    } else {
-        Cause::StartUp
-    })
+    if compiling && age_ms < t.compile_warmup_max_age_s.saturating_mul(1000) {
+        return Some(Cause::CompileWarmup);
+    }
+    let loading = now_ms.saturating_sub(mem_changed_ms.max(life.started_ms)) < STARTUP_QUIET_MS;
+    let young = life.first_busy_ms.is_none() && age_ms < t.account.startup_max_s.saturating_mul(1000);
+    let workers = below.iter().any(|p| !p.is_compile_worker());
+    (young && loading && !workers).then_some(if life.restart { Cause::RestartLoop } else { Cause::StartUp })
 }
+
+/// How long a young process's GPU memory may stay flat, with no kernels run, and still be loading its model: a
+/// checkpoint streams onto the GPU in steps of seconds; twenty seconds without a change is no load.
+const STARTUP_QUIET_MS: u64 = 20_000;
 
 /// What the split needs to know about the job on a place at this tick.
 fn context(
     at: &PlaceTick<'_>,
     host: &HostProcess,
     index: &TickIndex<'_>,
-    history: &History,
-    t: &Thresholds,
-    verdicts: &[Finding],
+    (history, t): (&History, &Thresholds),
+    (verdicts, hints): (&[Finding], &[(PlaceKey, Rule)]),
 ) -> Context {
     let rank = index.is_rank(host);
     let key = host.job.as_ref().map(|j| j.key.as_str());
@@ -626,7 +654,10 @@ fn context(
         && verdicts
             .iter()
             .any(|f| f.rule == Rule::RankStraggler && f.gpu_index != Some(at.place.0) && job_of(f.pid) == key);
-    let here = |rule: Rule| verdicts.iter().any(|f| f.rule == rule && f.gpu_index == Some(at.place.0));
+    // A rule's GPU-side evidence, whether its finding is a verdict or an account replaced it last time.
+    let here = |rule: Rule| {
+        verdicts.iter().any(|f| f.rule == rule && f.gpu_index == Some(at.place.0)) || hints.contains(&(at.place, rule))
+    };
     let workers = index.below(host.pid).iter().any(|p| p.role == ProcessRole::Child && !p.is_compile_worker());
     let reads = host.read_bytes_per_s.is_some_and(|r| r >= 1 << 20)
         || host.remote_files.as_ref().is_some_and(|f| f.read_only > 0);
@@ -644,15 +675,62 @@ fn context(
         StepCpu::MainThread
     };
     let info = crate::sample::by_index(&history.machine().gpus, at.place.0, |g| g.index);
+    let (all_ranks_spin, data_moving) = if rank { ranks_now(index, host, t) } else { (false, false) };
+    let notebook = host.cmdline.contains("ipykernel");
     Context {
         rank,
+        all_ranks_spin,
+        data_moving,
         straggler_elsewhere,
-        serving: !rank && host.serving.as_ref().is_some_and(|s| s.connections > 0),
+        serving: !rank && !notebook && host.serving.is_some(),
+        idle: does_nothing(host, index.below(host.pid)),
         pcie_busy: pcie_busy(at.gpu, info.and_then(|i| i.max_pcie_gen), info.and_then(|i| i.max_pcie_width)),
         step_cpu,
         cpu_wait: cpu_wait_split(history.machine(), index.tick, host, index.below(host.pid), t.quota_throttled_pct),
     }
 }
+
+/// The ranks of `host`'s job on this host at this tick: whether every one spins in a collective (utilization at
+/// least `straggler_waiting_min_util_pct` with SM activity at most `straggler_waiting_max_sm_active_pct`, as
+/// rank-straggler reads a waiting rank), and whether data moves over any of their links (PCIe or NVLink above
+/// `hang_max_link_mib_s`, as collective-hang reads a quiet one).
+fn ranks_now(index: &TickIndex<'_>, host: &HostProcess, t: &Thresholds) -> (bool, bool) {
+    let Some(key) = host.job.as_ref().map(|j| j.key.as_str()) else { return (false, false) };
+    let tick = index.tick;
+    let mut gpus: Vec<u32> = tick
+        .gpu_processes
+        .iter()
+        .filter(|g| g.pid.and_then(|p| index.process(p)).and_then(|p| p.job.as_ref()).is_some_and(|j| j.key == key))
+        .map(|g| g.gpu_index)
+        .collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let (mut all_spin, mut moving) = (!gpus.is_empty(), false);
+    for gpu in gpus.iter().filter_map(|i| tick.gpu(*i)) {
+        let util = gpu.util_pct.map(f64::from);
+        let sm = gpu.gpm.and_then(|g| g.sm_active_pct).map(f64::from);
+        let spins = util.is_some_and(|u| u >= t.straggler_waiting_min_util_pct)
+            && sm.is_some_and(|s| s <= t.straggler_waiting_max_sm_active_pct);
+        all_spin &= spins;
+        let pcie_mib_s =
+            f64::from(gpu.pcie_rx_kbps.unwrap_or(0) + gpu.pcie_tx_kbps.unwrap_or(0)) * 1000.0 / f64::from(1 << 20);
+        let nvlink_mib_s = f64::from(gpu.nvlink_rx_mib_s.unwrap_or(0) + gpu.nvlink_tx_mib_s.unwrap_or(0));
+        moving |= pcie_mib_s > t.hang_max_link_mib_s || nvlink_mib_s > t.hang_max_link_mib_s;
+    }
+    (all_spin, moving)
+}
+
+/// Whether a job does nothing at this tick: its process and the processes below it used under a twentieth of one
+/// core together and moved under a MiB a second. A job producing anything (steps, batches, requests) uses more.
+fn does_nothing(host: &HostProcess, below: &[&HostProcess]) -> bool {
+    let job = || std::iter::once(host).chain(below.iter().copied());
+    let cpu: f32 = job().filter_map(|p| p.cpu_pct).sum();
+    let io: u64 = job().map(|p| p.read_bytes_per_s.unwrap_or(0) + p.write_bytes_per_s.unwrap_or(0)).sum();
+    cpu < IDLE_CPU_PCT && io < 1 << 20
+}
+
+/// CPU (% of one core, the job's processes together) under which a job does nothing.
+const IDLE_CPU_PCT: f32 = 5.0;
 
 /// Adds an entry to its job's totals, the processes-only waiting to the verdict's cause.
 fn add_totals(totals: &mut FastMap<(PlaceKey, u32), Totals>, place: PlaceKey, entry: &Entry, verdict: Cause) {
@@ -699,6 +777,11 @@ fn unseen(basis: Basis, host: Option<&HostProcess>) -> Vec<String> {
 #[expect(clippy::cast_possible_truncation, reason = "an entry's seconds and joules, far inside f32's range")]
 fn narrow(value: f64) -> f32 {
     value as f32
+}
+
+/// A figure to three decimals (milliseconds, millijoules).
+fn round3(value: f64) -> f64 {
+    (value * 1000.0).round() / 1000.0
 }
 
 /// Seconds as whole milliseconds (negative and non-finite as 0).

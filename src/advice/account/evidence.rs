@@ -88,36 +88,61 @@ impl<'a> TickIndex<'a> {
     }
 }
 
-/// The `DataLoader` workers' time over their gathers this tick, scaled to `span_ms` (compile workers left out).
+/// The `DataLoader` workers' time over their gathers this tick, scaled to `span_ms` (compile workers left out):
+/// summed over the workers that hold the step up, those within four fifths of the busiest one's producing share
+/// (with in-order delivery the step waits for the slowest worker's batch; a worker with slack has its batches
+/// ready). `None` without workers.
 #[must_use]
 pub fn worker_times(workers: &[&HostProcess], span_ms: f64) -> Option<WorkerTimes> {
     let feeding: Vec<&&HostProcess> = workers.iter().filter(|w| !w.is_compile_worker()).collect();
     if feeding.is_empty() {
         return None;
     }
-    let mut out = WorkerTimes { count: u32::try_from(feeding.len()).unwrap_or(u32::MAX), ..WorkerTimes::default() };
-    for w in feeding {
-        let Some(times) = w.times.as_ref().filter(|t| t.span_ms > 0) else { continue };
-        let scale = span_ms / f64::from(times.span_ms);
-        // A worker's own threads (an OpenMP pool) wait for CPUs too: the walk over all of them says so when it ran.
-        let (on_cpu, wait_cpu) = match &times.all {
-            Some(all) if all.span_ms > 0 => {
-                let s = span_ms / f64::from(all.span_ms);
-                (f64::from(all.on_cpu_ms) * s, f64::from(all.wait_cpu_ms.unwrap_or(0)) * s)
-            }
-            _ => (f64::from(times.main.on_cpu_ms) * scale, f64::from(times.main.wait_cpu_ms.unwrap_or(0)) * scale),
-        };
-        let main_busy = f64::from(times.main.on_cpu_ms) + f64::from(times.main.wait_cpu_ms.unwrap_or(0));
-        let asleep = (f64::from(times.span_ms) - main_busy).max(0.0) * scale;
-        out.on_cpu_ms += on_cpu;
-        out.wait_cpu_ms += wait_cpu;
-        match times.main.wait {
-            Some(WaitKind::Read) => out.read_ms += asleep,
-            Some(WaitKind::RemoteFs | WaitKind::Socket) => out.remote_ms += asleep,
-            Some(WaitKind::Reclaim) => out.reclaim_ms += asleep,
-            _ => out.idle_ms += asleep,
-        }
+    let each: Vec<WorkerTimes> = feeding.iter().filter_map(|w| one_worker(w, span_ms)).collect();
+    let busiest = each.iter().map(|w| w.busiest_share).fold(0.0, f64::max);
+    let mut out = WorkerTimes {
+        count: u32::try_from(feeding.len()).unwrap_or(u32::MAX),
+        busiest_share: busiest,
+        ..WorkerTimes::default()
+    };
+    for w in each.iter().filter(|w| w.busiest_share >= BOTTLENECK_SHARE * busiest) {
+        out.on_cpu_ms += w.on_cpu_ms;
+        out.wait_cpu_ms += w.wait_cpu_ms;
+        out.read_ms += w.read_ms;
+        out.remote_ms += w.remote_ms;
+        out.reclaim_ms += w.reclaim_ms;
+        out.idle_ms += w.idle_ms;
     }
+    Some(out)
+}
+
+/// Workers within this share of the busiest one's producing time hold the step up with it.
+const BOTTLENECK_SHARE: f64 = 0.8;
+
+/// One worker's time over its gather, scaled to `span_ms`, with its own producing share in `busiest_share`.
+fn one_worker(w: &HostProcess, span_ms: f64) -> Option<WorkerTimes> {
+    let times = w.times.as_ref().filter(|t| t.span_ms > 0)?;
+    let scale = span_ms / f64::from(times.span_ms);
+    // A worker's own threads (an OpenMP pool) wait for CPUs too: the walk over all of them says so when it ran.
+    let (on_cpu, wait_cpu) = match &times.all {
+        Some(all) if all.span_ms > 0 => {
+            let s = span_ms / f64::from(all.span_ms);
+            (f64::from(all.on_cpu_ms) * s, f64::from(all.wait_cpu_ms.unwrap_or(0)) * s)
+        }
+        _ => (f64::from(times.main.on_cpu_ms) * scale, f64::from(times.main.wait_cpu_ms.unwrap_or(0)) * scale),
+    };
+    let main_busy = f64::from(times.main.on_cpu_ms) + f64::from(times.main.wait_cpu_ms.unwrap_or(0));
+    let asleep = (f64::from(times.span_ms) - main_busy).max(0.0) * scale;
+    let mut out = WorkerTimes { count: 1, on_cpu_ms: on_cpu, wait_cpu_ms: wait_cpu, ..WorkerTimes::default() };
+    match times.main.wait {
+        Some(WaitKind::Read) => out.read_ms = asleep,
+        Some(WaitKind::RemoteFs | WaitKind::Socket) => out.remote_ms = asleep,
+        Some(WaitKind::Reclaim) => out.reclaim_ms = asleep,
+        _ => out.idle_ms = asleep,
+    }
+    // Its main thread's own share: an OpenMP pool's summed time can exceed the span.
+    let main_producing = (main_busy + if out.idle_ms > 0.0 { 0.0 } else { asleep / scale }) / f64::from(times.span_ms);
+    out.busiest_share = main_producing.min(1.0);
     Some(out)
 }
 

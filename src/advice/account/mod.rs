@@ -56,6 +56,8 @@ pub enum Cause {
     CommBound,
     /// Waiting for a slower rank of the job.
     RankStraggler,
+    /// Every rank spinning in a collective with no data moving: stuck, or about to be (collective-hang judges it).
+    CollectiveHang,
     /// Writing checkpoints (or logs) synchronously.
     CheckpointWrite,
     /// The host short of memory: reclaim, swap-in.
@@ -70,13 +72,15 @@ pub enum Cause {
     Serving,
     /// Kernels that run nearly all the time on a sliver of the SMs: the GPU only looks busy.
     UtilMisleading,
+    /// The job does nothing: its threads sleep, with no CPU and no I/O (idle-holder judges it).
+    Idle,
     /// The evidence does not point at a cause.
     NotDetermined,
 }
 
 impl Cause {
     /// Every cause, busy first, not determined last (the order of bars and lists).
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 23] = [
         Self::Busy,
         Self::InputBound,
         Self::RemoteDatasetStall,
@@ -90,6 +94,7 @@ impl Cause {
         Self::H2dCopyBound,
         Self::CommBound,
         Self::RankStraggler,
+        Self::CollectiveHang,
         Self::CheckpointWrite,
         Self::HostMemoryPressure,
         Self::StartUp,
@@ -97,6 +102,7 @@ impl Cause {
         Self::CompileWarmup,
         Self::Serving,
         Self::UtilMisleading,
+        Self::Idle,
         Self::NotDetermined,
     ];
 
@@ -127,6 +133,7 @@ impl Cause {
             Self::H2dCopyBound => "copies to the GPU",
             Self::CommBound => "communication",
             Self::RankStraggler => "waiting for a slower rank",
+            Self::CollectiveHang => "stuck in a collective",
             Self::CheckpointWrite => "writing checkpoints",
             Self::HostMemoryPressure => "host memory pressure",
             Self::StartUp => "start-up",
@@ -134,6 +141,7 @@ impl Cause {
             Self::CompileWarmup => "compiling the model",
             Self::Serving => "waiting for requests",
             Self::UtilMisleading => "kernels leave the SMs idle",
+            Self::Idle => "the job does nothing",
             Self::NotDetermined => "not determined",
         }
     }
@@ -154,6 +162,7 @@ impl Cause {
             Self::H2dCopyBound => "copies to the GPU",
             Self::CommBound => "the job's communication",
             Self::RankStraggler => "a slower rank",
+            Self::CollectiveHang => "a collective that does not progress",
             Self::CheckpointWrite => "checkpoint writes",
             Self::HostMemoryPressure => "host memory (reclaim, swap)",
             Self::StartUp => "its job to start up",
@@ -161,6 +170,7 @@ impl Cause {
             Self::CompileWarmup => "its model to compile",
             Self::Serving => "requests",
             Self::UtilMisleading => "nothing: its kernels leave the SMs idle",
+            Self::Idle => "its job, which does nothing",
             Self::Busy | Self::NotDetermined => "something the threads do not show",
         }
     }
@@ -182,6 +192,7 @@ impl Cause {
             Self::H2dCopyBound => Rule::H2dCopyBound,
             Self::CommBound => Rule::CommBound,
             Self::RankStraggler => Rule::RankStraggler,
+            Self::CollectiveHang => Rule::CollectiveHang,
             Self::CheckpointWrite => Rule::CheckpointWrite,
             Self::HostMemoryPressure => Rule::HostMemoryPressure,
             Self::StartUp => Rule::StartUp,
@@ -189,6 +200,7 @@ impl Cause {
             Self::CompileWarmup => Rule::CompileWarmup,
             Self::Serving => Rule::Serving,
             Self::UtilMisleading => Rule::UtilMisleading,
+            Self::Idle => Rule::IdleHolder,
             Self::NotDetermined => Rule::GpuUnderfed,
         };
         Some(rule)

@@ -99,8 +99,21 @@ pub fn remedy(cause: Cause, account: &Account, facts: &Facts) -> String {
         | Cause::CpuOversubscribed
         | Cause::CpuQuotaThrottled
         | Cause::CpusPinned => cpu_remedy(cause, facts, &share),
+        Cause::InputBound if facts.workers == 0 => format!(
+            "The step's own thread reads its input from storage (no DataLoader workers): set num_workers to about {} \
+             so that reads overlap the GPU's work, and copy the dataset to local NVMe or keep it in the page cache \
+             (packed shards: WebDataset, tar, Arrow).",
+            idle_whole(facts).saturating_sub(1).clamp(1, 8)
+        ),
         _ => other_remedy(cause, &share, &pid),
     }
+}
+
+/// The idle CPUs as a whole number.
+fn idle_whole(facts: &Facts) -> u32 {
+    #[expect(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "a count of idle CPUs, small")]
+    let idle = facts.idle_cpus.max(0.0).floor() as u32;
+    idle
 }
 
 /// The remedies of the causes that wait for CPUs or for work done on them.
@@ -145,10 +158,12 @@ fn cpu_remedy(cause: Cause, facts: &Facts, share: &str) -> String {
 /// The remedies of the other causes.
 fn other_remedy(cause: Cause, share: &str, pid: &str) -> String {
     match cause {
-        Cause::InputBound => "The workers wait for storage: copy the dataset to local NVMe or keep it in the page \
+        Cause::InputBound => {
+            "The DataLoader workers wait for storage: copy the dataset to local NVMe or keep it in the page \
              cache, pack small files into shards (WebDataset, tar, Arrow), and keep enough reads in flight \
              (num_workers, prefetch_factor) where CPUs are idle."
-            .to_owned(),
+                .to_owned()
+        }
         Cause::RemoteDatasetStall => "The input waits on the network or a network file system: cache the shards on \
              local NVMe, read larger shards, keep more requests in flight (more workers or prefetch_factor while \
              CPUs are idle), and check the mount's or the object store's latency."

@@ -73,7 +73,7 @@ fn workers_on_the_cpu_are_the_input_pipeline_and_more_workers_help_where_cores_i
     assert_eq!(warnings(findings), vec![Rule::CpuBoundInput], "{findings:#?}");
     let f = get(findings, Rule::CpuBoundInput);
     assert!(f.evidence.starts_with("account over "), "the account is the evidence: {f:#?}");
-    // The process may run on its NUMA node's 16 CPUs, 5 of them idle.
+    // The process may run on its NUMA node's 16 CPUs, 5 of them idle: the remedy follows the threads and CPUs.
     assert!(f.remedy.contains("raise DataLoader num_workers from 10 to about 14"), "{}", f.remedy);
 }
 

@@ -111,7 +111,7 @@ pub fn glyph(cause: Cause, ascii: bool) -> char {
     let (unicode, plain) = match cause {
         Cause::Busy => ('█', '#'),
         Cause::NotDetermined => ('░', '.'),
-        Cause::Serving | Cause::StartUp | Cause::CompileWarmup | Cause::RestartLoop => ('▒', '-'),
+        Cause::Serving | Cause::StartUp | Cause::CompileWarmup | Cause::RestartLoop | Cause::Idle => ('▒', '-'),
         _ => ('▓', '='),
     };
     if ascii { plain } else { unicode }

@@ -171,19 +171,22 @@ pub(super) fn job(workload: Workload) -> Option<JobShape> {
             cmdline: "python train.py --log-file /home/alice/train.log --workers 4",
             cpu_pct: 60.0,
             workers: FOUR_SLOW_LOCAL,
-            // The step waits on the logging handler's lock, held by the thread blocked on NFS; the account reads a
-            // lock wait beside workers as the input pipeline and splits it by the workers' CPU (cpu-bound-input)
-            // though they keep up: left out until it tells the workers' queue from other locks.
-            threads: None,
+            // The step waits on the logging handler's lock, held by the thread blocked writing its log to NFS.
+            // It launches the step a third of the time (the GPU computes 30 %), and sleeps on the lock the rest.
+            threads: Some(ThreadShape {
+                main_cpu: Some(0.35),
+                main_sleeps: &[WaitKind::Lock],
+                others_sleep: WaitKind::RemoteFs,
+                ..LOADER_STEP
+            }),
             load: LoadShape { busy_cores: 1.8, psi_io: 1.0, ..NO_LOAD },
             ..loader
         },
         W::CpuOffload => JobShape {
             cmdline: "python train_offload.py --offload-optimizer cpu --grad-accum 8 --workers 4",
             cpu_pct: 380.0,
-            // The account's main-thread-bound replaces the rule's, whose title names the main thread and whose remedy
-            // the optimizer step on the CPU (from the command line): left out until the account's finding keeps them.
-            threads: None,
+            // The optimizer steps on the CPU in the main thread.
+            threads: Some(STEP_THREADS),
             workers: FOUR_KEEPING_UP,
             load: LoadShape { busy_cores: 4.2, psi_io: 0.5, psi_cpu: 3.0, ..NO_LOAD },
             ..loader

@@ -54,6 +54,9 @@ pub(super) const fn worker(state: char, cpu_pct: f32, read_mib: u64) -> WorkerSh
 /// its busiest thread's, its state the process's): the thread times the account reads ([`super::threads`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct ThreadShape {
+    /// The main thread's time on a CPU, share of a second, where it differs from the process's busiest thread's
+    /// (a step thread that waits on a lock while another thread of the process works).
+    pub(super) main_cpu: Option<f32>,
     /// The main thread's time runnable but waiting for a CPU, share of a second.
     pub(super) main_wait_cpu: f32,
     /// What the main thread sleeps in when a gather finds it asleep (S or D), cycled by tick.
@@ -67,6 +70,7 @@ pub(super) struct ThreadShape {
 
 /// A training step's thread: it launches the step's kernels and blocks in the driver for their results.
 pub(super) const STEP_THREADS: ThreadShape = ThreadShape {
+    main_cpu: None,
     main_wait_cpu: 0.005,
     main_sleeps: &[WaitKind::Gpu],
     others_wait_cpu: 0.0,
@@ -173,10 +177,8 @@ pub(super) fn job_shape(workload: Workload) -> Option<JobShape> {
             cpu_pct: 0.0,
             age_s: 7200,
             load: NO_LOAD,
-            // A notebook kernel waiting for its user sleeps in its event loop's poll at 0 % CPU, which the account
-            // books as "not determined" (a gpu-underfed warning) where idle-holder is the verdict: left out until the
-            // account leaves an idle holder's time to idle-holder.
-            threads: None,
+            // A notebook kernel waiting for its user sleeps in its event loop's poll at 0 % CPU: the job does nothing.
+            threads: Some(ThreadShape { main_sleeps: &[WaitKind::Poll], ..STEP_THREADS }),
             ..COMPUTE_JOB
         },
         W::Leak => JobShape {
@@ -184,10 +186,7 @@ pub(super) fn job_shape(workload: Workload) -> Option<JobShape> {
             cpu_pct: 60.0,
             age_s: 600,
             load: LoadShape { busy_cores: 0.6, ..NO_LOAD },
-            // Its GPU runs kernels 35 % of the time at 30 % SM activity, which gpu-underfed (SM activity under 25 %)
-            // does not call underfed, while the account books the 40 % its running main thread does not explain as
-            // "not determined", a gpu-underfed warning: left out until the two agree on when a GPU waits.
-            threads: None,
+            threads: Some(STEP_THREADS),
             ..COMPUTE_JOB
         },
         W::Loader => JobShape {
@@ -197,11 +196,8 @@ pub(super) fn job_shape(workload: Workload) -> Option<JobShape> {
             age_s: 900,
             load: LoadShape { busy_cores: 1.3, iowait_cores: 0.3, psi_io: 30.2, psi_cpu: 0.0 },
             workers: LOADER_WORKERS,
-            // The step waits on the workers' queue; the account splits that wait by the workers' own time, so the
-            // decoding worker, which waits for work 45 % of its time, weighs as much as the reading one that never
-            // does, and it says cpu-bound-input where the reads hold the step up (input-bound): left out until the
-            // split weighs the workers that hold the step up.
-            threads: None,
+            // The step waits on the workers' queue: one worker decodes and waits for work, the other reads in D.
+            threads: Some(LOADER_STEP),
             ..COMPUTE_JOB
         },
         W::RankWaiting | W::RankStarved | W::RankHung | W::RankCpuBusy | W::RankComm | W::RankSpinInput => {
@@ -275,10 +271,7 @@ fn rank_job(workload: Workload) -> Option<JobShape> {
         ..COMPUTE_JOB
     };
     Some(match workload {
-        // The waiting rank's spin is booked as communication (a comm-bound warning) until rank-straggler names the
-        // straggler a minute in, where the verdict on the waiting rank's GPU is the straggler's: left out until the
-        // account holds a rank's spin back while its job's ranks are not yet compared.
-        W::RankWaiting => JobShape { threads: None, ..rank },
+        W::RankWaiting => rank,
         W::RankHung => rank,
         W::RankStarved => JobShape {
             cmdline: "/usr/bin/python3 -u train_ddp.py --arch resnet50 --workers 1",
@@ -293,9 +286,7 @@ fn rank_job(workload: Workload) -> Option<JobShape> {
             cmdline: "/usr/bin/python3 -u train_ddp.py --arch resnet50 --workers 12 --eval-on-rank0",
             states: b"R",
             cpu_pct: 100.0,
-            // The account names main-thread-bound beside rank-straggler on this rank's GPU, where the verdict is the
-            // straggler alone: left out until the account defers to the job's straggler on its own GPU.
-            threads: None,
+            threads: Some(STEP_THREADS),
             ..rank
         },
         // The main thread spins in a synchronize while the all-reduce crosses PCIe.
@@ -303,10 +294,7 @@ fn rank_job(workload: Workload) -> Option<JobShape> {
             cmdline: "/usr/bin/python3 -u train_ddp.py --arch vit-h --workers 8",
             states: b"R",
             cpu_pct: 100.0,
-            // Its spinning main thread's CPU beyond the kernel time is booked as the step's own work
-            // (main-thread-bound) while the collective's copies hold it: left out until the account tells a spin in a
-            // synchronize from host work on a rank.
-            threads: None,
+            threads: Some(STEP_THREADS),
             ..rank
         },
         W::RankSpinInput => JobShape {
@@ -316,10 +304,8 @@ fn rank_job(workload: Workload) -> Option<JobShape> {
             read_mib: Spread(380.0, 40.0),
             load: LoadShape { busy_cores: 0.35, iowait_cores: 0.6, psi_io: 36.8, psi_cpu: 0.0 },
             workers: &[],
-            // NCCL's spin on this rank is booked as communication (comm-bound) though its own step thread sleeps in
-            // reads, which make it the rank the others wait for (input-bound): left out until the account lets a
-            // rank's own input wait outweigh its collectives' spin.
-            threads: None,
+            // Its step thread reads its own input (num_workers=0) from NFS.
+            threads: Some(ThreadShape { main_sleeps: &[WaitKind::Read], ..STEP_THREADS }),
             ..rank
         },
         _ => return None,
@@ -353,19 +339,15 @@ fn host_wait_job(workload: Workload) -> Option<JobShape> {
         W::LaunchBound => JobShape {
             cmdline: "python rl_policy.py --batch-size 8",
             load: LoadShape { busy_cores: 1.0, psi_io: 1.0, ..NO_LOAD },
-            // The tiny kernels' time beyond twice their SM activity is booked as util-misleading, and the pegged
-            // launching thread as launch-bound only where launch-bound is already a verdict, which the account's
-            // own findings replace: left out until the account names launches from the threads alone.
-            threads: None,
+            // The step thread launches tiny kernels back to back: on a CPU all the time.
+            threads: Some(STEP_THREADS),
             ..COMPUTE_JOB
         },
         W::H2dCopyBound => JobShape {
             cmdline: "python train.py --pin-memory false --batch-size 4096",
             load: LoadShape { busy_cores: 1.0, psi_io: 1.0, ..NO_LOAD },
-            // The thread copying from pageable memory is booked as h2d-copy-bound only where h2d-copy-bound is already
-            // a verdict, which the account's own findings replace, so it says main-thread-bound: left out until the
-            // account names copies from the link's traffic alone.
-            threads: None,
+            // The step thread copies each batch from pageable memory: on a CPU all the time.
+            threads: Some(STEP_THREADS),
             ..COMPUTE_JOB
         },
         W::CpuQuota => JobShape {

@@ -117,7 +117,7 @@ fn main_cpu(p: &HostProcess, pool: u32) -> f64 {
 fn step_use(p: &HostProcess, shape: &ThreadShape, n: u64) -> Use {
     let sleeps = shape.main_sleeps;
     Use {
-        main_cpu: main_cpu(p, 1),
+        main_cpu: shape.main_cpu.map_or_else(|| main_cpu(p, 1), f64::from),
         main_wait: f64::from(shape.main_wait_cpu),
         main_sleep: sleeps
             .get(usize::try_from(n).unwrap_or(0) % sleeps.len().max(1))
@@ -288,9 +288,11 @@ mod tests {
     }
 
     #[test]
-    fn a_scenario_can_leave_its_threads_out() {
-        let tick = source("idle-holder").tick_at(5);
-        assert!(tick.processes.iter().all(|p| p.times.is_none()));
+    fn the_scale_extras_carry_no_thread_times() {
+        // A job shape without a thread shape (the scale scenario's extra processes) gathers none.
+        let tick = source("scale:1x3").tick_at(5);
+        let extras: Vec<&crate::sample::HostProcess> = tick.processes.iter().filter(|p| p.pid >= 2100).collect();
+        assert!(!extras.is_empty() && extras.iter().all(|p| p.times.is_none()), "{extras:?}");
         let fast = SyntheticSource::new(SyntheticSpec {
             interval_ms: 100,
             ..SyntheticSpec::parse("input-bound").expect("spec")
