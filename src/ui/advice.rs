@@ -276,7 +276,8 @@ type JobKey<'a> = (&'a str, Option<u32>);
 #[must_use]
 pub fn job_bars<'a>(accounts: impl IntoIterator<Item = &'a Account>, findings: &[&Finding]) -> Vec<JobBar> {
     let mut jobs: Vec<(JobKey<'_>, Vec<&Account>)> = Vec::new();
-    for account in accounts {
+    // A place whose job has left keeps its account in the book (JSON, doctor); the pane shows the running jobs.
+    for account in accounts.into_iter().filter(|a| a.pid.is_some()) {
         // A process whose job could not be read is named by its command (`cmd:`): two of them are two jobs.
         let key = (account.job.as_str(), account.pid.filter(|_| account.job.starts_with("cmd:")));
         match jobs.iter_mut().find(|(job, _)| *job == key) {

@@ -90,20 +90,26 @@ struct PlaceBook {
     gap: Option<(u32, f32)>,
     /// NVML's energy counter where it moved (read every ~30 s): when, and its value in mJ.
     energy: VecDeque<(UnixMs, u64)>,
-    /// The step process's GPU memory on the place, and since when it has held that value.
-    mem: Option<(u32, u64, UnixMs)>,
+    /// The step process's GPU memory on the place: its PID, its bytes, and when they last changed (`None` while they
+    /// have held the value they had when the process was first seen).
+    mem: Option<(u32, u64, Option<UnixMs>)>,
 }
 
 impl PlaceBook {
-    /// Since when the step process `pid`'s GPU memory on the place has held its value (now, for a new process or a
-    /// change).
-    fn mem_changed(&mut self, pid: u32, index: &TickIndex<'_>, at: &PlaceTick<'_>) -> UnixMs {
+    /// When the step process `pid`'s GPU memory on the place last changed while watched; `None` for a process whose
+    /// memory has not changed since it was first seen (it was past loading then).
+    fn mem_changed(&mut self, pid: u32, index: &TickIndex<'_>, at: &PlaceTick<'_>) -> Option<UnixMs> {
         let now: u64 = index.compute_on(at.place).filter(|(p, _, _)| *p == pid).map(|(_, _, m)| m).sum();
-        match self.mem {
-            Some((p, bytes, since)) if p == pid && bytes == now => since,
+        match &mut self.mem {
+            Some((p, bytes, changed)) if *p == pid => {
+                if *bytes != now {
+                    (*bytes, *changed) = (now, Some(at.now_ms));
+                }
+                *changed
+            }
             _ => {
-                self.mem = Some((pid, now, at.now_ms));
-                at.now_ms
+                self.mem = Some((pid, now, None));
+                None
             }
         }
     }
@@ -612,12 +618,12 @@ fn mix_of(mix: &[f64; WaitKind::ALL.len()]) -> Vec<(WaitKind, f64)> {
 /// steps, after the `DataLoader` has started). Otherwise a start-up (a restart when a process of the same job ended
 /// before it started) while all of these hold: the process is younger than `startup_max_s`, its GPU has not yet run
 /// kernels a tenth of a sample, it has no `DataLoader` workers yet (they start with the first epoch), and it is
-/// still loading: its GPU memory changed within the last [`STARTUP_QUIET_MS`] (or it is younger than that). A
-/// process starting up creates its context and loads its model onto the GPU; a trainer whose memory has been flat
-/// that long with no kernels waits for something else, however young.
+/// still loading: its GPU memory changed while watched, within the last [`STARTUP_QUIET_MS`]. A process starting up
+/// creates its context and loads its model onto the GPU; a trainer whose memory has been flat that long with no
+/// kernels (or since it was first seen) waits for something else, however young.
 fn starting(
     life: Life,
-    (host, mem_changed_ms): (&HostProcess, UnixMs),
+    (host, mem_changed_ms): (&HostProcess, Option<UnixMs>),
     index: &TickIndex<'_>,
     now_ms: UnixMs,
     t: &Thresholds,
@@ -628,7 +634,7 @@ fn starting(
     if compiling && age_ms < t.compile_warmup_max_age_s.saturating_mul(1000) {
         return Some(Cause::CompileWarmup);
     }
-    let loading = now_ms.saturating_sub(mem_changed_ms.max(life.started_ms)) < STARTUP_QUIET_MS;
+    let loading = mem_changed_ms.is_some_and(|changed| now_ms.saturating_sub(changed) < STARTUP_QUIET_MS);
     let young = life.first_busy_ms.is_none() && age_ms < t.account.startup_max_s.saturating_mul(1000);
     let workers = below.iter().any(|p| !p.is_compile_worker());
     (young && loading && !workers).then_some(if life.restart { Cause::RestartLoop } else { Cause::StartUp })

@@ -35,10 +35,7 @@ pub const ACCOUNTED: [Rule; 15] = [
 /// Whether a rule's findings come only from the accounts (no rule function walks them).
 #[must_use]
 pub fn read_off(rule: Rule) -> bool {
-    matches!(
-        rule,
-        Rule::CpuContention | Rule::CpuOversubscribed | Rule::CheckpointWrite | Rule::StartUp | Rule::RestartLoop
-    )
+    matches!(rule, Rule::CheckpointWrite | Rule::StartUp | Rule::RestartLoop)
 }
 
 /// What the findings are read from at one evaluation.

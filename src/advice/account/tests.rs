@@ -157,7 +157,7 @@ fn a_step_thread_asleep_in_writes_is_a_checkpoint_judged_over_the_phase_window()
 #[test]
 fn a_job_restarting_every_ninety_seconds_is_a_restart_loop() {
     // The same command line under a new PID every 90 s; the GPU unused 10 s between processes and idle for the
-    // first 15 s of each (start-up).
+    // first 15 s of each, while the new process loads its model (start-up).
     let build = Build::new("compute").tick(|i, t| {
         let life = i / 90;
         let age = i % 90;
@@ -173,8 +173,11 @@ fn a_job_restarting_every_ninety_seconds_is_a_restart_loop() {
             }
         }
         let pid = 3000 + u32::try_from(life).expect("small");
+        // It loads its model for its first 15 s: its GPU memory grows a GiB a second, then holds.
+        let loaded = (age - 10).min(15) + 1;
         for p in &mut t.gpu_processes {
             p.pid = Some(pid);
+            p.used_gpu_memory_bytes = Some(loaded << 30);
         }
         for p in t.processes.iter_mut().filter(|p| p.role == ProcessRole::Gpu) {
             p.pid = pid;
